@@ -1,0 +1,59 @@
+"""kstreams: Kafka Streams for Python, with a compiled core.
+
+The public API. Names are imported on first use, so ``import kstreams`` stays light (it never
+imports pyspark, and a process that only needs the test driver never starts the runtime).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__all__ = [
+    "Consumed",
+    "Grouped",
+    "InitParameters",
+    "JoinWindows",
+    "KafkaStreams",
+    "KeyValue",
+    "Materialized",
+    "Produced",
+    "Serdes",
+    "StreamsBuilder",
+    "StreamsConfig",
+    "StreamsUncaughtExceptionResponse",
+    "TimeWindows",
+    "Topology",
+]
+
+__version__ = "0.1.0"
+
+_HOMES = {
+    "KafkaStreams": "kstreams.client",
+    "InitParameters": "kstreams.client",
+    "StreamsUncaughtExceptionResponse": "kstreams.client",
+    "StreamsConfig": "kstreams.config",
+    "Topology": "kstreams.topology",
+    "StreamsBuilder": "kstreams.topology",
+    "Consumed": "kstreams.topology",
+    "Produced": "kstreams.topology",
+    "Grouped": "kstreams.topology",
+    "Materialized": "kstreams.topology",
+    "TimeWindows": "kstreams.topology",
+    "JoinWindows": "kstreams.topology",
+    "KeyValue": "kstreams.topology",
+    "Serdes": "kstreams.serdes",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'kstreams' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,61 @@
+"""The record cache: a byte-bounded LRU of named caches (one per "<task>-<store>").
+
+Semantics follow Kafka's ThreadCache/NamedCache:
+- put marks an entry dirty and most-recently-used; dirty keys are kept in arrival order.
+- While the cache is over its limit after a put, the LRU tail of the namespace written to is evicted;
+  evicting a dirty entry flushes the whole namespace through its listener: the evicted entry first,
+  then the namespace's other dirty entries in arrival order. Clean entries are dropped silently.
+- flush(namespace) hands every dirty entry to the listener in arrival order and marks them clean;
+  entries whose value is None (tombstones) are removed from the cache after the flush.
+- delete removes an entry without flushing it.
+- With max_bytes 0, every put is flushed at once.
+- resize: shrinking evicts round-robin across namespaces until within the limit; growing raises it.
+
+Listener: listener(entries: list[tuple[bytes, bytes | None, int]]) with (key, value, timestamp).
+It is called with the GIL and without the cache's internal mutex, so it may read the cache.
+Thread safety: every method takes the internal mutex; namespaces can be moved between caches.
+"""
+
+from collections.abc import Callable
+
+FlushListener = Callable[[list[tuple[bytes, bytes | None, int]]], None]
+
+class RecordCache:
+    ENTRY_OVERHEAD: int  # fixed bytes counted per entry besides key and value
+    def __init__(self, max_bytes: int) -> None: ...
+    def add_namespace(self, namespace: str, listener: FlushListener) -> None: ...
+    def remove_namespace(self, namespace: str) -> None:
+        """Drop a namespace and its entries without flushing (a task closed dirty)."""
+    def has_namespace(self, namespace: str) -> bool: ...
+    def namespaces(self) -> list[str]: ...
+    def get(self, namespace: str, key: bytes) -> tuple[bytes | None, int] | None:
+        """(value, timestamp) if cached (value None: a cached tombstone); None on a miss.
+        A hit moves the entry to most-recently-used."""
+    def put(self, namespace: str, key: bytes, value: bytes | None, timestamp: int) -> None: ...
+    def put_if_absent(self, namespace: str, key: bytes, value: bytes | None, timestamp: int) -> bool: ...
+    def put_clean(self, namespace: str, key: bytes, value: bytes | None, timestamp: int) -> None:
+        """Cache a value read from the store (not dirty: never flushed)."""
+    def delete(self, namespace: str, key: bytes) -> tuple[bytes | None, int] | None: ...
+    def flush(self, namespace: str | None = None) -> None:
+        """Flush one namespace, or every namespace (in name order) when None."""
+    def dirty_count(self, namespace: str | None = None) -> int: ...
+    def keys(self, namespace: str) -> list[bytes]:
+        """Keys of a namespace in ascending byte order (for range queries merged with the store)."""
+    def move_namespace(self, namespace: str, other: RecordCache) -> None:
+        """Move a namespace with all its entries (dirty state kept) into another cache; the other
+        cache then evicts from it while over its own limit."""
+    def resize(self, max_bytes: int) -> None: ...
+    @property
+    def max_bytes(self) -> int: ...
+    @property
+    def size_bytes(self) -> int: ...
+    def __len__(self) -> int: ...
+    def namespace_size(self, namespace: str) -> int: ...
+    @property
+    def hits(self) -> int: ...
+    @property
+    def misses(self) -> int: ...
+    @property
+    def evictions(self) -> int: ...
+    @property
+    def flushes(self) -> int: ...

@@ -1,0 +1,45 @@
+"""Task scheduling for the stream threads, with per-task locks and the commit barrier.
+
+Lock order: the scheduler's single internal mutex is a leaf; nothing is called while it is held.
+Every blocking call waits on a condition variable without the GIL.
+"""
+
+from kstreams._native.record_buffer import RecordBuffer
+
+class TaskScheduler:
+    def __init__(self) -> None: ...
+    def register(self, task_id: int, buffer: RecordBuffer) -> None:
+        """Make a task schedulable. task_id is a small non-negative integer chosen by the caller.
+        Raises ValueError if it is already registered."""
+    def unregister(self, task_id: int, timeout: float = -1.0) -> bool:
+        """Remove a task once no thread holds it (waits up to timeout seconds; < 0 waits forever).
+        Returns False on timeout (the task stays registered). Unknown ids return True."""
+    def next_task(self, timeout: float) -> int:
+        """Lock and return the ready, unheld, non-failed task with the most buffered records
+        (a signalled task counts as ready even with an empty buffer). Waits up to timeout seconds
+        for one; returns -1 on timeout, on wake_all(), while paused past the timeout, or after
+        shutdown(). Never hands one task to two threads."""
+    def release(self, task_id: int) -> None:
+        """Unlock a task held by the caller, waking waiters (pause_all, unregister, next_task)."""
+    def notify(self) -> None:
+        """Records were pushed: wake threads waiting in next_task."""
+    def signal(self, task_id: int) -> None:
+        """Make a task eligible once even with an empty buffer (due punctuation, a commit request);
+        cleared when the task is next handed out."""
+    def wake_all(self) -> None:
+        """Make every current next_task waiter return -1 at once (a thread was asked to stop)."""
+    def pause_all(self, timeout: float = -1.0) -> bool:
+        """The commit barrier: block new acquisitions, then wait until no task is held.
+        Returns False on timeout (acquisitions stay blocked until resume_all)."""
+    def resume_all(self) -> None: ...
+    @property
+    def pause_requested(self) -> bool:
+        """True while pause_all is pending or in force: a thread holding a task releases it."""
+    def fail(self, task_id: int) -> None:
+        """Mark a task failed: it is never handed out until reset()."""
+    def reset(self, task_id: int) -> None: ...
+    def is_held(self, task_id: int) -> bool: ...
+    def holder_count(self) -> int: ...
+    def shutdown(self) -> None:
+        """Every next_task returns -1 from now on; waiters wake at once."""
+    def task_ids(self) -> list[int]: ...

@@ -1,0 +1,253 @@
+"""The port between the runtime and a Kafka cluster.
+
+The runtime talks to Kafka only through these protocols; ``EmbeddedCluster`` (in-process) and
+``KafkaCluster`` (confluent-kafka) implement them. Records cross the port as ``RecordBatch``es so
+that no adapter forces per-record Python work on the runtime.
+
+Threads: a ``Consumer`` and a ``Producer`` are each used by one thread at a time (the polling
+thread, or the restore thread for the restore consumer); an ``Admin`` may be used from any thread.
+Rebalance callbacks run inside ``Consumer.poll`` on the polling thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from kstreams._native.record_batch import RecordBatch
+
+__all__ = [
+    "ERROR_ASSIGNMENT",
+    "ERROR_INCOMPLETE_SOURCE_TOPIC_METADATA",
+    "ERROR_NONE",
+    "ERROR_SHUTDOWN_REQUESTED",
+    "Admin",
+    "Cluster",
+    "ClusterError",
+    "Consumer",
+    "ConsumerRecord",
+    "GroupListener",
+    "Producer",
+    "ProducerFencedError",
+    "TopicDescription",
+    "TopicExistsError",
+    "TopicNotFoundError",
+    "TopicPartition",
+]
+
+# Assignment error codes, as Kafka Streams carries them in rebalance user data.
+ERROR_NONE = 0
+ERROR_INCOMPLETE_SOURCE_TOPIC_METADATA = 1
+ERROR_ASSIGNMENT = 3
+ERROR_SHUTDOWN_REQUESTED = 4
+
+
+@dataclass(frozen=True, order=True, slots=True)
+class TopicPartition:
+    """One partition of one topic."""
+
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+@dataclass(frozen=True, slots=True)
+class TopicDescription:
+    """What the cluster knows of a topic: its partition count and its non-default configs."""
+
+    name: str
+    partitions: int
+    config: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerRecord:
+    """One record as read back from a topic (``Cluster.read``)."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp: int
+    headers: list[tuple[str, bytes | None]] | None = None
+
+
+class ClusterError(Exception):
+    """A request to the cluster failed; ``retriable`` says whether trying again may succeed."""
+
+    def __init__(self, message: str, retriable: bool = False) -> None:
+        super().__init__(message)
+        self.retriable = retriable
+
+
+class TopicNotFoundError(ClusterError):
+    """The named topic does not exist on the cluster."""
+
+
+class TopicExistsError(ClusterError):
+    """A topic to create already exists."""
+
+
+class ProducerFencedError(ClusterError):
+    """A newer producer with the same transactional id took over: this one must stop."""
+
+
+@runtime_checkable
+class Admin(Protocol):
+    def create_topics(
+        self, topics: Mapping[str, tuple[int, Mapping[str, str]]], replication_factor: int = -1
+    ) -> None:
+        """Create topics {name: (partitions, configs)}. Raises TopicExistsError naming the first
+        topic that exists (the others are still created)."""
+
+    def describe_topics(self, names: Sequence[str] | None = None) -> dict[str, TopicDescription]:
+        """Descriptions of the named topics that exist (absent names are left out), or of all
+        topics when names is None. Never creates a topic."""
+
+    def delete_topics(self, names: Sequence[str]) -> None: ...
+
+    def alter_topic_config(self, name: str, config: Mapping[str, str]) -> None: ...
+
+    def create_partitions(self, counts: Mapping[str, int]) -> None:
+        """Grow topics to the given partition counts. Raises ClusterError if a count is not larger."""
+
+    def list_offsets(
+        self, partitions: Sequence[TopicPartition], isolation: str = "read_uncommitted"
+    ) -> dict[TopicPartition, tuple[int, int]]:
+        """(log start offset, end offset) per partition; with "read_committed" the end is the
+        last stable offset."""
+
+    def delete_records(self, before: Mapping[TopicPartition, int]) -> None:
+        """Advance log start offsets (purging repartition topics after commit)."""
+
+    def committed_offsets(self, group_id: str, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        """The group's committed offsets (partitions without one are left out)."""
+
+
+class GroupListener(Protocol):
+    """Callbacks a main consumer makes inside ``poll``, on the polling thread."""
+
+    def on_partitions_revoked(self, partitions: list[TopicPartition]) -> None:
+        """Partitions leave this member in an orderly rebalance: commit them now."""
+
+    def on_partitions_assigned(self, partitions: list[TopicPartition]) -> None:
+        """Partitions join this member (the full new assignment is the old one plus these)."""
+
+    def on_partitions_lost(self, partitions: list[TopicPartition]) -> None:
+        """Partitions were taken away without a chance to commit (session timeout, fencing)."""
+
+    def on_assignment_error(self, code: int) -> None:
+        """The group carries an application-wide error code (ERROR_SHUTDOWN_REQUESTED, ...)."""
+
+
+@runtime_checkable
+class Consumer(Protocol):
+    def subscribe(self, topics: Sequence[str], listener: GroupListener) -> None: ...
+
+    def assign(self, partitions: Sequence[TopicPartition]) -> None:
+        """Manual assignment (the restore consumer); replaces the previous one."""
+
+    def assignment(self) -> list[TopicPartition]: ...
+
+    def poll(self, timeout: float, max_records: int = 10000) -> list[tuple[TopicPartition, RecordBatch]]:
+        """Fetch from the assigned, unpaused partitions; runs rebalance callbacks first."""
+
+    def seek(self, partition: TopicPartition, offset: int) -> None: ...
+
+    def seek_to_beginning(self, partitions: Sequence[TopicPartition]) -> None: ...
+
+    def position(self, partition: TopicPartition) -> int: ...
+
+    def pause(self, partitions: Sequence[TopicPartition]) -> None: ...
+
+    def resume(self, partitions: Sequence[TopicPartition]) -> None: ...
+
+    def paused(self) -> list[TopicPartition]: ...
+
+    def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        """Commit the next offsets to read, synchronously."""
+
+    def committed(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]: ...
+
+    def end_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]: ...
+
+    def request_rejoin(self) -> None:
+        """Trigger a rebalance of the group (a follow-up rebalance after autoscaling)."""
+
+    def signal_application_error(self, code: int) -> None:
+        """Send an application-wide error code to every member of the group (SHUTDOWN_APPLICATION).
+        Every member, this one included, receives it through ``on_assignment_error``."""
+
+    @property
+    def member_id(self) -> str: ...
+
+    @property
+    def group_generation(self) -> int: ...
+
+    def close(self) -> None:
+        """Leave the group (an orderly leave triggers a rebalance) and release resources."""
+
+
+@runtime_checkable
+class Producer(Protocol):
+    def send(self, topic: str, partition: int, batch: RecordBatch) -> None:
+        """Queue a batch for one partition (the batch's partition column is ignored)."""
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Wait until every queued record is acknowledged; raises ClusterError on failure."""
+
+    def partitions_for(self, topic: str) -> int:
+        """Partition count of a topic (raises TopicNotFoundError)."""
+
+    def init_transactions(self) -> None: ...
+
+    def begin_transaction(self) -> None: ...
+
+    def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, int], group_id: str) -> None: ...
+
+    def commit_transaction(self) -> None: ...
+
+    def abort_transaction(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class Cluster(Protocol):
+    """A factory for the clients of one cluster, plus the helper methods tests and demos use."""
+
+    def admin(self) -> Admin: ...
+
+    def consumer(self, group_id: str | None, config: Mapping[str, object] | None = None) -> Consumer:
+        """A consumer; with a group_id it joins that group on subscribe. Config keys of interest:
+        "isolation.level" (read_uncommitted | read_committed), "session.timeout.ms",
+        "auto.offset.reset" (earliest | latest | none), "client.id"."""
+
+    def producer(self, config: Mapping[str, object] | None = None) -> Producer:
+        """A producer; "transactional.id" in config makes it transactional."""
+
+    # Helpers of ARCHITECTURE §6.
+    def create_topic(self, name: str, partitions: int = 1, config: Mapping[str, str] | None = None) -> None: ...
+
+    def create_partitions(self, name: str, partitions: int) -> None: ...
+
+    def produce(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int | None = None,
+        partition: int | None = None,
+        headers: list[tuple[str, bytes | None]] | None = None,
+    ) -> None: ...
+
+    def read(self, topic: str, isolation: str = "read_committed") -> list[ConsumerRecord]:
+        """Every record of a topic visible at that isolation, in partition then offset order."""
+
+    def topics(self) -> dict[str, TopicDescription]: ...
+
+    def delete_topic(self, name: str) -> None: ...

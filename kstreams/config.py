@@ -1,0 +1,300 @@
+"""StreamsConfig: every configuration key of kstreams, with its type, default, validation and doc.
+
+Keys keep Kafka Streams' names. Client settings pass through to the Kafka clients with Kafka
+Streams' prefixes (``main.consumer.``, ``restore.consumer.``, ``consumer.``, ``producer.``,
+``admin.``) or unprefixed when the key is a known consumer or producer key; ``topic.`` prefixed
+keys become configs of every internal topic.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import tempfile
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kstreams.errors import ConfigException
+
+__all__ = ["ConfigKey", "StreamsConfig"]
+
+AT_LEAST_ONCE = "at_least_once"
+EXACTLY_ONCE_V2 = "exactly_once_v2"
+AUTOMATIC_SETUP = "automatic"
+MANUAL_SETUP = "manual"
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigKey:
+    """One configuration key: its type, default, validator and one line of documentation."""
+
+    name: str
+    type: type | tuple[type, ...]
+    default: Any
+    doc: str
+    validator: Callable[[Any], str | None] | None = None
+
+
+def _at_least(minimum: int) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        return None if value >= minimum else f"must be at least {minimum}"
+
+    return check
+
+
+def _one_of(*choices: str) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        return None if value in choices else f"must be one of {', '.join(choices)}"
+
+    return check
+
+
+def _non_empty(value: Any) -> str | None:
+    return None if value else "must not be empty"
+
+
+def _application_id(value: Any) -> str | None:
+    if not value:
+        return "must not be empty"
+    if not all(c.isalnum() or c in "._-" for c in value):
+        return "may only contain letters, digits, '.', '_' and '-' (it prefixes topic names)"
+    return None
+
+
+_KEYS: tuple[ConfigKey, ...] = (
+    ConfigKey("application.id", str, None, "Identifies the application: group id, prefix of internal topics.",
+              _application_id),
+    ConfigKey("bootstrap.servers", str, None,
+              "Kafka brokers host:port,...; unset means the embedded in-process cluster."),
+    ConfigKey("client.id", str, "", "Prefix of thread and client names; default <application.id>-<uuid>."),
+    ConfigKey("num.stream.threads", int, 1, "Stream (processing) threads started by start().", _at_least(0)),
+    ConfigKey("statestore.cache.max.bytes", int, None,
+              "Record cache bytes across all stream threads (wins over cache.max.bytes.buffering).",
+              _at_least(0)),
+    ConfigKey("cache.max.bytes.buffering", int, None,
+              "Deprecated name of statestore.cache.max.bytes.", _at_least(0)),
+    ConfigKey("commit.interval.ms", int, None,
+              "How often all tasks are committed; default 30000, or 100 with exactly_once_v2.", _at_least(0)),
+    ConfigKey("processing.guarantee", str, AT_LEAST_ONCE, "at_least_once or exactly_once_v2.",
+              _one_of(AT_LEAST_ONCE, EXACTLY_ONCE_V2)),
+    ConfigKey("state.dir", str, os.path.join(tempfile.gettempdir(), "kstreams"),
+              "Directory of persistent state stores and checkpoints."),
+    ConfigKey("num.standby.replicas", int, 0, "Standby replicas kept for each stateful task.", _at_least(0)),
+    ConfigKey("replication.factor", int, -1, "Replication factor of internal topics (-1: broker default).",
+              lambda v: None if v == -1 or v >= 1 else "must be -1 or at least 1"),
+    ConfigKey("internal.topics.setup", str, AUTOMATIC_SETUP,
+              "automatic: rebalances create internal topics; manual: only init() does.",
+              _one_of(AUTOMATIC_SETUP, MANUAL_SETUP)),
+    ConfigKey("partition.autoscaling.enabled", bool, False,
+              "Expand internal topics when source topics gain partitions (KIP-878)."),
+    ConfigKey("partition.autoscaling.timeout.ms", int, 900000,
+              "How long failed internal topic expansions are retried without progress.", _at_least(0)),
+    ConfigKey("windowstore.changelog.additional.retention.ms", int, 86400000,
+              "Extra retention of windowed changelogs beyond the store's retention.", _at_least(0)),
+    ConfigKey("default.key.serde", (str, type, object), None, "Serde of keys where none is given."),
+    ConfigKey("default.value.serde", (str, type, object), None, "Serde of values where none is given."),
+    ConfigKey("default.deserialization.exception.handler", (str, type), None,
+              "LogAndFailExceptionHandler (default) or LogAndContinueExceptionHandler, a class or dotted path."),
+    ConfigKey("max.task.idle.ms", int, 0, "How long a task waits for data on all its inputs to order them.",
+              lambda v: None if v >= -1 else "must be -1 or at least 0"),
+    ConfigKey("buffered.records.per.partition", int, 1000,
+              "Records buffered per input partition before its fetching pauses.", _at_least(1)),
+    ConfigKey("max.poll.records", int, 1000, "Most records one poll returns.", _at_least(1)),
+    ConfigKey("poll.ms", int, 100, "How long the polling thread blocks in one poll.", _at_least(0)),
+    ConfigKey("task.time.slice.ms", int, 100,
+              "Longest a stream thread keeps one task before letting the scheduler pick again.", _at_least(1)),
+    ConfigKey("processing.batch.size", int, 500, "Records a stream thread pops from a task at once.",
+              _at_least(1)),
+    ConfigKey("session.timeout.ms", int, 45000, "Group session timeout of the main consumer.", _at_least(1)),
+    ConfigKey("metadata.max.age.ms", int, 300000,
+              "How often cluster metadata is refreshed (partition growth is noticed then).", _at_least(0)),
+    ConfigKey("probing.rebalance.interval.ms", int, 600000, "Interval of follow-up rebalances.", _at_least(0)),
+    ConfigKey("auto.offset.reset", str, "earliest", "Where to start without a committed offset.",
+              _one_of("earliest", "latest", "none")),
+    ConfigKey("metrics.recording.level", str, "INFO", "INFO, DEBUG or TRACE.", _one_of("INFO", "DEBUG", "TRACE")),
+)
+
+_BY_NAME = {key.name: key for key in _KEYS}
+
+CLIENT_PREFIXES = ("main.consumer.", "restore.consumer.", "global.consumer.", "consumer.", "producer.", "admin.")
+TOPIC_PREFIX = "topic."
+
+# Unprefixed client keys that pass through (Kafka Streams passes any consumer/producer key).
+CONSUMER_KEYS = frozenset({
+    "fetch.min.bytes", "fetch.max.bytes", "fetch.max.wait.ms", "max.partition.fetch.bytes",
+    "heartbeat.interval.ms", "max.poll.interval.ms", "isolation.level", "security.protocol",
+    "sasl.mechanism", "sasl.username", "sasl.password", "ssl.ca.location", "group.instance.id",
+    "client.rack", "request.timeout.ms", "socket.timeout.ms", "debug",
+})
+PRODUCER_KEYS = frozenset({
+    "acks", "linger.ms", "batch.size", "compression.type", "enable.idempotence", "retries",
+    "delivery.timeout.ms", "transaction.timeout.ms", "queue.buffering.max.messages",
+    "queue.buffering.max.kbytes", "message.max.bytes", "security.protocol", "sasl.mechanism",
+    "sasl.username", "sasl.password", "ssl.ca.location", "request.timeout.ms", "debug",
+})
+
+DEFAULT_CACHE_MAX_BYTES = 10 * 1024 * 1024
+
+
+class StreamsConfig(Mapping[str, Any]):
+    """A validated view of the application's configuration.
+
+    Construction checks every known key's type and range and raises ``ConfigException`` naming the
+    key, the value and what is allowed. Unknown keys are kept: client keys pass through to the
+    Kafka clients, ``topic.*`` keys go to internal topics; others are kept for user processors.
+    """
+
+    KEYS = _BY_NAME
+
+    def __init__(self, props: Mapping[str, Any] | None = None) -> None:
+        given = dict(props or {})
+        values: dict[str, Any] = {}
+        for name, raw in given.items():
+            if not isinstance(name, str):
+                raise ConfigException(f"Config keys must be strings, got {name!r}.")
+            key = _BY_NAME.get(name)
+            values[name] = _coerce(key, raw) if key is not None else raw
+        if not values.get("application.id"):
+            raise ConfigException(
+                "Missing required config 'application.id': set it to a name that identifies the "
+                "application (it is the consumer group id and prefixes internal topic names)."
+            )
+        self._given = frozenset(given)
+        self._values = values
+
+    # Mapping interface: known keys read through their defaults.
+    def __getitem__(self, name: str) -> Any:
+        if name in self._values:
+            return self._values[name]
+        key = _BY_NAME.get(name)
+        if key is None:
+            raise KeyError(name)
+        return key.default
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(set(self._values) | set(_BY_NAME))
+
+    def __len__(self) -> int:
+        return len(set(self._values) | set(_BY_NAME))
+
+    def is_set(self, name: str) -> bool:
+        return name in self._given
+
+    def originals(self) -> dict[str, Any]:
+        return dict(self._values)
+
+    @property
+    def application_id(self) -> str:
+        return str(self["application.id"])
+
+    @property
+    def processing_guarantee(self) -> str:
+        return str(self["processing.guarantee"])
+
+    @property
+    def exactly_once(self) -> bool:
+        return self.processing_guarantee == EXACTLY_ONCE_V2
+
+    @property
+    def commit_interval_ms(self) -> int:
+        value = self["commit.interval.ms"]
+        if value is None:
+            return 100 if self.exactly_once else 30000
+        return int(value)
+
+    @property
+    def cache_max_bytes(self) -> int:
+        """Total record cache bytes: statestore.cache.max.bytes wins over the deprecated name."""
+        for name in ("statestore.cache.max.bytes", "cache.max.bytes.buffering"):
+            value = self._values.get(name)
+            if value is not None:
+                return int(value)
+        return DEFAULT_CACHE_MAX_BYTES
+
+    def client_id(self, process_id: uuid.UUID) -> str:
+        return str(self["client.id"]) or f"{self.application_id}-{process_id}"
+
+    def topic_configs(self) -> dict[str, str]:
+        """Configs for every internal topic, from ``topic.*`` keys."""
+        return {k[len(TOPIC_PREFIX):]: str(v) for k, v in self._values.items() if k.startswith(TOPIC_PREFIX)}
+
+    def client_configs(self, client: str) -> dict[str, Any]:
+        """Settings for one client: "main.consumer", "restore.consumer", "producer" or "admin".
+
+        Unprefixed known keys come first, then ``consumer.`` (for consumers), then the client's own
+        prefix, so the most specific setting wins.
+        """
+        is_consumer = client.endswith("consumer")
+        plain = CONSUMER_KEYS if is_consumer else PRODUCER_KEYS if client == "producer" else frozenset()
+        result = {k: v for k, v in self._values.items() if k in plain}
+        if "bootstrap.servers" in self._values:
+            result["bootstrap.servers"] = self._values["bootstrap.servers"]
+        prefixes = (["consumer."] if is_consumer else []) + [client + "."]
+        for prefix in prefixes:
+            result.update({k[len(prefix):]: v for k, v in self._values.items() if k.startswith(prefix)})
+        return result
+
+    def deserialization_exception_handler(self) -> Any:
+        """An instance of the configured deserialization exception handler, configured."""
+        from kstreams.errors import DeserializationExceptionHandler, LogAndFailExceptionHandler
+
+        spec = self["default.deserialization.exception.handler"] or LogAndFailExceptionHandler
+        handler_class = resolve_class(spec, "default.deserialization.exception.handler")
+        if not (isinstance(handler_class, type) and issubclass(handler_class, DeserializationExceptionHandler)):
+            raise ConfigException(
+                f"default.deserialization.exception.handler={spec!r} is not a DeserializationExceptionHandler; "
+                "use kstreams.errors.LogAndFailExceptionHandler or LogAndContinueExceptionHandler."
+            )
+        handler = handler_class()
+        handler.configure(self.originals())
+        return handler
+
+
+def resolve_class(spec: Any, key: str) -> Any:
+    """A class given as itself or as a dotted path ("package.module.Class")."""
+    if not isinstance(spec, str):
+        return spec
+    module_name, _, attr = spec.rpartition(".")
+    if not module_name:
+        # A bare class name refers to kstreams' own errors module, like Kafka's short names.
+        module_name = "kstreams.errors"
+    try:
+        return getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigException(f"{key}={spec!r} names no importable class: {exc}.") from None
+
+
+def _coerce(key: ConfigKey, raw: Any) -> Any:
+    if raw is None:
+        return None
+    value = raw
+    try:
+        if key.type is bool and isinstance(raw, str):
+            if raw.lower() not in ("true", "false"):
+                raise ValueError(raw)
+            value = raw.lower() == "true"
+        elif key.type is int and isinstance(raw, str | float) and not isinstance(raw, bool):
+            value = int(raw)
+            if isinstance(raw, float) and raw != value:
+                raise ValueError(raw)
+    except ValueError:
+        raise ConfigException(
+            f"Invalid value {raw!r} for config '{key.name}': expected {_type_name(key.type)}. {key.doc}"
+        ) from None
+    if key.type is int and (isinstance(value, bool) or not isinstance(value, int)):
+        raise ConfigException(f"Invalid value {raw!r} for config '{key.name}': expected an integer. {key.doc}")
+    if key.type is bool and not isinstance(value, bool):
+        raise ConfigException(f"Invalid value {raw!r} for config '{key.name}': expected true or false. {key.doc}")
+    if key.type is str and not isinstance(value, str):
+        raise ConfigException(f"Invalid value {raw!r} for config '{key.name}': expected a string. {key.doc}")
+    if key.validator is not None:
+        problem = key.validator(value)
+        if problem:
+            raise ConfigException(f"Invalid value {raw!r} for config '{key.name}': {problem}. {key.doc}")
+    return value
+
+
+def _type_name(t: type | tuple[type, ...]) -> str:
+    return {int: "an integer", bool: "true or false", str: "a string"}.get(t, str(t))  # type: ignore[call-overload]

@@ -1,0 +1,208 @@
+"""State store interfaces: what every store and store layer implements.
+
+Stores below the metered layer hold bytes; the metered layer (outermost) turns typed keys and
+values into bytes with serdes. Layers, outermost first: metered -> caching -> change-logging ->
+inner (in-memory or RocksDB).
+
+A store instance belongs to one task and is used only by the thread holding that task (or by the
+restore thread while the task restores, or by the polling thread at commit under the barrier), so
+stores need no locks of their own. Interactive queries read through ``ReadOnly*`` views that take
+the store's ``query_lock``.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+__all__ = [
+    "FlushListener",
+    "KeyValueStore",
+    "RestoreCallback",
+    "StateStore",
+    "StateStoreContext",
+    "StoreBuilder",
+    "WindowStore",
+    "WindowedKey",
+]
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+# Restores a batch of changelog records (key, value-or-None) into a store's inner layer.
+RestoreCallback = Callable[[list[tuple[bytes, bytes | None]]], None]
+# Receives (key, new value, old value, timestamp) of each entry a caching store flushes.
+FlushListener = Callable[[Any, Any, Any, int], None]
+
+
+class StateStoreContext(Protocol):
+    """What a store learns from its task at init (implemented by the runtime and the test driver)."""
+
+    @property
+    def application_id(self) -> str: ...
+
+    @property
+    def task_id(self) -> Any: ...
+
+    @property
+    def app_configs(self) -> Any: ...
+
+    def state_dir(self) -> str:
+        """The task's own state directory (created on first call)."""
+
+    def register(self, store: StateStore, restore_callback: RestoreCallback) -> None:
+        """Register a store's inner layer so the state manager can restore it from its changelog."""
+
+    def log_change(self, store_name: str, key: bytes, value: bytes | None, timestamp: int) -> None:
+        """Send a change of a logged store to its changelog partition (through the record collector)."""
+
+    def record_cache(self) -> Any:
+        """The RecordCache of the thread processing the task now (None when caching is off)."""
+
+
+class StateStore(abc.ABC):
+    """A named store owned by one task."""
+
+    @property
+    @abc.abstractmethod
+    def name(self) -> str: ...
+
+    @property
+    def persistent(self) -> bool:
+        return False
+
+    @abc.abstractmethod
+    def init(self, context: StateStoreContext, root: StateStore) -> None:
+        """Open the store. ``root`` is the outermost layer (the one to register for restore)."""
+
+    @abc.abstractmethod
+    def flush(self) -> None:
+        """Make every write durable in this layer and below (caches flush; RocksDB writes its batch)."""
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+    @property
+    @abc.abstractmethod
+    def is_open(self) -> bool: ...
+
+    def set_flush_listener(self, listener: FlushListener) -> bool:
+        """Caching stores call listener(key, new, old, timestamp) with typed values for every entry
+        they flush, and return True: the processor then leaves forwarding to the cache. Stores
+        without a cache return False and the processor forwards each update itself."""
+        return False
+
+
+class KeyValueStore(StateStore, Generic[K, V]):
+    """A key-value store. Ranges are inclusive of both ends, in key byte order below the metered layer."""
+
+    @abc.abstractmethod
+    def get(self, key: K) -> V | None: ...
+
+    @abc.abstractmethod
+    def put(self, key: K, value: V | None) -> None:
+        """Store a value; None deletes."""
+
+    @abc.abstractmethod
+    def put_if_absent(self, key: K, value: V) -> V | None: ...
+
+    @abc.abstractmethod
+    def put_all(self, entries: list[tuple[K, V | None]]) -> None: ...
+
+    @abc.abstractmethod
+    def delete(self, key: K) -> V | None: ...
+
+    @abc.abstractmethod
+    def range(self, from_key: K | None, to_key: K | None) -> Iterator[tuple[K, V]]: ...
+
+    @abc.abstractmethod
+    def reverse_range(self, from_key: K | None, to_key: K | None) -> Iterator[tuple[K, V]]: ...
+
+    @abc.abstractmethod
+    def all(self) -> Iterator[tuple[K, V]]: ...
+
+    @abc.abstractmethod
+    def prefix_scan(self, prefix: Any) -> Iterator[tuple[K, V]]: ...
+
+    @abc.abstractmethod
+    def approximate_num_entries(self) -> int: ...
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class WindowedKey(Generic[K]):
+    """A key in a window: what windowed aggregations emit as their key."""
+
+    key: K
+    start: int
+    end: int
+
+
+class WindowStore(StateStore, Generic[K, V]):
+    """Values per (key, window start). Segments older than the retention are dropped."""
+
+    @property
+    @abc.abstractmethod
+    def retention_ms(self) -> int: ...
+
+    @property
+    @abc.abstractmethod
+    def window_size_ms(self) -> int: ...
+
+    @abc.abstractmethod
+    def put(self, key: K, value: V | None, window_start: int) -> None: ...
+
+    @abc.abstractmethod
+    def fetch(self, key: K, window_start: int) -> V | None: ...
+
+    @abc.abstractmethod
+    def fetch_range(self, key: K, time_from: int, time_to: int) -> Iterator[tuple[int, V]]:
+        """(window start, value) for one key with time_from <= start <= time_to, ascending."""
+
+    @abc.abstractmethod
+    def fetch_all(self, time_from: int, time_to: int) -> Iterator[tuple[WindowedKey[K], V]]: ...
+
+    @abc.abstractmethod
+    def all(self) -> Iterator[tuple[WindowedKey[K], V]]: ...
+
+
+class StoreBuilder(abc.ABC):
+    """Builds one store instance per task; carries the changelog and caching choices."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.logging_enabled = True
+        self.log_config: dict[str, str] = {}
+        self.caching_enabled = False
+
+    @property
+    @abc.abstractmethod
+    def store_type(self) -> str:
+        """"keyvalue", "window" or "session": decides the changelog's cleanup policy."""
+
+    @property
+    def retention_ms(self) -> int:
+        """Windowed stores: how long windows are kept (sets the changelog's retention)."""
+        return -1
+
+    def with_logging_enabled(self, config: dict[str, str] | None = None) -> StoreBuilder:
+        self.logging_enabled = True
+        self.log_config = dict(config or {})
+        return self
+
+    def with_logging_disabled(self) -> StoreBuilder:
+        self.logging_enabled = False
+        return self
+
+    def with_caching_enabled(self) -> StoreBuilder:
+        self.caching_enabled = True
+        return self
+
+    def with_caching_disabled(self) -> StoreBuilder:
+        self.caching_enabled = False
+        return self
+
+    @abc.abstractmethod
+    def build(self) -> StateStore:
+        """A new, unopened store (outermost layer) for one task."""
