@@ -10,9 +10,12 @@ class RecordBuffer:
     def __init__(self) -> None: ...
     def push(self, batch: RecordBatch) -> None:
         """Append a batch (O(1): the batch is referenced, not copied)."""
-    def pop(self, max_records: int) -> RecordBatch:
+    def pop(self, max_records: int, max_timestamp: int = -1) -> RecordBatch:
         """Remove and return up to max_records from the head as one batch (empty when empty).
-        A pop within one pushed batch is a slice; across batches the records are copied once."""
+        With max_timestamp >= 0, stop before the first record whose timestamp exceeds it, but
+        always return at least one record when any is buffered (timestamp-ordered merging of a
+        task's partitions). A pop within one pushed batch is a slice; across batches the records
+        are copied once."""
     def __len__(self) -> int: ...
     @property
     def bytes_held(self) -> int: ...

@@ -4,13 +4,16 @@ Lock order: the scheduler's single internal mutex is a leaf; nothing is called w
 Every blocking call waits on a condition variable without the GIL.
 """
 
+from collections.abc import Sequence
+
 from kstreams._native.record_buffer import RecordBuffer
 
 class TaskScheduler:
     def __init__(self) -> None: ...
-    def register(self, task_id: int, buffer: RecordBuffer) -> None:
-        """Make a task schedulable. task_id is a small non-negative integer chosen by the caller.
-        Raises ValueError if it is already registered."""
+    def register(self, task_id: int, buffers: Sequence[RecordBuffer]) -> None:
+        """Make a task schedulable; its buffered count is the sum of its buffers' lengths (one buffer
+        per input partition), read without the GIL. task_id is a non-negative integer chosen by the
+        caller. Raises ValueError if it is already registered."""
     def unregister(self, task_id: int, timeout: float = -1.0) -> bool:
         """Remove a task once no thread holds it (waits up to timeout seconds; < 0 waits forever).
         Returns False on timeout (the task stays registered). Unknown ids return True."""
@@ -43,3 +46,4 @@ class TaskScheduler:
     def shutdown(self) -> None:
         """Every next_task returns -1 from now on; waiters wake at once."""
     def task_ids(self) -> list[int]: ...
+    def buffered(self, task_id: int) -> int: ...
