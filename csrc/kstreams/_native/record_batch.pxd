@@ -1,0 +1,119 @@
+# C-level interface of kstreams._native.record_batch, for other compiled modules.
+#
+# Layout. A batch's records live in C memory owned by small "_Memory" objects that batches share:
+#   - arena:  one byte buffer; record i's key starts at arena[bounds[i]] and its value follows the
+#             key at once, so bounds[i + 1] - bounds[i] is the record's key+value bytes (a None key
+#             or value occupies no bytes).
+#   - bounds: int64[n + 1]; klen, vlen: int32[n] (-1 = None); ts: int64[n]; part: int32[n];
+#             off: int64[n].
+#   - headers: a Python list (one entry per record of the storage, None or list of (str, bytes))
+#             or None when no record has headers; _hbase is this batch's first index into it.
+# A RecordBatch's pointers are already advanced to its first record, so every accessor below takes
+# an index relative to the batch (0 <= i < n). Slices therefore cost O(1) and share memory.
+#
+# Accessors are inline, noexcept and nogil; they do no bounds checking (callers loop over
+# range(batch.n)).
+#
+# Building from C: RecordBatchBuilder appends records from raw pointers without the GIL and
+# finish() hands the buffers to a new RecordBatch without copying the byte arena.
+
+from libc.stdint cimport int32_t, int64_t
+
+
+cdef class _Memory:
+    """Owner of one malloc'd block; freed when the last batch using it goes away."""
+    cdef void* ptr
+    cdef Py_ssize_t size
+
+
+cdef class RecordBatch:
+    cdef Py_ssize_t n
+    # Owners keep the memory behind the pointers alive.
+    cdef _Memory _arena_mem
+    cdef _Memory _cols_mem      # bounds, klen, vlen, ts (and part/off unless replaced)
+    cdef _Memory _part_mem
+    cdef _Memory _off_mem
+    cdef object _headers        # list or None
+    cdef Py_ssize_t _hbase
+    # Pointers advanced to this batch's first record.
+    cdef const char* _arena
+    cdef const int64_t* _bounds
+    cdef const int32_t* _klen
+    cdef const int32_t* _vlen
+    cdef const int64_t* _ts
+    cdef const int32_t* _part
+    cdef const int64_t* _off
+
+    cdef inline const char* key_ptr(self, Py_ssize_t i) noexcept nogil:
+        return self._arena + self._bounds[i]
+
+    cdef inline Py_ssize_t key_len(self, Py_ssize_t i) noexcept nogil:
+        """Key length in bytes, or -1 for a None key."""
+        return self._klen[i]
+
+    cdef inline const char* value_ptr(self, Py_ssize_t i) noexcept nogil:
+        cdef int32_t kl = self._klen[i]
+        return self._arena + self._bounds[i] + (kl if kl > 0 else 0)
+
+    cdef inline Py_ssize_t value_len(self, Py_ssize_t i) noexcept nogil:
+        """Value length in bytes, or -1 for a None value (a tombstone)."""
+        return self._vlen[i]
+
+    cdef inline int64_t ts(self, Py_ssize_t i) noexcept nogil:
+        return self._ts[i]
+
+    cdef inline int32_t part(self, Py_ssize_t i) noexcept nogil:
+        return self._part[i]
+
+    cdef inline int64_t off(self, Py_ssize_t i) noexcept nogil:
+        return self._off[i]
+
+    cdef inline Py_ssize_t c_nbytes(self) noexcept nogil:
+        """Key and value bytes of the batch (O(1): the records are contiguous in the arena)."""
+        if self.n == 0:
+            return 0
+        return <Py_ssize_t>(self._bounds[self.n] - self._bounds[0])
+
+    cdef inline object c_headers(self, Py_ssize_t i):
+        """Headers of record i (a list of (str, bytes | None)) or None. Needs the GIL."""
+        if self._headers is None:
+            return None
+        return self._headers[self._hbase + i]
+
+    cdef RecordBatch c_slice(self, Py_ssize_t start, Py_ssize_t stop)
+    cdef Py_ssize_t _index(self, Py_ssize_t i) except -1
+    cdef tuple _record(self, Py_ssize_t i)
+    cdef object _view(self, const void* ptr, int typenum, _Memory owner)
+
+
+cdef class RecordBatchBuilder:
+    """Growable C buffers that become one RecordBatch.
+
+    append() copies a record's bytes from raw pointers and may run without the GIL; a length of
+    -1 means None. set_last_headers() (GIL) attaches headers to the last appended record.
+    append_from() copies record i of another batch, headers included (GIL held).
+    finish() returns the batch and leaves the builder empty and reusable.
+    """
+    cdef char* _arena
+    cdef Py_ssize_t _arena_len
+    cdef Py_ssize_t _arena_cap
+    cdef int64_t* _bounds       # capacity _cap + 1
+    cdef int32_t* _klen
+    cdef int32_t* _vlen
+    cdef int64_t* _ts
+    cdef int32_t* _part
+    cdef int64_t* _off
+    cdef Py_ssize_t n
+    cdef Py_ssize_t _cap
+    cdef list _headers          # None until a record has headers
+
+    cdef int reserve(self, Py_ssize_t records, Py_ssize_t nbytes) except -1 nogil
+    cdef int append(self, const char* key, Py_ssize_t klen, const char* value, Py_ssize_t vlen,
+                    int64_t ts, int32_t part, int64_t off) except -1 nogil
+    cdef int append_range(self, RecordBatch batch, Py_ssize_t start, Py_ssize_t stop) except -1
+    cdef int set_last_headers(self, object headers) except -1
+    cdef int _set_headers(self, Py_ssize_t i, object headers) except -1
+    cdef RecordBatch finish(self)
+
+
+cdef int32_t c_murmur2(const char* data, Py_ssize_t length) noexcept nogil
