@@ -12,8 +12,6 @@ from kstreams._native.record_batch import (
     partitions_for_keys,
 )
 
-__all__: list[str] = []
-
 RECORDS = [
     (b"k1", b"v1", 10, 0, 100, None),
     (None, b"v2", 30, 1, 101, [("trace", b"abc"), ("empty", None)]),
@@ -86,7 +84,11 @@ def test_from_columns_with_scalar_fill() -> None:
 
 def test_from_columns_with_column_partitions_offsets_and_headers() -> None:
     batch = RecordBatch.from_columns(
-        [b"a", b"b"], [b"x", None], [1, 2], partitions=[4, 5], offsets=np.array([10, 11]),
+        [b"a", b"b"],
+        [b"x", None],
+        [1, 2],
+        partitions=[4, 5],
+        offsets=np.array([10, 11]),
         headers=[None, [("h", b"v")]],
     )
     assert batch.to_list() == [(b"a", b"x", 1, 4, 10, None), (b"b", None, 2, 5, 11, [("h", b"v")])]
@@ -147,7 +149,7 @@ def test_with_offsets_and_with_partition_copy_only_that_column() -> None:
     assert batch.offsets_array().tolist() == [100, 101, 102, 103]
     moved = batch.slice(1, 3).with_partition(7)
     assert moved.partitions_array().tolist() == [7, 7]
-    assert moved.to_list() == [r[:3] + (7,) + r[4:] for r in RECORDS[1:3]]
+    assert moved.to_list() == [(*r[:3], 7, *r[4:]) for r in RECORDS[1:3]]
     assert batch.partitions_array().tolist() == [0, 1, 2, 0]
 
 
