@@ -61,6 +61,10 @@ class StateStoreContext(Protocol):
     def record_cache(self) -> Any:
         """The RecordCache of the thread processing the task now (None when caching is off)."""
 
+    def current_timestamp(self) -> int:
+        """The timestamp of the record being processed (or of the running punctuation), for the
+        changelog records a store writes; 0 when the task processes nothing."""
+
 
 class StateStore(abc.ABC):
     """A named store owned by one task."""
