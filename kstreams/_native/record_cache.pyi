@@ -14,6 +14,17 @@ Semantics follow Kafka's ThreadCache/NamedCache:
 Listener: listener(entries: list[tuple[bytes, bytes | None, int]]) with (key, value, timestamp).
 It is called with the GIL and without the cache's internal mutex, so it may read the cache.
 Thread safety: every method takes the internal mutex; namespaces can be moved between caches.
+
+Implementation notes (beyond the lead's contract):
+- ENTRY_OVERHEAD is 64: entry bytes = len(key) + len(value or b"") + 64.
+- Re-putting a dirty key moves it to the end of the dirty (arrival) order, as Kafka's NamedCache does.
+- A namespace that does not exist raises KeyError (add it first); add_namespace on an existing
+  namespace replaces its listener and keeps its entries.
+- put_clean leaves a dirty entry of the same key untouched (the pending write is newer).
+- put_if_absent treats a cached tombstone as present (as NamedCache does) and counts a hit or miss.
+- A listener error propagates after every pending listener ran; the entries stay marked clean.
+- move_namespace raises KeyError if this cache lacks the namespace, ValueError if the other has it.
+- Additions: lru_keys(namespace), namespace_bytes(namespace).
 """
 
 from collections.abc import Callable
@@ -41,6 +52,8 @@ class RecordCache:
     def dirty_count(self, namespace: str | None = None) -> int: ...
     def keys(self, namespace: str) -> list[bytes]:
         """Keys of a namespace in ascending byte order (for range queries merged with the store)."""
+    def lru_keys(self, namespace: str) -> list[bytes]:
+        """Addition: keys from least to most recently used (the eviction order)."""
     def move_namespace(self, namespace: str, other: RecordCache) -> None:
         """Move a namespace with all its entries (dirty state kept) into another cache; the other
         cache then evicts from it while over its own limit."""
@@ -50,12 +63,17 @@ class RecordCache:
     @property
     def size_bytes(self) -> int: ...
     def __len__(self) -> int: ...
-    def namespace_size(self, namespace: str) -> int: ...
+    def namespace_size(self, namespace: str) -> int:
+        """Number of entries in a namespace."""
+    def namespace_bytes(self, namespace: str) -> int:
+        """Addition: bytes a namespace holds, as counted against max_bytes."""
     @property
     def hits(self) -> int: ...
     @property
     def misses(self) -> int: ...
     @property
-    def evictions(self) -> int: ...
+    def evictions(self) -> int:
+        """Entries evicted to stay within the limit, clean or dirty."""
     @property
-    def flushes(self) -> int: ...
+    def flushes(self) -> int:
+        """Namespace flushes that handed at least one entry to a listener."""

@@ -1,0 +1,346 @@
+"""RecordCache: the byte-bounded LRU record cache (Kafka's ThreadCache/NamedCache semantics)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from kstreams._native.record_cache import RecordCache
+
+__all__: list[str] = []
+
+OVERHEAD = RecordCache.ENTRY_OVERHEAD
+
+
+def entry_bytes(key: bytes, value: bytes | None) -> int:
+    return len(key) + (len(value) if value is not None else 0) + OVERHEAD
+
+
+class Recorder:
+    """A flush listener that records every batch it is handed."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[tuple[bytes, bytes | None, int]]] = []
+
+    def __call__(self, entries: list[tuple[bytes, bytes | None, int]]) -> None:
+        self.batches.append(list(entries))
+
+    @property
+    def keys(self) -> list[list[bytes]]:
+        return [[k for k, _, _ in batch] for batch in self.batches]
+
+
+def make(max_bytes: int, *namespaces: str) -> tuple[RecordCache, dict[str, Recorder]]:
+    cache = RecordCache(max_bytes)
+    listeners = {ns: Recorder() for ns in namespaces}
+    for ns, listener in listeners.items():
+        cache.add_namespace(ns, listener)
+    return cache, listeners
+
+
+def test_get_returns_value_and_timestamp_and_counts_hits_and_misses() -> None:
+    cache, _ = make(10_000, "t")
+    cache.put("t", b"k", b"v", 7)
+    assert cache.get("t", b"k") == (b"v", 7)
+    assert cache.get("t", b"absent") is None
+    assert (cache.hits, cache.misses) == (1, 1)
+
+
+def test_cached_tombstone_is_a_hit_with_value_none() -> None:
+    cache, _ = make(10_000, "t")
+    cache.put("t", b"k", None, 3)
+    assert cache.get("t", b"k") == (None, 3)
+    assert cache.hits == 1
+
+
+def test_byte_accounting_counts_key_value_and_fixed_overhead() -> None:
+    cache, _ = make(10_000, "a", "b")
+    cache.put("a", b"key", b"value", 1)
+    cache.put("b", b"k", None, 1)
+    assert cache.size_bytes == entry_bytes(b"key", b"value") + entry_bytes(b"k", None)
+    assert cache.namespace_bytes("a") == entry_bytes(b"key", b"value")
+    cache.put("a", b"key", b"v", 2)  # overwrite shrinks the entry
+    assert cache.size_bytes == entry_bytes(b"key", b"v") + entry_bytes(b"k", None)
+    cache.delete("a", b"key")
+    assert cache.size_bytes == entry_bytes(b"k", None)
+    assert len(cache) == 1
+    assert cache.namespace_size("b") == 1
+
+
+def test_lru_order_follows_puts_and_get_hits() -> None:
+    cache, _ = make(10_000, "t")
+    for k in (b"a", b"b", b"c"):
+        cache.put("t", k, b"v", 0)
+    cache.get("t", b"a")
+    assert cache.lru_keys("t") == [b"b", b"c", b"a"]
+
+
+def test_over_limit_evicts_least_recently_used_clean_entries_silently() -> None:
+    size = entry_bytes(b"k0", b"v")
+    cache, listeners = make(3 * size, "t")
+    for i in range(3):
+        cache.put_clean("t", f"k{i}".encode(), b"v", 0)
+    cache.get("t", b"k0")  # k1 is now least recently used
+    cache.put_clean("t", b"k3", b"v", 0)
+    assert sorted(cache.keys("t")) == [b"k0", b"k2", b"k3"]
+    assert cache.evictions == 1
+    assert listeners["t"].batches == []
+
+
+def test_evicting_dirty_entry_flushes_namespace_evicted_first_then_arrival_order() -> None:
+    size = entry_bytes(b"k0", b"v")
+    cache, listeners = make(3 * size, "t")
+    cache.put("t", b"k0", b"v", 0)
+    cache.put("t", b"k1", b"v", 1)
+    cache.put("t", b"k2", b"v", 2)
+    cache.get("t", b"k0")  # LRU tail is now k1; arrival order stays k0, k1, k2
+    cache.put("t", b"k3", b"v", 3)
+    assert listeners["t"].keys == [[b"k1", b"k0", b"k2", b"k3"]]
+    assert cache.dirty_count("t") == 0
+    assert b"k1" not in cache.keys("t")
+    assert cache.flushes == 1
+
+
+def test_re_put_dirty_key_moves_it_to_end_of_dirty_order() -> None:
+    cache, listeners = make(10_000, "t")
+    cache.put("t", b"a", b"1", 1)
+    cache.put("t", b"b", b"1", 2)
+    cache.put("t", b"a", b"2", 3)
+    cache.flush("t")
+    assert listeners["t"].batches == [[(b"b", b"1", 2), (b"a", b"2", 3)]]
+
+
+def test_flush_marks_clean_and_second_flush_hands_nothing() -> None:
+    cache, listeners = make(10_000, "t")
+    cache.put("t", b"a", b"1", 1)
+    cache.flush("t")
+    cache.flush("t")
+    assert len(listeners["t"].batches) == 1
+    assert cache.get("t", b"a") == (b"1", 1)  # still cached, clean
+
+
+def test_tombstones_are_removed_after_flush() -> None:
+    cache, listeners = make(10_000, "t")
+    cache.put("t", b"gone", None, 1)
+    cache.put("t", b"kept", b"v", 2)
+    cache.flush("t")
+    assert listeners["t"].batches == [[(b"gone", None, 1), (b"kept", b"v", 2)]]
+    assert cache.get("t", b"gone") is None
+    assert cache.keys("t") == [b"kept"]
+
+
+def test_delete_removes_without_flushing() -> None:
+    cache, listeners = make(10_000, "t")
+    cache.put("t", b"a", b"1", 5)
+    assert cache.delete("t", b"a") == (b"1", 5)
+    assert cache.delete("t", b"a") is None
+    cache.flush("t")
+    assert listeners["t"].batches == []
+    assert cache.dirty_count() == 0
+
+
+def test_put_clean_is_never_flushed_and_does_not_hide_a_pending_write() -> None:
+    cache, listeners = make(10_000, "t")
+    cache.put_clean("t", b"read", b"from-store", 1)
+    cache.put("t", b"w", b"new", 2)
+    cache.put_clean("t", b"w", b"stale", 1)
+    assert cache.get("t", b"w") == (b"new", 2)
+    cache.flush("t")
+    assert listeners["t"].batches == [[(b"w", b"new", 2)]]
+
+
+def test_put_if_absent_only_writes_missing_keys() -> None:
+    cache, _ = make(10_000, "t")
+    assert cache.put_if_absent("t", b"a", b"1", 1) is True
+    assert cache.put_if_absent("t", b"a", b"2", 2) is False
+    assert cache.get("t", b"a") == (b"1", 1)
+
+
+def test_size_zero_forwards_every_put_at_once() -> None:
+    cache, listeners = make(0, "t")
+    cache.put("t", b"a", b"1", 1)
+    cache.put("t", b"b", None, 2)
+    assert listeners["t"].batches == [[(b"a", b"1", 1)], [(b"b", None, 2)]]
+    assert len(cache) == 0
+    assert cache.size_bytes == 0
+
+
+def test_flush_all_goes_through_namespaces_in_name_order() -> None:
+    order: list[str] = []
+    cache = RecordCache(10_000)
+    for ns in ("b", "a", "c"):
+        cache.add_namespace(ns, lambda entries, ns=ns: order.append(ns))
+        cache.put(ns, b"k", b"v", 0)
+    cache.flush()
+    assert order == ["a", "b", "c"]
+    assert cache.namespaces() == ["a", "b", "c"]
+
+
+def test_flush_all_includes_writes_a_listener_makes_into_a_later_namespace() -> None:
+    cache = RecordCache(10_000)
+    downstream = Recorder()
+    # Flushing store "a" forwards downstream into cached store "b" of the same task.
+    cache.add_namespace("a", lambda entries: [cache.put("b", k, v, ts) for k, v, ts in entries])
+    cache.add_namespace("b", downstream)
+    cache.put("a", b"k", b"v", 1)
+    cache.flush()
+    assert downstream.batches == [[(b"k", b"v", 1)]]
+
+
+def test_resize_shrink_evicts_round_robin_across_namespaces() -> None:
+    size = entry_bytes(b"k0", b"v")
+    cache, _ = make(100 * size, "a", "b")
+    for i in range(4):
+        cache.put_clean("a", f"k{i}".encode(), b"v", 0)
+        cache.put_clean("b", f"k{i}".encode(), b"v", 0)
+    cache.resize(4 * size)
+    assert cache.max_bytes == 4 * size
+    assert cache.size_bytes == 4 * size
+    assert cache.keys("a") == [b"k2", b"k3"]
+    assert cache.keys("b") == [b"k2", b"k3"]
+    cache.resize(10 * size)  # growing evicts nothing
+    assert len(cache) == 4
+
+
+def test_resize_shrink_flushes_dirty_entries() -> None:
+    size = entry_bytes(b"k0", b"v")
+    cache, listeners = make(100 * size, "a")
+    cache.put("a", b"k0", b"v", 0)
+    cache.put("a", b"k1", b"v", 1)
+    cache.resize(size)
+    assert listeners["a"].keys == [[b"k0", b"k1"]]
+    assert cache.keys("a") == [b"k1"]
+
+
+def test_move_namespace_keeps_dirty_entries_and_listener() -> None:
+    src, listeners = make(10_000, "t")
+    dst = RecordCache(10_000)
+    src.put("t", b"a", b"1", 1)
+    src.move_namespace("t", dst)
+    assert not src.has_namespace("t")
+    assert src.size_bytes == 0
+    assert dst.get("t", b"a") == (b"1", 1)
+    assert dst.dirty_count("t") == 1
+    assert dst.size_bytes == entry_bytes(b"a", b"1")
+    dst.flush("t")
+    assert listeners["t"].batches == [[(b"a", b"1", 1)]]
+
+
+def test_move_namespace_into_smaller_cache_evicts_from_it() -> None:
+    size = entry_bytes(b"k0", b"v")
+    src, listeners = make(10 * size, "t")
+    dst = RecordCache(2 * size)
+    for i in range(4):
+        src.put("t", f"k{i}".encode(), b"v", i)
+    src.move_namespace("t", dst)
+    assert dst.size_bytes <= 2 * size
+    assert listeners["t"].keys == [[b"k0", b"k1", b"k2", b"k3"]]
+
+
+def test_move_namespace_refuses_a_target_that_has_it() -> None:
+    a, _ = make(1000, "t")
+    b, _ = make(1000, "t")
+    with pytest.raises(ValueError):
+        a.move_namespace("t", b)
+    assert a.has_namespace("t")
+
+
+def test_opposite_concurrent_moves_do_not_deadlock() -> None:
+    a, _ = make(10_000, *[f"a{i}" for i in range(50)])
+    b, _ = make(10_000, *[f"b{i}" for i in range(50)])
+    errors: list[BaseException] = []
+
+    def move_all(src: RecordCache, dst: RecordCache, prefix: str) -> None:
+        try:
+            for i in range(50):
+                src.move_namespace(f"{prefix}{i}", dst)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [
+        threading.Thread(target=move_all, args=(a, b, "a")),
+        threading.Thread(target=move_all, args=(b, a, "b")),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=10)
+        assert not t.is_alive()
+    assert not errors
+    assert len(a.namespaces()) == 50 and all(ns.startswith("b") for ns in a.namespaces())
+
+
+def test_listener_may_read_the_cache_and_sees_tombstone_until_flush_ends() -> None:
+    cache = RecordCache(10_000)
+    seen: list[object] = []
+    cache.add_namespace("t", lambda entries: seen.extend(cache.get("t", k) for k, _, _ in entries))
+    cache.put("t", b"a", b"1", 1)
+    cache.put("t", b"d", None, 2)
+    cache.flush("t")
+    assert seen == [(b"1", 1), (None, 2)]
+    assert cache.get("t", b"d") is None
+
+
+def test_listener_error_propagates_after_entries_are_marked_clean() -> None:
+    cache = RecordCache(10_000)
+
+    def fail(entries: object) -> None:
+        raise RuntimeError("downstream failed")
+
+    cache.add_namespace("t", fail)
+    cache.put("t", b"a", b"1", 1)
+    with pytest.raises(RuntimeError, match="downstream failed"):
+        cache.flush("t")
+    assert cache.dirty_count("t") == 0
+
+
+def test_remove_namespace_drops_entries_without_flushing() -> None:
+    cache, listeners = make(10_000, "t")
+    cache.put("t", b"a", b"1", 1)
+    cache.remove_namespace("t")
+    assert not cache.has_namespace("t")
+    assert (len(cache), cache.size_bytes) == (0, 0)
+    assert listeners["t"].batches == []
+
+
+def test_unknown_namespace_raises_key_error() -> None:
+    cache = RecordCache(100)
+    with pytest.raises(KeyError, match="add_namespace"):
+        cache.put("nope", b"k", b"v", 0)
+    with pytest.raises(KeyError):
+        cache.get("nope", b"k")
+
+
+def test_keys_are_in_ascending_unsigned_byte_order() -> None:
+    cache, _ = make(10_000, "t")
+    for k in (b"\xff", b"b", b"\x00", b"a", b"ab"):
+        cache.put("t", k, b"v", 0)
+    assert cache.keys("t") == [b"\x00", b"a", b"ab", b"b", b"\xff"]
+
+
+def test_values_must_be_bytes_or_none() -> None:
+    cache, _ = make(100, "t")
+    with pytest.raises(TypeError):
+        cache.put("t", b"k", "text", 0)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        RecordCache(-1)
+
+
+def test_concurrent_writers_keep_byte_accounting_exact() -> None:
+    cache, _ = make(50 * entry_bytes(b"k-0-000", b"v"), *[f"t{i}" for i in range(4)])
+
+    def write(ns: str) -> None:
+        for j in range(2000):
+            cache.put(ns, f"k-{j % 300:05d}".encode(), b"v", j)
+            cache.get(ns, f"k-{(j * 7) % 300:05d}".encode())
+
+    threads = [threading.Thread(target=write, args=(f"t{i}",)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    total = sum(cache.namespace_bytes(ns) for ns in cache.namespaces())
+    assert cache.size_bytes == total
+    assert cache.size_bytes <= cache.max_bytes
+    assert len(cache) == sum(cache.namespace_size(ns) for ns in cache.namespaces())
