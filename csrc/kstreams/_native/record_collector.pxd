@@ -1,0 +1,55 @@
+# C-level interface of kstreams._native.record_collector.
+#
+# Locks: each output partition has its own mutex (_PartitionBuffer.mu), a leaf in the lock order.
+# It is acquired only with the GIL released; while it is held, byte copies run without the GIL and
+# only C++ containers and the partition's header list are touched (never Python callbacks).
+# RecordCollector._parts (a dict) is only read or changed with the GIL held.
+
+from libc.stdint cimport int32_t, int64_t
+from libcpp.atomic cimport atomic
+from libcpp.mutex cimport mutex
+from libcpp.string cimport string
+from libcpp.unordered_map cimport unordered_map
+from libcpp.vector cimport vector
+
+from kstreams._native.record_batch cimport RecordBatch
+
+
+cdef struct CollectedEntry:
+    int64_t pos         # start of key+value bytes in the partition's arena
+    int32_t klen        # -1 = None
+    int32_t vlen        # -1 = None
+    int64_t ts
+    Py_ssize_t hidx     # index into the partition's header list, or -1
+    bint alive          # False once a newer record for the key superseded it (changelogs)
+
+
+cdef class _PartitionBuffer:
+    cdef mutex mu
+    cdef string arena                           # guarded by mu
+    cdef vector[CollectedEntry] entries         # guarded by mu
+    cdef unordered_map[string, size_t] latest   # key -> index of its newest entry (changelogs)
+    cdef list headers                           # guarded by mu (touched with the GIL held)
+    cdef Py_ssize_t live                        # live entries, guarded by mu
+    cdef Py_ssize_t live_bytes                  # key+value bytes of live entries, guarded by mu
+    cdef bint changelog                         # guarded by mu
+    cdef readonly str topic
+    cdef readonly int32_t partition
+
+
+cdef class RecordCollector:
+    cdef dict _parts                # (topic, partition) -> _PartitionBuffer; GIL only
+    cdef atomic[int64_t] _len
+    cdef atomic[int64_t] _bytes
+    cdef atomic[int64_t] _suppressed
+    cdef atomic[int64_t] _sent
+
+    cdef _PartitionBuffer _buffer(self, str topic, int32_t partition)
+    cdef void _supersede(self, _PartitionBuffer pb, const char* key, Py_ssize_t klen,
+                         size_t idx) noexcept nogil
+    cdef void _append(self, _PartitionBuffer pb, const char* key, Py_ssize_t klen,
+                      const char* value, Py_ssize_t vlen, int64_t ts) noexcept nogil
+    cdef void _compact_if_due(self, _PartitionBuffer pb) noexcept nogil
+    cdef int c_send(self, str topic, int32_t partition, const char* key, Py_ssize_t klen,
+                    const char* value, Py_ssize_t vlen, int64_t ts, object headers) except -1
+    cdef int c_send_batch(self, str topic, int32_t partition, RecordBatch batch) except -1

@@ -1,0 +1,319 @@
+"""Output buffers per output partition, with changelog suppression.
+
+Sink partitions keep every record in send order. Partitions registered as changelogs keep only
+the newest record per key since the last drain: an older entry for the key is marked dead and the
+new one appended, so a drain returns each key's newest write in the order of those writes. Null
+keys are never suppressed.
+
+Locks: one mutex per output partition (a leaf; see record_collector.pxd). Senders to different
+partitions do not contend; a drain swaps each partition's contents out under its mutex and builds
+the output batch after releasing it.
+"""
+
+from cython.operator cimport dereference as deref
+from libc.stdint cimport int32_t, int64_t
+from libcpp.string cimport string
+from libcpp.unordered_map cimport unordered_map
+from libcpp.utility cimport move
+from libcpp.vector cimport vector
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+
+from kstreams._native.record_batch cimport RecordBatch, RecordBatchBuilder
+
+__all__ = ["RecordCollector"]
+
+# Dead entries are compacted away once they are this many and outnumber the live ones, so a hot
+# key on a changelog cannot grow a partition's buffer without bound between drains.
+cdef Py_ssize_t _COMPACT_MIN_DEAD = 4096
+
+
+cdef class _PartitionBuffer:
+    """One output partition's buffered records (fields guarded by mu)."""
+
+    def __cinit__(self, str topic, int32_t partition):
+        self.topic = topic
+        self.partition = partition
+        self.headers = []
+        self.live = 0
+        self.live_bytes = 0
+        self.changelog = False
+
+
+cdef inline Py_ssize_t _entry_bytes(const CollectedEntry& e) noexcept nogil:
+    return (e.klen if e.klen > 0 else 0) + (e.vlen if e.vlen > 0 else 0)
+
+
+cdef void _compact(_PartitionBuffer pb) noexcept nogil:
+    """Drop dead entries and their bytes; rebuild the key index (mu held)."""
+    cdef string arena
+    cdef vector[CollectedEntry] entries
+    cdef CollectedEntry e
+    cdef size_t i
+    cdef Py_ssize_t nb
+    arena.reserve(pb.live_bytes)
+    entries.reserve(pb.live)
+    pb.latest.clear()
+    for i in range(pb.entries.size()):
+        e = pb.entries[i]
+        if not e.alive:
+            continue
+        nb = _entry_bytes(e)
+        arena.append(pb.arena.data() + e.pos, nb)
+        e.pos = arena.size() - nb
+        if pb.changelog and e.klen >= 0:
+            pb.latest[string(arena.data() + e.pos, e.klen)] = entries.size()
+        entries.push_back(e)
+    pb.arena.swap(arena)
+    pb.entries.swap(entries)
+
+
+cdef class RecordCollector:
+    """Thread-safe output buffers per (topic, partition); see the module docstring."""
+
+    def __cinit__(self):
+        self._parts = {}
+        self._len.store(0)
+        self._bytes.store(0)
+        self._suppressed.store(0)
+        self._sent.store(0)
+
+    cdef _PartitionBuffer _buffer(self, str topic, int32_t partition):
+        key = (topic, partition)
+        pb = self._parts.get(key)
+        if pb is None:
+            # setdefault is atomic under the GIL: two racing senders end up with one buffer.
+            pb = self._parts.setdefault(key, _PartitionBuffer(topic, partition))
+        return <_PartitionBuffer>pb
+
+    # ---------------------------------------------------------------- changelog registration
+
+    def register_changelog(self, str topic not None, int32_t partition):
+        """Keep only the newest record per key for this partition from now on."""
+        cdef _PartitionBuffer pb = self._buffer(topic, partition)
+        cdef size_t i
+        with nogil:
+            pb.mu.lock()
+            if not pb.changelog:
+                pb.changelog = True
+                # Index what is already buffered, so a later write supersedes it.
+                pb.latest.clear()
+                for i in range(pb.entries.size()):
+                    if pb.entries[i].alive and pb.entries[i].klen >= 0:
+                        self._supersede(pb, pb.arena.data() + pb.entries[i].pos,
+                                        pb.entries[i].klen, i)
+            pb.mu.unlock()
+
+    def unregister_changelog(self, str topic not None, int32_t partition):
+        """Stop suppressing for this partition (records already buffered stay)."""
+        pb = self._parts.get((topic, partition))
+        if pb is None:
+            return
+        cdef _PartitionBuffer p = <_PartitionBuffer>pb
+        with nogil:
+            p.mu.lock()
+            p.changelog = False
+            p.latest.clear()
+            p.mu.unlock()
+
+    def is_changelog(self, str topic not None, int32_t partition):
+        pb = self._parts.get((topic, partition))
+        if pb is None:
+            return False
+        cdef _PartitionBuffer p = <_PartitionBuffer>pb
+        cdef bint r
+        with nogil:
+            p.mu.lock()
+            r = p.changelog
+            p.mu.unlock()
+        return r
+
+    # ---------------------------------------------------------------- sending
+
+    cdef void _supersede(self, _PartitionBuffer pb, const char* key, Py_ssize_t klen,
+                                size_t idx) noexcept nogil:
+        """Make entry idx the newest for its key, killing the previous one (mu held)."""
+        cdef string k = string(key, klen)
+        cdef unordered_map[string, size_t].iterator it = pb.latest.find(k)
+        cdef CollectedEntry* old
+        cdef Py_ssize_t nb
+        if it == pb.latest.end():
+            pb.latest[move(k)] = idx
+            return
+        old = &pb.entries[deref(it).second]
+        old.alive = False
+        nb = _entry_bytes(deref(old))
+        pb.live -= 1
+        pb.live_bytes -= nb
+        self._len.fetch_sub(1)
+        self._bytes.fetch_sub(nb)
+        self._suppressed.fetch_add(1)
+        deref(it).second = idx
+
+    cdef void _append(self, _PartitionBuffer pb, const char* key, Py_ssize_t klen,
+                             const char* value, Py_ssize_t vlen, int64_t ts) noexcept nogil:
+        """Append one record to a partition buffer (mu held)."""
+        cdef CollectedEntry e
+        cdef Py_ssize_t kb = klen if klen > 0 else 0
+        cdef Py_ssize_t vb = vlen if vlen > 0 else 0
+        e.pos = pb.arena.size()
+        e.klen = <int32_t>(klen if klen >= 0 else -1)
+        e.vlen = <int32_t>(vlen if vlen >= 0 else -1)
+        e.ts = ts
+        e.hidx = -1
+        e.alive = True
+        if kb:
+            pb.arena.append(key, kb)
+        if vb:
+            pb.arena.append(value, vb)
+        pb.entries.push_back(e)
+        pb.live += 1
+        pb.live_bytes += kb + vb
+        self._len.fetch_add(1)
+        self._bytes.fetch_add(kb + vb)
+        if pb.changelog and klen >= 0:
+            self._supersede(pb, key, klen, pb.entries.size() - 1)
+
+    cdef void _compact_if_due(self, _PartitionBuffer pb) noexcept nogil:
+        """Compact when dead entries are many and outnumber the live ones (mu held). Header
+        indexes survive compaction: the header list is left as it is."""
+        cdef Py_ssize_t dead = <Py_ssize_t>pb.entries.size() - pb.live
+        if dead >= _COMPACT_MIN_DEAD and dead > pb.live:
+            _compact(pb)
+
+    cdef int c_send(self, str topic, int32_t partition, const char* key, Py_ssize_t klen,
+                    const char* value, Py_ssize_t vlen, int64_t ts, object headers) except -1:
+        """Buffer one record from raw pointers (klen/vlen -1 = None); needs the GIL."""
+        cdef _PartitionBuffer pb = self._buffer(topic, partition)
+        with nogil:
+            pb.mu.lock()
+            self._compact_if_due(pb)
+            self._append(pb, key, klen, value, vlen, ts)
+            self._sent.fetch_add(1)
+        if headers is not None:
+            pb.entries.back().hidx = len(pb.headers)
+            pb.headers.append(list(headers))
+        pb.mu.unlock()
+        return 0
+
+    cdef int c_send_batch(self, str topic, int32_t partition, RecordBatch batch) except -1:
+        """Buffer every record of a batch in order; the byte copies run without the GIL."""
+        if batch.n == 0:
+            return 0
+        cdef _PartitionBuffer pb = self._buffer(topic, partition)
+        cdef Py_ssize_t i, n = batch.n
+        cdef size_t base
+        with nogil:
+            pb.mu.lock()
+            self._compact_if_due(pb)
+            base = pb.entries.size()
+            pb.arena.reserve(pb.arena.size() + batch.c_nbytes())
+            pb.entries.reserve(base + n)
+            for i in range(n):
+                self._append(pb, batch.key_ptr(i), batch.key_len(i), batch.value_ptr(i),
+                             batch.value_len(i), batch.ts(i))
+            self._sent.fetch_add(n)
+        if batch._headers is not None:
+            for i in range(n):
+                h = batch.c_headers(i)
+                if h is not None:
+                    pb.entries[base + i].hidx = len(pb.headers)
+                    pb.headers.append(list(h))
+        pb.mu.unlock()
+        return 0
+
+    def send(self, str topic not None, int32_t partition, key, value, int64_t timestamp,
+             headers=None):
+        """Buffer one record for (topic, partition)."""
+        cdef const char* kp = NULL
+        cdef const char* vp = NULL
+        cdef Py_ssize_t kl = -1, vl = -1
+        if key is not None:
+            kp = PyBytes_AS_STRING(<bytes?>key)
+            kl = PyBytes_GET_SIZE(key)
+        if value is not None:
+            vp = PyBytes_AS_STRING(<bytes?>value)
+            vl = PyBytes_GET_SIZE(value)
+        self.c_send(topic, partition, kp, kl, vp, vl, timestamp, headers)
+
+    def send_batch(self, str topic not None, int32_t partition, RecordBatch batch not None):
+        """Append a whole batch to one partition's buffer (suppressed per key if a changelog)."""
+        self.c_send_batch(topic, partition, batch)
+
+    # ---------------------------------------------------------------- draining
+
+    def drain(self):
+        """Remove and return every buffered record as (topic, partition, batch), each batch in
+        the partition's send order (for changelogs: the order of each key's newest write).
+        Output offsets are -1 (assigned by the log)."""
+        cdef list out = []
+        cdef _PartitionBuffer pb
+        cdef string arena
+        cdef vector[CollectedEntry] entries
+        cdef list headers
+        cdef Py_ssize_t live, live_bytes, j
+        cdef size_t i
+        cdef RecordBatchBuilder builder
+        cdef CollectedEntry* e
+        for pb in list(self._parts.values()):
+            with nogil:
+                pb.mu.lock()
+                arena.clear()
+                entries.clear()
+                arena.swap(pb.arena)
+                entries.swap(pb.entries)
+                pb.latest.clear()
+                live = pb.live
+                live_bytes = pb.live_bytes
+                pb.live = 0
+                pb.live_bytes = 0
+                self._len.fetch_sub(live)
+                self._bytes.fetch_sub(live_bytes)
+            headers = pb.headers
+            pb.headers = []
+            pb.mu.unlock()
+            if live == 0:
+                continue
+            builder = RecordBatchBuilder()
+            with nogil:
+                builder.reserve(live, live_bytes)
+                for i in range(entries.size()):
+                    e = &entries[i]
+                    if e.alive:
+                        builder.append(arena.data() + e.pos, e.klen,
+                                       arena.data() + e.pos + (e.klen if e.klen > 0 else 0),
+                                       e.vlen, e.ts, pb.partition, -1)
+            if headers:
+                j = 0
+                for i in range(entries.size()):
+                    e = &entries[i]
+                    if e.alive:
+                        if e.hidx >= 0:
+                            builder._set_headers(j, headers[e.hidx])
+                        j += 1
+            out.append((pb.topic, pb.partition, builder.finish()))
+        return out
+
+    # ---------------------------------------------------------------- counters
+
+    def __len__(self):
+        """Records buffered now."""
+        return self._len.load()
+
+    @property
+    def bytes_held(self):
+        """Key and value bytes of the buffered records."""
+        return self._bytes.load()
+
+    @property
+    def suppressed_total(self):
+        """Changelog records dropped because a newer record for the same key superseded them."""
+        return self._suppressed.load()
+
+    @property
+    def sent_total(self):
+        """Records ever passed to send or send_batch (suppressed ones included)."""
+        return self._sent.load()
+
+    def __repr__(self):
+        return (f"RecordCollector(len={self._len.load()}, partitions={len(self._parts)}, "
+                f"suppressed_total={self._suppressed.load()})")
