@@ -25,6 +25,7 @@ __all__ = [
     "Admin",
     "Cluster",
     "ClusterError",
+    "CommitFailedError",
     "Consumer",
     "ConsumerRecord",
     "GroupListener",
@@ -90,6 +91,11 @@ class TopicNotFoundError(ClusterError):
 
 class TopicExistsError(ClusterError):
     """A topic to create already exists."""
+
+
+class CommitFailedError(ClusterError):
+    """A group member's commit was refused because the group no longer counts it as a member (its
+    session timed out): its partitions are lost, and it rejoins in its next poll."""
 
 
 class ProducerFencedError(ClusterError):
