@@ -1,0 +1,376 @@
+"""In-memory inner stores: a key-value store and a window store, both holding bytes.
+
+Neither survives a restart: a logged in-memory store is rebuilt from its changelog when its task
+starts. Each registers a restore callback at init that writes changelog records straight into it.
+Both are used by one thread at a time (see ``store.py``); iterators are lazy but take a snapshot of
+the keys they cover when created, so writing to the store while iterating is safe (a value deleted
+meanwhile is skipped, a value changed meanwhile is returned as it is now).
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+from collections.abc import Iterator
+
+from kstreams.errors import TopologyException
+from kstreams.state.store import KeyValueStore, StateStore, StateStoreContext, WindowedKey, WindowStore
+from kstreams.state.window_key_schema import from_changelog_key
+
+__all__ = ["InMemoryKeyValueStore", "InMemoryWindowStore"]
+
+logger = logging.getLogger(__name__)
+
+_NO_TIMESTAMP = -1
+
+
+class _SortedKeys:
+    """The sorted key set of a dict, kept up to date lazily.
+
+    Keys arriving in ascending order are appended (the common case for time-like keys); others wait
+    in ``_added`` until a range query merges them in, which sorts only the newcomers and merges two
+    runs. Deleted keys stay in the list until the next merge; readers check membership anyway.
+    """
+
+    __slots__ = ("_added", "_keys", "_removed")
+
+    def __init__(self) -> None:
+        self._keys: list[bytes] = []
+        self._added: list[bytes] = []
+        self._removed = 0
+
+    def on_insert(self, key: bytes) -> None:
+        keys = self._keys
+        if not self._added and (not keys or key > keys[-1]):
+            keys.append(key)
+        else:
+            self._added.append(key)
+
+    def on_remove(self) -> None:
+        self._removed += 1
+
+    def clear(self) -> None:
+        self._keys.clear()
+        self._added.clear()
+        self._removed = 0
+
+    def sorted_keys(self, live: dict[bytes, object]) -> list[bytes]:
+        """The sorted list (may still hold keys no longer in ``live``: callers check)."""
+        if self._added or self._removed > max(64, len(self._keys) // 2):
+            merged = self._keys + self._added
+            merged.sort()
+            keys: list[bytes] = []
+            previous = None
+            for key in merged:
+                # A key deleted and inserted again sits in both runs: keep it once.
+                if key != previous and key in live:
+                    keys.append(key)
+                previous = key
+            self._keys = keys
+            self._added = []
+            self._removed = 0
+        return self._keys
+
+
+class InMemoryKeyValueStore(KeyValueStore[bytes, bytes]):
+    """A key-value store in a dict, with ranges in key byte order."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._map: dict[bytes, bytes] = {}
+        self._index = _SortedKeys()
+        self._open = False
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def is_open(self) -> bool:
+        return self._open
+
+    def init(self, context: StateStoreContext, root: StateStore) -> None:
+        context.register(root, self.restore_batch)
+        self._open = True
+
+    def restore_batch(self, records: list[tuple[bytes, bytes | None]]) -> None:
+        """Apply changelog records (a None value deletes the key)."""
+        for key, value in records:
+            self.put(key, value)
+
+    def flush(self) -> None:
+        # Nothing is buffered: every write is already in the dict.
+        pass
+
+    def close(self) -> None:
+        self._map.clear()
+        self._index.clear()
+        self._open = False
+
+    def get(self, key: bytes) -> bytes | None:
+        return self._map.get(key)
+
+    def put(self, key: bytes, value: bytes | None) -> None:
+        if value is None:
+            if self._map.pop(key, None) is not None:
+                self._index.on_remove()
+            return
+        if key not in self._map:
+            self._index.on_insert(key)
+        self._map[key] = value
+
+    def put_if_absent(self, key: bytes, value: bytes) -> bytes | None:
+        existing = self._map.get(key)
+        if existing is None:
+            self.put(key, value)
+        return existing
+
+    def put_all(self, entries: list[tuple[bytes, bytes | None]]) -> None:
+        for key, value in entries:
+            self.put(key, value)
+
+    def delete(self, key: bytes) -> bytes | None:
+        old = self._map.pop(key, None)
+        if old is not None:
+            self._index.on_remove()
+        return old
+
+    def range(self, from_key: bytes | None, to_key: bytes | None) -> Iterator[tuple[bytes, bytes]]:
+        return self._iterate(self._slice(from_key, to_key))
+
+    def reverse_range(self, from_key: bytes | None, to_key: bytes | None) -> Iterator[tuple[bytes, bytes]]:
+        keys = self._slice(from_key, to_key)
+        keys.reverse()
+        return self._iterate(keys)
+
+    def all(self) -> Iterator[tuple[bytes, bytes]]:
+        return self._iterate(self._slice(None, None))
+
+    def reverse_all(self) -> Iterator[tuple[bytes, bytes]]:
+        return self.reverse_range(None, None)
+
+    def prefix_scan(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+        keys = self._index.sorted_keys(self._map)
+        lo = bisect.bisect_left(keys, prefix)
+        hi = lo
+        while hi < len(keys) and keys[hi].startswith(prefix):
+            hi += 1
+        return self._iterate(keys[lo:hi])
+
+    def approximate_num_entries(self) -> int:
+        return len(self._map)
+
+    def _slice(self, from_key: bytes | None, to_key: bytes | None) -> list[bytes]:
+        """A snapshot of the keys in [from_key, to_key] (None: unbounded), ascending."""
+        if from_key is not None and to_key is not None and from_key > to_key:
+            logger.warning(
+                "Returning an empty range from store %s: the range's first key is larger than its "
+                "last key, which is never valid (check the order of the range's bounds).",
+                self._name,
+            )
+            return []
+        keys = self._index.sorted_keys(self._map)
+        lo = 0 if from_key is None else bisect.bisect_left(keys, from_key)
+        hi = len(keys) if to_key is None else bisect.bisect_right(keys, to_key)
+        return keys[lo:hi]
+
+    def _iterate(self, keys: list[bytes]) -> Iterator[tuple[bytes, bytes]]:
+        data = self._map
+        for key in keys:
+            value = data.get(key)
+            if value is not None:
+                yield key, value
+
+
+class InMemoryWindowStore(WindowStore[bytes, bytes]):
+    """A window store: per window start, a dict of record key to value.
+
+    Windows older than (observed stream time - retention) are dropped as stream time advances, and
+    writes to them are ignored, as Kafka's in-memory window store does. With ``retain_duplicates``
+    (stream-stream joins), each put appends a value under a new sequence number and None is ignored.
+    """
+
+    def __init__(self, name: str, retention_ms: int, window_size_ms: int, retain_duplicates: bool) -> None:
+        if retention_ms < 0 or window_size_ms < 0:
+            raise TopologyException(
+                f"Window store {name}: retention ({retention_ms} ms) and window size ({window_size_ms} ms) "
+                "must not be negative."
+            )
+        if retention_ms < window_size_ms:
+            raise TopologyException(
+                f"Window store {name}: the retention period ({retention_ms} ms) must be no smaller than "
+                f"its window size ({window_size_ms} ms); raise the retention (grace + window size)."
+            )
+        self._name = name
+        self._retention_ms = retention_ms
+        self._window_size_ms = window_size_ms
+        self._retain_duplicates = retain_duplicates
+        # window start -> {key -> value}, or with duplicates {key -> {seq -> value}}
+        self._windows: dict[int, dict[bytes, bytes]] | dict[int, dict[bytes, dict[int, bytes]]] = {}
+        self._starts: list[int] = []
+        self._observed_stream_time = _NO_TIMESTAMP
+        self._seq = 0
+        self._open = False
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def is_open(self) -> bool:
+        return self._open
+
+    @property
+    def retention_ms(self) -> int:
+        return self._retention_ms
+
+    @property
+    def window_size_ms(self) -> int:
+        return self._window_size_ms
+
+    @property
+    def retain_duplicates(self) -> bool:
+        return self._retain_duplicates
+
+    @property
+    def observed_stream_time(self) -> int:
+        """The largest window start written so far (-1 before the first write)."""
+        return self._observed_stream_time
+
+    def init(self, context: StateStoreContext, root: StateStore) -> None:
+        context.register(root, self.restore_batch)
+        self._open = True
+
+    def restore_batch(self, records: list[tuple[bytes, bytes | None]]) -> None:
+        """Apply changelog records, whose keys are (record key, window start, sequence number)."""
+        for store_key, value in records:
+            key, start, seq = from_changelog_key(store_key)
+            self._write(key, value, start, seq)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self._windows.clear()
+        self._starts.clear()
+        self._open = False
+
+    def next_seq(self) -> int:
+        """The sequence number the next duplicate-retaining put gets (wraps like Kafka's int)."""
+        self._seq = (self._seq + 1) & 0x7FFFFFFF
+        return self._seq
+
+    def put(self, key: bytes, value: bytes | None, window_start: int) -> None:
+        if self._retain_duplicates:
+            if value is None:
+                return
+            self._write(key, value, window_start, self.next_seq())
+        else:
+            self._write(key, value, window_start, 0)
+
+    def put_with_seq(self, key: bytes, value: bytes | None, window_start: int, seq: int) -> None:
+        """Write under an explicit sequence number (the change-logging layer numbers duplicates)."""
+        self._write(key, value, window_start, seq)
+
+    def _write(self, key: bytes, value: bytes | None, start: int, seq: int) -> None:
+        self._observed_stream_time = max(self._observed_stream_time, start)
+        self._expire()
+        if start <= self._observed_stream_time - self._retention_ms:
+            logger.debug("Store %s: skipping a write to expired window %d.", self._name, start)
+            return
+        window = self._windows.get(start)
+        if window is None:
+            if value is None:
+                return
+            window = {}
+            self._windows[start] = window  # type: ignore[assignment]
+            if not self._starts or start > self._starts[-1]:
+                self._starts.append(start)
+            else:
+                bisect.insort(self._starts, start)
+        if self._retain_duplicates:
+            values = window.get(key)
+            if value is None:
+                if values is not None:
+                    values.pop(seq, None)  # type: ignore[union-attr]
+                    if not values:
+                        del window[key]
+            else:
+                if values is None:
+                    values = {}
+                    window[key] = values  # type: ignore[assignment]
+                values[seq] = value  # type: ignore[index]
+        elif value is None:
+            window.pop(key, None)
+        else:
+            window[key] = value  # type: ignore[assignment]
+        if not window:
+            del self._windows[start]
+            del self._starts[bisect.bisect_left(self._starts, start)]
+
+    def _expire(self) -> None:
+        min_live = self._observed_stream_time - self._retention_ms + 1
+        starts = self._starts
+        if starts and starts[0] < min_live:
+            cut = bisect.bisect_left(starts, min_live)
+            for start in starts[:cut]:
+                del self._windows[start]
+            del starts[:cut]
+
+    def _min_live(self) -> int:
+        return self._observed_stream_time - self._retention_ms + 1
+
+    def fetch(self, key: bytes, window_start: int) -> bytes | None:
+        if window_start < self._min_live():
+            return None
+        window = self._windows.get(window_start)
+        if window is None:
+            return None
+        value = window.get(key)
+        if self._retain_duplicates and value is not None:
+            # With duplicates, a point read returns the earliest value still held.
+            return next(iter(value.values()))  # type: ignore[union-attr]
+        return value  # type: ignore[return-value]
+
+    def fetch_range(self, key: bytes, time_from: int, time_to: int) -> Iterator[tuple[int, bytes]]:
+        for start in self._starts_between(time_from, time_to):
+            window = self._windows.get(start)
+            if window is None:
+                continue
+            value = window.get(key)
+            if value is None:
+                continue
+            if self._retain_duplicates:
+                for seq in sorted(value):  # type: ignore[arg-type]
+                    yield start, value[seq]  # type: ignore[index]
+            else:
+                yield start, value  # type: ignore[misc]
+
+    def fetch_all(self, time_from: int, time_to: int) -> Iterator[tuple[WindowedKey[bytes], bytes]]:
+        """Every window with time_from <= start <= time_to, by window start then key bytes."""
+        size = self._window_size_ms
+        for start in self._starts_between(time_from, time_to):
+            window = self._windows.get(start)
+            if window is None:
+                continue
+            for key in sorted(window):
+                value = window.get(key)
+                if value is None:
+                    continue
+                windowed = WindowedKey(key, start, start + size)
+                if self._retain_duplicates:
+                    for seq in sorted(value):  # type: ignore[arg-type]
+                        yield windowed, value[seq]  # type: ignore[index]
+                else:
+                    yield windowed, value  # type: ignore[misc]
+
+    def all(self) -> Iterator[tuple[WindowedKey[bytes], bytes]]:
+        return self.fetch_all(self._min_live(), 2**63 - 1)
+
+    def _starts_between(self, time_from: int, time_to: int) -> list[int]:
+        """A snapshot of the live window starts in [time_from, time_to], ascending."""
+        time_from = max(time_from, self._min_live())
+        if time_from > time_to:
+            return []
+        starts = self._starts
+        return starts[bisect.bisect_left(starts, time_from) : bisect.bisect_right(starts, time_to)]

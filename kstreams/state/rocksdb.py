@@ -1,0 +1,301 @@
+"""RocksDB-backed stores (rocksdict, raw bytes): one database per key-value store.
+
+``RocksDBDatabase`` is one open RocksDB database whose writes are combined in memory and written
+as one WriteBatch at ``flush()`` (also before a range scan, and whenever the buffer grows past
+``_MAX_PENDING`` entries, so it stays small). Point reads see buffered writes first. Range scans
+read the database in chunks through short-lived iterators: a rocksdict iterator keeps its database
+open, so an abandoned Python iterator must never hold one, or the store could not be reopened.
+
+``RocksDBKeyValueStore`` lives under ``<task state dir>/rocksdb/<store name>`` and survives
+restarts; the task's checkpoint file says up to which changelog offset it is current.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import shutil
+from collections.abc import Iterator
+
+from rocksdict import Options, Rdict, WriteBatch
+
+from kstreams.errors import ProcessorStateException
+from kstreams.state.store import KeyValueStore, StateStore, StateStoreContext
+
+__all__ = ["RocksDBDatabase", "RocksDBKeyValueStore", "rocksdb_path"]
+
+logger = logging.getLogger(__name__)
+
+# Buffered writes beyond this many are written early (bounds memory and the cost of a flush).
+_MAX_PENDING = 10_000
+# Entries read per iterator before it is dropped and the scan re-seeks.
+_SCAN_CHUNK = 512
+
+
+def rocksdb_path(context: StateStoreContext, store_name: str) -> str:
+    """Where a persistent store's files live: ``<task state dir>/rocksdb/<store name>``."""
+    return os.path.join(context.state_dir(), "rocksdb", store_name)
+
+
+def _options() -> Options:
+    options = Options(raw_mode=True)
+    options.create_if_missing(True)
+    # Kafka Streams' defaults: many stores share a machine, so keep memtables modest.
+    options.set_write_buffer_size(16 * 1024 * 1024)
+    options.set_max_write_buffer_number(3)
+    return options
+
+
+class RocksDBDatabase:
+    """One open RocksDB database with buffered writes. Keys and values are bytes.
+
+    Raises ProcessorStateException (naming the store and path) when RocksDB fails.
+    """
+
+    def __init__(self, store_name: str, path: str) -> None:
+        self.store_name = store_name
+        self.path = path
+        os.makedirs(path, exist_ok=True)
+        try:
+            self._db: Rdict | None = Rdict(path, options=_options())
+        except Exception as exc:
+            raise ProcessorStateException(
+                f"Could not open RocksDB for store {store_name} at {path}: {exc}. Another process (or an "
+                "unclosed store in this one) may hold it; close it, or remove the directory if it is corrupt."
+            ) from exc
+        self._pending: dict[bytes, bytes | None] = {}
+
+    @property
+    def is_open(self) -> bool:
+        return self._db is not None
+
+    @property
+    def buffered_writes(self) -> int:
+        """How many writes wait for the next WriteBatch."""
+        return len(self._pending)
+
+    def _database(self) -> Rdict:
+        db = self._db
+        if db is None:
+            raise ProcessorStateException(
+                f"RocksDB store {self.store_name} at {self.path} is closed; it cannot be read or written."
+            )
+        return db
+
+    def get(self, key: bytes) -> bytes | None:
+        pending = self._pending
+        if key in pending:
+            return pending[key]
+        return self._database().get(key)  # type: ignore[no-any-return]
+
+    def put(self, key: bytes, value: bytes | None) -> None:
+        pending = self._pending
+        pending[key] = value
+        if len(pending) > _MAX_PENDING:
+            self.write_pending()
+
+    def write_batch(self, records: list[tuple[bytes, bytes | None]]) -> None:
+        """Write records as one batch at once (restoration)."""
+        for key, value in records:
+            self._pending[key] = value
+        self.write_pending()
+
+    def write_pending(self) -> None:
+        """Write every buffered write to RocksDB in one WriteBatch."""
+        pending = self._pending
+        if not pending:
+            return
+        batch = WriteBatch(raw_mode=True)
+        for key, value in pending.items():
+            if value is None:
+                batch.delete(key)
+            else:
+                batch.put(key, value)
+        try:
+            self._database().write(batch)
+        except ProcessorStateException:
+            raise
+        except Exception as exc:
+            raise ProcessorStateException(
+                f"Writing a batch of {len(pending)} records to RocksDB store {self.store_name} at "
+                f"{self.path} failed: {exc}. Check free disk space and the directory's permissions."
+            ) from exc
+        pending.clear()
+
+    def scan(
+        self, lo: bytes | None, hi: bytes | None, reverse: bool = False
+    ) -> Iterator[tuple[bytes, bytes]]:
+        """Entries with lo <= key <= hi (None: unbounded), ascending or descending; lazily read.
+
+        Buffered writes are written first, so the scan sees every write made before it started.
+        """
+        if lo is not None and hi is not None and lo > hi:
+            return iter(())
+        self.write_pending()
+        return self._scan_chunks(lo, hi, reverse)
+
+    def _scan_chunks(
+        self, lo: bytes | None, hi: bytes | None, reverse: bool
+    ) -> Iterator[tuple[bytes, bytes]]:
+        position = hi if reverse else lo
+        skip: bytes | None = None
+        while True:
+            db = self._db
+            if db is None:
+                return
+            items = db.items(backwards=reverse, from_key=position)
+            chunk = list(itertools.islice(items, _SCAN_CHUNK))
+            del items  # the iterator pins the database: drop it before yielding to the caller
+            for key, value in chunk:
+                if reverse:
+                    if key == skip:
+                        continue
+                    if lo is not None and key < lo:
+                        return
+                elif hi is not None and key > hi:
+                    return
+                yield key, value
+            if len(chunk) < _SCAN_CHUNK:
+                return
+            last = chunk[-1][0]
+            if reverse:
+                # A backward seek lands on ``last`` itself (seek_for_prev): skip it once.
+                position = skip = last
+            else:
+                position = last + b"\x00"  # the smallest key after ``last``
+
+    def approximate_num_entries(self) -> int:
+        self.write_pending()
+        try:
+            return int(self._database().property_int_value("rocksdb.estimate-num-keys") or 0)
+        except ProcessorStateException:
+            raise
+        except Exception as exc:
+            raise ProcessorStateException(
+                f"Could not read the entry estimate of RocksDB store {self.store_name}: {exc}"
+            ) from exc
+
+    def close(self) -> None:
+        """Write buffered writes and release the database (its files and lock)."""
+        if self._db is None:
+            return
+        try:
+            self.write_pending()
+        finally:
+            db, self._db = self._db, None
+            db.close()
+
+    def destroy(self) -> None:
+        """Close without writing buffered writes and delete the database's files."""
+        self._pending.clear()
+        db, self._db = self._db, None
+        if db is not None:
+            db.close()
+            del db
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+class RocksDBKeyValueStore(KeyValueStore[bytes, bytes]):
+    """A persistent key-value store in one RocksDB database; ranges in key byte order."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._db: RocksDBDatabase | None = None
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def persistent(self) -> bool:
+        return True
+
+    @property
+    def is_open(self) -> bool:
+        return self._db is not None and self._db.is_open
+
+    @property
+    def path(self) -> str | None:
+        return self._db.path if self._db is not None else None
+
+    def init(self, context: StateStoreContext, root: StateStore) -> None:
+        self._db = RocksDBDatabase(self._name, rocksdb_path(context, self._name))
+        context.register(root, self.restore_batch)
+        logger.debug("Opened RocksDB store %s at %s", self._name, self._db.path)
+
+    def _database(self) -> RocksDBDatabase:
+        db = self._db
+        if db is None:
+            raise ProcessorStateException(f"RocksDB store {self._name} is not open; init() it first.")
+        return db
+
+    def restore_batch(self, records: list[tuple[bytes, bytes | None]]) -> None:
+        """Apply changelog records in one WriteBatch (a None value deletes the key)."""
+        self._database().write_batch(records)
+
+    def flush(self) -> None:
+        if self._db is not None:
+            self._db.write_pending()
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+
+    def get(self, key: bytes) -> bytes | None:
+        return self._database().get(key)
+
+    def put(self, key: bytes, value: bytes | None) -> None:
+        self._database().put(key, value)
+
+    def put_if_absent(self, key: bytes, value: bytes) -> bytes | None:
+        db = self._database()
+        existing = db.get(key)
+        if existing is None:
+            db.put(key, value)
+        return existing
+
+    def put_all(self, entries: list[tuple[bytes, bytes | None]]) -> None:
+        db = self._database()
+        for key, value in entries:
+            db.put(key, value)
+
+    def delete(self, key: bytes) -> bytes | None:
+        db = self._database()
+        old = db.get(key)
+        if old is not None:
+            db.put(key, None)
+        return old
+
+    def range(self, from_key: bytes | None, to_key: bytes | None) -> Iterator[tuple[bytes, bytes]]:
+        return self._range(from_key, to_key, reverse=False)
+
+    def reverse_range(self, from_key: bytes | None, to_key: bytes | None) -> Iterator[tuple[bytes, bytes]]:
+        return self._range(from_key, to_key, reverse=True)
+
+    def _range(
+        self, from_key: bytes | None, to_key: bytes | None, reverse: bool
+    ) -> Iterator[tuple[bytes, bytes]]:
+        if from_key is not None and to_key is not None and from_key > to_key:
+            logger.warning(
+                "Returning an empty range from store %s: the range's first key is larger than its "
+                "last key, which is never valid (check the order of the range's bounds).",
+                self._name,
+            )
+            return iter(())
+        return self._database().scan(from_key, to_key, reverse)
+
+    def all(self) -> Iterator[tuple[bytes, bytes]]:
+        return self._database().scan(None, None)
+
+    def reverse_all(self) -> Iterator[tuple[bytes, bytes]]:
+        return self._database().scan(None, None, reverse=True)
+
+    def prefix_scan(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+        for key, value in self._database().scan(prefix, None):
+            if not key.startswith(prefix):
+                return
+            yield key, value
+
+    def approximate_num_entries(self) -> int:
+        return self._database().approximate_num_entries()

@@ -1,0 +1,55 @@
+"""Fixtures for store tests: a recording StateStoreContext.
+
+The context is a small fake of what a task gives its stores; it records registrations and changelog
+writes so tests can assert what a store layer does with them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+class RecordingContext:
+    """A StateStoreContext that records registrations and changelog writes."""
+
+    def __init__(self, state_dir: Path, cache: Any = None, task_id: str = "0_0") -> None:
+        self._state_dir = state_dir
+        self._cache = cache
+        self.application_id = "app"
+        self.task_id = task_id
+        self.app_configs: dict[str, Any] = {}
+        self.timestamp = 0
+        self.registered: dict[str, Callable[[list[tuple[bytes, bytes | None]]], None]] = {}
+        self.changelog: list[tuple[str, bytes, bytes | None, int]] = []
+
+    def state_dir(self) -> str:
+        self._state_dir.mkdir(parents=True, exist_ok=True)
+        return str(self._state_dir)
+
+    def register(
+        self, store: Any, restore_callback: Callable[[list[tuple[bytes, bytes | None]]], None]
+    ) -> None:
+        self.registered[store.name] = restore_callback
+
+    def log_change(self, store_name: str, key: bytes, value: bytes | None, timestamp: int) -> None:
+        self.changelog.append((store_name, key, value, timestamp))
+
+    def record_cache(self) -> Any:
+        return self._cache
+
+    def current_timestamp(self) -> int:
+        return self.timestamp
+
+
+@pytest.fixture
+def make_context(tmp_path: Path) -> Callable[..., RecordingContext]:
+    """Factory: make_context(cache=None, task_id="0_0", state_dir=None) -> RecordingContext."""
+
+    def make(cache: Any = None, task_id: str = "0_0", state_dir: Path | None = None) -> RecordingContext:
+        return RecordingContext(state_dir or tmp_path / "task", cache=cache, task_id=task_id)
+
+    return make
