@@ -1,0 +1,675 @@
+"""KafkaStreams: the client that runs a topology — lifecycle, state machine, threads, handlers.
+
+One client runs one polling thread (the only user of the main consumer and the producer), N stream
+threads that pick tasks dynamically, and one restore thread. Stream threads can be added and
+removed while the client runs (KIP-663): because tasks are not pinned to threads, this needs no
+rebalance and moves no partitions — only the record cache is redistributed. An exception in any of
+the client's threads goes to the uncaught exception handler (KIP-671).
+
+Lock order: ``KafkaStreams._state_lock`` (state machine) -> ``KafkaStreams._threads_lock`` (the
+stream thread list) -> the task manager's lock -> compiled leaves. State listeners are called with
+no lock held.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from kstreams._native.record_collector import RecordCollector
+from kstreams._native.scheduler import TaskScheduler
+from kstreams.cluster.port import ERROR_SHUTDOWN_REQUESTED, Cluster, TopicNotFoundError
+from kstreams.config import StreamsConfig
+from kstreams.errors import (
+    IllegalStateException,
+    InvalidStateStoreException,
+    UnknownStateStoreException,
+)
+from kstreams.runtime.commit import Committer
+from kstreams.runtime.init_parameters import InitParameters
+from kstreams.runtime.internal_topics import InternalTopicManager
+from kstreams.runtime.metrics import MetricName, MetricsRegistry
+from kstreams.runtime.polling_thread import Failure, PollingThread, RuntimeHooks
+from kstreams.runtime.state_manager import StateManager, StateRestoreListener
+from kstreams.runtime.stream_thread import StreamThread, ThreadState
+from kstreams.runtime.task_manager import TaskManager
+from kstreams.topology import Topology
+
+__all__ = [
+    "InitParameters",
+    "KafkaStreams",
+    "MetricName",
+    "StateRestoreListener",
+    "StreamsUncaughtExceptionResponse",
+    "ThreadMetadata",
+]
+
+logger = logging.getLogger(__name__)
+
+
+class StreamsUncaughtExceptionResponse(enum.Enum):
+    """What the uncaught exception handler asks for (KIP-671)."""
+
+    REPLACE_THREAD = "REPLACE_THREAD"
+    SHUTDOWN_CLIENT = "SHUTDOWN_CLIENT"
+    SHUTDOWN_APPLICATION = "SHUTDOWN_APPLICATION"
+
+
+class State(enum.Enum):
+    """The client's states; ``is_running_or_rebalancing`` is True in RUNNING and REBALANCING."""
+
+    CREATED = "CREATED"
+    REBALANCING = "REBALANCING"
+    RUNNING = "RUNNING"
+    PENDING_SHUTDOWN = "PENDING_SHUTDOWN"
+    NOT_RUNNING = "NOT_RUNNING"
+    PENDING_ERROR = "PENDING_ERROR"
+    ERROR = "ERROR"
+
+    def is_running_or_rebalancing(self) -> bool:
+        return self in (State.RUNNING, State.REBALANCING)
+
+
+_VALID = {
+    State.CREATED: {State.REBALANCING, State.PENDING_SHUTDOWN},
+    State.REBALANCING: {State.RUNNING, State.PENDING_SHUTDOWN, State.PENDING_ERROR},
+    State.RUNNING: {State.REBALANCING, State.RUNNING, State.PENDING_SHUTDOWN, State.PENDING_ERROR},
+    State.PENDING_SHUTDOWN: {State.NOT_RUNNING},
+    State.NOT_RUNNING: set(),
+    State.PENDING_ERROR: {State.ERROR},
+    State.ERROR: set(),
+}
+# Transitions refused without an error, as Kafka refuses them (a race with a concurrent change).
+_SILENTLY_REFUSED = {
+    State.PENDING_SHUTDOWN: set(State) - {State.NOT_RUNNING},
+    State.NOT_RUNNING: {State.PENDING_SHUTDOWN, State.NOT_RUNNING},
+    State.REBALANCING: {State.REBALANCING},
+    State.ERROR: {State.PENDING_ERROR, State.ERROR, State.PENDING_SHUTDOWN},
+    State.PENDING_ERROR: set(State) - {State.ERROR},
+}
+
+UncaughtExceptionHandler = Callable[[BaseException], StreamsUncaughtExceptionResponse]
+StateListener = Callable[[State, State], None]
+
+
+@dataclass(frozen=True)
+class ThreadMetadata:
+    """What ``metadata_for_local_threads`` tells of one live stream thread."""
+
+    thread_name: str
+    thread_state: str
+    cache_max_bytes: int
+    active_tasks: frozenset[str]
+
+
+class KafkaStreams:
+    """Runs a topology against a cluster. See the module docstring for its threads."""
+
+    State = State
+
+    def __init__(
+        self,
+        topology: Topology,
+        config: Mapping[str, Any] | StreamsConfig,
+        cluster: Cluster | None = None,
+    ) -> None:
+        self.config = config if isinstance(config, StreamsConfig) else StreamsConfig(config)
+        self._topology = topology
+        self.plan = topology.build(self.config.application_id, self.config)
+        self.process_id = uuid.uuid4()
+        self.client_id = self.config.client_id(self.process_id)
+        self.cluster = cluster if cluster is not None else _default_cluster(self.config)
+        self._metrics = MetricsRegistry()
+        self._state = State.CREATED
+        self._state_lock = threading.Condition()
+        self._threads_lock = threading.RLock()
+        self._state_listener: StateListener | None = None
+        self._handler: UncaughtExceptionHandler | None = None
+        self._restore_listener: StateRestoreListener | None = None
+        self._stream_threads: list[StreamThread] = []
+        self._failed_threads = 0
+        self._shutdown_logged = False
+        self._polling: PollingThread | None = None
+        self._state_manager: StateManager | None = None
+        self._close_thread: threading.Thread | None = None
+        self.internal_topics = InternalTopicManager(self.cluster.admin(), self.config, self.plan)
+        client_tags = {"client-id": self.client_id}
+        self._metrics.gauge("alive-stream-threads", "stream-metrics", client_tags,
+                            lambda: float(len(self._live_threads())))
+        self._metrics.gauge("failed-stream-threads", "stream-metrics", client_tags,
+                            lambda: float(self._failed_threads))
+        self._metrics.gauge("state", "stream-metrics", client_tags,
+                            lambda: float(list(State).index(self._state)))
+        self.internal_topics.register_metrics(self._metrics, client_tags)
+
+    # -- state machine ------------------------------------------------------------------------
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+    def set_state_listener(self, listener: StateListener) -> None:
+        """Call ``listener(new_state, old_state)`` on every state change (outside any lock)."""
+        if self._state is not State.CREATED:
+            raise IllegalStateException("The state listener can only be set in state CREATED.")
+        self._state_listener = listener
+
+    def _set_state(self, new: State) -> bool:
+        with self._state_lock:
+            old = self._state
+            if new in _SILENTLY_REFUSED.get(old, set()):
+                return False
+            if new not in _VALID[old]:
+                raise IllegalStateException(
+                    f"Stream-client {self.client_id}: unexpected state transition from {old.name} to "
+                    f"{new.name}."
+                )
+            self._state = new
+            self._state_lock.notify_all()
+        logger.info("Stream-client %s: state transition from %s to %s", self.client_id, old.name, new.name)
+        listener = self._state_listener
+        if listener is not None and old is not new:
+            try:
+                listener(new, old)
+            except Exception:
+                logger.exception("The state listener raised; the state change stands")
+        return True
+
+    def wait_for_state(self, *states: State, timeout: float | None = None) -> bool:
+        """Block until the client is in one of the states (True) or the timeout passes (False)."""
+        with self._state_lock:
+            return self._state_lock.wait_for(lambda: self._state in states, timeout)
+
+    # -- handlers -----------------------------------------------------------------------------
+
+    def set_uncaught_exception_handler(self, handler: UncaughtExceptionHandler) -> None:
+        """Set the handler for exceptions in the client's threads (KIP-671).
+
+        Stream threads: every response applies. The restore thread: REPLACE_THREAD closes the
+        failing task and restores it again; the SHUTDOWN responses apply as usual. The polling
+        thread cannot be replaced: REPLACE_THREAD is treated as SHUTDOWN_CLIENT (with a warning).
+        Only in state CREATED.
+        """
+        if handler is None:
+            raise ValueError("The uncaught exception handler must not be None.")
+        if self._state is not State.CREATED:
+            raise IllegalStateException("The uncaught exception handler can only be set in state CREATED.")
+        self._handler = handler
+
+    def set_global_state_restore_listener(self, listener: StateRestoreListener) -> None:
+        if self._state is not State.CREATED:
+            raise IllegalStateException("The restore listener can only be set in state CREATED.")
+        self._restore_listener = listener
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def init(self, params: InitParameters | None = None, timeout: float | timedelta | None = None) -> None:
+        """Set up the application's internal topics on the cluster (KIP-698). Only in CREATED.
+
+        Raises MisconfiguredInternalTopicException, MissingSourceTopicException,
+        InternalTopicsAlreadySetupException, MissingInternalTopicsException or TimeoutError as the
+        KIP orders them.
+        """
+        if self._state is not State.CREATED:
+            raise IllegalStateException(f"init() is only allowed in state CREATED, not {self._state.name}.")
+        self.internal_topics.init(params, _seconds(timeout))
+
+    def start(self) -> None:
+        """Start the client's threads. Raises IllegalStateException unless the client is CREATED."""
+        with self._state_lock:
+            if self._state is not State.CREATED:
+                raise IllegalStateException(
+                    f"Stream-client {self.client_id}: the client is already started or already stopped "
+                    f"(state {self._state.name}); create a new KafkaStreams to start again."
+                )
+        self._set_state(State.REBALANCING)
+        try:
+            self._start_runtime()
+        except BaseException:
+            self._set_state(State.PENDING_ERROR)
+            self._close_runtime(timeout=10.0)
+            self._set_state(State.ERROR)
+            raise
+
+    def _start_runtime(self) -> None:
+        config = self.config
+        cluster = self.cluster
+        app_id = config.application_id
+        self._state_dir = os.path.join(str(config["state.dir"]), app_id)
+        self._admin = cluster.admin()
+        consumer_config = dict(config.client_configs("main.consumer"))
+        consumer_config.setdefault("client.id", f"{self.client_id}-consumer")
+        consumer_config.setdefault("session.timeout.ms", config["session.timeout.ms"])
+        consumer_config.setdefault("auto.offset.reset", config["auto.offset.reset"])
+        if config.exactly_once:
+            consumer_config["isolation.level"] = "read_committed"
+        restore_config = dict(config.client_configs("restore.consumer"))
+        restore_config.setdefault("client.id", f"{self.client_id}-restore-consumer")
+        if config.exactly_once:
+            restore_config["isolation.level"] = "read_committed"
+        producer_config = dict(config.client_configs("producer"))
+        producer_config.setdefault("client.id", f"{self.client_id}-producer")
+        if config.exactly_once:
+            producer_config["transactional.id"] = f"{app_id}-{self.process_id}"
+        self._consumer = cluster.consumer(app_id, consumer_config)
+        self._restore_consumer = cluster.consumer(None, restore_config)
+        self._producer = cluster.producer(producer_config)
+
+        self.internal_topics.setup_for_rebalance()
+        self._partition_counts: dict[str, int] = {}
+        self._scheduler = TaskScheduler()
+        self._collector = RecordCollector()
+        self._task_manager = TaskManager(
+            self.plan, config, self._collector, self._scheduler, self._partition_count, self._state_dir
+        )
+        polling_name = f"{self.client_id}-PollingThread"
+        tags = {"thread-id": polling_name}
+        committer = Committer(
+            self._scheduler,
+            self._task_manager,
+            self._collector,
+            self._consumer,
+            self._producer,
+            app_id,
+            config.exactly_once,
+            self._metrics.sensor("commit", "stream-thread-metrics", tags),
+            self._metrics.sensor("commit-latency", "stream-thread-metrics", tags, total=False, rate=False,
+                                 avg=True, max_=True),
+        )
+        self._state_manager = StateManager(
+            f"{self.client_id}-RestoreThread",
+            self._restore_consumer,
+            on_restored=lambda entry: self._polling.restored(entry) if self._polling else None,
+            on_failure=self._on_restore_failure,
+            metrics=self._metrics,
+            client_id=self.client_id,
+        )
+        if self._restore_listener is not None:
+            self._state_manager.listener = self._restore_listener
+        topics = list(self.plan.all_source_topics)
+        self._polling = PollingThread(
+            polling_name, config, self._consumer, self._producer, self._collector, self._scheduler,
+            self._task_manager, self._state_manager, committer, _Hooks(self), self._metrics, topics,
+        )
+        self._state_manager.start()
+        self._polling.start()
+        with self._threads_lock:
+            count = int(config["num.stream.threads"])
+            sizes = self._cache_share(count)
+            for _ in range(count):
+                self._start_stream_thread(sizes)
+
+    def _partition_count(self, topic: str) -> int:
+        count = self._partition_counts.get(topic)
+        if count is None:
+            found = self._admin.describe_topics([topic])
+            if topic not in found:
+                raise TopicNotFoundError(
+                    f"Topic {topic} does not exist: create it before the application writes to it."
+                )
+            count = found[topic].partitions
+            self._partition_counts[topic] = count
+        return count
+
+    def close(self, timeout: float | timedelta | None = None) -> bool:
+        """Shut the client down: stop the threads, commit and close every task, leave the group.
+
+        Returns True if everything stopped within the timeout (None waits for ever). In NOT_RUNNING or
+        ERROR it returns True at once; in PENDING_* it waits for the terminal state.
+        """
+        seconds = _seconds(timeout)
+        with self._state_lock:
+            state = self._state
+        if state in (State.NOT_RUNNING, State.ERROR):
+            return True
+        if state in (State.PENDING_SHUTDOWN, State.PENDING_ERROR):
+            return self.wait_for_state(State.NOT_RUNNING, State.ERROR, timeout=seconds)
+        if not self._set_state(State.PENDING_SHUTDOWN):
+            return self.wait_for_state(State.NOT_RUNNING, State.ERROR, timeout=seconds)
+        if threading.current_thread() in self._own_threads():
+            # Closing from inside a handler or processor: finish on a separate thread.
+            self._close_async(State.NOT_RUNNING)
+            return False
+        done = self._close_runtime(seconds)
+        if done:
+            self._set_state(State.NOT_RUNNING)
+        return done
+
+    def _close_async(self, final: State) -> None:
+        def finish() -> None:
+            self._close_runtime(None)
+            self._set_state(final)
+
+        self._close_thread = threading.Thread(target=finish, name=f"{self.client_id}-CloseThread", daemon=True)
+        self._close_thread.start()
+
+    def _own_threads(self) -> list[threading.Thread]:
+        threads: list[threading.Thread] = list(self._stream_threads)
+        if self._polling is not None:
+            threads.append(self._polling)
+        if self._state_manager is not None:
+            threads.append(self._state_manager)
+        return threads
+
+    def _close_runtime(self, timeout: float | None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._threads_lock:
+            threads = list(self._stream_threads)
+        for thread in threads:
+            thread.request_stop()
+        ok = all(t.wait_dead(_left(deadline)) for t in threads if t.is_alive() or t.state is not ThreadState.DEAD)
+        scheduler = getattr(self, "_scheduler", None)
+        if scheduler is not None:
+            scheduler.shutdown()
+        polling = self._polling
+        if polling is not None and polling.is_alive():
+            polling.request_stop()
+            polling.join(_left(deadline))
+            ok = ok and not polling.is_alive()
+        task_manager = getattr(self, "_task_manager", None)
+        if task_manager is not None and (polling is None or not polling.closed_cleanly):
+            if polling is None or not polling.is_alive():
+                task_manager.close_all(clean=False)
+        if self._state_manager is not None and self._state_manager.is_alive():
+            self._state_manager.shutdown()
+            self._state_manager.join(_left(deadline))
+            ok = ok and not self._state_manager.is_alive()
+        for name in ("_consumer", "_producer"):
+            client = getattr(self, name, None)
+            if client is not None and (polling is None or not polling.is_alive()):
+                try:
+                    client.close()
+                except Exception:
+                    logger.warning("Closing the %s failed", name.strip("_"), exc_info=True)
+        return ok
+
+    # -- stream threads (KIP-663) ---------------------------------------------------------------
+
+    def add_stream_thread(self) -> str | None:
+        """Start one more stream thread and return its name, or None if the client is not RUNNING or
+        REBALANCING. The record cache is redistributed over the threads at once; no rebalance is
+        needed (tasks are picked dynamically), so nothing pauses."""
+        return self._add_stream_thread(reserved=())
+
+    def _add_stream_thread(self, reserved: tuple[str, ...]) -> str | None:
+        with self._threads_lock:
+            if not self._state.is_running_or_rebalancing():
+                logger.warning("Cannot add a stream thread in state %s", self._state.name)
+                return None
+            live = self._live_threads()
+            sizes = self._cache_share(len(live) + 1)
+            self._resize_caches(live, sizes)
+            thread = self._start_stream_thread(sizes, reserved)
+            if not self._state.is_running_or_rebalancing():
+                thread.request_stop()
+                thread.wait_dead(10.0)
+                self._resize_caches(self._live_threads(), self._cache_share(len(self._live_threads())))
+                return None
+            logger.info("Added stream thread %s", thread.name)
+            return thread.name
+
+    def remove_stream_thread(self, timeout: float | timedelta | None = None) -> str | None:
+        """Stop one stream thread and return its name (None if none is alive or the client is not
+        RUNNING/REBALANCING). Its tasks simply go on with the other threads; the record cache is
+        redistributed. Raises TimeoutError if the thread did not stop in time — after the shutdown
+        was requested and the caches resized. Removing the last thread keeps the client RUNNING:
+        input then buffers up to a bound and the consumer pauses until a thread is added."""
+        seconds = _seconds(timeout)
+        if not self._state.is_running_or_rebalancing():
+            logger.warning("Cannot remove a stream thread in state %s", self._state.name)
+            return None
+        with self._threads_lock:
+            live = [t for t in self._live_threads() if t.state is not ThreadState.PENDING_SHUTDOWN]
+            if not live:
+                return None
+            current = threading.current_thread()
+            victim = current if current in live else live[0]
+            victim.request_stop()
+        stopped = True
+        if victim is not current:
+            stopped = victim.wait_dead(max(seconds, 0.0) if seconds is not None else None)
+        with self._threads_lock:
+            remaining = [t for t in self._live_threads() if t is not victim]
+            self._resize_caches(remaining, self._cache_share(len(remaining)), released=[victim])
+        if not stopped:
+            raise TimeoutError(f"Thread {victim.name} did not stop in the allotted time")
+        logger.info("Removed stream thread %s", victim.name)
+        return victim.name
+
+    def _live_threads(self) -> list[StreamThread]:
+        with self._threads_lock:
+            self._stream_threads = [t for t in self._stream_threads if t.state is not ThreadState.DEAD]
+            return list(self._stream_threads)
+
+    def _next_thread_index(self, reserved: tuple[str, ...] = ()) -> int:
+        names = {t.name for t in self._live_threads()} | set(reserved)
+        suffixes = [int(n.rsplit("-", 1)[1]) for n in names]
+        max_id = max([1, *suffixes])
+        for i in range(1, max_id + 1):
+            if self._thread_name(i) not in names:
+                return i
+        return len(names) + 1
+
+    def _thread_name(self, index: int) -> str:
+        return f"{self.client_id}-StreamThread-{index}"
+
+    def _start_stream_thread(self, cache_bytes: int, reserved: tuple[str, ...] = ()) -> StreamThread:
+        index = self._next_thread_index(reserved)
+        thread = StreamThread(
+            self._thread_name(index), index, self._scheduler, self._task_manager, cache_bytes,
+            self._on_stream_failure, self._metrics, self.client_id,
+            batch_size=int(self.config["processing.batch.size"]),
+            time_slice_ms=int(self.config["task.time.slice.ms"]),
+        )
+        self._stream_threads.append(thread)
+        thread.start()
+        return thread
+
+    def _cache_share(self, threads: int) -> int:
+        total = self.config.cache_max_bytes
+        return total // threads if threads > 0 else total
+
+    def _resize_caches(self, threads: list[StreamThread], size: int,
+                       released: list[StreamThread] | None = None) -> None:
+        """Give every live thread's cache the new size. Shrinking may flush entries downstream, and
+        a removed thread's entries move to a live thread: both run under the commit barrier on the
+        polling thread, so no task is being processed meanwhile."""
+        polling = self._polling
+
+        def resize() -> None:
+            paused = self._scheduler.pause_all(60.0)
+            try:
+                if threads:
+                    for i, gone in enumerate(released or []):
+                        heir = threads[i % len(threads)].cache
+                        for namespace in gone.cache.namespaces():
+                            gone.cache.move_namespace(namespace, heir)
+                        for entry in self._task_manager.entries():
+                            if entry.task.record_cache is gone.cache:
+                                entry.task.record_cache = heir
+                for thread in threads:
+                    thread.cache.resize(size)
+            finally:
+                self._scheduler.resume_all()
+            if not paused:
+                logger.warning("Caches resized without the barrier: a task did not yield in time")
+
+        if polling is not None and polling.is_alive():
+            polling.call(resize, timeout=120.0)
+        else:
+            for thread in threads:
+                thread.cache.resize(size)
+
+    # -- failures (KIP-671) ---------------------------------------------------------------------
+
+    def _on_stream_failure(self, thread: StreamThread, handle: int, exc: BaseException) -> None:
+        entry = self._task_manager.entry_for_handle(handle)
+        if self._polling is not None:
+            self._polling.report(Failure("stream", exc, thread, entry))
+
+    def _on_restore_failure(self, entry: Any, exc: BaseException) -> None:
+        if self._polling is not None:
+            self._polling.report(Failure("restore", exc, None, entry))
+
+    def _respond(self, exc: BaseException) -> StreamsUncaughtExceptionResponse:
+        if self._handler is None:
+            logger.error("No uncaught exception handler is set: shutting the client down (SHUTDOWN_CLIENT).")
+            return StreamsUncaughtExceptionResponse.SHUTDOWN_CLIENT
+        try:
+            response = self._handler(exc)
+        except Exception:
+            logger.exception("The uncaught exception handler raised; shutting the client down")
+            return StreamsUncaughtExceptionResponse.SHUTDOWN_CLIENT
+        if not isinstance(response, StreamsUncaughtExceptionResponse):
+            logger.error("The uncaught exception handler returned %r, not a StreamsUncaughtExceptionResponse; "
+                         "shutting the client down", response)
+            return StreamsUncaughtExceptionResponse.SHUTDOWN_CLIENT
+        return response
+
+    def _handle_failure(self, failure: Failure) -> None:
+        """Apply the uncaught exception handler (runs on the polling thread, or as it dies)."""
+        if failure.source == "stream":
+            self._failed_threads += 1
+        if self._state in (State.PENDING_SHUTDOWN, State.NOT_RUNNING, State.PENDING_ERROR, State.ERROR):
+            logger.info("Ignoring a %s thread failure during shutdown: %s", failure.source, failure.exception)
+            return
+        response = self._respond(failure.exception)
+        if response is StreamsUncaughtExceptionResponse.REPLACE_THREAD and failure.source == "polling":
+            logger.warning("The polling thread cannot be replaced; shutting the client down instead")
+            response = StreamsUncaughtExceptionResponse.SHUTDOWN_CLIENT
+        if response is StreamsUncaughtExceptionResponse.REPLACE_THREAD:
+            if failure.entry is not None and self._polling is not None:
+                self._polling.revive(failure.entry)
+            if failure.source == "stream":
+                # The dying thread still holds its name (as in Kafka), so the new one gets another.
+                dying = (failure.thread.name,) if failure.thread is not None else ()
+                self._add_stream_thread(reserved=dying)
+        elif response is StreamsUncaughtExceptionResponse.SHUTDOWN_APPLICATION:
+            if not self._request_application_shutdown():
+                self._shutdown_with_error()
+        else:
+            self._shutdown_with_error()
+
+    def _shutdown_with_error(self) -> None:
+        if self._set_state(State.PENDING_ERROR):
+            self._close_async(State.ERROR)
+
+    def shutdown_application(self) -> bool:
+        """Shut down every client of this application (same application.id) into ERROR.
+
+        Returns True if the request was sent, False if it cannot be (the client is not running).
+        """
+        if not self._state.is_running_or_rebalancing() or self._polling is None or not self._polling.is_alive():
+            return False
+        return self._request_application_shutdown()
+
+    def _request_application_shutdown(self) -> bool:
+        polling = self._polling
+        if polling is None or not polling.is_alive():
+            return False
+        try:
+            polling.call(lambda: self._consumer.signal_application_error(ERROR_SHUTDOWN_REQUESTED), timeout=30.0)
+        except Exception:
+            logger.exception("Could not send the application shutdown request")
+            return False
+        return True
+
+    def _on_application_error(self, code: int) -> None:
+        if code == ERROR_SHUTDOWN_REQUESTED:
+            if not self._shutdown_logged:
+                self._shutdown_logged = True
+                logger.error("Detected that shutdown was requested. All clients in this app will now begin to "
+                             "shutdown")
+            self._shutdown_with_error()
+        else:
+            logger.error("The group reported assignment error code %d; shutting the client down", code)
+            self._shutdown_with_error()
+
+    # -- introspection --------------------------------------------------------------------------
+
+    def metadata_for_local_threads(self) -> list[ThreadMetadata]:
+        """Metadata of every stream thread that is not DEAD (PENDING_SHUTDOWN ones included)."""
+        result = []
+        for thread in self._live_threads():
+            tasks = frozenset(
+                str(e.task_id) for e in (self._task_manager.running() if hasattr(self, "_task_manager") else [])
+                if e.task.record_cache is thread.cache
+            )
+            result.append(ThreadMetadata(thread.name, thread.state.value, thread.cache.max_bytes, tasks))
+        return result
+
+    def metrics(self) -> dict[MetricName, float]:
+        return self._metrics.snapshot()
+
+    def metrics_prometheus(self) -> str:
+        """The same metrics in Prometheus' text exposition format."""
+        return self._metrics.to_prometheus()
+
+    def store(self, name: str) -> Any:
+        """A read-only view of a state store across this client's running tasks (interactive queries)."""
+        from kstreams.state.query import composite_view
+
+        if name not in self.plan.store_builders:
+            raise UnknownStateStoreException(f"No state store named {name!r} in the topology.")
+        if self._state is not State.RUNNING:
+            raise InvalidStateStoreException(
+                f"Cannot query store {name!r} in state {self._state.name}: wait until the client is RUNNING."
+            )
+        stores = [
+            e.task.get_store(name) for e in self._task_manager.running() if name in e.task.store_names()
+        ]
+        return composite_view(name, stores)
+
+
+class _Hooks(RuntimeHooks):
+    def __init__(self, streams: KafkaStreams) -> None:
+        self._streams = streams
+
+    def on_rebalance_started(self) -> None:
+        if self._streams.state is State.RUNNING:
+            self._streams._set_state(State.REBALANCING)
+
+    def on_rebalance_finished(self) -> None:
+        if self._streams.state is State.REBALANCING:
+            self._streams._set_state(State.RUNNING)
+
+    def on_failure(self, failure: Failure) -> None:
+        self._streams._handle_failure(failure)
+
+    def on_application_error(self, code: int) -> None:
+        self._streams._on_application_error(code)
+
+    def on_assignment(self) -> Any:
+        self._streams._partition_counts.clear()
+        return self._streams.internal_topics.setup_for_rebalance()
+
+
+def _default_cluster(config: StreamsConfig) -> Cluster:
+    if config["bootstrap.servers"]:
+        from kstreams.cluster import KafkaCluster
+
+        return KafkaCluster(str(config["bootstrap.servers"]), config.client_configs("admin"))  # type: ignore[no-any-return]
+    from kstreams.cluster import EmbeddedCluster
+
+    return EmbeddedCluster()  # type: ignore[no-any-return]
+
+
+def _seconds(timeout: float | timedelta | None) -> float | None:
+    if timeout is None:
+        return None
+    if isinstance(timeout, timedelta):
+        return timeout.total_seconds()
+    return float(timeout)
+
+
+def _left(deadline: float | None) -> float | None:
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
+

@@ -1,0 +1,383 @@
+"""The polling thread: the only thread that touches the main consumer and the producer.
+
+Each turn it: polls a batch (rebalance callbacks run inside the poll), routes the records into
+their tasks' input buffers, pauses partitions whose buffers are full and resumes drained ones,
+moves the record collector's output into the producer, signals tasks with due wall-clock
+punctuation, commits every ``commit.interval.ms`` (or when a task asks), hands restored tasks to
+the task manager, and drains the failure queue that stream threads and the restore thread fill.
+
+Lock order: the polling thread takes no lock of its own across calls; it calls the task manager
+(its lock), the scheduler and the compiled structures (leaf mutexes).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kstreams._native.record_collector import RecordCollector
+from kstreams._native.scheduler import TaskScheduler
+from kstreams.cluster.port import ERROR_NONE, Consumer, Producer, TopicPartition
+from kstreams.config import StreamsConfig
+from kstreams.runtime.commit import Committer, send_collected
+from kstreams.runtime.task_manager import RUNNING, TaskEntry, TaskManager
+
+if TYPE_CHECKING:
+    from kstreams.runtime.metrics import MetricsRegistry
+    from kstreams.runtime.state_manager import StateManager
+    from kstreams.runtime.stream_thread import StreamThread
+
+__all__ = ["Failure", "PollingThread", "RuntimeHooks"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """An exception raised on another thread, queued for the polling thread to handle."""
+
+    source: str  # "stream", "restore" or "polling"
+    exception: BaseException
+    thread: StreamThread | None = None
+    entry: TaskEntry | None = None
+
+
+class RuntimeHooks:
+    """What the polling thread reports to the client (implemented by KafkaStreams)."""
+
+    def on_rebalance_started(self) -> None: ...
+
+    def on_rebalance_finished(self) -> None: ...
+
+    def on_failure(self, failure: Failure) -> None: ...
+
+    def on_application_error(self, code: int) -> None: ...
+
+    def on_assignment(self) -> Any:
+        """Internal topic checks for this assignment (may raise to the handler)."""
+
+
+class PollingThread(threading.Thread):
+    """Runs the client's I/O loop; see the module docstring."""
+
+    def __init__(
+        self,
+        name: str,
+        config: StreamsConfig,
+        consumer: Consumer,
+        producer: Producer,
+        collector: RecordCollector,
+        scheduler: TaskScheduler,
+        task_manager: TaskManager,
+        state_manager: StateManager,
+        committer: Committer,
+        hooks: RuntimeHooks,
+        metrics: MetricsRegistry,
+        topics: list[str],
+    ) -> None:
+        super().__init__(name=name, daemon=True)
+        self._config = config
+        self._consumer = consumer
+        self._producer = producer
+        self._collector = collector
+        self._scheduler = scheduler
+        self._tasks = task_manager
+        self._state_manager = state_manager
+        self.committer = committer
+        self._hooks = hooks
+        self._topics = topics
+        self._stop_event = threading.Event()
+        self._failures: queue.SimpleQueue[Failure] = queue.SimpleQueue()
+        self._restored: queue.SimpleQueue[TaskEntry] = queue.SimpleQueue()
+        self._calls: queue.SimpleQueue[tuple[Callable[[], Any], threading.Event, list[Any]]] = (
+            queue.SimpleQueue()
+        )
+        self._paused: set[TopicPartition] = set()
+        self._buffer_bound = int(config["buffered.records.per.partition"])
+        self._max_poll_records = int(config["max.poll.records"])
+        self._poll_s = int(config["poll.ms"]) / 1000.0
+        self._commit_interval_s = config.commit_interval_ms / 1000.0
+        self._last_commit = time.monotonic()
+        self._in_rebalance = False
+        self.rebalance_seen = False
+        tags = {"thread-id": name}
+        self.poll_sensor = metrics.sensor("poll", "stream-thread-metrics", tags)
+        self.poll_records = metrics.sensor("poll-records", "stream-thread-metrics", tags, total=False,
+                                           rate=False, avg=True, max_=True)
+        self.send_sensor = metrics.sensor("send", "stream-thread-metrics", tags)
+        self.closed_cleanly = False
+
+    # -- other threads ----------------------------------------------------------------------
+
+    def report(self, failure: Failure) -> None:
+        self._failures.put(failure)
+
+    def restored(self, entry: TaskEntry) -> None:
+        self._restored.put(entry)
+
+    def call(self, fn: Callable[[], Any], timeout: float | None = None) -> Any:
+        """Run ``fn`` on the polling thread between turns and return its result (or raise)."""
+        if threading.current_thread() is self:
+            return fn()
+        done = threading.Event()
+        result: list[Any] = []
+        self._calls.put((fn, done, result))
+        if not done.wait(timeout):
+            raise TimeoutError(f"The polling thread did not run the request within {timeout}s")
+        if result and isinstance(result[0], BaseException):
+            raise result[0]
+        return result[0] if result else None
+
+    def request_stop(self) -> None:
+        self._stop_event.set()
+
+    # -- the loop -----------------------------------------------------------------------------
+
+    def run(self) -> None:
+        logger.info("Polling thread %s started", self.name)
+        try:
+            self.committer.begin()
+            self._consumer.subscribe(self._topics, _Listener(self))
+            while not self._stop_event.is_set():
+                self._turn()
+            self._shutdown_clean()
+        except BaseException as exc:  # noqa: BLE001 - reported to the uncaught exception handler
+            logger.error("Polling thread %s failed", self.name, exc_info=exc)
+            self._hooks.on_failure(Failure("polling", exc))
+        finally:
+            logger.info("Polling thread %s stopped", self.name)
+
+    def _turn(self) -> None:
+        self._run_calls()
+        self._drain_restored()
+        idle = len(self._collector) == 0
+        polled = self._consumer.poll(self._poll_s if idle else 0.0, self._max_poll_records)
+        self.poll_sensor.record()
+        if self._in_rebalance:
+            self._finish_rebalance()
+        if polled:
+            count = 0
+            for tp, batch in polled:
+                length = self._tasks.route(tp, batch)
+                count += len(batch)
+                if length >= self._buffer_bound:
+                    self._consumer.pause([tp])
+                    self._paused.add(tp)
+            self.poll_records.record(count)
+            self._scheduler.notify()
+        self._resume_drained()
+        sent = send_collected(self._collector, self._producer)
+        if sent:
+            self.send_sensor.record(sent, sent)
+        self._signal_punctuations()
+        self._drain_failures()
+        self._maybe_commit()
+
+    def _run_calls(self) -> None:
+        while True:
+            try:
+                fn, done, result = self._calls.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                result.append(fn())
+            except BaseException as exc:  # noqa: BLE001 - handed back to the caller
+                result.append(exc)
+            done.set()
+
+    def _drain_restored(self) -> None:
+        while True:
+            try:
+                entry = self._restored.get_nowait()
+            except queue.Empty:
+                return
+            if self._tasks.entry(entry.task_id) is entry:
+                self._tasks.activate(entry)
+        # noqa: the loop returns above
+
+    def _drain_failures(self) -> None:
+        while True:
+            try:
+                failure = self._failures.get_nowait()
+            except queue.Empty:
+                return
+            self._hooks.on_failure(failure)
+
+    def _resume_drained(self) -> None:
+        if not self._paused:
+            return
+        resume = []
+        for tp in self._paused:
+            buffer = self._tasks.buffer_for(tp)
+            if buffer is None or len(buffer) < self._buffer_bound // 2:
+                resume.append(tp)
+        if resume:
+            self._paused.difference_update(resume)
+            live = [tp for tp in resume if self._tasks.buffer_for(tp) is not None]
+            if live:
+                self._consumer.resume(live)
+
+    def _signal_punctuations(self) -> None:
+        now_ms = int(time.time() * 1000)
+        for entry in self._tasks.running():
+            due = entry.task.next_wall_clock_punctuation_ms()
+            if due is not None and due <= now_ms:
+                self._scheduler.signal(entry.handle)
+
+    def _maybe_commit(self) -> None:
+        now = time.monotonic()
+        requested = any(e.task.commit_requested for e in self._tasks.running())
+        if requested or now - self._last_commit >= self._commit_interval_s:
+            self.committer.commit_all("requested" if requested else "interval")
+            self._last_commit = time.monotonic()
+
+    def commit_now(self) -> None:
+        self.committer.commit_all("requested")
+        self._last_commit = time.monotonic()
+
+    # -- rebalances (inside consumer.poll) ------------------------------------------------------
+
+    def _start_rebalance(self) -> None:
+        if not self._in_rebalance:
+            self._in_rebalance = True
+            self._hooks.on_rebalance_started()
+
+    def _finish_rebalance(self) -> None:
+        if self._state_manager.restoring_count() == 0 and not self._has_unrestored():
+            self._in_rebalance = False
+            self.rebalance_seen = True
+            self._hooks.on_rebalance_finished()
+
+    def _has_unrestored(self) -> bool:
+        return any(e.state != RUNNING for e in self._tasks.entries())
+
+    def on_revoked(self, partitions: list[TopicPartition]) -> None:
+        self._start_rebalance()
+        affected = self._tasks.tasks_for_partitions(partitions)
+        if not affected:
+            return
+        if not self._scheduler.pause_all(60.0):
+            logger.warning("Stream threads did not release their tasks for a revocation in time")
+        try:
+            self.committer.commit_paused("revocation")
+            send_collected(self._collector, self._producer)
+            for task_id in affected:
+                entry = self._tasks.entry(task_id)
+                if entry is not None:
+                    if entry.state != RUNNING:
+                        self._state_manager.remove(entry)
+                    self._tasks.remove(entry, clean=True)
+        finally:
+            self._scheduler.resume_all()
+        self._paused.difference_update(partitions)
+        self.committer.forget(partitions)
+
+    def on_lost(self, partitions: list[TopicPartition]) -> None:
+        self._start_rebalance()
+        for task_id in self._tasks.tasks_for_partitions(partitions):
+            entry = self._tasks.entry(task_id)
+            if entry is not None:
+                self.close_dirty(entry)
+        self._paused.difference_update(partitions)
+        self.committer.forget(partitions)
+
+    def on_assigned(self, partitions: list[TopicPartition]) -> None:
+        self._start_rebalance()
+        self._hooks.on_assignment()
+        for task_id, tps in self._tasks.tasks_for_partitions(partitions).items():
+            if self._tasks.entry(task_id) is not None:
+                continue
+            entry = self._tasks.create(task_id, tps)
+            self._state_manager.add(entry)
+
+    def on_assignment_error(self, code: int) -> None:
+        if code != ERROR_NONE:
+            self._hooks.on_application_error(code)
+
+    # -- failures and shutdown ------------------------------------------------------------------
+
+    def close_dirty(self, entry: TaskEntry) -> None:
+        """Close a task without committing (its thread failed or its partitions were lost)."""
+        if entry.state != RUNNING:
+            self._state_manager.remove(entry)
+        self._tasks.remove(entry, clean=False)
+
+    def revive(self, entry: TaskEntry) -> None:
+        """Close a failed task dirty and recreate it from its last committed offsets: nothing is
+        lost, and records processed since the last commit are processed again (at least once)."""
+        partitions = sorted(entry.buffers)
+        if self._config.exactly_once:
+            # Its uncommitted output is inside the open transaction, together with every other
+            # task's: abort it and rewind every task to the last commit.
+            self._rewind_all()
+            return
+        self.close_dirty(entry)
+        self._rewind(partitions)
+        new_entry = self._tasks.create(entry.task_id, partitions)
+        self._state_manager.add(new_entry)
+
+    def _rewind(self, partitions: list[TopicPartition]) -> None:
+        committed = self._consumer.committed(partitions)
+        for tp in partitions:
+            if tp in committed:
+                self._consumer.seek(tp, committed[tp])
+            elif self._config["auto.offset.reset"] == "earliest":
+                self._consumer.seek_to_beginning([tp])
+        self._paused.difference_update(partitions)
+        self._consumer.resume(partitions)
+
+    def _rewind_all(self) -> None:
+        if not self._scheduler.pause_all(60.0):
+            logger.warning("Stream threads did not release their tasks in time for an abort")
+        try:
+            self._collector.drain()  # output of the aborted transaction: never sent
+            self.committer.abort()
+            entries = self._tasks.entries()
+            for entry in entries:
+                self.close_dirty(entry)
+            partitions = [tp for entry in entries for tp in entry.buffers]
+            self._rewind(partitions)
+            for entry in entries:
+                new_entry = self._tasks.create(entry.task_id, sorted(entry.buffers))
+                self._state_manager.add(new_entry)
+        finally:
+            self._scheduler.resume_all()
+
+    def _shutdown_clean(self) -> None:
+        """Commit and close every task, then leave the group."""
+        if not self._scheduler.pause_all(60.0):
+            logger.warning("Stream threads did not release their tasks in time for the final commit")
+        try:
+            self.committer.commit_paused("close")
+            for entry in self._tasks.entries():
+                if entry.state != RUNNING:
+                    self._state_manager.remove(entry)
+                self._tasks.remove(entry, clean=entry.state == RUNNING)
+        finally:
+            self._scheduler.resume_all()
+        self._producer.flush()
+        self.closed_cleanly = True
+
+
+class _Listener:
+    """Adapts the port's GroupListener callbacks to the polling thread."""
+
+    def __init__(self, thread: PollingThread) -> None:
+        self._thread = thread
+
+    def on_partitions_revoked(self, partitions: list[TopicPartition]) -> None:
+        self._thread.on_revoked(partitions)
+
+    def on_partitions_assigned(self, partitions: list[TopicPartition]) -> None:
+        self._thread.on_assigned(partitions)
+
+    def on_partitions_lost(self, partitions: list[TopicPartition]) -> None:
+        self._thread.on_lost(partitions)
+
+    def on_assignment_error(self, code: int) -> None:
+        self._thread.on_assignment_error(code)

@@ -1,0 +1,199 @@
+"""Stream (processing) threads: pick a task, process its buffered records, release it.
+
+A stream thread owns no task: each turn it asks the scheduler for the ready task with the most
+buffered records, holds that task's lock while it processes batches (until the buffers are empty,
+the time slice ends, or the commit barrier asks it to let go), then releases it. Adding or removing
+a stream thread therefore needs no rebalance and moves no partitions.
+
+Each thread owns one RecordCache, its share of ``statestore.cache.max.bytes``. When a thread picks
+a task whose cache namespaces sit in another thread's cache, it moves them into its own first, so a
+read always sees the task's newest write whichever thread processes it.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from kstreams._native.record_cache import RecordCache
+from kstreams._native.scheduler import TaskScheduler
+
+if TYPE_CHECKING:
+    from kstreams.runtime.metrics import MetricsRegistry
+    from kstreams.runtime.task_manager import TaskEntry, TaskManager
+
+__all__ = ["StreamThread", "ThreadState"]
+
+logger = logging.getLogger(__name__)
+
+_IDLE_WAIT_S = 0.5
+
+
+class ThreadState(enum.Enum):
+    CREATED = "CREATED"
+    STARTING = "STARTING"
+    RUNNING = "RUNNING"
+    PENDING_SHUTDOWN = "PENDING_SHUTDOWN"
+    DEAD = "DEAD"
+
+
+class StreamThread(threading.Thread):
+    """One processing thread. ``on_failure(thread, handle, exc)`` reports an exception; the thread
+    then ends (the polling thread applies the uncaught exception handler)."""
+
+    def __init__(
+        self,
+        name: str,
+        index: int,
+        scheduler: TaskScheduler,
+        task_manager: TaskManager,
+        cache_bytes: int,
+        on_failure: Callable[[StreamThread, int, BaseException], None],
+        metrics: MetricsRegistry,
+        client_id: str,
+        batch_size: int = 500,
+        time_slice_ms: int = 100,
+    ) -> None:
+        super().__init__(name=name, daemon=True)
+        self.index = index
+        self._scheduler = scheduler
+        self._task_manager = task_manager
+        self.cache = RecordCache(cache_bytes)
+        self._on_failure = on_failure
+        self._batch_size = batch_size
+        self._time_slice_s = time_slice_ms / 1000.0
+        self._stop_requested = threading.Event()
+        self.state = ThreadState.CREATED
+        self._state_changed = threading.Condition()
+        tags = {"thread-id": name}
+        self._metrics = metrics
+        self.process_sensor = metrics.sensor("process", "stream-thread-metrics", tags, avg=False)
+        self.process_latency = metrics.sensor("process-latency", "stream-thread-metrics", tags,
+                                              total=False, rate=False, avg=True, max_=True)
+        self.punctuate_sensor = metrics.sensor("punctuate", "stream-thread-metrics", tags)
+        metrics.gauge("blocked-time-ns-total", "stream-thread-metrics", tags, lambda: 0.0)
+        self.failure: BaseException | None = None
+
+    # -- control (any thread) -------------------------------------------------------------
+
+    def request_stop(self) -> None:
+        """Ask the thread to finish its current batch, release its task and end."""
+        self._set_state(ThreadState.PENDING_SHUTDOWN)
+        self._stop_requested.set()
+        self._scheduler.wake_all()
+
+    @property
+    def stop_requested(self) -> bool:
+        return self._stop_requested.is_set()
+
+    def wait_dead(self, timeout: float | None) -> bool:
+        with self._state_changed:
+            return self._state_changed.wait_for(lambda: self.state is ThreadState.DEAD, timeout)
+
+    def _set_state(self, state: ThreadState) -> None:
+        with self._state_changed:
+            if self.state is ThreadState.DEAD:
+                return
+            if self.state is ThreadState.PENDING_SHUTDOWN and state is not ThreadState.DEAD:
+                return
+            self.state = state
+            self._state_changed.notify_all()
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._set_state(ThreadState.STARTING)
+        super().start()
+
+    def run(self) -> None:
+        self._set_state(ThreadState.RUNNING)
+        logger.info("Stream thread %s started", self.name)
+        try:
+            while not self._stop_requested.is_set():
+                handle = self._scheduler.next_task(_IDLE_WAIT_S)
+                if handle < 0:
+                    continue
+                try:
+                    entry = self._task_manager.entry_for_handle(handle)
+                    if entry is not None:
+                        self._process(entry)
+                except BaseException as exc:  # noqa: BLE001 - every failure goes to the handler
+                    self.failure = exc
+                    self._task_manager.mark_failed(handle)
+                    self._scheduler.release(handle)
+                    logger.error("Stream thread %s failed processing task handle %d", self.name, handle,
+                                 exc_info=exc)
+                    self._on_failure(self, handle, exc)
+                    return
+                self._scheduler.release(handle)
+        finally:
+            self._set_state(ThreadState.DEAD)
+            self._metrics.remove(lambda m: m.tags.get("thread-id") == self.name)
+            logger.info("Stream thread %s stopped", self.name)
+
+    def _process(self, entry: TaskEntry) -> None:
+        task = entry.task
+        self._adopt_cache(task)
+        scheduler = self._scheduler
+        now = time.monotonic()
+        deadline = now + self._time_slice_s
+        if task.maybe_punctuate_wall_clock(int(time.time() * 1000)):
+            self.punctuate_sensor.record()
+        ordered = entry.ordered
+        batch_size = self._batch_size
+        single = ordered[0][1] if len(ordered) == 1 else None
+        while not scheduler.pause_requested and not self._stop_requested.is_set():
+            if single is not None:
+                partition = ordered[0][0]
+                batch = single.pop(batch_size)
+            else:
+                picked = _pick_oldest(ordered)
+                if picked is None:
+                    break
+                partition, buffer, bound = picked
+                batch = buffer.pop(batch_size, bound)
+            n = len(batch)
+            if n == 0:
+                break
+            started = time.monotonic()
+            task.process(partition, batch)
+            finished = time.monotonic()
+            self.process_sensor.record(n, n)
+            self.process_latency.record((finished - started) * 1000.0 / n)
+            if finished >= deadline:
+                break
+
+    def _adopt_cache(self, task) -> None:  # type: ignore[no-untyped-def]
+        previous = task.record_cache
+        if previous is self.cache:
+            return
+        if previous is not None:
+            prefix = f"{task.task_id}-"
+            for namespace in previous.namespaces():
+                if namespace.startswith(prefix):
+                    previous.move_namespace(namespace, self.cache)
+        task.record_cache = self.cache
+
+
+def _pick_oldest(ordered):  # type: ignore[no-untyped-def]
+    """The non-empty buffer whose head record is oldest, and the head timestamp of the next
+    oldest (records up to it can be taken without overtaking another partition)."""
+    best = None
+    best_ts = second_ts = -1
+    for partition, buffer in ordered:
+        ts = buffer.head_timestamp
+        if ts < 0 and len(buffer) == 0:
+            continue
+        if best is None or ts < best_ts:
+            if best is not None:
+                second_ts = best_ts if second_ts < 0 else min(second_ts, best_ts)
+            best, best_ts = (partition, buffer), ts
+        elif second_ts < 0 or ts < second_ts:
+            second_ts = ts
+    if best is None:
+        return None
+    return best[0], best[1], second_ts

@@ -1,0 +1,207 @@
+"""The task manager: this client's active tasks, their input buffers, and their scheduling.
+
+Tasks are created and closed by the polling thread (rebalance callbacks, failures); stream threads
+look tasks up by scheduler handle. A task is either restoring (owned by the state manager's restore
+thread) or running (registered with the scheduler, processed by whichever stream thread holds its
+lock), never both.
+
+Lock order: ``TaskManager._lock`` is taken before the scheduler's internal mutex and never while a
+task is being processed; it guards only the dictionaries below.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from kstreams._native.record_batch import RecordBatch
+from kstreams._native.record_buffer import RecordBuffer
+from kstreams._native.record_collector import RecordCollector
+from kstreams._native.scheduler import TaskScheduler
+from kstreams.cluster.port import TopicPartition
+from kstreams.config import StreamsConfig
+from kstreams.processor import TaskId
+from kstreams.runtime.task import StreamTask
+from kstreams.topology.plan import TopologyPlan
+
+__all__ = ["TaskEntry", "TaskManager"]
+
+logger = logging.getLogger(__name__)
+
+RESTORING = "RESTORING"
+RUNNING = "RUNNING"
+FAILED = "FAILED"
+CLOSED = "CLOSED"
+
+
+@dataclass(eq=False)
+class TaskEntry:
+    """One active task with its per-partition input buffers and scheduler handle."""
+
+    task: StreamTask
+    handle: int
+    buffers: dict[TopicPartition, RecordBuffer]
+    state: str = RESTORING
+    # (partition, buffer) pairs in a fixed order, for the stream threads' merge by timestamp.
+    ordered: list[tuple[TopicPartition, RecordBuffer]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.ordered = sorted(self.buffers.items())
+
+    @property
+    def task_id(self) -> TaskId:
+        return self.task.task_id
+
+    def buffered(self) -> int:
+        return sum(len(b) for b in self.buffers.values())
+
+
+class TaskManager:
+    """Creates, runs and closes the active tasks assigned to this client."""
+
+    def __init__(
+        self,
+        plan: TopologyPlan,
+        config: StreamsConfig,
+        collector: RecordCollector,
+        scheduler: TaskScheduler,
+        partition_count: Callable[[str], int],
+        state_dir: str,
+    ) -> None:
+        self._plan = plan
+        self._config = config
+        self._collector = collector
+        self._scheduler = scheduler
+        self._partition_count = partition_count
+        self._state_dir = state_dir
+        self._lock = threading.Lock()
+        self._entries: dict[TaskId, TaskEntry] = {}
+        self._by_handle: dict[int, TaskEntry] = {}
+        self._by_partition: dict[TopicPartition, tuple[TaskEntry, RecordBuffer]] = {}
+        self._next_handle = 0
+
+    # -- lookups (any thread) -------------------------------------------------------------
+
+    def entry_for_handle(self, handle: int) -> TaskEntry | None:
+        with self._lock:
+            return self._by_handle.get(handle)
+
+    def entries(self) -> list[TaskEntry]:
+        with self._lock:
+            return list(self._entries.values())
+
+    def running(self) -> list[TaskEntry]:
+        with self._lock:
+            return [e for e in self._entries.values() if e.state == RUNNING]
+
+    def entry(self, task_id: TaskId) -> TaskEntry | None:
+        with self._lock:
+            return self._entries.get(task_id)
+
+    def task_ids(self) -> list[TaskId]:
+        with self._lock:
+            return sorted(self._entries)
+
+    def buffer_for(self, partition: TopicPartition) -> RecordBuffer | None:
+        with self._lock:
+            found = self._by_partition.get(partition)
+        return found[1] if found else None
+
+    # -- the polling thread ---------------------------------------------------------------
+
+    def route(self, partition: TopicPartition, batch: RecordBatch) -> int:
+        """Push a polled batch into its task's buffer; returns the buffer's new length (-1 if the
+        partition belongs to no task, which happens only between a revocation and its poll)."""
+        found = self._by_partition.get(partition)
+        if found is None:
+            logger.debug("Dropping %d records of unassigned partition %s", len(batch), partition)
+            return -1
+        found[1].push(batch)
+        return len(found[1])
+
+    def tasks_for_partitions(self, partitions: Iterable[TopicPartition]) -> dict[TaskId, list[TopicPartition]]:
+        """Group input partitions by the task that reads them: subtopology of the topic, partition number."""
+        grouped: dict[TaskId, list[TopicPartition]] = {}
+        for tp in partitions:
+            try:
+                subtopology = self._plan.subtopology_for_topic(tp.topic)
+            except KeyError:
+                continue  # the control topic or a topic the topology no longer reads
+            grouped.setdefault(TaskId(subtopology.id, tp.partition), []).append(tp)
+        return grouped
+
+    def create(self, task_id: TaskId, partitions: list[TopicPartition]) -> TaskEntry:
+        """Create and initialize a task (stores opened, processors not yet initialized)."""
+        subtopology = self._plan.subtopology(task_id.subtopology)
+        task = StreamTask(
+            task_id,
+            subtopology,
+            sorted(partitions),
+            self._config,
+            self._collector,
+            self._partition_count,
+            self._state_dir,
+        )
+        task.initialize()
+        buffers = {tp: RecordBuffer() for tp in sorted(partitions)}
+        with self._lock:
+            handle = self._next_handle
+            self._next_handle += 1
+            entry = TaskEntry(task, handle, buffers)
+            self._entries[task_id] = entry
+            self._by_handle[handle] = entry
+            for tp, buffer in buffers.items():
+                self._by_partition[tp] = (entry, buffer)
+        logger.info("Created task %s for partitions %s", task_id, [str(p) for p in sorted(partitions)])
+        return entry
+
+    def activate(self, entry: TaskEntry) -> None:
+        """A restored task starts processing: its processors are initialized and it is scheduled."""
+        entry.task.initialize_processors()
+        with self._lock:
+            if self._entries.get(entry.task_id) is not entry:
+                return  # closed while it restored
+            entry.state = RUNNING
+        self._scheduler.register(entry.handle, [b for _, b in entry.ordered])
+        self._scheduler.notify()
+        logger.info("Task %s is running", entry.task_id)
+
+    def remove(self, entry: TaskEntry, clean: bool) -> None:
+        """Unschedule and close a task. The caller holds the commit barrier or the task is failed,
+        so no stream thread processes it; a clean close has been committed already."""
+        if entry.state == RUNNING or entry.state == FAILED:
+            self._scheduler.unregister(entry.handle)
+        with self._lock:
+            if self._entries.get(entry.task_id) is entry:
+                del self._entries[entry.task_id]
+            self._by_handle.pop(entry.handle, None)
+            for tp in entry.buffers:
+                if self._by_partition.get(tp, (None,))[0] is entry:
+                    del self._by_partition[tp]
+            entry.state = CLOSED
+        for buffer in entry.buffers.values():
+            buffer.clear()
+        try:
+            entry.task.close(clean)
+        except Exception:
+            if clean:
+                raise
+            logger.warning("Closing task %s dirty raised; its state is discarded", entry.task_id,
+                           exc_info=True)
+        logger.info("Closed task %s (%s)", entry.task_id, "clean" if clean else "dirty")
+
+    def mark_failed(self, handle: int) -> TaskEntry | None:
+        entry = self.entry_for_handle(handle)
+        if entry is not None:
+            entry.state = FAILED
+            self._scheduler.fail(handle)
+        return entry
+
+    def close_all(self, clean: bool) -> None:
+        for entry in self.entries():
+            try:
+                self.remove(entry, clean)
+            except Exception:
+                logger.exception("Closing task %s failed", entry.task_id)
