@@ -32,6 +32,7 @@ cdef class _PartitionBuffer:
     cdef list headers                           # guarded by mu (touched with the GIL held)
     cdef Py_ssize_t live                        # live entries, guarded by mu
     cdef Py_ssize_t live_bytes                  # key+value bytes of live entries, guarded by mu
+    cdef Py_ssize_t suppressed                  # entries ever superseded, guarded by mu
     cdef bint changelog                         # guarded by mu
     cdef readonly str topic
     cdef readonly int32_t partition
@@ -50,6 +51,8 @@ cdef class RecordCollector:
     cdef void _append(self, _PartitionBuffer pb, const char* key, Py_ssize_t klen,
                       const char* value, Py_ssize_t vlen, int64_t ts) noexcept nogil
     cdef void _compact_if_due(self, _PartitionBuffer pb) noexcept nogil
+    cdef void _publish(self, _PartitionBuffer pb, Py_ssize_t live0, Py_ssize_t bytes0,
+                       Py_ssize_t suppressed0, Py_ssize_t sent) noexcept nogil
     cdef int c_send(self, str topic, int32_t partition, const char* key, Py_ssize_t klen,
                     const char* value, Py_ssize_t vlen, int64_t ts, object headers) except -1
     cdef int c_send_batch(self, str topic, int32_t partition, RecordBatch batch) except -1

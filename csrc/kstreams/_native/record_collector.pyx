@@ -36,6 +36,7 @@ cdef class _PartitionBuffer:
         self.headers = []
         self.live = 0
         self.live_bytes = 0
+        self.suppressed = 0
         self.changelog = False
 
 
@@ -91,9 +92,13 @@ cdef class RecordCollector:
         """Keep only the newest record per key for this partition from now on."""
         cdef _PartitionBuffer pb = self._buffer(topic, partition)
         cdef size_t i
+        cdef Py_ssize_t live0, bytes0, suppressed0
         with nogil:
             pb.mu.lock()
             if not pb.changelog:
+                live0 = pb.live
+                bytes0 = pb.live_bytes
+                suppressed0 = pb.suppressed
                 pb.changelog = True
                 # Index what is already buffered, so a later write supersedes it.
                 pb.latest.clear()
@@ -101,6 +106,7 @@ cdef class RecordCollector:
                     if pb.entries[i].alive and pb.entries[i].klen >= 0:
                         self._supersede(pb, pb.arena.data() + pb.entries[i].pos,
                                         pb.entries[i].klen, i)
+                self._publish(pb, live0, bytes0, suppressed0, 0)
             pb.mu.unlock()
 
     def unregister_changelog(self, str topic not None, int32_t partition):
@@ -144,14 +150,13 @@ cdef class RecordCollector:
         nb = _entry_bytes(deref(old))
         pb.live -= 1
         pb.live_bytes -= nb
-        self._len.fetch_sub(1)
-        self._bytes.fetch_sub(nb)
-        self._suppressed.fetch_add(1)
+        pb.suppressed += 1
         deref(it).second = idx
 
     cdef void _append(self, _PartitionBuffer pb, const char* key, Py_ssize_t klen,
                              const char* value, Py_ssize_t vlen, int64_t ts) noexcept nogil:
-        """Append one record to a partition buffer (mu held)."""
+        """Append one record to a partition buffer (mu held). The collector-wide counters are
+        brought up to date by _publish, once per call rather than per record."""
         cdef CollectedEntry e
         cdef Py_ssize_t kb = klen if klen > 0 else 0
         cdef Py_ssize_t vb = vlen if vlen > 0 else 0
@@ -168,10 +173,17 @@ cdef class RecordCollector:
         pb.entries.push_back(e)
         pb.live += 1
         pb.live_bytes += kb + vb
-        self._len.fetch_add(1)
-        self._bytes.fetch_add(kb + vb)
         if pb.changelog and klen >= 0:
             self._supersede(pb, key, klen, pb.entries.size() - 1)
+
+    cdef void _publish(self, _PartitionBuffer pb, Py_ssize_t live0, Py_ssize_t bytes0,
+                       Py_ssize_t suppressed0, Py_ssize_t sent) noexcept nogil:
+        """Add a partition's changes since (live0, bytes0, suppressed0) to the totals (mu held)."""
+        self._len.fetch_add(pb.live - live0)
+        self._bytes.fetch_add(pb.live_bytes - bytes0)
+        if pb.suppressed != suppressed0:
+            self._suppressed.fetch_add(pb.suppressed - suppressed0)
+        self._sent.fetch_add(sent)
 
     cdef void _compact_if_due(self, _PartitionBuffer pb) noexcept nogil:
         """Compact when dead entries are many and outnumber the live ones (mu held). Header
@@ -184,11 +196,15 @@ cdef class RecordCollector:
                     const char* value, Py_ssize_t vlen, int64_t ts, object headers) except -1:
         """Buffer one record from raw pointers (klen/vlen -1 = None); needs the GIL."""
         cdef _PartitionBuffer pb = self._buffer(topic, partition)
+        cdef Py_ssize_t live0, bytes0, suppressed0
         with nogil:
             pb.mu.lock()
             self._compact_if_due(pb)
+            live0 = pb.live
+            bytes0 = pb.live_bytes
+            suppressed0 = pb.suppressed
             self._append(pb, key, klen, value, vlen, ts)
-            self._sent.fetch_add(1)
+            self._publish(pb, live0, bytes0, suppressed0, 1)
         if headers is not None:
             pb.entries.back().hidx = len(pb.headers)
             pb.headers.append(list(headers))
@@ -201,17 +217,25 @@ cdef class RecordCollector:
             return 0
         cdef _PartitionBuffer pb = self._buffer(topic, partition)
         cdef Py_ssize_t i, n = batch.n
-        cdef size_t base
+        cdef size_t base, need
+        cdef Py_ssize_t live0, bytes0, suppressed0
         with nogil:
             pb.mu.lock()
             self._compact_if_due(pb)
+            live0 = pb.live
+            bytes0 = pb.live_bytes
+            suppressed0 = pb.suppressed
             base = pb.entries.size()
-            pb.arena.reserve(pb.arena.size() + batch.c_nbytes())
-            pb.entries.reserve(base + n)
+            # Grow geometrically: reserving the exact size would reallocate on every batch.
+            need = pb.arena.size() + batch.c_nbytes()
+            if need > pb.arena.capacity():
+                pb.arena.reserve(max(need, 2 * pb.arena.capacity()))
+            if base + n > pb.entries.capacity():
+                pb.entries.reserve(max(base + n, 2 * pb.entries.capacity()))
             for i in range(n):
                 self._append(pb, batch.key_ptr(i), batch.key_len(i), batch.value_ptr(i),
                              batch.value_len(i), batch.ts(i))
-            self._sent.fetch_add(n)
+            self._publish(pb, live0, bytes0, suppressed0, n)
         if batch._headers is not None:
             for i in range(n):
                 h = batch.c_headers(i)
