@@ -72,6 +72,8 @@ class TopologyPlan:
     internal_topics: dict[str, InternalTopicSpec]
     copartition_groups: tuple[frozenset[str], ...]  # topics whose partitions must line up
     store_builders: dict[str, StoreBuilder] = field(default_factory=dict)
+    # resolved source topic -> "earliest" | "latest", where a source overrides auto.offset.reset
+    offset_resets: dict[str, str] = field(default_factory=dict)
 
     def subtopology(self, subtopology_id: int) -> SubtopologyPlan:
         return self.subtopologies[subtopology_id]

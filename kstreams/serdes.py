@@ -1,0 +1,442 @@
+"""Serdes: how keys and values become bytes and back.
+
+A ``Serde`` turns a Python object into ``bytes`` for a topic and back. ``None`` always passes
+through unchanged in both directions (a null key, or a tombstone value), as in Kafka. The built-in
+serdes use Kafka's wire formats, so data written by a Java Kafka Streams application reads back
+here and the other way round. Every built-in serde carries a ``name`` ("string", "long", ...) by
+which compiled kernels recognise it.
+
+``Serdes`` offers the built-ins under Python names (``Serdes.string()``, ``Serdes.long()``) and
+under Kafka's spelling (``Serdes.String()``, ``Serdes.Long()``). ``serde_from_config`` resolves the
+``default.key.serde`` and ``default.value.serde`` configs.
+"""
+
+from __future__ import annotations
+
+import abc
+import importlib
+import json
+import logging
+import operator
+import struct
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any, NoReturn
+
+from kstreams.errors import ConfigException, SerializationException
+
+__all__ = [
+    "BytesSerde",
+    "DoubleSerde",
+    "FloatSerde",
+    "FunctionSerde",
+    "IntegerSerde",
+    "JsonSerde",
+    "LongSerde",
+    "Serde",
+    "Serdes",
+    "ShortSerde",
+    "StringSerde",
+    "UUIDSerde",
+    "resolve_serde",
+    "serde_from_config",
+]
+
+logger = logging.getLogger(__name__)
+
+_SerializeFn = Callable[[Any], bytes]
+_DeserializeFn = Callable[[bytes], Any]
+
+
+class Serde(abc.ABC):
+    """Serializes objects to bytes and back for one kind of data.
+
+    Guarantees: ``serialize(topic, None) is None`` and ``deserialize(topic, None) is None``; data
+    the serde cannot handle raises ``SerializationException`` naming the serde and the problem.
+    A serde is both its own serializer and deserializer (``serializer()``/``deserializer()``
+    return it), so it can be passed wherever either is expected.
+    """
+
+    name: str = "custom"
+
+    @abc.abstractmethod
+    def serialize(self, topic: str | None, data: Any) -> bytes | None: ...
+
+    @abc.abstractmethod
+    def deserialize(self, topic: str | None, data: bytes | None) -> Any: ...
+
+    def serializer(self) -> Serde:
+        return self
+
+    def deserializer(self) -> Serde:
+        return self
+
+    def configure(self, configs: Mapping[str, Any], is_key: bool) -> None:  # noqa: B027 - optional hook
+        """Receives the application's configs when the serde comes from a default serde config."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+    def _fail(
+        self, action: str, topic: str | None, problem: str, cause: BaseException | None = None
+    ) -> NoReturn:
+        where = f" for topic {topic}" if topic else ""
+        raise SerializationException(f"The {self.name} serde cannot {action} {problem}{where}.") from cause
+
+
+class StringSerde(Serde):
+    """UTF-8 text (Kafka's StringSerde)."""
+
+    name = "string"
+
+    def serialize(self, topic: str | None, data: Any) -> bytes | None:
+        if data is None:
+            return None
+        if type(data) is not str and not isinstance(data, str):
+            self._fail("serialize", topic, f"a {type(data).__name__} (expected str)")
+        return data.encode("utf-8")  # type: ignore[no-any-return]
+
+    def deserialize(self, topic: str | None, data: bytes | None) -> str | None:
+        if data is None:
+            return None
+        try:
+            return bytes(data).decode("utf-8")
+        except (UnicodeDecodeError, TypeError) as exc:
+            self._fail("deserialize", topic, f"{len(data)} bytes that are not valid UTF-8", exc)
+
+
+class BytesSerde(Serde):
+    """Raw bytes, unchanged (Kafka's ByteArraySerde and BytesSerde)."""
+
+    name = "bytes"
+
+    def serialize(self, topic: str | None, data: Any) -> bytes | None:
+        if data is None or type(data) is bytes:
+            return data  # type: ignore[no-any-return]
+        if isinstance(data, bytes | bytearray | memoryview):
+            return bytes(data)
+        self._fail("serialize", topic, f"a {type(data).__name__} (expected bytes)")
+
+    def deserialize(self, topic: str | None, data: bytes | None) -> bytes | None:
+        return data
+
+
+class _FixedWidthSerde(Serde):
+    """A number in a fixed number of big-endian bytes."""
+
+    _format: struct.Struct
+    _kafka_name: str
+
+    def deserialize(self, topic: str | None, data: bytes | None) -> Any:
+        if data is None:
+            return None
+        if len(data) != self._format.size:
+            self._fail(
+                "deserialize",
+                topic,
+                f"{len(data)} bytes: size of data received by {self._kafka_name}Deserializer "
+                f"is not {self._format.size}",
+            )
+        return self._format.unpack(data)[0]
+
+
+class _IntegralSerde(_FixedWidthSerde):
+    _bits: int
+
+    def serialize(self, topic: str | None, data: Any) -> bytes | None:
+        if data is None:
+            return None
+        try:
+            if type(data) is bool:
+                raise TypeError("bool")
+            return self._format.pack(data if type(data) is int else operator.index(data))
+        except TypeError as exc:
+            self._fail("serialize", topic, f"a {type(data).__name__} (expected int)", exc)
+        except struct.error as exc:
+            self._fail("serialize", topic, f"{data}: outside the signed {self._bits}-bit range", exc)
+
+
+class ShortSerde(_IntegralSerde):
+    """2-byte big-endian signed integers (Kafka's ShortSerde)."""
+
+    name = "short"
+    _format = struct.Struct(">h")
+    _kafka_name = "Short"
+    _bits = 16
+
+
+class IntegerSerde(_IntegralSerde):
+    """4-byte big-endian signed integers (Kafka's IntegerSerde)."""
+
+    name = "int"
+    _format = struct.Struct(">i")
+    _kafka_name = "Integer"
+    _bits = 32
+
+
+class LongSerde(_IntegralSerde):
+    """8-byte big-endian signed integers (Kafka's LongSerde)."""
+
+    name = "long"
+    _format = struct.Struct(">q")
+    _kafka_name = "Long"
+    _bits = 64
+
+
+class _FloatingSerde(_FixedWidthSerde):
+    def serialize(self, topic: str | None, data: Any) -> bytes | None:
+        if data is None:
+            return None
+        if type(data) is bool or not isinstance(data, int | float):
+            # numpy floats and ints are int/float subclasses or convert through __float__
+            if not hasattr(data, "__float__") or type(data) is bool:
+                self._fail("serialize", topic, f"a {type(data).__name__} (expected float)")
+        try:
+            return self._format.pack(float(data))
+        except (OverflowError, struct.error) as exc:
+            self._fail("serialize", topic, f"{data}: out of range", exc)
+
+
+class FloatSerde(_FloatingSerde):
+    """4-byte big-endian IEEE 754 floats (Kafka's FloatSerde)."""
+
+    name = "float"
+    _format = struct.Struct(">f")
+    _kafka_name = "Float"
+
+
+class DoubleSerde(_FloatingSerde):
+    """8-byte big-endian IEEE 754 doubles (Kafka's DoubleSerde)."""
+
+    name = "double"
+    _format = struct.Struct(">d")
+    _kafka_name = "Double"
+
+
+class UUIDSerde(Serde):
+    """UUIDs as their 36-character text form (Kafka's UUIDSerde)."""
+
+    name = "uuid"
+
+    def serialize(self, topic: str | None, data: Any) -> bytes | None:
+        if data is None:
+            return None
+        if not isinstance(data, uuid.UUID):
+            self._fail("serialize", topic, f"a {type(data).__name__} (expected uuid.UUID)")
+        return str(data).encode("ascii")
+
+    def deserialize(self, topic: str | None, data: bytes | None) -> uuid.UUID | None:
+        if data is None:
+            return None
+        try:
+            return uuid.UUID(bytes(data).decode("ascii"))
+        except (ValueError, UnicodeDecodeError) as exc:
+            self._fail("deserialize", topic, f"{bytes(data)[:64]!r}: not a UUID", exc)
+
+
+class JsonSerde(Serde):
+    """Compact UTF-8 JSON (no spaces; non-ASCII characters kept as UTF-8)."""
+
+    name = "json"
+
+    def serialize(self, topic: str | None, data: Any) -> bytes | None:
+        if data is None:
+            return None
+        try:
+            return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        except (TypeError, ValueError) as exc:
+            self._fail("serialize", topic, f"a {type(data).__name__}: {exc}", exc)
+
+    def deserialize(self, topic: str | None, data: bytes | None) -> Any:
+        if data is None:
+            return None
+        try:
+            return json.loads(data)
+        except (ValueError, TypeError) as exc:
+            self._fail("deserialize", topic, f"{bytes(data)[:64]!r}: not valid JSON ({exc})", exc)
+
+
+class FunctionSerde(Serde):
+    """A serde made of two plain functions (``Serdes.serde_from``); None passes through."""
+
+    def __init__(
+        self,
+        serialize: Callable[[Any], bytes],
+        deserialize: Callable[[bytes], Any],
+        name: str = "custom",
+    ) -> None:
+        self._serialize = serialize
+        self._deserialize = deserialize
+        self.name = name
+
+    def serialize(self, topic: str | None, data: Any) -> bytes | None:
+        if data is None:
+            return None
+        try:
+            return self._serialize(data)
+        except SerializationException:
+            raise
+        except Exception as exc:
+            self._fail("serialize", topic, f"a {type(data).__name__}: {exc!r}", exc)
+
+    def deserialize(self, topic: str | None, data: bytes | None) -> Any:
+        if data is None:
+            return None
+        try:
+            return self._deserialize(data)
+        except SerializationException:
+            raise
+        except Exception as exc:
+            self._fail("deserialize", topic, f"{bytes(data)[:64]!r}: {exc!r}", exc)
+
+    def __repr__(self) -> str:
+        return f"FunctionSerde(name={self.name!r})"
+
+
+# Built-in serdes are stateless, so one shared instance of each suffices.
+_STRING = StringSerde()
+_BYTES = BytesSerde()
+_SHORT = ShortSerde()
+_INTEGER = IntegerSerde()
+_LONG = LongSerde()
+_FLOAT = FloatSerde()
+_DOUBLE = DoubleSerde()
+_UUID = UUIDSerde()
+_JSON = JsonSerde()
+
+# Names accepted by default.key.serde / default.value.serde, lower-cased, including Kafka's class
+# names so configs copied from a Java application keep working.
+_BY_NAME: dict[str, Serde] = {}
+for _serde, _aliases in (
+    (_STRING, ("string", "str", "stringserde")),
+    (_BYTES, ("bytes", "bytearray", "bytearrayserde", "bytesserde")),
+    (_SHORT, ("short", "shortserde")),
+    (_INTEGER, ("int", "integer", "integerserde")),
+    (_LONG, ("long", "longserde")),
+    (_FLOAT, ("float", "floatserde")),
+    (_DOUBLE, ("double", "doubleserde")),
+    (_UUID, ("uuid", "uuidserde")),
+    (_JSON, ("json", "jsonserde")),
+):
+    for _alias in _aliases:
+        _BY_NAME[_alias] = _serde
+
+
+class Serdes:
+    """Constructors of the built-in serdes, in Python spelling and in Kafka's spelling."""
+
+    @staticmethod
+    def string() -> Serde:
+        return _STRING
+
+    @staticmethod
+    def bytes() -> Serde:
+        return _BYTES
+
+    @staticmethod
+    def short() -> Serde:
+        return _SHORT
+
+    @staticmethod
+    def int() -> Serde:
+        return _INTEGER
+
+    @staticmethod
+    def integer() -> Serde:
+        return _INTEGER
+
+    @staticmethod
+    def long() -> Serde:
+        return _LONG
+
+    @staticmethod
+    def float() -> Serde:
+        return _FLOAT
+
+    @staticmethod
+    def double() -> Serde:
+        return _DOUBLE
+
+    @staticmethod
+    def uuid() -> Serde:
+        return _UUID
+
+    @staticmethod
+    def json() -> Serde:
+        return _JSON
+
+    @staticmethod
+    def serde_from(serialize: _SerializeFn, deserialize: _DeserializeFn, name: str = "custom") -> Serde:
+        """A serde from two functions of non-None data (None passes through them untouched)."""
+        return FunctionSerde(serialize, deserialize, name)
+
+    # Kafka's spelling.
+    String = string
+    ByteArray = bytes
+    Bytes = bytes
+    Short = short
+    Integer = integer
+    Long = long
+    Float = float
+    Double = double
+    UUID = uuid
+
+    @staticmethod
+    def by_name(name: str) -> Serde:
+        """The built-in serde called ``name`` ("string", "long", "Serdes$LongSerde", ...)."""
+        key = name.rsplit("$", 1)[-1].rsplit(".", 1)[-1].lower()
+        serde = _BY_NAME.get(key)
+        if serde is None:
+            raise ConfigException(
+                f"No built-in serde is called {name!r}; use one of "
+                f"{', '.join(sorted({s.name for s in _BY_NAME.values()}))}, a Serde instance or class, "
+                "or a dotted path to one."
+            )
+        return serde
+
+
+def resolve_serde(spec: Any, config_key: str = "serde") -> Serde:
+    """A serde from a Serde instance, a Serde class (instantiated), a built-in name ("string"),
+    Kafka's class name ("org.apache.kafka.common.serialization.Serdes$StringSerde"), or a dotted
+    path ("mypackage.serdes.MySerde") to a class, a factory or an instance."""
+    if isinstance(spec, str):
+        if "$" in spec or "." not in spec:
+            return Serdes.by_name(spec)
+        module_name, _, attr = spec.rpartition(".")
+        try:
+            target = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError, ValueError) as exc:
+            raise ConfigException(f"{config_key}={spec!r} names nothing importable: {exc}.") from None
+        return resolve_serde(target, config_key)
+    if isinstance(spec, type):
+        try:
+            instance = spec()
+        except TypeError as exc:
+            raise ConfigException(
+                f"{config_key}={spec.__name__} cannot be created without arguments ({exc}); "
+                "pass an instance instead."
+            ) from None
+        return resolve_serde(instance, config_key)
+    if hasattr(spec, "serialize") and hasattr(spec, "deserialize"):
+        return spec  # type: ignore[no-any-return]
+    if callable(spec):
+        return resolve_serde(spec(), config_key)
+    raise ConfigException(
+        f"{config_key}={spec!r} is not a serde: give a Serde instance or class, a built-in name such "
+        "as 'string' or 'long', or a dotted path."
+    )
+
+
+def serde_from_config(config: Mapping[str, Any] | None, config_key: str) -> Serde | None:
+    """The serde configured under ``default.key.serde`` or ``default.value.serde``, configured
+    with the application's configs; None when the config is not set."""
+    if config is None:
+        return None
+    spec = config.get(config_key)
+    if spec is None:
+        return None
+    serde = resolve_serde(spec, config_key)
+    configure = getattr(serde, "configure", None)
+    if configure is not None and serde not in _BY_NAME.values():
+        configure(dict(config), config_key == "default.key.serde")
+    return serde

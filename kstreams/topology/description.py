@@ -1,0 +1,200 @@
+"""TopologyDescription: what ``Topology.describe()`` returns, printed in Kafka's text format.
+
+The text matches Kafka's ``TopologyDescription.toString()`` character for character, so a
+description can be compared with one printed by a Java application:
+
+    Topologies:
+       Sub-topology: 0
+        Source: KSTREAM-SOURCE-0000000000 (topics: [in])
+          --> KSTREAM-FILTER-0000000001
+        Processor: KSTREAM-FILTER-0000000001 (stores: [])
+          --> KSTREAM-SINK-0000000002
+          <-- KSTREAM-SOURCE-0000000000
+        Sink: KSTREAM-SINK-0000000002 (topic: out)
+          <-- KSTREAM-FILTER-0000000001
+
+Nodes are ordered as Kafka orders them: by the size of the sub-tree below them, largest first,
+then by name. Topic and store sets print in the iteration order of a Java ``HashSet``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kstreams.topology.grouping import node_groups
+from kstreams.topology.nodes import ProcessorNodeSpec, SinkNodeSpec, SourceNodeSpec
+
+if TYPE_CHECKING:
+    from kstreams.topology.topology import Topology
+
+__all__ = [
+    "NodeDescription",
+    "ProcessorDescription",
+    "SinkDescription",
+    "SourceDescription",
+    "SubtopologyDescription",
+    "TopologyDescription",
+    "describe_topology",
+    "java_hash_set_order",
+]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(eq=False)
+class NodeDescription:
+    """A node of a subtopology with its neighbours (ordered as Kafka orders them)."""
+
+    name: str
+    predecessors: list[NodeDescription] = field(default_factory=list)
+    successors: list[NodeDescription] = field(default_factory=list)
+    size: int = 1  # nodes in the sub-tree rooted here, counted per path, as Kafka counts them
+
+    def _neighbours(self) -> str:
+        return f"\n      --> {_names(self.successors)}\n      <-- {_names(self.predecessors)}"
+
+
+@dataclass(eq=False)
+class SourceDescription(NodeDescription):
+    topic_set: list[str] = field(default_factory=list)
+    topic_pattern: str | None = None
+
+    @property
+    def topics(self) -> str:
+        return _java_set(self.topic_set)
+
+    def __str__(self) -> str:
+        return f"Source: {self.name} (topics: {self.topics})\n      --> {_names(self.successors)}"
+
+
+@dataclass(eq=False)
+class ProcessorDescription(NodeDescription):
+    stores: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return f"Processor: {self.name} (stores: {_java_set(self.stores)}){self._neighbours()}"
+
+
+@dataclass(eq=False)
+class SinkDescription(NodeDescription):
+    topic: str | None = None
+    topic_name_extractor: Any = None
+
+    def __str__(self) -> str:
+        if self.topic is not None:
+            target = f"topic: {self.topic}"
+        else:
+            target = f"extractor class: {_callable_name(self.topic_name_extractor)}"
+        return f"Sink: {self.name} ({target})\n      <-- {_names(self.predecessors)}"
+
+
+@dataclass(eq=False)
+class SubtopologyDescription:
+    """One subtopology: its id and its nodes in Kafka's order."""
+
+    id: int
+    nodes: list[NodeDescription]
+
+    def __str__(self) -> str:
+        body = "".join(f"    {node}\n" for node in self.nodes)
+        return f"Sub-topology: {self.id}\n{body}\n"
+
+
+@dataclass(eq=False)
+class TopologyDescription:
+    """Every subtopology of a topology (kstreams has no global stores yet: always empty)."""
+
+    subtopologies: list[SubtopologyDescription]
+    global_stores: list[Any] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        # Kafka's format: one space after the header, then two before every subtopology.
+        return "Topologies:\n " + "".join(f"  {sub}" for sub in self.subtopologies)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TopologyDescription) and str(self) == str(other)
+
+    def __hash__(self) -> int:
+        return hash(str(self))
+
+
+def describe_topology(topology: Topology) -> TopologyDescription:
+    """Describe every subtopology of ``topology``, numbered as ``build`` numbers them."""
+    specs = topology.nodes
+    groups = node_groups({n: s.predecessors for n, s in specs.items()}, topology.store_users)
+    subtopologies = []
+    for group_id, names in groups.items():
+        described: dict[str, NodeDescription] = {}
+        for name in names:
+            spec = specs[name]
+            if isinstance(spec, SourceNodeSpec):
+                described[name] = SourceDescription(name, topic_set=java_hash_set_order(spec.topics))
+            elif isinstance(spec, ProcessorNodeSpec):
+                described[name] = ProcessorDescription(name, stores=java_hash_set_order(spec.stores))
+            elif isinstance(spec, SinkNodeSpec):
+                described[name] = SinkDescription(
+                    name, topic=spec.topic, topic_name_extractor=spec.topic_extractor
+                )
+        for name in names:
+            node = described[name]
+            for parent_name in specs[name].predecessors:
+                parent = described[parent_name]
+                if parent not in node.predecessors:
+                    node.predecessors.append(parent)
+                    parent.successors.append(node)
+        # Sub-tree sizes: children are always added after their parents, so walking the group
+        # backwards sees every child's final size before its parents need it.
+        for name in reversed(names):
+            node = described[name]
+            node.size = 1 + sum(child.size for child in node.successors)
+        for node in described.values():
+            node.predecessors.sort(key=_node_order)
+            node.successors.sort(key=_node_order)
+        subtopologies.append(SubtopologyDescription(group_id, sorted(described.values(), key=_node_order)))
+    return TopologyDescription(subtopologies)
+
+
+def _node_order(node: NodeDescription) -> tuple[int, str]:
+    return (-node.size, node.name)
+
+
+def _names(nodes: list[NodeDescription]) -> str:
+    return ", ".join(node.name for node in nodes) if nodes else "none"
+
+
+def _java_set(items: Iterable[str]) -> str:
+    return "[" + ", ".join(items) + "]"
+
+
+def _callable_name(target: Any) -> str:
+    kind = target if hasattr(target, "__qualname__") else type(target)
+    return f"{getattr(kind, '__module__', '')}.{getattr(kind, '__qualname__', repr(kind))}"
+
+
+def _java_string_hash(text: str) -> int:
+    data = text.encode("utf-16-be")  # Java hashes UTF-16 code units
+    h = 0
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
+    return h
+
+
+def java_hash_set_order(items: Iterable[str]) -> list[str]:
+    """``items`` in the order Java's ``new HashSet<>(items)`` iterates them (duplicates dropped).
+
+    Kafka prints topic and store sets through ``HashSet.toString()``; matching its order keeps
+    ``describe()`` output identical to Kafka's for multi-topic sources and multi-store processors.
+    """
+    unique = list(dict.fromkeys(items))
+    # HashSet(Collection): capacity max(n / 0.75 + 1, 16), rounded up to a power of two.
+    wanted = max(int(len(unique) / 0.75) + 1, 16)
+    capacity = 1 << (wanted - 1).bit_length()
+    buckets: dict[int, list[str]] = {}
+    for item in unique:
+        h = _java_string_hash(item)
+        spread = h ^ (h >> 16)
+        buckets.setdefault(spread & (capacity - 1), []).append(item)
+    return [item for index in sorted(buckets) for item in buckets[index]]
