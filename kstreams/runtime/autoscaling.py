@@ -58,6 +58,7 @@ class PartitionAutoscaler:
         self._lock = threading.Lock()
         self._first_failure: float | None = None  # guarded by _lock
         self._failures = 0  # guarded by _lock
+        self._seen: dict[str, int] = {}  # counts of the topics to grow at the last attempt; guarded by _lock
 
     @property
     def failures(self) -> int:
@@ -71,6 +72,9 @@ class PartitionAutoscaler:
         if not targets:
             return AutoscalingOutcome(counts=dict(current))
         with self._lock:
+            if any(n > self._seen.get(t, n) for t, n in current.items()):
+                self._first_failure = None  # topics grew since the last attempt: that is progress
+            self._seen = {t: current[t] for t in targets if t in current}
             first_failure = self._first_failure
         if first_failure is not None and self._clock() - first_failure >= self._timeout_s:
             return self._give_up(current, targets)
@@ -96,6 +100,7 @@ class PartitionAutoscaler:
         grown = {t: d.partitions for t, d in described.items() if d.partitions > current.get(t, d.partitions)}
         now_counts.update({t: d.partitions for t, d in described.items()})
         with self._lock:
+            self._seen.update({t: d.partitions for t, d in described.items() if t in self._seen})
             if grown:
                 self._first_failure = None  # some topics grew: that is progress
             elif self._first_failure is None:

@@ -46,6 +46,7 @@ from kstreams.errors import (
 )
 from kstreams.runtime.autoscaling import PartitionAutoscaler
 from kstreams.runtime.init_parameters import InitParameters
+from kstreams.runtime.metrics import MetricsRegistry
 from kstreams.runtime.partition_counts import PartitionCounts, compute_partition_counts
 from kstreams.runtime.topic_requirements import (
     InternalTopicRequirement,
@@ -146,6 +147,36 @@ class InternalTopicManager:
         """Tasks the subtopology will run once its internal topics have their required partitions."""
         with self._lock:
             return self._expected_tasks.get(subtopology_id, 0)
+
+    def register_metrics(self, registry: MetricsRegistry, client_tags: Mapping[str, str]) -> None:
+        """Register KIP-878's gauges: current-subtopology-parallelism for every subtopology, and, when
+        partition.autoscaling.enabled, expected-subtopology-parallelism and num-autoscaling-failures."""
+
+        def reader(read: Callable[[int], int], sid: int) -> Callable[[], float]:
+            return lambda: float(read(sid))
+
+        for sub in self._plan.subtopologies:
+            tags = {**client_tags, "subtopology-id": str(sub.id)}
+            registry.gauge(
+                "current-subtopology-parallelism",
+                "stream-subtopology-metrics",
+                tags,
+                reader(self.current_parallelism, sub.id),
+            )
+            if self._autoscaling_enabled:
+                registry.gauge(
+                    "expected-subtopology-parallelism",
+                    "stream-subtopology-metrics",
+                    tags,
+                    reader(self.expected_parallelism, sub.id),
+                )
+        if self._autoscaling_enabled:
+            registry.gauge(
+                "num-autoscaling-failures",
+                "stream-client-metrics",
+                dict(client_tags),
+                lambda: float(self.autoscaling_failures),
+            )
 
     # -- the control topic --------------------------------------------------------------------------
 
