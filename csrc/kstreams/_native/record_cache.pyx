@@ -667,7 +667,8 @@ cdef class RecordCache:
                 other._size_bytes += nc.size_bytes
                 other._entries += <int64_t>nc.index.size()
                 with gil:
-                    other._listeners[namespace] = self._listeners.pop(namespace)
+                    # Cannot raise (both mutexes are held): the dict always has the namespace.
+                    other._listeners[namespace] = self._listeners.pop(namespace, None)
                 other._evict_while_over(nc, batches, pending)
             second._mutex.unlock()
             first._mutex.unlock()
