@@ -16,10 +16,14 @@ from kstreams.errors import (
     MissingSourceTopicException,
     StreamsException,
 )
+from kstreams.processor import Processor, ProcessorContext, Record
 from kstreams.runtime.init_parameters import InitParameters
 from kstreams.runtime.internal_topics import InternalTopicManager
 from kstreams.runtime.metrics import MetricName, MetricsRegistry
+from kstreams.state.in_memory import InMemoryKeyValueStore, InMemoryWindowStore
+from kstreams.state.store import StoreBuilder
 from kstreams.topology.plan import InternalTopicSpec, SubtopologyPlan, TopologyPlan
+from kstreams.topology.topology import Topology
 
 APP = "app"
 REP = "app-agg-repartition"
@@ -50,7 +54,9 @@ class FakeClock:
         return self.now
 
 
-def manager(cluster: EmbeddedCluster, clock: FakeClock | None = None, **config: Any) -> InternalTopicManager:
+def manager(
+    cluster: EmbeddedCluster, clock: FakeClock | None = None, /, **config: Any
+) -> InternalTopicManager:
     props = {"application.id": APP, **config}
     return InternalTopicManager(
         cluster.admin(),
@@ -404,3 +410,58 @@ def test_control_topic_is_created_once(cluster: EmbeddedCluster) -> None:
     assert m.ensure_control_topic()
     assert not m.ensure_control_topic()
     assert partitions(cluster)[CONTROL] == 1
+
+
+# -- with a topology built by the Topology (PAPI) builder ------------------------------------------
+
+
+class Forward(Processor[Any, Any, Any, Any]):
+    def init(self, context: ProcessorContext[Any, Any]) -> None:
+        self.context = context
+
+    def process(self, record: Record[Any, Any]) -> None:
+        self.context.forward(record)
+
+
+class KeyValueBuilder(StoreBuilder):
+    store_type = "keyvalue"  # type: ignore[assignment]
+
+    def build(self) -> InMemoryKeyValueStore:
+        return InMemoryKeyValueStore(self.name)
+
+
+class WindowBuilder(StoreBuilder):
+    store_type = "window"  # type: ignore[assignment]
+    retention_ms = 5000  # type: ignore[assignment]
+
+    def build(self) -> InMemoryWindowStore:
+        return InMemoryWindowStore(self.name, 5000, 1000, False)
+
+
+def test_internal_topics_of_a_built_topology(embedded_cluster: EmbeddedCluster, app_id: str) -> None:
+    topology = (
+        Topology()
+        .add_internal_topic("by-key-repartition")
+        .add_source("src", "orders")
+        .add_processor("rekey", Forward, "src")
+        .add_state_store(KeyValueBuilder("seen"), "rekey")
+        .add_sink("to-rep", "by-key-repartition", "rekey")
+        .add_source("rep-src", "by-key-repartition")
+        .add_processor("window", Forward, "rep-src")
+        .add_state_store(WindowBuilder("windows"), "window")
+    )
+    embedded_cluster.create_topic("orders", partitions=3)
+    config = StreamsConfig({"application.id": app_id})
+    m = InternalTopicManager(embedded_cluster.admin(), config, topology.build(app_id))
+
+    created = m.init()
+
+    assert created == {
+        f"{app_id}-by-key-repartition": 3,
+        f"{app_id}-seen-changelog": 3,
+        f"{app_id}-windows-changelog": 3,
+        f"{app_id}-control": 1,
+    }
+    windows = embedded_cluster.topics()[f"{app_id}-windows-changelog"]
+    assert windows.config["retention.ms"] == str(5000 + 86400000)
+    assert m.setup_for_rebalance().task_counts == {0: 3, 1: 3}
