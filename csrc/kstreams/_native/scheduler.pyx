@@ -25,7 +25,8 @@ __all__ = ["TaskScheduler"]
 
 cdef inline int64_t _deadline_ns(double timeout) noexcept nogil:
     """Monotonic deadline for a timeout in seconds; -1 (no deadline) for a negative timeout."""
-    if timeout < 0:
+    # Beyond ~100 years the nanosecond arithmetic would overflow: that is "forever" anyway.
+    if timeout < 0 or timeout > 3e9 or timeout != timeout:
         return -1
     return ks_monotonic_ns() + <int64_t>(timeout * 1e9)
 
