@@ -225,7 +225,7 @@ class InternalTopicManager:
             raise MissingInternalTopicsException(self._missing_message(missing), [r.name for r in missing])
 
         created = self._create(missing, deadline) if missing else {}
-        rectified, left = self._rectify(config_problems, snapshot) if config_problems else ({}, [])
+        rectified, left = self._rectify(config_problems) if config_problems else ({}, [])
 
         effective = dict(counts.topics)
         current = {n: d.partitions for n, d in snapshot.items() if n in self._plan.internal_topics}
@@ -376,9 +376,7 @@ class InternalTopicManager:
             result[sub.id] = min([expected, *short])
         return result
 
-    def _rectify(
-        self, problems: Sequence[TopicProblem], snapshot: Mapping[str, TopicDescription]
-    ) -> tuple[dict[str, dict[str, str]], list[str]]:
+    def _rectify(self, problems: Sequence[TopicProblem]) -> tuple[dict[str, dict[str, str]], list[str]]:
         """Automatic mode: set the configs of safely fixable problems, log the others once."""
         fixes: dict[str, dict[str, str]] = {}
         left: list[str] = []
@@ -390,8 +388,7 @@ class InternalTopicManager:
         rectified: dict[str, dict[str, str]] = {}
         for topic, fix in fixes.items():
             try:
-                # The whole config, not just the fix, so adapters that replace a topic's config keep the rest.
-                self._admin.alter_topic_config(topic, {**snapshot[topic].config, **fix})
+                self._admin.alter_topic_config(topic, fix)  # sets these keys, leaves the others
             except ClusterError as exc:
                 left.extend(p.message for p in problems if p.topic == topic and p.fix)
                 logger.warning(
