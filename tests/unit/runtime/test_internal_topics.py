@@ -465,3 +465,21 @@ def test_internal_topics_of_a_built_topology(embedded_cluster: EmbeddedCluster, 
     windows = embedded_cluster.topics()[f"{app_id}-windows-changelog"]
     assert windows.config["retention.ms"] == str(5000 + 86400000)
     assert m.setup_for_rebalance().task_counts == {0: 3, 1: 3}
+
+
+def test_failed_rectification_is_logged_not_raised(cluster: EmbeddedCluster) -> None:
+    cluster.create_topic(KV, partitions=2)  # broker default cleanup.policy=delete
+    cluster.fail_next("alter_topic_config", error=ClusterError("policy violation", retriable=False))
+    result = manager(cluster).setup_for_rebalance()
+    assert result.rectified == {}
+    assert any(f'{KV} should not contain "delete"' in m for m in result.misconfigurations)
+
+
+def test_init_with_autoscaling_leaves_a_short_topic_to_the_next_rebalance(cluster: EmbeddedCluster) -> None:
+    m = manager(cluster, **{"partition.autoscaling.enabled": True})
+    m.init()
+    cluster.create_partitions("in", 4)
+    cluster.delete_topic(KV)
+    params = InitParameters.init_parameters().enable_setup_internal_topics_if_incomplete()
+    assert m.init(params) == {KV: 4}
+    assert m.setup_for_rebalance().expanded == {REP: 4, WIN: 4}
