@@ -321,9 +321,11 @@ class InternalTopicManager:
         logger.info(
             "init(): created internal topics %s of application %s", created, self._plan.application_id
         )
+        effective = {**counts.topics, **{n: d.partitions for n, d in snapshot.items() if n in internal}}
+        current_tasks = self._current_parallelism(counts, effective)
         with self._lock:
             self._expected_tasks = dict(counts.tasks)
-            self._current_tasks = dict(counts.tasks)
+            self._current_tasks = current_tasks
         return created
 
     # -- steps --------------------------------------------------------------------------------------

@@ -482,4 +482,5 @@ def test_init_with_autoscaling_leaves_a_short_topic_to_the_next_rebalance(cluste
     cluster.delete_topic(KV)
     params = InitParameters.init_parameters().enable_setup_internal_topics_if_incomplete()
     assert m.init(params) == {KV: 4}
+    assert (m.current_parallelism(1), m.expected_parallelism(1)) == (2, 4)
     assert m.setup_for_rebalance().expanded == {REP: 4, WIN: 4}
