@@ -391,6 +391,26 @@ class KafkaStreams:
                     logger.warning("Closing the %s failed", name.strip("_"), exc_info=True)
         return ok
 
+    def _abandon(self) -> None:
+        """Simulate a crash (tests only): every thread stops where it is — nothing is committed or
+        flushed, no task is closed, the group is not left and an open transaction stays open. The
+        cluster notices only when the session times out, as it would for a killed process."""
+        with self._threads_lock:
+            threads = list(self._stream_threads)
+        for thread in threads:
+            thread.request_stop()
+        for thread in threads:
+            thread.wait_dead(30.0)
+        if self._polling is not None:
+            self._polling.abandon()
+            self._polling.join(30.0)
+        if self._state_manager is not None:
+            self._state_manager.shutdown()
+            self._state_manager.join(30.0)
+        with self._state_lock:
+            self._state = State.NOT_RUNNING
+            self._state_lock.notify_all()
+
     # -- stream threads (KIP-663) ---------------------------------------------------------------
 
     def add_stream_thread(self) -> str | None:

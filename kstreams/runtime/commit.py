@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from kstreams._native.record_collector import RecordCollector
 from kstreams._native.scheduler import TaskScheduler
-from kstreams.cluster.port import Consumer, Producer, TopicPartition
+from kstreams.cluster.port import CommitFailedError, Consumer, Producer, TopicPartition
 from kstreams.errors import StreamsException
 
 if TYPE_CHECKING:
@@ -110,7 +110,13 @@ class Committer:
             self._producer.flush()
             changed = {tp: o for tp, o in offsets.items() if self._committed.get(tp) != o}
             if changed:
-                self._consumer.commit(changed)
+                try:
+                    self._consumer.commit(changed)
+                except CommitFailedError as exc:
+                    # The group dropped this member: its next poll reports the partitions lost and
+                    # their new owner redoes the uncommitted work (at least once).
+                    logger.warning("Commit refused, the partitions are being reassigned: %s", exc)
+                    return
         self._committed.update(offsets)
         for entry in entries:
             entry.task.commit_requested = False

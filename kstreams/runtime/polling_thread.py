@@ -105,6 +105,8 @@ class PollingThread(threading.Thread):
         self._last_commit = time.monotonic()
         self._in_rebalance = False
         self.rebalance_seen = False
+        self._followup_at: float | None = None
+        self._abandoned = False
         tags = {"thread-id": name}
         self.poll_sensor = metrics.sensor("poll", "stream-thread-metrics", tags)
         self.poll_records = metrics.sensor("poll-records", "stream-thread-metrics", tags, total=False,
@@ -136,6 +138,12 @@ class PollingThread(threading.Thread):
     def request_stop(self) -> None:
         self._stop_event.set()
 
+    def abandon(self) -> None:
+        """Stop without committing, closing tasks or leaving the group: what a crashed process
+        leaves behind (tests use it to prove that a successor loses nothing)."""
+        self._abandoned = True
+        self._stop_event.set()
+
     # -- the loop -----------------------------------------------------------------------------
 
     def run(self) -> None:
@@ -145,7 +153,8 @@ class PollingThread(threading.Thread):
             self._consumer.subscribe(self._topics, _Listener(self))
             while not self._stop_event.is_set():
                 self._turn()
-            self._shutdown_clean()
+            if not self._abandoned:
+                self._shutdown_clean()
         except BaseException as exc:  # noqa: BLE001 - reported to the uncaught exception handler
             logger.error("Polling thread %s failed", self.name, exc_info=exc)
             self._hooks.on_failure(Failure("polling", exc))
@@ -177,6 +186,10 @@ class PollingThread(threading.Thread):
         self._signal_punctuations()
         self._drain_failures()
         self._maybe_commit()
+        if self._followup_at is not None and time.monotonic() >= self._followup_at:
+            # Autoscaling grew topics (or must retry): rebalance so the new partitions are assigned.
+            self._followup_at = None
+            self._consumer.request_rejoin()
 
     def _run_calls(self) -> None:
         while True:
@@ -198,7 +211,6 @@ class PollingThread(threading.Thread):
                 return
             if self._tasks.entry(entry.task_id) is entry:
                 self._tasks.activate(entry)
-        # noqa: the loop returns above
 
     def _drain_failures(self) -> None:
         while True:
@@ -288,7 +300,9 @@ class PollingThread(threading.Thread):
 
     def on_assigned(self, partitions: list[TopicPartition]) -> None:
         self._start_rebalance()
-        self._hooks.on_assignment()
+        result = self._hooks.on_assignment()
+        if getattr(result, "followup_rebalance", False):
+            self._followup_at = time.monotonic() + float(result.followup_delay_s)
         for task_id, tps in self._tasks.tasks_for_partitions(partitions).items():
             if self._tasks.entry(task_id) is not None:
                 continue
