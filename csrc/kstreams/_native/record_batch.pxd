@@ -93,6 +93,11 @@ cdef class RecordBatchBuilder:
     -1 means None. set_last_headers() (GIL) attaches headers to the last appended record.
     append_from() copies record i of another batch, headers included (GIL held).
     finish() returns the batch and leaves the builder empty and reusable.
+
+    Zero-copy building: adopt_arena() hands an empty builder a malloc'd byte buffer that already
+    holds the records' key/value bytes back to back (key then value, None = no bytes);
+    append_described() then adds each record's columns without copying bytes. Between the two,
+    do not call append() or append_range() (they would write over the adopted bytes).
     """
     cdef char* _arena
     cdef Py_ssize_t _arena_len
@@ -113,6 +118,9 @@ cdef class RecordBatchBuilder:
     cdef int append_range(self, RecordBatch batch, Py_ssize_t start, Py_ssize_t stop) except -1
     cdef int set_last_headers(self, object headers) except -1
     cdef int _set_headers(self, Py_ssize_t i, object headers) except -1
+    cdef int adopt_arena(self, char* arena, Py_ssize_t capacity) except -1 nogil
+    cdef int append_described(self, Py_ssize_t klen, Py_ssize_t vlen, int64_t ts, int32_t part,
+                              int64_t off) except -1 nogil
     cdef RecordBatch finish(self)
 
 

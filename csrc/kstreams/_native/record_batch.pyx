@@ -9,7 +9,7 @@ cimport cython
 cimport numpy as cnp
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.ref cimport Py_INCREF
-from libc.stdint cimport int32_t, int64_t, uint32_t
+from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint32_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
 
@@ -444,6 +444,9 @@ cdef class RecordBatchBuilder:
         """Append one record; klen/vlen of -1 mean None (the pointer is then ignored)."""
         cdef Py_ssize_t kb = klen if klen > 0 else 0
         cdef Py_ssize_t vb = vlen if vlen > 0 else 0
+        if kb > INT32_MAX or vb > INT32_MAX:
+            with gil:
+                raise ValueError("a record key or value is larger than 2 GiB")
         if self.n >= self._cap or self._arena_len + kb + vb > self._arena_cap:
             self.reserve(1, kb + vb)
         cdef Py_ssize_t i = self.n
@@ -503,6 +506,38 @@ cdef class RecordBatchBuilder:
         if headers is None:
             return 0
         return self._set_headers(self.n - 1, headers)
+
+    cdef int adopt_arena(self, char* arena, Py_ssize_t capacity) except -1 nogil:
+        """Take ownership of a malloc'd buffer of `capacity` bytes holding the key/value bytes of
+        the records append_described() will add (the builder must be empty)."""
+        if self.n != 0 or self._arena_len != 0:
+            with gil:
+                raise ValueError("adopt_arena needs an empty builder")
+        free(self._arena)
+        self._arena = arena
+        self._arena_cap = capacity
+        return 0
+
+    cdef int append_described(self, Py_ssize_t klen, Py_ssize_t vlen, int64_t ts, int32_t part,
+                              int64_t off) except -1 nogil:
+        """Append a record whose key and value bytes are already in the arena at the current
+        position (see adopt_arena)."""
+        cdef Py_ssize_t nb = (klen if klen > 0 else 0) + (vlen if vlen > 0 else 0)
+        if self._arena_len + nb > self._arena_cap:
+            with gil:
+                raise ValueError("append_described runs past the adopted arena")
+        if self.n >= self._cap:
+            self.reserve(1, 0)
+        cdef Py_ssize_t i = self.n
+        self._arena_len += nb
+        self._klen[i] = <int32_t>(klen if klen >= 0 else -1)
+        self._vlen[i] = <int32_t>(vlen if vlen >= 0 else -1)
+        self._ts[i] = ts
+        self._part[i] = part
+        self._off[i] = off
+        self._bounds[i + 1] = self._arena_len
+        self.n = i + 1
+        return 0
 
     cdef RecordBatch finish(self):
         """The built batch; the builder is left empty."""

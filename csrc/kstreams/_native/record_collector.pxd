@@ -26,7 +26,9 @@ cdef struct CollectedEntry:
 
 cdef class _PartitionBuffer:
     cdef mutex mu
-    cdef string arena                           # guarded by mu
+    cdef char* arena                            # malloc'd key+value bytes, guarded by mu
+    cdef size_t arena_len                       # guarded by mu
+    cdef size_t arena_cap                       # guarded by mu
     cdef vector[CollectedEntry] entries         # guarded by mu
     cdef unordered_map[string, size_t] latest   # key -> index of its newest entry (changelogs)
     cdef list headers                           # guarded by mu (touched with the GIL held)
@@ -48,8 +50,8 @@ cdef class RecordCollector:
     cdef _PartitionBuffer _buffer(self, str topic, int32_t partition)
     cdef void _supersede(self, _PartitionBuffer pb, const char* key, Py_ssize_t klen,
                          size_t idx) noexcept nogil
-    cdef void _append(self, _PartitionBuffer pb, const char* key, Py_ssize_t klen,
-                      const char* value, Py_ssize_t vlen, int64_t ts) noexcept nogil
+    cdef int _append(self, _PartitionBuffer pb, const char* key, Py_ssize_t klen,
+                     const char* value, Py_ssize_t vlen, int64_t ts) except -1 nogil
     cdef void _compact_if_due(self, _PartitionBuffer pb) noexcept nogil
     cdef void _publish(self, _PartitionBuffer pb, Py_ssize_t live0, Py_ssize_t bytes0,
                        Py_ssize_t suppressed0, Py_ssize_t sent) noexcept nogil

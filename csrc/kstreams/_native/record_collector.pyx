@@ -11,7 +11,9 @@ the output batch after releasing it.
 """
 
 from cython.operator cimport dereference as deref
-from libc.stdint cimport int32_t, int64_t
+from libc.stdint cimport INT32_MAX, int32_t, int64_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcpy
 from libcpp.string cimport string
 from libcpp.unordered_map cimport unordered_map
 from libcpp.utility cimport move
@@ -38,6 +40,30 @@ cdef class _PartitionBuffer:
         self.live_bytes = 0
         self.suppressed = 0
         self.changelog = False
+        self.arena = NULL
+        self.arena_len = 0
+        self.arena_cap = 0
+
+    def __dealloc__(self):
+        free(self.arena)
+
+
+cdef int _arena_reserve(_PartitionBuffer pb, size_t extra) except -1 nogil:
+    """Room for `extra` more bytes in a partition's arena, growing geometrically (mu held)."""
+    cdef size_t need = pb.arena_len + extra, cap
+    cdef void* p
+    if need <= pb.arena_cap:
+        return 0
+    cap = pb.arena_cap * 2 if pb.arena_cap else 4096
+    if cap < need:
+        cap = need
+    p = realloc(pb.arena, cap)
+    if p == NULL:
+        with gil:
+            raise MemoryError()
+    pb.arena = <char*>p
+    pb.arena_cap = cap
+    return 0
 
 
 cdef inline Py_ssize_t _entry_bytes(const CollectedEntry& e) noexcept nogil:
@@ -45,13 +71,15 @@ cdef inline Py_ssize_t _entry_bytes(const CollectedEntry& e) noexcept nogil:
 
 
 cdef void _compact(_PartitionBuffer pb) noexcept nogil:
-    """Drop dead entries and their bytes; rebuild the key index (mu held)."""
-    cdef string arena
+    """Drop dead entries and their bytes; rebuild the key index (mu held). Without memory for
+    the new arena it leaves the buffer as it is: compaction is an optimisation."""
+    cdef char* arena = <char*>malloc(pb.live_bytes if pb.live_bytes > 0 else 1)
     cdef vector[CollectedEntry] entries
     cdef CollectedEntry e
-    cdef size_t i
+    cdef size_t i, pos = 0
     cdef Py_ssize_t nb
-    arena.reserve(pb.live_bytes)
+    if arena == NULL:
+        return
     entries.reserve(pb.live)
     pb.latest.clear()
     for i in range(pb.entries.size()):
@@ -59,12 +87,16 @@ cdef void _compact(_PartitionBuffer pb) noexcept nogil:
         if not e.alive:
             continue
         nb = _entry_bytes(e)
-        arena.append(pb.arena.data() + e.pos, nb)
-        e.pos = arena.size() - nb
+        memcpy(arena + pos, pb.arena + e.pos, nb)
+        e.pos = pos
+        pos += nb
         if pb.changelog and e.klen >= 0:
-            pb.latest[string(arena.data() + e.pos, e.klen)] = entries.size()
+            pb.latest[string(arena + e.pos, e.klen)] = entries.size()
         entries.push_back(e)
-    pb.arena.swap(arena)
+    free(pb.arena)
+    pb.arena = arena
+    pb.arena_len = pos
+    pb.arena_cap = pb.live_bytes if pb.live_bytes > 0 else 1
     pb.entries.swap(entries)
 
 
@@ -104,7 +136,7 @@ cdef class RecordCollector:
                 pb.latest.clear()
                 for i in range(pb.entries.size()):
                     if pb.entries[i].alive and pb.entries[i].klen >= 0:
-                        self._supersede(pb, pb.arena.data() + pb.entries[i].pos,
+                        self._supersede(pb, pb.arena + pb.entries[i].pos,
                                         pb.entries[i].klen, i)
                 self._publish(pb, live0, bytes0, suppressed0, 0)
             pb.mu.unlock()
@@ -153,28 +185,35 @@ cdef class RecordCollector:
         pb.suppressed += 1
         deref(it).second = idx
 
-    cdef void _append(self, _PartitionBuffer pb, const char* key, Py_ssize_t klen,
-                             const char* value, Py_ssize_t vlen, int64_t ts) noexcept nogil:
+    cdef int _append(self, _PartitionBuffer pb, const char* key, Py_ssize_t klen,
+                     const char* value, Py_ssize_t vlen, int64_t ts) except -1 nogil:
         """Append one record to a partition buffer (mu held). The collector-wide counters are
         brought up to date by _publish, once per call rather than per record."""
         cdef CollectedEntry e
         cdef Py_ssize_t kb = klen if klen > 0 else 0
         cdef Py_ssize_t vb = vlen if vlen > 0 else 0
-        e.pos = pb.arena.size()
+        if kb > INT32_MAX or vb > INT32_MAX:
+            with gil:
+                raise ValueError("a record key or value is larger than 2 GiB")
+        if pb.arena_len + kb + vb > pb.arena_cap:
+            _arena_reserve(pb, kb + vb)
+        e.pos = pb.arena_len
         e.klen = <int32_t>(klen if klen >= 0 else -1)
         e.vlen = <int32_t>(vlen if vlen >= 0 else -1)
         e.ts = ts
         e.hidx = -1
         e.alive = True
         if kb:
-            pb.arena.append(key, kb)
+            memcpy(pb.arena + pb.arena_len, key, kb)
         if vb:
-            pb.arena.append(value, vb)
+            memcpy(pb.arena + pb.arena_len + kb, value, vb)
+        pb.arena_len += kb + vb
         pb.entries.push_back(e)
         pb.live += 1
         pb.live_bytes += kb + vb
         if pb.changelog and klen >= 0:
             self._supersede(pb, key, klen, pb.entries.size() - 1)
+        return 0
 
     cdef void _publish(self, _PartitionBuffer pb, Py_ssize_t live0, Py_ssize_t bytes0,
                        Py_ssize_t suppressed0, Py_ssize_t sent) noexcept nogil:
@@ -197,18 +236,23 @@ cdef class RecordCollector:
         """Buffer one record from raw pointers (klen/vlen -1 = None); needs the GIL."""
         cdef _PartitionBuffer pb = self._buffer(topic, partition)
         cdef Py_ssize_t live0, bytes0, suppressed0
+        if headers is not None:
+            headers = list(headers)
         with nogil:
             pb.mu.lock()
-            self._compact_if_due(pb)
-            live0 = pb.live
-            bytes0 = pb.live_bytes
-            suppressed0 = pb.suppressed
-            self._append(pb, key, klen, value, vlen, ts)
-            self._publish(pb, live0, bytes0, suppressed0, 1)
-        if headers is not None:
-            pb.entries.back().hidx = len(pb.headers)
-            pb.headers.append(list(headers))
-        pb.mu.unlock()
+        try:
+            with nogil:
+                self._compact_if_due(pb)
+                live0 = pb.live
+                bytes0 = pb.live_bytes
+                suppressed0 = pb.suppressed
+                self._append(pb, key, klen, value, vlen, ts)
+                self._publish(pb, live0, bytes0, suppressed0, 1)
+            if headers is not None:
+                pb.entries.back().hidx = len(pb.headers)
+                pb.headers.append(headers)
+        finally:
+            pb.mu.unlock()
         return 0
 
     cdef int c_send_batch(self, str topic, int32_t partition, RecordBatch batch) except -1:
@@ -217,32 +261,35 @@ cdef class RecordCollector:
             return 0
         cdef _PartitionBuffer pb = self._buffer(topic, partition)
         cdef Py_ssize_t i, n = batch.n
-        cdef size_t base, need
+        cdef size_t base
         cdef Py_ssize_t live0, bytes0, suppressed0
         with nogil:
             pb.mu.lock()
-            self._compact_if_due(pb)
-            live0 = pb.live
-            bytes0 = pb.live_bytes
-            suppressed0 = pb.suppressed
-            base = pb.entries.size()
-            # Grow geometrically: reserving the exact size would reallocate on every batch.
-            need = pb.arena.size() + batch.c_nbytes()
-            if need > pb.arena.capacity():
-                pb.arena.reserve(max(need, 2 * pb.arena.capacity()))
-            if base + n > pb.entries.capacity():
-                pb.entries.reserve(max(base + n, 2 * pb.entries.capacity()))
-            for i in range(n):
-                self._append(pb, batch.key_ptr(i), batch.key_len(i), batch.value_ptr(i),
-                             batch.value_len(i), batch.ts(i))
-            self._publish(pb, live0, bytes0, suppressed0, n)
-        if batch._headers is not None:
-            for i in range(n):
-                h = batch.c_headers(i)
-                if h is not None:
-                    pb.entries[base + i].hidx = len(pb.headers)
-                    pb.headers.append(list(h))
-        pb.mu.unlock()
+        try:
+            with nogil:
+                self._compact_if_due(pb)
+                live0 = pb.live
+                bytes0 = pb.live_bytes
+                suppressed0 = pb.suppressed
+                base = pb.entries.size()
+                _arena_reserve(pb, batch.c_nbytes())
+                if base + n > pb.entries.capacity():
+                    # Geometric: reserving the exact size would reallocate on every batch.
+                    pb.entries.reserve(max(base + n, 2 * pb.entries.capacity()))
+                try:
+                    for i in range(n):
+                        self._append(pb, batch.key_ptr(i), batch.key_len(i), batch.value_ptr(i),
+                                     batch.value_len(i), batch.ts(i))
+                finally:
+                    self._publish(pb, live0, bytes0, suppressed0, pb.entries.size() - base)
+            if batch._headers is not None:
+                for i in range(n):
+                    h = batch.c_headers(i)
+                    if h is not None:
+                        pb.entries[base + i].hidx = len(pb.headers)
+                        pb.headers.append(list(h))
+        finally:
+            pb.mu.unlock()
         return 0
 
     def send(self, str topic not None, int32_t partition, key, value, int64_t timestamp,
@@ -271,7 +318,8 @@ cdef class RecordCollector:
         Output offsets are -1 (assigned by the log)."""
         cdef list out = []
         cdef _PartitionBuffer pb
-        cdef string arena
+        cdef char* arena
+        cdef size_t arena_cap
         cdef vector[CollectedEntry] entries
         cdef list headers
         cdef Py_ssize_t live, live_bytes, j
@@ -279,11 +327,15 @@ cdef class RecordCollector:
         cdef RecordBatchBuilder builder
         cdef CollectedEntry* e
         for pb in list(self._parts.values()):
+            entries.clear()
             with nogil:
                 pb.mu.lock()
-                arena.clear()
-                entries.clear()
-                arena.swap(pb.arena)
+                # Take the partition's contents; the batch is built after the mutex is released.
+                arena = pb.arena
+                arena_cap = pb.arena_cap
+                pb.arena = NULL
+                pb.arena_len = 0
+                pb.arena_cap = 0
                 entries.swap(pb.entries)
                 pb.latest.clear()
                 live = pb.live
@@ -296,16 +348,29 @@ cdef class RecordCollector:
             pb.headers = []
             pb.mu.unlock()
             if live == 0:
+                free(arena)
                 continue
             builder = RecordBatchBuilder()
-            with nogil:
-                builder.reserve(live, live_bytes)
-                for i in range(entries.size()):
-                    e = &entries[i]
-                    if e.alive:
-                        builder.append(arena.data() + e.pos, e.klen,
-                                       arena.data() + e.pos + (e.klen if e.klen > 0 else 0),
-                                       e.vlen, e.ts, pb.partition, -1)
+            if <size_t>live == entries.size():
+                # Nothing was superseded: the arena already has the batch's byte layout, so the
+                # batch takes it over without a copy.
+                builder.adopt_arena(arena, arena_cap)
+                with nogil:
+                    for i in range(entries.size()):
+                        e = &entries[i]
+                        builder.append_described(e.klen, e.vlen, e.ts, pb.partition, -1)
+            else:
+                try:
+                    with nogil:
+                        builder.reserve(live, live_bytes)
+                        for i in range(entries.size()):
+                            e = &entries[i]
+                            if e.alive:
+                                builder.append(arena + e.pos, e.klen,
+                                               arena + e.pos + (e.klen if e.klen > 0 else 0),
+                                               e.vlen, e.ts, pb.partition, -1)
+                finally:
+                    free(arena)
             if headers:
                 j = 0
                 for i in range(entries.size()):
