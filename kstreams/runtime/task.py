@@ -1,0 +1,676 @@
+"""StreamTask: one partition of one subtopology, running its processors and stores.
+
+A task is used by one thread at a time: the stream thread holding its lock (``process``,
+``maybe_punctuate_wall_clock``), the restore thread while it restores (``restore``), or the polling
+thread under the commit barrier (``flush``, ``committable_offsets``, ``close``). It therefore keeps
+no lock of its own.
+
+Lifecycle (docs/internals.md, "The task"): ``initialize()`` builds the graph and opens the stores
+(logged stores register their restore callbacks); the state manager restores each partition of
+``changelog_partitions()`` through ``restore``; ``initialize_processors()`` then calls every
+``Processor.init`` (after restoration, as in Kafka); ``process`` runs batches; ``flush`` and
+``committable_offsets`` serve commits; ``close`` ends it.
+
+Time: stream time is the largest timestamp of the records processed (-1 before any). Stream-time
+punctuations are aligned to 0 and fire after the record that moves stream time to or past their
+due time; wall-clock punctuations first fire one interval after they are scheduled. A punctuation
+that missed several intervals fires once, then keeps its alignment (Kafka's PunctuationSchedule).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from kstreams.cluster.port import TopicPartition
+from kstreams.errors import (
+    DeserializationHandlerResponse,
+    ProcessorStateException,
+    StreamsException,
+    TopologyException,
+)
+from kstreams.processor import (
+    Cancellable,
+    ProcessorContext,
+    PunctuationType,
+    Punctuator,
+    Record,
+    RecordMetadata,
+    TaskId,
+)
+from kstreams.topology.graph import ProcessorGraph, ProcessorNode
+
+if TYPE_CHECKING:
+    from kstreams.state.store import RestoreCallback, StateStore
+    from kstreams.topology.plan import SubtopologyPlan
+
+__all__ = ["ProcessorContextImpl", "PunctuationSchedule", "StreamTask"]
+
+logger = logging.getLogger(__name__)
+
+_NEVER = 1 << 62  # a due time no stream time reaches
+
+
+class PunctuationSchedule(Cancellable):
+    """A scheduled punctuation: the node it runs as, its interval and its next due time."""
+
+    __slots__ = ("callback", "cancelled", "interval_ms", "next_due", "node", "type")
+
+    def __init__(
+        self, node: Any, interval_ms: int, type: PunctuationType, callback: Punctuator, first_due: int
+    ) -> None:
+        self.node = node
+        self.interval_ms = interval_ms
+        self.type = type
+        self.callback = callback
+        self.next_due = first_due
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+    def advance(self, now: int) -> None:
+        """Move past ``now``: skip missed intervals, keep the alignment (Kafka's ``next``)."""
+        due = self.next_due + self.interval_ms
+        if now >= due:
+            due = self.next_due + ((now - self.next_due) // self.interval_ms + 1) * self.interval_ms
+        self.next_due = due
+
+
+class ProcessorContextImpl(ProcessorContext[Any, Any]):
+    """The task's context: what its processors see (``ProcessorContext``) and what its stores see
+    (``StateStoreContext``). One per task; it tracks the node being run so that ``forward`` and
+    ``get_state_store`` act for that node.
+
+    For processors that forward outside ``process`` and punctuations (a caching store's flush
+    listener), ``forward_from(node_name, record)`` forwards as the named node; capture the name
+    from ``current_node_name`` in ``init``.
+    """
+
+    def __init__(self, task: StreamTask) -> None:
+        self._task = task
+        self._current_node: Any = None
+        # Position of the record being processed; topic None outside record processing.
+        self._topic: str | None = None
+        self._partition = -1
+        self._offset = -1
+        # Timestamp of the record being processed or forwarded, or of the running punctuation.
+        self._timestamp = 0
+        # (exception, node name) of the innermost node a failure came from
+        self._failed: tuple[BaseException, str] | None = None
+
+    # ---- identity and configuration
+
+    @property
+    def application_id(self) -> str:
+        return self._task.application_id
+
+    @property
+    def task_id(self) -> TaskId:
+        return self._task.task_id
+
+    @property
+    def app_configs(self) -> Mapping[str, Any]:
+        return self._task.config
+
+    @property
+    def current_node_name(self) -> str | None:
+        node = self._current_node
+        return node.name if node is not None else None
+
+    # ---- routing
+
+    def forward(self, record: Record[Any, Any], child_name: str | None = None) -> None:
+        node = self._current_node
+        if child_name is None:
+            children = node.children
+        else:
+            child = node.children_by_name.get(child_name)
+            if child is None:
+                raise StreamsException(
+                    f"Unknown downstream node: {child_name} either does not exist or is not connected to "
+                    f"processor {node.name}; its children are {[c.name for c in node.children]}.",
+                    task_id=self._task.task_id,
+                )
+            children = (child,)
+        previous_timestamp = self._timestamp
+        self._timestamp = record.timestamp
+        try:
+            for child in children:
+                self._current_node = child
+                child.process(record)
+        except BaseException as exc:
+            failed = self._failed
+            if failed is None or failed[0] is not exc:
+                self._failed = (exc, self._current_node.name)
+            raise
+        finally:
+            self._current_node = node
+            self._timestamp = previous_timestamp
+
+    def forward_from(self, node_name: str, record: Record[Any, Any], child_name: str | None = None) -> None:
+        """Forward ``record`` to the children of ``node_name`` (as if that node forwarded it)."""
+        previous = self._current_node
+        self._current_node = self._task.graph.nodes[node_name]
+        try:
+            self.forward(record, child_name)
+        finally:
+            self._current_node = previous
+
+    # ---- stores
+
+    def get_state_store(self, name: str) -> Any:
+        node = self._current_node
+        if not isinstance(node, ProcessorNode) or name not in node.stores:
+            node_name = node.name if node is not None else None
+            raise TopologyException(
+                f"Processor {node_name} has no access to StateStore {name} as the store is not connected "
+                "to the processor. Connect it with add_state_store(builder, processor_name) or "
+                "connect_processor_and_state_stores(processor_name, store_name) (in the DSL, pass the "
+                "store name to process())."
+            )
+        return self._task.graph.stores[name]
+
+    # ---- time and punctuation
+
+    def schedule(
+        self, interval: timedelta | int, punctuation_type: PunctuationType, callback: Punctuator
+    ) -> Cancellable:
+        if isinstance(interval, timedelta):
+            interval_ms = int(interval.total_seconds() * 1000)
+        else:
+            interval_ms = int(interval)
+        if interval_ms < 1:
+            raise ValueError(f"The minimum supported scheduling interval is 1 millisecond, got {interval!r}.")
+        if self._current_node is None:
+            raise StreamsException(
+                "schedule() is only possible while a processor runs (in init, process or a punctuation).",
+                task_id=self._task.task_id,
+            )
+        return self._task._schedule(
+            self._current_node, interval_ms, PunctuationType(punctuation_type), callback
+        )
+
+    def current_stream_time_ms(self) -> int:
+        return self._task.stream_time
+
+    def current_system_time_ms(self) -> int:
+        return self._task.wall_clock_ms()
+
+    def commit(self) -> None:
+        self._task.commit_requested = True
+
+    def record_metadata(self) -> RecordMetadata | None:
+        if self._topic is None:
+            return None
+        return RecordMetadata(self._topic, self._partition, self._offset)
+
+    # ---- StateStoreContext
+
+    def state_dir(self) -> str:
+        return self._task.task_state_dir()
+
+    def register(self, store: StateStore, restore_callback: RestoreCallback) -> None:
+        self._task._register_store(store, restore_callback)
+
+    def log_change(self, store_name: str, key: bytes, value: bytes | None, timestamp: int) -> None:
+        task = self._task
+        topic = task.subtopology.changelog_topics.get(store_name)
+        if topic is None:
+            raise ProcessorStateException(
+                f"Store {store_name} of task {task.task_id} has logging disabled, so it has no changelog "
+                "to write to: its change-logging layer should not be present.",
+                task_id=task.task_id,
+            )
+        task.collector.send(topic, task.task_id.partition, key, value, timestamp)
+
+    def record_cache(self) -> Any:
+        return self._task.record_cache
+
+    def current_timestamp(self) -> int:
+        return self._timestamp
+
+
+class StreamTask:
+    """Runs one partition of one subtopology (see the module docstring for the lifecycle).
+
+    ``state_dir`` is the application's state directory (``<state.dir>/<application.id>``); the
+    task's own directory is ``<state_dir>/<task_id>``. ``clock`` gives wall-clock seconds.
+    """
+
+    def __init__(
+        self,
+        task_id: TaskId,
+        subtopology: SubtopologyPlan,
+        partitions: Sequence[TopicPartition],
+        config: Any,
+        collector: Any,
+        partition_count: Callable[[str], int],
+        state_dir: str,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.task_id = task_id
+        self.subtopology = subtopology
+        self.partitions = tuple(partitions)
+        self.config = config
+        self.collector = collector
+        self.partition_count = partition_count
+        self.application_id = str(config["application.id"])
+        self._state_root = state_dir
+        self._clock = clock
+        self.stream_time = -1
+        self.commit_requested = False
+        self.record_cache: Any = None
+        self.graph: ProcessorGraph = ProcessorGraph(subtopology.id)
+        self.context = ProcessorContextImpl(self)
+        self._deserialization_handler = config.deserialization_exception_handler()
+        self._consumed: dict[TopicPartition, int] = {}
+        self._partition_times: dict[TopicPartition, int] = {}
+        self._stream_schedules: list[tuple[int, int, PunctuationSchedule]] = []
+        self._wall_schedules: list[tuple[int, int, PunctuationSchedule]] = []
+        self._next_stream_due = _NEVER
+        self._schedule_seq = itertools.count()
+        self._changelog_stores: dict[TopicPartition, StateStore] = {}
+        self._restore_callbacks: dict[TopicPartition, RestoreCallback] = {}
+        self._registered_changelogs: list[tuple[str, int]] = []
+        self._initialized = False
+        self._processors_initialized = False
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"StreamTask({self.task_id}, partitions={[str(p) for p in self.partitions]})"
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def initialize(self) -> None:
+        """Build the graph and open its stores (logged stores register restore callbacks)."""
+        if self._initialized:
+            return
+        graph = self.subtopology.create_graph()
+        graph.bind(self.context, self.collector, self.partition_count, self.task_id.partition)
+        self.graph = graph
+        opened: list[StateStore] = []
+        try:
+            for name, store in graph.stores.items():
+                store.init(self.context, store)
+                opened.append(store)
+                topic = self.subtopology.changelog_topics.get(name)
+                if topic is not None:
+                    self.collector.register_changelog(topic, self.task_id.partition)
+                    self._registered_changelogs.append((topic, self.task_id.partition))
+        except Exception as exc:
+            for store in opened:
+                try:
+                    store.close()
+                except Exception:
+                    logger.warning(
+                        "Closing store %s of task %s failed", store.name, self.task_id, exc_info=True
+                    )
+            self._unregister_changelogs()
+            if isinstance(exc, StreamsException):
+                exc.task_id = exc.task_id or self.task_id
+                raise
+            raise ProcessorStateException(
+                f"Task {self.task_id} could not open its state stores: {exc!r}", task_id=self.task_id
+            ) from exc
+        self._initialized = True
+        logger.debug("Task %s initialized with stores %s", self.task_id, list(graph.stores))
+
+    def changelog_partitions(self) -> dict[TopicPartition, StateStore]:
+        """Changelog partition -> the store restored from it."""
+        return dict(self._changelog_stores)
+
+    def restore(self, changelog_tp: TopicPartition, batch: Any) -> None:
+        """Apply a batch of changelog records to the store registered for that partition."""
+        callback = self._restore_callbacks.get(changelog_tp)
+        if callback is None:
+            raise ProcessorStateException(
+                f"Task {self.task_id} has no store restored from {changelog_tp}: it restores "
+                f"{sorted(str(tp) for tp in self._restore_callbacks)}.",
+                task_id=self.task_id,
+            )
+        callback(list(zip(batch.keys(), batch.values(), strict=True)))
+
+    def initialize_processors(self) -> None:
+        """Call every processor's ``init`` (parents first), once the stores are restored."""
+        if self._processors_initialized:
+            return
+        context = self.context
+        for node in self.graph.processor_nodes:
+            context._current_node = node
+            try:
+                node.processor.init(context)
+            except StreamsException as exc:
+                exc.task_id = exc.task_id or self.task_id
+                raise
+            except Exception as exc:
+                raise StreamsException(
+                    f"Failed to initialize processor {node.name} of task {self.task_id}: {exc!r}",
+                    task_id=self.task_id,
+                ) from exc
+            finally:
+                context._current_node = None
+        self._processors_initialized = True
+
+    # ----------------------------------------------------------------- processing
+
+    def process(self, tp: TopicPartition, batch: Any) -> int:
+        """Run a batch of one input partition through the graph; returns the records processed
+        (records the deserialization handler skipped are consumed but not counted)."""
+        n = len(batch)
+        if n == 0:
+            return 0
+        source = self.graph.source_for(tp.topic)
+        topic = tp.topic
+        key_deserialize = source.key_deserializer.deserialize
+        value_deserialize = source.value_deserializer.deserialize
+        extractor = source.timestamp_extractor
+        children = source.children
+        context = self.context
+        context._topic = topic
+        context._partition = tp.partition
+        context._failed = None
+        keys = batch.keys()
+        values = batch.values()
+        timestamps = batch.timestamps_array().tolist()
+        offsets = batch.offsets_array().tolist()
+        headers_of = batch.headers if batch.has_headers else None
+        stream_time = self.stream_time
+        partition_time = self._partition_times.get(tp, -1)
+        processed = 0
+        last_offset = -1
+        i = 0
+        try:
+            for i in range(n):
+                offset = offsets[i]
+                context._offset = offset
+                headers = headers_of(i) if headers_of is not None else None
+                try:
+                    key = key_deserialize(topic, keys[i])
+                    value = value_deserialize(topic, values[i])
+                except Exception as exc:
+                    self._on_deserialization_error(
+                        tp, offset, keys[i], values[i], timestamps[i], headers, exc
+                    )
+                    last_offset = offset
+                    continue
+                timestamp = timestamps[i]
+                if extractor is not None:
+                    timestamp = self._extract_timestamp(
+                        extractor, Record(key, value, timestamp, headers), partition_time, tp, offset
+                    )
+                    if timestamp < 0:
+                        last_offset = offset
+                        continue
+                    if timestamp > partition_time:
+                        partition_time = timestamp
+                elif timestamp < 0:
+                    raise StreamsException(
+                        f"Input record at {tp} offset {offset} has invalid (negative) timestamp {timestamp}: "
+                        "give the source a timestamp_extractor that returns a valid timestamp.",
+                        task_id=self.task_id,
+                    )
+                record = Record(key, value, timestamp, headers)
+                context._timestamp = timestamp
+                if timestamp > stream_time:
+                    stream_time = self.stream_time = timestamp
+                for child in children:
+                    context._current_node = child
+                    child.process(record)
+                last_offset = offset
+                processed += 1
+                if stream_time >= self._next_stream_due:
+                    self._punctuate_stream_time(stream_time)
+        except StreamsException as exc:
+            exc.task_id = exc.task_id or self.task_id
+            raise
+        except Exception as exc:
+            raise StreamsException(
+                f"Exception caught in process. taskId={self.task_id}, processor={self._failed_node(exc)}, "
+                f"topic={topic}, partition={tp.partition}, offset={offsets[i]}: {exc!r}",
+                task_id=self.task_id,
+            ) from exc
+        finally:
+            context._current_node = None
+            context._topic = None
+            context._timestamp = 0
+            if last_offset >= 0:
+                self._consumed[tp] = last_offset + 1
+            if extractor is not None:
+                self._partition_times[tp] = partition_time
+        return processed
+
+    def _failed_node(self, exc: BaseException) -> str | None:
+        failed = self.context._failed
+        if failed is not None and failed[0] is exc:
+            return failed[1]
+        return self.context.current_node_name
+
+    def _extract_timestamp(
+        self,
+        extractor: Callable[[Any, int], int],
+        record: Record[Any, Any],
+        partition_time: int,
+        tp: Any,
+        offset: int,
+    ) -> int:
+        timestamp = int(extractor(record, partition_time))
+        if timestamp < 0:
+            logger.warning(
+                "Skipping the record at %s offset %d of task %s: its extracted timestamp %d is negative",
+                tp,
+                offset,
+                self.task_id,
+                timestamp,
+            )
+        return timestamp
+
+    def _on_deserialization_error(
+        self,
+        tp: TopicPartition,
+        offset: int,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int,
+        headers: Any,
+        exc: Exception,
+    ) -> None:
+        raw = Record(key, value, timestamp, headers)
+        try:
+            response = self._deserialization_handler.handle(self.context, raw, exc)
+        except Exception as handler_exc:
+            raise StreamsException(
+                f"Fatal user code error in deserialization error callback for the record at {tp} offset "
+                f"{offset} of task {self.task_id}: {handler_exc!r}",
+                task_id=self.task_id,
+            ) from handler_exc
+        if response == DeserializationHandlerResponse.CONTINUE:
+            return
+        raise StreamsException(
+            f"Deserialization exception handler is set to fail upon a deserialization error of the record "
+            f"at topic {tp.topic} partition {tp.partition} offset {offset} (task {self.task_id}): {exc} "
+            "To skip such records instead, set default.deserialization.exception.handler to "
+            "LogAndContinueExceptionHandler.",
+            task_id=self.task_id,
+        ) from exc
+
+    # ---------------------------------------------------------------- punctuation
+
+    def wall_clock_ms(self) -> int:
+        return round(self._clock() * 1000)
+
+    def _schedule(
+        self, node: Any, interval_ms: int, punctuation_type: PunctuationType, callback: Punctuator
+    ) -> PunctuationSchedule:
+        if punctuation_type is PunctuationType.STREAM_TIME:
+            # aligned to 0: fires as soon as there is data, then every interval of stream time
+            schedule = PunctuationSchedule(node, interval_ms, punctuation_type, callback, 0)
+            heapq.heappush(self._stream_schedules, (0, next(self._schedule_seq), schedule))
+            self._next_stream_due = self._stream_schedules[0][0]
+        else:
+            first_due = self.wall_clock_ms() + interval_ms
+            schedule = PunctuationSchedule(node, interval_ms, punctuation_type, callback, first_due)
+            heapq.heappush(self._wall_schedules, (first_due, next(self._schedule_seq), schedule))
+        return schedule
+
+    def _punctuate_stream_time(self, stream_time: int) -> bool:
+        punctuated = self._run_due(self._stream_schedules, stream_time)
+        self._next_stream_due = self._stream_schedules[0][0] if self._stream_schedules else _NEVER
+        return punctuated
+
+    def maybe_punctuate_stream_time(self) -> bool:
+        """Run the stream-time punctuations due at the current stream time."""
+        if self.stream_time < 0 or self.stream_time < self._next_stream_due:
+            return False
+        return self._punctuate_stream_time(self.stream_time)
+
+    def maybe_punctuate_wall_clock(self, now_ms: int) -> bool:
+        """Run the wall-clock punctuations due at ``now_ms``; True if any ran."""
+        if not self._wall_schedules or self._wall_schedules[0][0] > now_ms:
+            return False
+        return self._run_due(self._wall_schedules, now_ms)
+
+    def next_wall_clock_punctuation_ms(self) -> int | None:
+        """When the next wall-clock punctuation is due (None if none is scheduled)."""
+        heap = self._wall_schedules
+        while heap and heap[0][2].cancelled:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
+
+    def _run_due(self, heap: list[tuple[int, int, PunctuationSchedule]], now: int) -> bool:
+        punctuated = False
+        context = self.context
+        saved_topic = context._topic
+        saved_timestamp = context._timestamp
+        while heap and heap[0][0] <= now:
+            _, _, schedule = heapq.heappop(heap)
+            if schedule.cancelled:
+                continue
+            context._current_node = schedule.node
+            context._topic = None
+            context._timestamp = now
+            context._failed = None
+            try:
+                schedule.callback(now)
+            except StreamsException as exc:
+                exc.task_id = exc.task_id or self.task_id
+                raise
+            except Exception as exc:
+                raise StreamsException(
+                    f"Exception caught while punctuating processor '{schedule.node.name}' of task "
+                    f"{self.task_id} ({schedule.type.value} at {now}): {exc!r}",
+                    task_id=self.task_id,
+                ) from exc
+            finally:
+                context._current_node = None
+                context._topic = saved_topic
+                context._timestamp = saved_timestamp
+            punctuated = True
+            if not schedule.cancelled:  # a punctuator may cancel itself
+                schedule.advance(now)
+                heapq.heappush(heap, (schedule.next_due, next(self._schedule_seq), schedule))
+        return punctuated
+
+    # --------------------------------------------------------------------- commit
+
+    def flush(self) -> None:
+        """Flush every store (caches forward what they hold; changelog writes go to the collector)."""
+        context = self.context
+        for name, store in self.graph.stores.items():
+            try:
+                store.flush()
+            except StreamsException as exc:
+                exc.task_id = exc.task_id or self.task_id
+                raise
+            except Exception as exc:
+                raise ProcessorStateException(
+                    f"Task {self.task_id} failed to flush state store {name}: {exc!r}", task_id=self.task_id
+                ) from exc
+            finally:
+                context._current_node = None
+
+    def committable_offsets(self) -> dict[TopicPartition, int]:
+        """The next offset to read of each input partition, counting only processed (or skipped) records."""
+        return dict(self._consumed)
+
+    def close(self, clean: bool) -> None:
+        """Close processors (parents first) then stores. A clean close raises the first failure;
+        a dirty close drops the task's cached entries unflushed and logs failures."""
+        if self._closed:
+            return
+        self._closed = True
+        failures: list[BaseException] = []
+        context = self.context
+        if self._processors_initialized:
+            for node in self.graph.processor_nodes:
+                context._current_node = node
+                try:
+                    node.processor.close()
+                except Exception as exc:
+                    failures.append(
+                        StreamsException(
+                            f"Failed to close processor {node.name} of task {self.task_id}: {exc!r}"
+                        )
+                    )
+                    failures[-1].__cause__ = exc
+                finally:
+                    context._current_node = None
+        if not clean and self.record_cache is not None:
+            prefix = f"{self.task_id}-"
+            for namespace in self.record_cache.namespaces():
+                if namespace.startswith(prefix):
+                    self.record_cache.remove_namespace(namespace)
+        for name, store in self.graph.stores.items():
+            try:
+                if store.is_open:
+                    store.close()
+            except Exception as exc:
+                failures.append(
+                    ProcessorStateException(
+                        f"Failed to close state store {name} of task {self.task_id}: {exc!r}"
+                    )
+                )
+                failures[-1].__cause__ = exc
+        self._unregister_changelogs()
+        for failure in failures:
+            if isinstance(failure, StreamsException):
+                failure.task_id = self.task_id
+            if not clean:
+                logger.warning("Closing task %s dirty: %s", self.task_id, failure)
+        if clean and failures:
+            raise failures[0]
+        logger.debug("Task %s closed (%s)", self.task_id, "clean" if clean else "dirty")
+
+    def _unregister_changelogs(self) -> None:
+        for topic, partition in self._registered_changelogs:
+            self.collector.unregister_changelog(topic, partition)
+        self._registered_changelogs.clear()
+
+    # --------------------------------------------------------------------- stores
+
+    def task_state_dir(self) -> str:
+        """``<state.dir>/<application.id>/<task_id>``, created on first use."""
+        path = os.path.join(self._state_root, str(self.task_id))
+        os.makedirs(path, exist_ok=True)
+        return path
+
+    def _register_store(self, store: StateStore, restore_callback: RestoreCallback) -> None:
+        topic = self.subtopology.changelog_topics.get(store.name)
+        if topic is None:
+            return  # not logged: nothing to restore from
+        tp = TopicPartition(topic, self.task_id.partition)
+        self._changelog_stores[tp] = store
+        self._restore_callbacks[tp] = restore_callback
+
+    def get_store(self, name: str) -> StateStore:
+        """The task's store of that name (outermost layer)."""
+        return self.graph.stores[name]
+
+    def store_names(self) -> list[str]:
+        return list(self.graph.stores)
