@@ -41,7 +41,7 @@ from kstreams.runtime.polling_thread import Failure, PollingThread, RuntimeHooks
 from kstreams.runtime.state_manager import StateManager, StateRestoreListener
 from kstreams.runtime.stream_thread import StreamThread, ThreadState
 from kstreams.runtime.task_manager import TaskManager
-from kstreams.topology import Topology
+from kstreams.topology.topology import Topology
 
 __all__ = [
     "InitParameters",

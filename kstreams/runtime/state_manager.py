@@ -80,7 +80,7 @@ class StateManager(threading.Thread):
         self._pending_add: list[TaskEntry] = []
         self._pending_remove: list[tuple[TaskEntry, threading.Event]] = []
         self._restoring: dict[Any, _Restoring] = {}
-        self._stop = False
+        self._stopping = False
         self.listener: StateRestoreListener = StateRestoreListener()
         tags = {"thread-id": name}
         self.restore_sensor = metrics.sensor("restore", "stream-state-updater-metrics", tags)
@@ -111,7 +111,7 @@ class StateManager(threading.Thread):
 
     def shutdown(self) -> None:
         with self._lock:
-            self._stop = True
+            self._stopping = True
             self._lock.notify_all()
 
     def restoring_count(self) -> int:
@@ -135,9 +135,9 @@ class StateManager(threading.Thread):
                 with self._lock:
                     if not self._restoring and not self._pending_add and not self._pending_remove:
                         self._lock.wait_for(
-                            lambda: self._stop or self._pending_add or self._pending_remove, _IDLE_WAIT_S
+                            lambda: self._stopping or self._pending_add or self._pending_remove, _IDLE_WAIT_S
                         )
-                    if self._stop:
+                    if self._stopping:
                         return
                     adds, self._pending_add = self._pending_add, []
                     removes, self._pending_remove = self._pending_remove, []
