@@ -115,6 +115,7 @@ class EmbeddedCluster:
             raise ValueError(f"read: isolation must be one of {_ISOLATION_LEVELS}, got {isolation!r}")
         with self._broker.lock:
             self._broker.check_open()
+            self._broker.expire_transactions(time.monotonic())
             logs = list(self._broker.require_topic(topic).logs)
             batches = [log.read_all(isolation == "read_committed") for log in logs]
         return [

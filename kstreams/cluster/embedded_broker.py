@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import time
 from collections.abc import Iterable, Mapping, Sequence
 
 from kstreams._native.record_batch import RecordBatch
@@ -178,6 +179,7 @@ class EmbeddedBroker:
     def list_offsets(
         self, partitions: Iterable[TopicPartition], read_committed: bool
     ) -> dict[TopicPartition, tuple[int, int]]:
+        self.expire_transactions(time.monotonic())
         result = {}
         for tp in partitions:
             log = self.require_log(tp)
@@ -216,6 +218,7 @@ class EmbeddedBroker:
             return
         entry = log.append(batch, partition, txn)
         if txn is not None:
+            txn.started(time.monotonic())
             txn.record_write(tp, log, entry)
         # read_uncommitted readers see transactional records at once.
         self.notify()
@@ -263,6 +266,24 @@ class EmbeddedBroker:
                 f"Producer with transactional.id {transactional_id!r} (epoch {epoch}) was fenced by a "
                 "newer producer with the same id: close it and create a new one"
             )
+
+    def expire_transactions(self, now: float) -> None:
+        """Abort the transactions open for longer than their transaction.timeout.ms, bumping the
+        epoch so that their producer is fenced, as a transaction coordinator does. A broker does
+        this on a timer; here whoever may wait on the last stable offset calls it first."""
+        for txn in list(self.open_transactions.values()):
+            if txn.deadline is not None and txn.deadline <= now:
+                logger.warning(
+                    "Transaction of producer %s exceeded transaction.timeout.ms=%d: aborting it",
+                    txn.transactional_id,
+                    round(txn.timeout * 1000),
+                )
+                self.txn_epochs[txn.transactional_id] = self.txn_epochs.get(txn.transactional_id, 0) + 1
+                self.end_transaction(txn, commit=False)
+
+    def next_transaction_deadline(self) -> float | None:
+        deadlines = [t.deadline for t in self.open_transactions.values() if t.deadline is not None]
+        return min(deadlines) if deadlines else None
 
     def end_transaction(self, txn: Transaction, commit: bool) -> None:
         if self.open_transactions.get(txn.transactional_id) is txn:

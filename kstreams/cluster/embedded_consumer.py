@@ -112,6 +112,8 @@ class EmbeddedConsumer:
             if member is not None and not member.expelled:
                 group.resubscribe(member, topics, counts)
             else:
+                if member is not None:
+                    self._note_lost(member)
                 self._join(group, topics)
             broker.notify()
 
@@ -221,6 +223,8 @@ class EmbeddedConsumer:
         self._broker.faults.check("end_offsets")
         with self._broker.lock:
             self._check_usable()
+            if self._read_committed:
+                self._broker.expire_transactions(time.monotonic())
             return {
                 tp: self._broker.require_log(tp).high_watermark(self._read_committed) for tp in partitions
             }
@@ -240,6 +244,8 @@ class EmbeddedConsumer:
                 with broker.lock:
                     while True:
                         self._check_usable()
+                        if self._read_committed:
+                            broker.expire_transactions(time.monotonic())
                         records = self._fetch(max_records)
                         if records or synced:
                             return records
@@ -278,13 +284,20 @@ class EmbeddedConsumer:
         if member is None:
             return
         # The group learns of an expired session when anyone looks, this member included.
-        self._group().expire(time.monotonic(), self._broker.partition_counts())
+        if self._group().expire(time.monotonic(), self._broker.partition_counts()):
+            self._broker.notify()
         if not member.expelled:
             member.in_poll = True
 
     def _wait_time(self, now: float, remaining: float) -> float:
-        """How long a blocked poll may sleep: until its deadline or until another member's session
-        would expire, whichever is first (someone has to notice an expired member)."""
+        """How long a blocked poll may sleep: until its deadline, until another member's session
+        would expire, or until an open transaction would time out, whichever is first (someone has
+        to notice an expired member or transaction)."""
+        if self._read_committed:
+            # A transaction timing out moves the last stable offset: someone has to notice.
+            txn_deadline = self._broker.next_transaction_deadline()
+            if txn_deadline is not None:
+                remaining = min(remaining, max(txn_deadline - now, 0.001))
         if self._member is None:
             return remaining
         group = self._group()
@@ -331,9 +344,7 @@ class EmbeddedConsumer:
         member = self._member
         if member is not None and member.expelled:
             # Whatever it owned went to others already: report it lost, then rejoin.
-            self._lost.extend(sorted(member.owned))
-            self._forget(list(member.owned))
-            member.owned.clear()
+            self._note_lost(member)
             self._join(self._group(), member.topics)
             member = self._member
         if self._lost:
@@ -427,6 +438,12 @@ class EmbeddedConsumer:
         elif tp in self._manual:
             return
         raise ClusterError(f"Consumer {self.client_id} is not assigned {tp}")
+
+    def _note_lost(self, expelled: Membership) -> None:
+        """Remember what an expelled membership owned, for on_partitions_lost in the next poll."""
+        self._lost.extend(sorted(expelled.owned))
+        self._forget(list(expelled.owned))
+        expelled.owned.clear()
 
     def _forget(self, partitions: Sequence[TopicPartition]) -> None:
         for tp in partitions:

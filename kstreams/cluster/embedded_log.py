@@ -49,14 +49,22 @@ class Transaction:
     """The open transaction of one transactional producer: what it wrote and the offsets it will
     commit. Guarantees nothing is visible to read_committed readers before ``PartitionLog.end``."""
 
-    __slots__ = ("epoch", "offsets", "transactional_id", "writes")
+    __slots__ = ("deadline", "epoch", "offsets", "timeout", "transactional_id", "writes")
 
-    def __init__(self, transactional_id: str, epoch: int) -> None:
+    def __init__(self, transactional_id: str, epoch: int, timeout: float) -> None:
         self.transactional_id = transactional_id
         self.epoch = epoch
         self.writes: dict[TopicPartition, tuple[PartitionLog, list[LogEntry]]] = {}
         # group id -> {partition: next offset to read}, applied only when the transaction commits.
         self.offsets: dict[str, dict[TopicPartition, int]] = {}
+        # transaction.timeout.ms in seconds. As on a broker, the clock starts with the first write
+        # (or offsets), not at begin_transaction, which only changes the producer's state.
+        self.timeout = timeout
+        self.deadline: float | None = None
+
+    def started(self, now: float) -> None:
+        if self.deadline is None:
+            self.deadline = now + self.timeout
 
     def record_write(self, tp: TopicPartition, log: PartitionLog, entry: LogEntry) -> None:
         written = self.writes.get(tp)

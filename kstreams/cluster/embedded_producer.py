@@ -6,6 +6,8 @@ there is nothing to queue). A producer configured with "transactional.id" must c
 raise ``ProducerFencedError``) and aborts the transaction such a producer left open. Records sent in
 a transaction are in the log but invisible to read_committed readers until ``commit_transaction``;
 offsets given to ``send_offsets_to_transaction`` are committed to their group atomically with it.
+A transaction still open "transaction.timeout.ms" (default 60000) after its first write is aborted
+and its producer fenced, as Kafka's transaction coordinator does.
 
 Threads: a producer is used by one thread at a time (the port's rule); all broker state is
 touched under the broker lock.
@@ -14,6 +16,7 @@ touched under the broker lock.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 
 from kstreams._native.record_batch import RecordBatch
@@ -35,6 +38,8 @@ class EmbeddedProducer:
         tid = config.get("transactional.id")
         self._transactional_id = str(tid) if tid is not None else None
         self.client_id = str(config.get("client.id") or f"producer-{broker.next_client_number()}")
+        # Kafka's default transaction.timeout.ms.
+        self._txn_timeout = int(str(config.get("transaction.timeout.ms", 60000))) / 1000.0
         self._epoch: int | None = None
         self._txn: Transaction | None = None
         self._closed = False
@@ -88,7 +93,7 @@ class EmbeddedProducer:
             if self._txn is not None:
                 raise ClusterError(f"Producer {tid!r} already has an open transaction")
             assert self._epoch is not None
-            self._txn = Transaction(tid, self._epoch)
+            self._txn = Transaction(tid, self._epoch, self._txn_timeout)
             broker.open_transactions[tid] = self._txn
 
     def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, int], group_id: str) -> None:
@@ -99,6 +104,7 @@ class EmbeddedProducer:
             for tp, offset in offsets.items():
                 if offset < 0:
                     raise ClusterError(f"Cannot commit offset {offset} of {tp} for group {group_id!r}")
+            txn.started(time.monotonic())
             txn.offsets.setdefault(group_id, {}).update(offsets)
 
     def commit_transaction(self) -> None:
@@ -138,6 +144,8 @@ class EmbeddedProducer:
             raise ClusterError(
                 f"Transactional producer {self._transactional_id!r} must call init_transactions first"
             )
+        # A transaction that outlived transaction.timeout.ms was aborted and its producer fenced.
+        self._broker.expire_transactions(time.monotonic())
         self._broker.check_epoch(self._transactional_id, self._epoch)
 
     def _require_transactional(self, operation: str) -> str:

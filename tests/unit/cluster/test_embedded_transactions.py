@@ -164,3 +164,20 @@ def test_transactions_of_two_producers_interleave_in_one_partition(embedded_clus
     assert values(embedded_cluster) == []
     first.abort_transaction()
     assert values(embedded_cluster) == [b"2a"]
+
+
+def test_a_transaction_left_open_times_out_and_unblocks_read_committed(embedded_cluster, topic):
+    producer = embedded_cluster.producer({"transactional.id": "tx", "transaction.timeout.ms": 200})
+    producer.init_transactions()
+    producer.begin_transaction()
+    producer.send(topic, 0, batch_of(b"abandoned"))
+    embedded_cluster.produce(topic, None, b"after")
+    consumer = embedded_cluster.consumer(
+        None, {"isolation.level": "read_committed", "auto.offset.reset": "earliest"}
+    )
+    consumer.assign([TopicPartition(topic, 0)])
+    # The blocked poll wakes when the transaction times out and is aborted.
+    got = consumer.poll(10.0)
+    assert [b.values() for _, b in got] == [[b"after"]]
+    with pytest.raises(ProducerFencedError):
+        producer.commit_transaction()
