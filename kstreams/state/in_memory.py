@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import bisect
 import logging
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
+from typing import Any
 
 from kstreams.errors import TopologyException
 from kstreams.state.store import KeyValueStore, StateStore, StateStoreContext, WindowedKey, WindowStore
@@ -54,7 +55,7 @@ class _SortedKeys:
         self._added.clear()
         self._removed = 0
 
-    def sorted_keys(self, live: dict[bytes, object]) -> list[bytes]:
+    def sorted_keys(self, live: Container[bytes]) -> list[bytes]:
         """The sorted list (may still hold keys no longer in ``live``: callers check)."""
         if self._added or self._removed > max(64, len(self._keys) // 2):
             merged = self._keys + self._added
@@ -206,7 +207,7 @@ class InMemoryWindowStore(WindowStore[bytes, bytes]):
         self._window_size_ms = window_size_ms
         self._retain_duplicates = retain_duplicates
         # window start -> {key -> value}, or with duplicates {key -> {seq -> value}}
-        self._windows: dict[int, dict[bytes, bytes]] | dict[int, dict[bytes, dict[int, bytes]]] = {}
+        self._windows: dict[int, dict[bytes, Any]] = {}
         self._starts: list[int] = []
         self._observed_stream_time = _NO_TIMESTAMP
         self._seq = 0
@@ -283,7 +284,7 @@ class InMemoryWindowStore(WindowStore[bytes, bytes]):
             if value is None:
                 return
             window = {}
-            self._windows[start] = window  # type: ignore[assignment]
+            self._windows[start] = window
             if not self._starts or start > self._starts[-1]:
                 self._starts.append(start)
             else:
@@ -292,18 +293,18 @@ class InMemoryWindowStore(WindowStore[bytes, bytes]):
             values = window.get(key)
             if value is None:
                 if values is not None:
-                    values.pop(seq, None)  # type: ignore[union-attr]
+                    values.pop(seq, None)
                     if not values:
                         del window[key]
             else:
                 if values is None:
                     values = {}
-                    window[key] = values  # type: ignore[assignment]
-                values[seq] = value  # type: ignore[index]
+                    window[key] = values
+                values[seq] = value
         elif value is None:
             window.pop(key, None)
         else:
-            window[key] = value  # type: ignore[assignment]
+            window[key] = value
         if not window:
             del self._windows[start]
             del self._starts[bisect.bisect_left(self._starts, start)]
@@ -329,8 +330,8 @@ class InMemoryWindowStore(WindowStore[bytes, bytes]):
         value = window.get(key)
         if self._retain_duplicates and value is not None:
             # With duplicates, a point read returns the earliest value still held.
-            return next(iter(value.values()))  # type: ignore[union-attr]
-        return value  # type: ignore[return-value]
+            return next(iter(value.values()))
+        return value
 
     def fetch_range(self, key: bytes, time_from: int, time_to: int) -> Iterator[tuple[int, bytes]]:
         for start in self._starts_between(time_from, time_to):
@@ -341,10 +342,10 @@ class InMemoryWindowStore(WindowStore[bytes, bytes]):
             if value is None:
                 continue
             if self._retain_duplicates:
-                for seq in sorted(value):  # type: ignore[arg-type]
-                    yield start, value[seq]  # type: ignore[index]
+                for seq in sorted(value):
+                    yield start, value[seq]
             else:
-                yield start, value  # type: ignore[misc]
+                yield start, value
 
     def fetch_all(self, time_from: int, time_to: int) -> Iterator[tuple[WindowedKey[bytes], bytes]]:
         """Every window with time_from <= start <= time_to, by window start then key bytes."""
@@ -359,10 +360,10 @@ class InMemoryWindowStore(WindowStore[bytes, bytes]):
                     continue
                 windowed = WindowedKey(key, start, start + size)
                 if self._retain_duplicates:
-                    for seq in sorted(value):  # type: ignore[arg-type]
-                        yield windowed, value[seq]  # type: ignore[index]
+                    for seq in sorted(value):
+                        yield windowed, value[seq]
                 else:
-                    yield windowed, value  # type: ignore[misc]
+                    yield windowed, value
 
     def all(self) -> Iterator[tuple[WindowedKey[bytes], bytes]]:
         return self.fetch_all(self._min_live(), 2**63 - 1)

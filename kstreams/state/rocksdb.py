@@ -145,7 +145,7 @@ class RocksDBDatabase:
             if db is None:
                 return
             items = db.items(backwards=reverse, from_key=position)
-            chunk = list(itertools.islice(items, _SCAN_CHUNK))
+            chunk: list[tuple[bytes, bytes]] = list(itertools.islice(items, _SCAN_CHUNK))  # type: ignore[arg-type]
             del items  # the iterator pins the database: drop it before yielding to the caller
             for key, value in chunk:
                 if reverse:

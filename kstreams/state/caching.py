@@ -1,0 +1,358 @@
+"""Caching layers: writes collect in the stream thread's record cache and reach the store below
+(and, through it, the changelog) only when the cache flushes: at commit, or when the cache evicts a
+dirty entry. Repeated updates of a key between flushes thus cost one store write, one changelog
+record and one downstream update.
+
+The cache is a namespace ``"<task id>-<store>"`` of the compiled ``RecordCache`` that belongs to the
+thread processing the task now; the runtime moves the namespace when the task moves to another
+thread, so the layer looks the cache up on every access and adds the namespace when it is missing.
+Without a cache (``context.record_cache()`` is None) the layer passes every call through, and
+a write reaches the flush listener at once, as with a cache of size 0.
+
+A flush writes each dirty entry to the store below and, when a flush listener is set, calls it with
+(key, new value, old value, timestamp), the old value read from the store below before the write.
+Reads see the newest write: the cache first, then the store below. Range reads merge the cache's
+entries (the cache lists a namespace's keys in byte order) with the store's, the cache winning.
+
+Interactive queries read through these layers from other threads; they must not add entries to the
+cache (an addition can evict and so flush from the wrong thread), so they read inside
+``no_cache_fill()``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from kstreams.errors import ProcessorStateException
+from kstreams.state.changelogging import ChangeLoggingKeyValueStore, ChangeLoggingWindowStore
+from kstreams.state.store import KeyValueStore, StateStore, StateStoreContext, WindowedKey, WindowStore
+from kstreams.state.window_key_schema import TIMESTAMP_SIZE, key_and_start, window_key
+
+__all__ = ["CachingKeyValueStore", "CachingWindowStore", "no_cache_fill"]
+
+logger = logging.getLogger(__name__)
+
+# A thread reading for an interactive query sets this so cache misses do not fill the cache.
+_query_reads = threading.local()
+
+CacheEntries = list[tuple[bytes, bytes | None, int]]
+
+
+@contextlib.contextmanager
+def no_cache_fill() -> Iterator[None]:
+    """Within this block, reads on this thread never add store values to a record cache."""
+    previous = getattr(_query_reads, "active", False)
+    _query_reads.active = True
+    try:
+        yield
+    finally:
+        _query_reads.active = previous
+
+
+def _filling_allowed() -> bool:
+    return not getattr(_query_reads, "active", False)
+
+
+class _Caching:
+    """Namespace and cache lookup that both caching layers share."""
+
+    # Each layer defines how a flushed entry reaches its store.
+    _on_flush: Callable[[CacheEntries], None]
+
+    def __init__(self, wrapped: StateStore) -> None:
+        self.wrapped = wrapped
+        self._context: StateStoreContext | None = None
+        self._namespace = ""
+        self._listener: Callable[[Any, bytes | None, bytes | None, int], None] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.wrapped.name
+
+    @property
+    def persistent(self) -> bool:
+        return self.wrapped.persistent
+
+    @property
+    def is_open(self) -> bool:
+        return self.wrapped.is_open
+
+    @property
+    def namespace(self) -> str:
+        """The store's namespace in the record cache: ``"<task id>-<store>"``."""
+        return self._namespace
+
+    def init(self, context: StateStoreContext, root: StateStore) -> None:
+        self._context = context
+        self._namespace = f"{context.task_id}-{self.wrapped.name}"
+        self.wrapped.init(context, root)
+
+    def set_flush_listener(self, listener: Callable[[Any, bytes | None, bytes | None, int], None]) -> bool:
+        """Entries this layer flushes go to listener(key, new, old, timestamp) as bytes (the metered
+        layer above turns them typed)."""
+        self._listener = listener
+        return True
+
+    def _cache(self) -> Any:
+        """The current thread's cache with this store's namespace in it, or None without caching."""
+        context = self._context
+        if context is None:
+            raise ProcessorStateException(
+                f"Store {self.wrapped.name} was used before init(); a store is usable only once its "
+                "task opened it."
+            )
+        cache = context.record_cache()
+        if cache is not None and not cache.has_namespace(self._namespace):
+            cache.add_namespace(self._namespace, self._on_flush)
+        return cache
+
+    def _timestamp(self) -> int:
+        assert self._context is not None
+        return self._context.current_timestamp()
+
+    def flush(self) -> None:
+        cache = self._cache() if self._context is not None else None
+        if cache is not None:
+            cache.flush(self._namespace)
+        self.wrapped.flush()
+
+    def close(self) -> None:
+        try:
+            if self._context is not None:
+                cache = self._context.record_cache()
+                if cache is not None and cache.has_namespace(self._namespace):
+                    cache.flush(self._namespace)
+                    cache.remove_namespace(self._namespace)
+        finally:
+            self.wrapped.close()
+
+    def _cached_between(
+        self, cache: Any, lo: bytes | None, hi: bytes | None
+    ) -> list[tuple[bytes, bytes | None]]:
+        """A snapshot of the cached (key, value-or-tombstone) pairs with lo <= key <= hi, ascending."""
+        namespace = self._namespace
+        keys = cache.keys(namespace)
+        start = 0 if lo is None else bisect.bisect_left(keys, lo)
+        end = len(keys) if hi is None else bisect.bisect_right(keys, hi)
+        entries = []
+        for key in keys[start:end]:
+            hit = cache.get(namespace, key)
+            if hit is not None:  # else evicted meanwhile: the store below has it now
+                entries.append((key, hit[0]))
+        return entries
+
+
+def _merge(
+    cached: list[tuple[bytes, bytes | None]], stored: Iterator[tuple[bytes, bytes]], reverse: bool
+) -> Iterator[tuple[bytes, bytes]]:
+    """Merge two key-ordered streams; a cached entry replaces the stored one, a cached None hides it."""
+    if reverse:
+        cached.reverse()
+    position = 0
+    for key, value in stored:
+        while position < len(cached):
+            cached_key, cached_value = cached[position]
+            if (cached_key > key) if reverse else (cached_key < key):
+                position += 1
+                if cached_value is not None:
+                    yield cached_key, cached_value
+                continue
+            break
+        if position < len(cached) and cached[position][0] == key:
+            cached_value = cached[position][1]
+            position += 1
+            if cached_value is not None:
+                yield key, cached_value
+            continue
+        yield key, value
+    for cached_key, cached_value in cached[position:]:
+        if cached_value is not None:
+            yield cached_key, cached_value
+
+
+class CachingKeyValueStore(_Caching, KeyValueStore[bytes, bytes]):
+    """A record-cache layer over a key-value store of bytes."""
+
+    wrapped: KeyValueStore[bytes, bytes]
+
+    def __init__(self, wrapped: KeyValueStore[bytes, bytes]) -> None:
+        super().__init__(wrapped)
+        if isinstance(wrapped, ChangeLoggingKeyValueStore):
+            self._write: Callable[[bytes, bytes | None, int], None] = wrapped.put_timestamped
+        else:
+            self._write = lambda key, value, _timestamp: wrapped.put(key, value)
+
+    def _on_flush(self, entries: CacheEntries) -> None:
+        listener = self._listener
+        wrapped = self.wrapped
+        for key, value, timestamp in entries:
+            if listener is None:
+                self._write(key, value, timestamp)
+                continue
+            old = wrapped.get(key)
+            if value is None and old is None:
+                continue  # deleting what never reached the store: nothing to write or forward
+            self._write(key, value, timestamp)
+            listener(key, value, old, timestamp)
+
+    def get(self, key: bytes) -> bytes | None:
+        cache = self._cache()
+        if cache is None:
+            return self.wrapped.get(key)
+        hit = cache.get(self._namespace, key)
+        if hit is not None:
+            return hit[0]  # type: ignore[no-any-return]
+        value = self.wrapped.get(key)
+        if value is not None and _filling_allowed():
+            cache.put_clean(self._namespace, key, value, self._timestamp())
+        return value
+
+    def put(self, key: bytes, value: bytes | None) -> None:
+        cache = self._cache()
+        if cache is None:
+            # No cache: write through at once, still telling the listener (processors rely on it).
+            self._on_flush([(key, value, self._timestamp())])
+        else:
+            cache.put(self._namespace, key, value, self._timestamp())
+
+    def put_if_absent(self, key: bytes, value: bytes) -> bytes | None:
+        existing = self.get(key)
+        if existing is None:
+            self.put(key, value)
+        return existing
+
+    def put_all(self, entries: list[tuple[bytes, bytes | None]]) -> None:
+        for key, value in entries:
+            self.put(key, value)
+
+    def delete(self, key: bytes) -> bytes | None:
+        old = self.get(key)
+        self.put(key, None)
+        return old
+
+    def range(self, from_key: bytes | None, to_key: bytes | None) -> Iterator[tuple[bytes, bytes]]:
+        return self._range(from_key, to_key, reverse=False)
+
+    def reverse_range(self, from_key: bytes | None, to_key: bytes | None) -> Iterator[tuple[bytes, bytes]]:
+        return self._range(from_key, to_key, reverse=True)
+
+    def all(self) -> Iterator[tuple[bytes, bytes]]:
+        return self._range(None, None, reverse=False)
+
+    def _range(self, lo: bytes | None, hi: bytes | None, reverse: bool) -> Iterator[tuple[bytes, bytes]]:
+        stored = self.wrapped.reverse_range(lo, hi) if reverse else self.wrapped.range(lo, hi)
+        cache = self._cache()
+        if cache is None or (lo is not None and hi is not None and lo > hi):
+            return stored
+        return _merge(self._cached_between(cache, lo, hi), stored, reverse)
+
+    def prefix_scan(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+        stored = self.wrapped.prefix_scan(prefix)
+        cache = self._cache()
+        if cache is None:
+            return stored
+        cached = [entry for entry in self._cached_between(cache, prefix, None) if entry[0].startswith(prefix)]
+        return _merge(cached, stored, reverse=False)
+
+    def approximate_num_entries(self) -> int:
+        return self.wrapped.approximate_num_entries()
+
+
+class CachingWindowStore(_Caching, WindowStore[bytes, bytes]):
+    """A record-cache layer over a window store of bytes; cache keys are ``window_key(key, start)``.
+
+    Flushed entries reach the listener as (WindowedKey[bytes], new, old, timestamp).
+    """
+
+    wrapped: WindowStore[bytes, bytes]
+
+    def __init__(self, wrapped: WindowStore[bytes, bytes]) -> None:
+        super().__init__(wrapped)
+        if isinstance(wrapped, ChangeLoggingWindowStore):
+            self._write: Callable[[bytes, bytes | None, int, int], None] = wrapped.put_timestamped
+        else:
+            self._write = lambda key, value, start, _timestamp: wrapped.put(key, value, start)
+
+    @property
+    def retention_ms(self) -> int:
+        return self.wrapped.retention_ms
+
+    @property
+    def window_size_ms(self) -> int:
+        return self.wrapped.window_size_ms
+
+    def _on_flush(self, entries: CacheEntries) -> None:
+        listener = self._listener
+        wrapped = self.wrapped
+        size = self.wrapped.window_size_ms
+        for cache_key, value, timestamp in entries:
+            key, start = key_and_start(cache_key)
+            if listener is None:
+                self._write(key, value, start, timestamp)
+                continue
+            old = wrapped.fetch(key, start)
+            if value is None and old is None:
+                continue
+            self._write(key, value, start, timestamp)
+            listener(WindowedKey(key, start, start + size), value, old, timestamp)
+
+    def put(self, key: bytes, value: bytes | None, window_start: int) -> None:
+        cache = self._cache()
+        if cache is None:
+            # No cache: write through at once, still telling the listener (processors rely on it).
+            self._on_flush([(window_key(key, window_start), value, self._timestamp())])
+        else:
+            cache.put(self._namespace, window_key(key, window_start), value, self._timestamp())
+
+    def fetch(self, key: bytes, window_start: int) -> bytes | None:
+        cache = self._cache()
+        if cache is not None:
+            hit = cache.get(self._namespace, window_key(key, window_start))
+            if hit is not None:
+                return hit[0]  # type: ignore[no-any-return]
+        return self.wrapped.fetch(key, window_start)
+
+    def fetch_range(self, key: bytes, time_from: int, time_to: int) -> Iterator[tuple[int, bytes]]:
+        stored = self.wrapped.fetch_range(key, time_from, time_to)
+        cache = self._cache()
+        if cache is None or time_from > time_to:
+            return stored
+        expected = len(key) + TIMESTAMP_SIZE
+        cached = [
+            (cache_key, value)
+            for cache_key, value in self._cached_between(
+                cache, window_key(key, time_from), window_key(key, time_to)
+            )
+            if len(cache_key) == expected  # a longer key with the same leading bytes is another key
+        ]
+        stored_keyed = ((window_key(key, start), value) for start, value in stored)
+        return (
+            (key_and_start(cache_key)[1], value)
+            for cache_key, value in _merge(cached, stored_keyed, reverse=False)
+        )
+
+    def fetch_all(self, time_from: int, time_to: int) -> Iterator[tuple[WindowedKey[bytes], bytes]]:
+        """Windows with time_from <= start <= time_to, by window start then key bytes."""
+        stored = self.wrapped.fetch_all(time_from, time_to)
+        cache = self._cache()
+        if cache is None:
+            return stored
+        merged: dict[tuple[int, bytes], bytes | None] = {(w.start, w.key): value for w, value in stored}
+        for cache_key, value in self._cached_between(cache, None, None):
+            key, start = key_and_start(cache_key)
+            if time_from <= start <= time_to:
+                merged[(start, key)] = value
+        size = self.wrapped.window_size_ms
+        return (
+            (WindowedKey(key, start, start + size), value)
+            for (start, key), value in sorted(merged.items())
+            if value is not None
+        )
+
+    def all(self) -> Iterator[tuple[WindowedKey[bytes], bytes]]:
+        return self.fetch_all(-(2**63), 2**63 - 1)

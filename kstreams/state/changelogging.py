@@ -1,0 +1,180 @@
+"""Change-logging layers: every write to the store below is also sent to the store's changelog.
+
+The changelog is ``<application.id>-<store>-changelog``; the task's context routes each change to
+the changelog partition of the task through the record collector (which keeps only the newest
+record per key until the next commit). A changelog record carries the timestamp of the record being
+processed, or, for writes a cache flushes, the timestamp the cache kept with the entry.
+
+Window changelog keys are (record key, window start, sequence number), Kafka's layout; the sequence
+number is 0 unless the store retains duplicates.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any, Protocol
+
+from kstreams.errors import ProcessorStateException
+from kstreams.state.store import KeyValueStore, StateStore, StateStoreContext, WindowedKey, WindowStore
+from kstreams.state.window_key_schema import changelog_key
+
+__all__ = ["ChangeLoggingKeyValueStore", "ChangeLoggingWindowStore", "SequencedWindowStore"]
+
+logger = logging.getLogger(__name__)
+
+
+class SequencedWindowStore(Protocol):
+    """What the change-logging window layer needs of the inner window store beyond WindowStore."""
+
+    @property
+    def retain_duplicates(self) -> bool: ...
+
+    def next_seq(self) -> int: ...
+
+    def put_with_seq(self, key: bytes, value: bytes | None, window_start: int, seq: int) -> None: ...
+
+
+class _ChangeLogging:
+    """The context handling both change-logging layers share."""
+
+    def __init__(self, wrapped: StateStore) -> None:
+        self.wrapped = wrapped
+        self._context: StateStoreContext | None = None
+
+    @property
+    def name(self) -> str:
+        return self.wrapped.name
+
+    @property
+    def persistent(self) -> bool:
+        return self.wrapped.persistent
+
+    @property
+    def is_open(self) -> bool:
+        return self.wrapped.is_open
+
+    def init(self, context: StateStoreContext, root: StateStore) -> None:
+        self._context = context
+        self.wrapped.init(context, root)
+
+    def flush(self) -> None:
+        self.wrapped.flush()
+
+    def close(self) -> None:
+        self.wrapped.close()
+
+    def _log(self, key: bytes, value: bytes | None, timestamp: int | None) -> None:
+        context = self._context
+        if context is None:
+            raise ProcessorStateException(
+                f"Store {self.wrapped.name} was written before init(); a store is usable only once its "
+                "task opened it."
+            )
+        if timestamp is None:
+            timestamp = context.current_timestamp()
+        context.log_change(self.wrapped.name, key, value, timestamp)
+
+
+class ChangeLoggingKeyValueStore(_ChangeLogging, KeyValueStore[bytes, bytes]):
+    """Logs every put and delete of a key-value store of bytes."""
+
+    wrapped: KeyValueStore[bytes, bytes]
+
+    def __init__(self, wrapped: KeyValueStore[bytes, bytes]) -> None:
+        super().__init__(wrapped)
+
+    def put_timestamped(self, key: bytes, value: bytes | None, timestamp: int | None) -> None:
+        """Put, logging the change with an explicit timestamp (a cache flushing an entry)."""
+        self.wrapped.put(key, value)
+        self._log(key, value, timestamp)
+
+    def get(self, key: bytes) -> bytes | None:
+        return self.wrapped.get(key)
+
+    def put(self, key: bytes, value: bytes | None) -> None:
+        self.wrapped.put(key, value)
+        self._log(key, value, None)
+
+    def put_if_absent(self, key: bytes, value: bytes) -> bytes | None:
+        previous = self.wrapped.put_if_absent(key, value)
+        if previous is None:
+            self._log(key, value, None)
+        return previous
+
+    def put_all(self, entries: list[tuple[bytes, bytes | None]]) -> None:
+        self.wrapped.put_all(entries)
+        for key, value in entries:
+            self._log(key, value, None)
+
+    def delete(self, key: bytes) -> bytes | None:
+        old = self.wrapped.delete(key)
+        self._log(key, None, None)
+        return old
+
+    def range(self, from_key: bytes | None, to_key: bytes | None) -> Iterator[tuple[bytes, bytes]]:
+        return self.wrapped.range(from_key, to_key)
+
+    def reverse_range(self, from_key: bytes | None, to_key: bytes | None) -> Iterator[tuple[bytes, bytes]]:
+        return self.wrapped.reverse_range(from_key, to_key)
+
+    def all(self) -> Iterator[tuple[bytes, bytes]]:
+        return self.wrapped.all()
+
+    def prefix_scan(self, prefix: Any) -> Iterator[tuple[bytes, bytes]]:
+        return self.wrapped.prefix_scan(prefix)
+
+    def approximate_num_entries(self) -> int:
+        return self.wrapped.approximate_num_entries()
+
+
+class ChangeLoggingWindowStore(_ChangeLogging, WindowStore[bytes, bytes]):
+    """Logs every put of a window store of bytes, keyed by (key, window start, sequence number)."""
+
+    wrapped: WindowStore[bytes, bytes]
+
+    def __init__(self, wrapped: WindowStore[bytes, bytes]) -> None:
+        super().__init__(wrapped)
+        self._sequenced: SequencedWindowStore = wrapped  # type: ignore[assignment]
+
+    @property
+    def retention_ms(self) -> int:
+        return self.wrapped.retention_ms
+
+    @property
+    def window_size_ms(self) -> int:
+        return self.wrapped.window_size_ms
+
+    @property
+    def retain_duplicates(self) -> bool:
+        return self._sequenced.retain_duplicates
+
+    def put(self, key: bytes, value: bytes | None, window_start: int) -> None:
+        self.put_timestamped(key, value, window_start, None)
+
+    def put_timestamped(
+        self, key: bytes, value: bytes | None, window_start: int, timestamp: int | None
+    ) -> None:
+        """Put, logging the change with an explicit timestamp (a cache flushing an entry)."""
+        inner = self._sequenced
+        if inner.retain_duplicates:
+            if value is None:
+                return  # duplicates are never deleted, so there is nothing to log either
+            seq = inner.next_seq()
+            inner.put_with_seq(key, value, window_start, seq)
+        else:
+            seq = 0
+            self.wrapped.put(key, value, window_start)
+        self._log(changelog_key(key, window_start, seq), value, timestamp)
+
+    def fetch(self, key: bytes, window_start: int) -> bytes | None:
+        return self.wrapped.fetch(key, window_start)
+
+    def fetch_range(self, key: bytes, time_from: int, time_to: int) -> Iterator[tuple[int, bytes]]:
+        return self.wrapped.fetch_range(key, time_from, time_to)
+
+    def fetch_all(self, time_from: int, time_to: int) -> Iterator[tuple[WindowedKey[bytes], bytes]]:
+        return self.wrapped.fetch_all(time_from, time_to)
+
+    def all(self) -> Iterator[tuple[WindowedKey[bytes], bytes]]:
+        return self.wrapped.all()

@@ -1,0 +1,234 @@
+"""``StateDirectory``: where a client keeps its tasks' local state, and who may open it.
+
+Layout: ``<state.dir>/<application.id>/<task id>/`` per task (RocksDB stores under ``rocksdb/``,
+the ``.checkpoint`` file beside them), plus ``kafka-streams-process-metadata`` holding the client's
+process id so it survives restarts.
+
+A task's directory is guarded by an exclusive, non-blocking ``flock`` on its ``.lock`` file, so two
+clients (in one process or several) never open one task's state at once. The lock belongs to this
+``StateDirectory`` object, not to a thread: tasks move between stream threads freely. ``_mutex``
+guards the map of held locks; it is a leaf lock (nothing else is taken while holding it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import shutil
+import threading
+import time
+import uuid
+from typing import Any
+
+from kstreams.errors import LockException, ProcessorStateException
+
+__all__ = ["CHECKPOINT_FILE_NAME", "LOCK_FILE_NAME", "StateDirectory"]
+
+logger = logging.getLogger(__name__)
+
+LOCK_FILE_NAME = ".lock"
+CHECKPOINT_FILE_NAME = ".checkpoint"
+_PROCESS_FILE_NAME = "kafka-streams-process-metadata"
+
+
+class StateDirectory:
+    """The state directories of one client's tasks, and the locks that make them exclusive."""
+
+    def __init__(self, state_dir: str, application_id: str) -> None:
+        self._application_dir = os.path.join(state_dir, application_id)
+        self._mutex = threading.Lock()
+        self._held: dict[str, int] = {}  # task id -> file descriptor of its locked .lock file
+
+    @property
+    def application_dir(self) -> str:
+        """``<state.dir>/<application.id>`` (created on first call)."""
+        self._makedirs(self._application_dir)
+        return self._application_dir
+
+    def _makedirs(self, path: str) -> None:
+        try:
+            os.makedirs(path, exist_ok=True)
+        except OSError as exc:
+            raise ProcessorStateException(
+                f"Could not create the state directory {path}: {exc}. Set state.dir to a writable directory."
+            ) from exc
+
+    def task_dir(self, task_id: Any) -> str:
+        """The directory of one task (created on first call)."""
+        path = os.path.join(self._application_dir, str(task_id))
+        self._makedirs(path)
+        return path
+
+    def checkpoint_path(self, task_id: Any) -> str:
+        """The task's offset checkpoint file (see ``checkpoint.OffsetCheckpoint``)."""
+        return os.path.join(self.task_dir(task_id), CHECKPOINT_FILE_NAME)
+
+    def lock(self, task_id: Any) -> None:
+        """Take the exclusive lock of a task's directory; holding it already is fine.
+
+        Raises LockException when another client (or another StateDirectory) holds it.
+        """
+        key = str(task_id)
+        with self._mutex:
+            if key in self._held:
+                return
+            directory = self.task_dir(key)
+            fd = self._try_flock(os.path.join(directory, LOCK_FILE_NAME))
+            if fd is None:
+                raise LockException(
+                    f"The state directory {directory} of task {key} is locked by another client. Each client "
+                    "needs its own state.dir, or the other client must close first; the task will be "
+                    "retried.",
+                    task_id=task_id,
+                )
+            self._held[key] = fd
+        logger.debug("Locked the state directory of task %s", key)
+
+    def try_lock(self, task_id: Any) -> bool:
+        """Like ``lock``, returning False instead of raising when another client holds it."""
+        try:
+            self.lock(task_id)
+        except LockException:
+            return False
+        return True
+
+    def is_locked(self, task_id: Any) -> bool:
+        """Whether this object holds the task's lock."""
+        with self._mutex:
+            return str(task_id) in self._held
+
+    def unlock(self, task_id: Any) -> None:
+        """Release a task's lock (nothing happens when this object does not hold it)."""
+        with self._mutex:
+            fd = self._held.pop(str(task_id), None)
+        if fd is not None:
+            self._release(fd)
+            logger.debug("Unlocked the state directory of task %s", task_id)
+
+    def close(self) -> None:
+        """Release every lock this object holds."""
+        with self._mutex:
+            held = list(self._held.values())
+            self._held.clear()
+        for fd in held:
+            self._release(fd)
+
+    def wipe_task(self, task_id: Any) -> None:
+        """Delete a task's local state (stores and checkpoint); the caller must hold its lock.
+
+        Used when the state cannot be trusted (a dirty close under exactly-once): it is rebuilt
+        from the changelog.
+        """
+        key = str(task_id)
+        if not self.is_locked(key):
+            raise LockException(
+                f"Cannot wipe the state of task {key}: this client does not hold the lock of "
+                f"{os.path.join(self._application_dir, key)}; lock the task first.",
+                task_id=task_id,
+            )
+        self._delete_contents(os.path.join(self._application_dir, key))
+        logger.info("Wiped the local state of task %s", key)
+
+    def task_dirs(self) -> list[str]:
+        """Task ids that have a directory holding state (more than a lock file)."""
+        try:
+            entries = sorted(os.listdir(self._application_dir))
+        except FileNotFoundError:
+            return []
+        result = []
+        for entry in entries:
+            path = os.path.join(self._application_dir, entry)
+            if os.path.isdir(path) and any(name != LOCK_FILE_NAME for name in os.listdir(path)):
+                result.append(entry)
+        return result
+
+    def clean_unlocked(self, older_than_ms: int) -> list[str]:
+        """Delete the directories of tasks no client holds and nobody touched for ``older_than_ms``
+        (``state.cleanup.delay.ms``); return the task ids deleted."""
+        cutoff = time.time() - older_than_ms / 1000.0
+        removed = []
+        try:
+            entries = sorted(os.listdir(self._application_dir))
+        except FileNotFoundError:
+            return []
+        for entry in entries:
+            path = os.path.join(self._application_dir, entry)
+            if not os.path.isdir(path) or self.is_locked(entry):
+                continue
+            if self._last_modified(path) > cutoff:
+                continue
+            fd = self._try_flock(os.path.join(path, LOCK_FILE_NAME))
+            if fd is None:
+                continue  # another client holds it
+            try:
+                self._delete_contents(path)
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(path, LOCK_FILE_NAME))
+                    os.rmdir(path)
+            finally:
+                self._release(fd)
+            removed.append(entry)
+            logger.info("Deleted the obsolete state directory %s of task %s", path, entry)
+        return removed
+
+    def process_id(self) -> uuid.UUID:
+        """The client's process id, kept in the application directory so a restart keeps it."""
+        path = os.path.join(self.application_dir, _PROCESS_FILE_NAME)
+        try:
+            with open(path, encoding="utf-8") as file:
+                return uuid.UUID(json.load(file)["processId"])
+        except FileNotFoundError:
+            pass
+        except (ValueError, KeyError, TypeError) as exc:
+            logger.warning("Replacing the unreadable process id file %s: %s", path, exc)
+        process_id = uuid.uuid4()
+        temp = path + ".tmp"
+        with open(temp, "w", encoding="utf-8") as file:
+            json.dump({"processId": str(process_id), "version": 0}, file)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temp, path)
+        return process_id
+
+    @staticmethod
+    def _try_flock(path: str) -> int | None:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        except OSError:
+            os.close(fd)
+            raise
+        return fd
+
+    @staticmethod
+    def _release(fd: int) -> None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def _last_modified(path: str) -> float:
+        latest = os.path.getmtime(path)
+        for name in os.listdir(path):
+            if name != LOCK_FILE_NAME:
+                with contextlib.suppress(OSError):
+                    latest = max(latest, os.path.getmtime(os.path.join(path, name)))
+        return latest
+
+    @staticmethod
+    def _delete_contents(path: str) -> None:
+        for name in os.listdir(path):
+            if name == LOCK_FILE_NAME:
+                continue
+            target = os.path.join(path, name)
+            if os.path.isdir(target) and not os.path.islink(target):
+                shutil.rmtree(target)
+            else:
+                os.unlink(target)
