@@ -634,19 +634,28 @@ class KafkaStreams:
         return self._metrics.to_prometheus()
 
     def store(self, name: str) -> Any:
-        """A read-only view of a state store across this client's running tasks (interactive queries)."""
-        from kstreams.state.query import composite_view
+        """A read-only view of a state store across this client's running tasks (interactive queries).
 
-        if name not in self.plan.store_builders:
-            raise UnknownStateStoreException(f"No state store named {name!r} in the topology.")
+        The view finds the store's current local instances on every read, so it follows tasks as they
+        come and go; reading a store that migrated away raises InvalidStateStoreException.
+        """
+        from kstreams.state.query import ReadOnlyKeyValueStore, ReadOnlyWindowStore
+
+        builder = self.plan.store_builders.get(name)
+        if builder is None:
+            raise UnknownStateStoreException(
+                f"No state store named {name!r} in the topology; stores: {sorted(self.plan.store_builders)}."
+            )
         if self._state is not State.RUNNING:
             raise InvalidStateStoreException(
                 f"Cannot query store {name!r} in state {self._state.name}: wait until the client is RUNNING."
             )
-        stores = [
-            e.task.get_store(name) for e in self._task_manager.running() if name in e.task.store_names()
-        ]
-        return composite_view(name, stores)
+
+        def instances() -> list[Any]:
+            return [e.task.get_store(name) for e in self._task_manager.running() if name in e.task.store_names()]
+
+        view = ReadOnlyWindowStore if builder.store_type == "window" else ReadOnlyKeyValueStore
+        return view(name, instances)
 
 
 class _Hooks(RuntimeHooks):
