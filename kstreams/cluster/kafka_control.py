@@ -1,0 +1,166 @@
+"""The control topic of a consumer group: application-wide signals without assignor user data.
+
+Kafka Streams sends application-wide error codes (SHUTDOWN_APPLICATION) to every member in the
+user data of a rebalance. librdkafka has no custom assignors, so the Kafka adapter sends them on
+``<group.id>-control`` instead: one partition, one small JSON record per signal. Every main
+consumer of the group reads that partition with its own manually assigned reader (no group),
+starting at the end offset it had when the consumer subscribed, so each member sees every signal
+sent while it is a member, its own included, and none sent before it joined.
+
+The internal topic manager creates the control topic with the application's other internal
+topics; a channel creates it itself (one partition) if it is missing, so a plain group of
+consumers works too.
+
+Threads: a channel belongs to one consumer and is used by the thread that uses that consumer.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+
+from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+from kstreams.cluster.kafka_admin import KafkaAdmin
+from kstreams.cluster.kafka_client_config import build_client
+from kstreams.cluster.kafka_errors import cluster_error
+from kstreams.cluster.port import ClusterError, TopicExistsError, TopicPartition
+
+__all__ = ["CONTROL_TOPIC_SUFFIX", "ControlChannel", "control_topic"]
+
+logger = logging.getLogger(__name__)
+
+CONTROL_TOPIC_SUFFIX = "-control"
+_FORMAT = 1
+_KIND_ERROR = "assignment-error"
+
+
+def control_topic(group_id: str) -> str:
+    """The control topic of a consumer group (an application's is ``<application.id>-control``)."""
+    return group_id + CONTROL_TOPIC_SUFFIX
+
+
+class ControlChannel:
+    """Sends and receives the application-wide signals of one consumer group.
+
+    ``consumer_settings`` and ``producer_settings`` build its reader and its sender; both are
+    created only when first needed.
+    """
+
+    def __init__(
+        self,
+        group_id: str,
+        admin: KafkaAdmin,
+        consumer_settings: Callable[[], dict[str, object]],
+        producer_settings: Callable[[], dict[str, object]],
+        timeout: float = 30.0,
+    ) -> None:
+        self.group_id = group_id
+        self.topic = control_topic(group_id)
+        self._partition = TopicPartition(self.topic, 0)
+        self._admin = admin
+        self._consumer_settings = consumer_settings
+        self._producer_settings = producer_settings
+        self._timeout = timeout
+        self._reader: Consumer | None = None
+        self._sender: Producer | None = None
+
+    def listen(self) -> None:
+        """Start reading signals from the control topic's current end; idempotent."""
+        if self._reader is not None:
+            return
+        self._ensure_topic()
+        start = self._admin.list_offsets([self._partition])[self._partition][1]
+        reader = build_client(
+            Consumer, self._consumer_settings(), f"control reader of group {self.group_id!r}"
+        )
+        reader.assign([KafkaTopicPartition(self.topic, 0, start)])
+        self._reader = reader
+        logger.debug("Group %s: reading signals from %s at offset %d", self.group_id, self.topic, start)
+
+    def received_error_codes(self) -> list[int]:
+        """Error codes signalled since the last call, in the order they were sent (no waiting)."""
+        if self._reader is None:
+            return []
+        try:
+            messages = self._reader.consume(100, 0)
+        except KafkaException as exc:
+            raise cluster_error(f"Reading signals of group {self.group_id!r} from {self.topic}", exc) from exc
+        codes = []
+        for message in messages:
+            if message.error() is not None:
+                logger.warning("Group %s: control topic %s: %s", self.group_id, self.topic, message.error())
+                continue
+            signal = _decode(message.value())
+            if signal is not None and signal.get("kind") == _KIND_ERROR:
+                logger.info(
+                    "Group %s: member %s signalled error code %s",
+                    self.group_id,
+                    signal.get("member"),
+                    signal.get("code"),
+                )
+                codes.append(int(signal["code"]))
+        return codes
+
+    def signal_error(self, code: int, member_id: str) -> None:
+        """Send an error code to every listening member; returns once the broker has it."""
+        self._ensure_topic()
+        if self._sender is None:
+            self._sender = build_client(
+                Producer, self._producer_settings(), f"control sender of group {self.group_id!r}"
+            )
+        failures: list[str] = []
+
+        def on_delivery(err: object, _message: object) -> None:
+            if err is not None:
+                failures.append(str(err))
+
+        value = json.dumps(
+            {"format": _FORMAT, "kind": _KIND_ERROR, "code": code, "member": member_id}
+        ).encode()
+        try:
+            self._sender.produce(
+                self.topic, value, self.group_id.encode(), partition=0, on_delivery=on_delivery
+            )
+        except KafkaException as exc:
+            raise cluster_error(f"Signalling error code {code} to group {self.group_id!r}", exc) from exc
+        remaining = self._sender.flush(self._timeout)
+        if remaining or failures:
+            reason = failures[0] if failures else f"not acknowledged within {self._timeout}s"
+            raise ClusterError(
+                f"Signalling error code {code} to group {self.group_id!r} on {self.topic} failed: {reason}",
+                retriable=not failures,
+            )
+        logger.info("Group %s: member %s signalled error code %d", self.group_id, member_id, code)
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+        if self._sender is not None:
+            self._sender.flush(self._timeout)
+            self._sender = None
+
+    def _ensure_topic(self) -> None:
+        if self.topic in self._admin.partition_counts():
+            return
+        try:
+            self._admin.create_topics({self.topic: (1, {})})
+        except TopicExistsError:
+            # Another member created it first.
+            pass
+
+
+def _decode(value: bytes | None) -> dict | None:
+    if not value:
+        return None
+    try:
+        signal = json.loads(value)
+    except ValueError:
+        logger.warning("Ignoring a record on a control topic that is not a kstreams signal: %r", value[:100])
+        return None
+    if not isinstance(signal, dict) or "kind" not in signal:
+        return None
+    return signal

@@ -1,0 +1,57 @@
+"""Translation of confluent-kafka errors into the port's errors.
+
+Every error the Kafka adapter raises is a ``ClusterError`` (or one of its subclasses) whose
+message says which request failed on which topic, partition or group, and whether retrying may help.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from confluent_kafka import KafkaError, KafkaException
+
+from kstreams.cluster.port import ClusterError, ProducerFencedError, TopicExistsError, TopicNotFoundError
+
+__all__ = ["cluster_error", "kafka_error_of"]
+
+logger = logging.getLogger(__name__)
+
+# librdkafka reports fencing as _FENCED; brokers answer PRODUCER_FENCED or, before KIP-588,
+# INVALID_PRODUCER_EPOCH.
+_FENCED = frozenset({KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH})
+_NOT_FOUND = frozenset(
+    {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC, KafkaError._UNKNOWN_PARTITION}
+)
+
+
+def kafka_error_of(exc: BaseException) -> KafkaError | None:
+    """The KafkaError a confluent-kafka exception carries, if any."""
+    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
+        return exc.args[0]
+    if isinstance(exc, KafkaError):
+        return exc
+    return None
+
+
+def cluster_error(what: str, error: KafkaError | BaseException) -> ClusterError:
+    """The port error for a failed request; ``what`` says which request on which topic/group."""
+    err = error if isinstance(error, KafkaError) else kafka_error_of(error)
+    if err is None:
+        return ClusterError(f"{what} failed: {error}")
+    code = err.code()
+    detail = f"{what} failed: {err.str()} ({err.name()})"
+    if code in _FENCED:
+        return ProducerFencedError(
+            f"{detail}. A newer producer with the same transactional.id took over: close this producer "
+            "and let its tasks migrate."
+        )
+    if code == KafkaError.TOPIC_ALREADY_EXISTS:
+        return TopicExistsError(detail)
+    if code in _NOT_FOUND:
+        return TopicNotFoundError(f"{detail}. Create the topic first.")
+    retriable = bool(err.retriable())
+    if err.fatal():
+        return ClusterError(f"{detail}. The client hit a fatal error: close it and create a new one.")
+    if getattr(err, "txn_requires_abort", lambda: False)():
+        return ClusterError(f"{detail}. The transaction must be aborted before a new one begins.", retriable)
+    return ClusterError(detail + (" (retriable)" if retriable else ""), retriable)

@@ -1,0 +1,196 @@
+"""The ``Producer`` of a ``KafkaCluster``: confluent-kafka's Producer behind the port.
+
+Producers are idempotent unless configured otherwise; with ``transactional.id`` they are
+transactional. A batch is produced record by record into librdkafka's queue, with a delivery
+callback that records the first failure; ``flush`` (and ``commit_transaction``) raise it. A newer
+producer with the same transactional id fences this one: every call then raises
+``ProducerFencedError``.
+
+Offsets sent to a transaction carry the group metadata (generation and member id) of the group
+member that owns the partitions, found in the cluster's ``GroupMembers``, so the group coordinator
+rejects commits from a member that has since lost them (KIP-447). Without such a member in this
+process only the group id is sent, as Kafka's ``sendOffsetsToTransaction(offsets, groupId)`` does.
+
+Threads: one thread at a time uses a producer (the port's rule).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import cast
+
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+from kstreams._native.record_batch import RecordBatch
+from kstreams.cluster.kafka_admin import KafkaAdmin
+from kstreams.cluster.kafka_consumer import GroupMembers
+from kstreams.cluster.kafka_errors import cluster_error
+from kstreams.cluster.port import ClusterError, TopicNotFoundError, TopicPartition
+
+__all__ = ["KafkaProducer"]
+
+logger = logging.getLogger(__name__)
+
+# How long send() lets librdkafka drain its queue when the queue is full before trying again.
+_QUEUE_FULL_WAIT = 0.1
+
+
+class KafkaProducer:
+    """A ``Producer`` over one confluent-kafka Producer.
+
+    ``group_only_metadata(group_id)`` gives librdkafka group metadata that names only a group, for
+    offsets whose owner is not a member in this process.
+    """
+
+    def __init__(
+        self,
+        producer: Producer,
+        admin: KafkaAdmin,
+        members: GroupMembers,
+        group_only_metadata: Callable[[str], object],
+        *,
+        transactional_id: str | None,
+        timeout: float = 30.0,
+    ) -> None:
+        self._producer = producer
+        self._admin = admin
+        self._members = members
+        self._group_only_metadata = group_only_metadata
+        self._transactional_id = transactional_id
+        self._timeout = timeout
+        self._failures: list[tuple[str, KafkaError]] = []
+        self._closed = False
+
+    def send(self, topic: str, partition: int, batch: RecordBatch) -> None:
+        self._check_usable()
+        count = len(batch)
+        if count == 0:
+            return
+        keys = batch.keys()
+        values = batch.values()
+        timestamps = batch.timestamps_array().tolist()
+        has_headers = batch.has_headers
+        produce = self._producer.produce
+        on_delivery = self._on_delivery
+        i = 0
+        while i < count:
+            # librdkafka takes 0 as "now"; a batch's -1 means the record has no timestamp.
+            timestamp = timestamps[i] if timestamps[i] >= 0 else 0
+            try:
+                produce(
+                    topic,
+                    values[i],
+                    keys[i],
+                    partition=partition,
+                    timestamp=timestamp,
+                    headers=cast(list, batch.headers(i)) if has_headers else None,
+                    on_delivery=on_delivery,
+                )
+            except BufferError:
+                # librdkafka's queue is full: serve delivery reports until there is room.
+                self._producer.poll(_QUEUE_FULL_WAIT)
+                continue
+            except KafkaException as exc:
+                raise cluster_error(f"Producing to {topic}-{partition}", exc) from exc
+            i += 1
+        self._producer.poll(0)
+        self._raise_failures()
+
+    def flush(self, timeout: float | None = None) -> None:
+        self._check_usable()
+        limit = self._timeout if timeout is None else timeout
+        remaining = self._producer.flush(limit)
+        self._raise_failures()
+        if remaining:
+            raise ClusterError(
+                f"{remaining} record(s) were not acknowledged within {limit}s: is the cluster reachable?",
+                retriable=True,
+            )
+
+    def partitions_for(self, topic: str) -> int:
+        # A full metadata listing, never a lookup by name (which may auto-create the topic).
+        count = self._admin.partition_counts().get(topic)
+        if count is None:
+            raise TopicNotFoundError(f"Topic {topic!r} does not exist: create it first")
+        return count
+
+    # Transactions
+
+    def init_transactions(self) -> None:
+        self._require_transactional("init_transactions")
+        self._call("Initializing transactions", self._producer.init_transactions, self._timeout)
+        logger.info("Producer %s initialized transactions", self._transactional_id)
+
+    def begin_transaction(self) -> None:
+        self._require_transactional("begin_transaction")
+        self._call("Beginning a transaction", self._producer.begin_transaction)
+
+    def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, int], group_id: str) -> None:
+        self._require_transactional("send_offsets_to_transaction")
+        if not offsets:
+            return
+        owner = self._members.owner_of(group_id, list(offsets))
+        metadata = owner.group_metadata() if owner is not None else self._group_only_metadata(group_id)
+        positions = [KafkaTopicPartition(tp.topic, tp.partition, offset) for tp, offset in offsets.items()]
+        self._call(
+            f"Sending offsets of group {group_id!r} to the transaction",
+            self._producer.send_offsets_to_transaction,
+            positions,
+            metadata,
+            self._timeout,
+        )
+
+    def commit_transaction(self) -> None:
+        self._require_transactional("commit_transaction")
+        self._call("Committing the transaction", self._producer.commit_transaction, self._timeout)
+        self._raise_failures()
+
+    def abort_transaction(self) -> None:
+        self._require_transactional("abort_transaction")
+        # Records of the aborted transaction that failed do not matter any more.
+        self._failures.clear()
+        self._call("Aborting the transaction", self._producer.abort_transaction, self._timeout)
+        self._failures.clear()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        remaining = self._producer.flush(self._timeout)
+        if remaining:
+            logger.warning("Closing a producer with %d record(s) not acknowledged", remaining)
+        logger.debug("Closed producer %s", self._transactional_id or "")
+
+    # Internals
+
+    def _on_delivery(self, error: KafkaError | None, message: Message) -> None:
+        if error is not None:
+            self._failures.append((f"{message.topic()}-{message.partition()}", error))
+
+    def _raise_failures(self) -> None:
+        if not self._failures:
+            return
+        where, error = self._failures[0]
+        count = len(self._failures)
+        self._failures.clear()
+        raise cluster_error(f"Producing to {where} ({count} record(s) failed)", error)
+
+    def _call(self, what: str, method: Callable[..., object], *args: object) -> None:
+        self._check_usable()
+        try:
+            method(*args)
+        except KafkaException as exc:
+            who = f" of producer {self._transactional_id!r}" if self._transactional_id else ""
+            raise cluster_error(what + who, exc) from exc
+
+    def _require_transactional(self, method: str) -> None:
+        if self._transactional_id is None:
+            raise ClusterError(
+                f"{method}() needs a transactional producer: set transactional.id in its config"
+            )
+
+    def _check_usable(self) -> None:
+        if self._closed:
+            raise ClusterError("The producer is closed: create a new one")
