@@ -336,3 +336,14 @@ def test_members_on_threads_never_fetch_one_partition_at_once(embedded_cluster, 
             m.thread.join(10)
     assert violations == []
     assert len(consumed) == len(set(consumed)) == produced[0]
+
+
+def test_resubscribing_revokes_the_dropped_topic(embedded_cluster, listener):
+    embedded_cluster.create_topic("t", partitions=1)
+    embedded_cluster.create_topic("u", partitions=1)
+    a, ra = member(embedded_cluster, listener, "a", topics=("t", "u"))
+    settle((a, ra))
+    a.subscribe(["t"], ra)
+    settle((a, ra))
+    assert ra.owned == tps("t", 0)
+    assert ("revoked", [TopicPartition("u", 0)]) in ra.events

@@ -341,3 +341,22 @@ def test_a_closed_cluster_refuses_requests():
         cluster.produce("t", None, b"v")
     with pytest.raises(ClusterError, match="closed"):
         consumer.poll(0.0)
+
+
+def test_clients_implement_the_cluster_port(embedded_cluster):
+    from kstreams.cluster import Admin, Cluster, Consumer, Producer
+
+    assert isinstance(embedded_cluster, Cluster)
+    assert isinstance(embedded_cluster.admin(), Admin)
+    assert isinstance(embedded_cluster.consumer("g"), Consumer)
+    assert isinstance(embedded_cluster.producer(), Producer)
+
+
+def test_delete_records_up_to_the_end(embedded_cluster):
+    embedded_cluster.create_topic("t")
+    embedded_cluster.producer().send("t", 0, batch_of(b"a", b"b"))
+    tp = TopicPartition("t", 0)
+    admin = embedded_cluster.admin()
+    admin.delete_records({tp: -1})
+    assert admin.list_offsets([tp]) == {tp: (2, 2)}
+    assert embedded_cluster.read("t") == []
