@@ -7,11 +7,20 @@ references taken out of the queue are released after the mutex is unlocked.
 
 from cpython.ref cimport Py_DECREF, Py_INCREF, PyObject
 from libc.stdint cimport int64_t
+from libcpp.mutex cimport mutex
 from libcpp.vector cimport vector
 
 from kstreams._native.record_batch cimport RecordBatch, RecordBatchBuilder
 
 __all__ = ["RecordBuffer"]
+
+
+cdef inline void _acquire(mutex* mu) noexcept:
+    """Lock mu from a thread that holds the GIL. Uncontended, this is one try_lock; contended, the
+    wait releases the GIL, because the thread holding mu may be waiting for the GIL."""
+    if not mu.try_lock():
+        with nogil:
+            mu.lock()
 
 
 cdef struct _Segment:
@@ -48,10 +57,15 @@ cdef class RecordBuffer:
         e.n = batch.n
         e.ts = batch._ts
         e.off = batch._off
+        # The queue's reference: taken before the entry becomes visible to the popper.
         Py_INCREF(batch)
-        with nogil:
-            self._mu.lock()
-        self._q.push_back(e)
+        _acquire(&self._mu)
+        try:
+            self._q.push_back(e)
+        except BaseException:
+            self._mu.unlock()
+            Py_DECREF(batch)
+            raise
         self._bytes += batch.c_nbytes()
         self._len.fetch_add(batch.n)
         self._mu.unlock()
@@ -66,47 +80,49 @@ cdef class RecordBuffer:
         cdef bint cut
         if max_records <= 0:
             return RecordBatch.empty()
-        with nogil:
-            self._mu.lock()
-        while remaining > 0 and not self._q.empty():
-            e = &self._q.front()
-            b = <RecordBatch>e.batch
-            take = min(e.n - e.pos, remaining)
-            cut = False
-            if max_timestamp >= 0:
-                j = 0
-                while j < take:
-                    # The first record of a pop is always taken, whatever its timestamp.
-                    if e.ts[e.pos + j] > max_timestamp and (taken > 0 or j > 0):
-                        cut = True
-                        break
-                    j += 1
-                take = j
-            if take == 0:
-                break
-            seg.batch = e.batch
-            seg.start = e.pos
-            seg.stop = e.pos + take
-            e.pos += take
-            if e.pos == e.n:
-                # The queue's reference moves into the segment.
-                self._q.pop_front()
-            else:
-                Py_INCREF(b)
-            segs.push_back(seg)
-            self._bytes -= <Py_ssize_t>(b._bounds[seg.stop] - b._bounds[seg.start])
-            remaining -= take
-            taken += take
-            if cut:
-                break
-        self._len.fetch_sub(taken)
-        self._mu.unlock()
-
-        cdef RecordBatch out
         cdef RecordBatchBuilder builder
         cdef size_t k
         cdef Py_ssize_t total_bytes = 0
+        cdef bint locked = True
+        _acquire(&self._mu)
         try:
+            while remaining > 0 and not self._q.empty():
+                e = &self._q.front()
+                b = <RecordBatch>e.batch
+                take = min(e.n - e.pos, remaining)
+                cut = False
+                if max_timestamp >= 0:
+                    j = 0
+                    while j < take:
+                        # The first record of a pop is always taken, whatever its timestamp.
+                        if e.ts[e.pos + j] > max_timestamp and (taken > 0 or j > 0):
+                            cut = True
+                            break
+                        j += 1
+                    take = j
+                if take == 0:
+                    break
+                seg.batch = e.batch
+                seg.start = e.pos
+                seg.stop = e.pos + take
+                # Recorded before the queue changes, so an exception leaves both consistent.
+                segs.push_back(seg)
+                e.pos += take
+                if e.pos == e.n:
+                    # The queue's reference moves into the segment.
+                    self._q.pop_front()
+                else:
+                    Py_INCREF(b)
+                self._bytes -= <Py_ssize_t>(b._bounds[seg.stop] - b._bounds[seg.start])
+                remaining -= take
+                taken += take
+                if cut:
+                    break
+            self._len.fetch_sub(taken)
+            locked = False
+            self._mu.unlock()
+
+            # Outside the mutex: slice or copy the taken records.
             if segs.size() == 0:
                 return RecordBatch.empty()
             if segs.size() == 1:
@@ -120,6 +136,9 @@ cdef class RecordBuffer:
                 builder.append_range(<RecordBatch>segs[k].batch, segs[k].start, segs[k].stop)
             return builder.finish()
         finally:
+            if locked:
+                self._len.fetch_sub(taken)
+                self._mu.unlock()
             for k in range(segs.size()):
                 Py_DECREF(<object>segs[k].batch)
 

@@ -17,6 +17,7 @@ from libc.string cimport memcpy
 from libcpp.string cimport string
 from libcpp.unordered_map cimport unordered_map
 from libcpp.utility cimport move
+from libcpp.mutex cimport mutex
 from libcpp.vector cimport vector
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 
@@ -24,9 +25,19 @@ from kstreams._native.record_batch cimport RecordBatch, RecordBatchBuilder
 
 __all__ = ["RecordCollector"]
 
+
+cdef inline void _acquire(mutex* mu) noexcept:
+    """Lock mu from a thread that holds the GIL. Uncontended, this is one try_lock; contended, the
+    wait releases the GIL, because the thread holding mu may be waiting for the GIL."""
+    if not mu.try_lock():
+        with nogil:
+            mu.lock()
+
 # Dead entries are compacted away once they are this many and outnumber the live ones, so a hot
 # key on a changelog cannot grow a partition's buffer without bound between drains.
 cdef Py_ssize_t _COMPACT_MIN_DEAD = 4096
+# A single record at least this large is copied without the GIL.
+cdef Py_ssize_t _NOGIL_COPY_BYTES = 16384
 
 
 cdef class _PartitionBuffer:
@@ -238,16 +249,19 @@ cdef class RecordCollector:
         cdef Py_ssize_t live0, bytes0, suppressed0
         if headers is not None:
             headers = list(headers)
-        with nogil:
-            pb.mu.lock()
+        _acquire(&pb.mu)
         try:
-            with nogil:
-                self._compact_if_due(pb)
-                live0 = pb.live
-                bytes0 = pb.live_bytes
-                suppressed0 = pb.suppressed
+            self._compact_if_due(pb)
+            live0 = pb.live
+            bytes0 = pb.live_bytes
+            suppressed0 = pb.suppressed
+            if klen + vlen < _NOGIL_COPY_BYTES:
+                # Releasing and retaking the GIL costs more than copying a small record.
                 self._append(pb, key, klen, value, vlen, ts)
-                self._publish(pb, live0, bytes0, suppressed0, 1)
+            else:
+                with nogil:
+                    self._append(pb, key, klen, value, vlen, ts)
+            self._publish(pb, live0, bytes0, suppressed0, 1)
             if headers is not None:
                 pb.entries.back().hidx = len(pb.headers)
                 pb.headers.append(headers)
@@ -263,8 +277,7 @@ cdef class RecordCollector:
         cdef Py_ssize_t i, n = batch.n
         cdef size_t base
         cdef Py_ssize_t live0, bytes0, suppressed0
-        with nogil:
-            pb.mu.lock()
+        _acquire(&pb.mu)
         try:
             with nogil:
                 self._compact_if_due(pb)

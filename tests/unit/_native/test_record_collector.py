@@ -221,3 +221,22 @@ def test_concurrent_senders_lose_nothing() -> None:
     assert c.sent_total == 4 * (2 * per_thread + 100)
     assert c.suppressed_total == 0
     assert len(c) == 0
+
+
+def test_large_records_round_trip() -> None:
+    c = RecordCollector()
+    big = bytes(range(256)) * 1024
+    c.send("out", 0, b"k", big, 1)
+    c.send_batch("out", 0, RecordBatch.from_records([(big[:5000], big, 2, 0, 0, None)]))
+    assert drained(c) == {("out", 0): [(b"k", big, 1, 0, -1, None), (big[:5000], big, 2, 0, -1, None)]}
+
+
+def test_registering_over_duplicate_keys_counts_them_as_suppressed() -> None:
+    c = RecordCollector()
+    c.send("cl", 0, b"k", b"1", 1)
+    c.send("cl", 0, b"k", b"2", 2)
+    c.register_changelog("cl", 0)
+    assert len(c) == 1
+    assert c.suppressed_total == 1
+    assert c.bytes_held == 2
+    assert drained(c) == {("cl", 0): [(b"k", b"2", 2, 0, -1, None)]}
