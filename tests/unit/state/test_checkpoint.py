@@ -1,0 +1,49 @@
+"""Offset checkpoint files in Kafka's format, written atomically."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from kstreams.cluster.port import TopicPartition
+from kstreams.errors import ProcessorStateException
+from kstreams.state.checkpoint import OffsetCheckpoint
+
+
+def test_round_trip_in_kafkas_format(tmp_path: Path) -> None:
+    checkpoint = OffsetCheckpoint(str(tmp_path / ".checkpoint"))
+    offsets = {TopicPartition("app-b-changelog", 1): 7, TopicPartition("app-a-changelog", 0): 42}
+    checkpoint.write(offsets)
+    assert Path(checkpoint.path).read_text() == "0\n2\napp-a-changelog 0 42\napp-b-changelog 1 7\n"
+    assert checkpoint.read() == offsets
+
+
+def test_missing_file_reads_empty_and_delete_is_idempotent(tmp_path: Path) -> None:
+    checkpoint = OffsetCheckpoint(str(tmp_path / "none" / ".checkpoint"))
+    assert checkpoint.read() == {}
+    checkpoint.delete()
+    checkpoint.write({TopicPartition("t", 0): 1})
+    checkpoint.delete()
+    assert checkpoint.read() == {}
+
+
+def test_write_replaces_atomically_and_leaves_no_temp_file(tmp_path: Path) -> None:
+    checkpoint = OffsetCheckpoint(str(tmp_path / ".checkpoint"))
+    checkpoint.write({TopicPartition("t", 0): 1})
+    inode_before = os.stat(checkpoint.path).st_ino
+    checkpoint.write({TopicPartition("t", 0): 2, TopicPartition("t", 1): -1})  # -1: unknown, skipped
+    assert checkpoint.read() == {TopicPartition("t", 0): 2}
+    assert os.stat(checkpoint.path).st_ino != inode_before  # a new file renamed over the old one
+    assert sorted(os.listdir(tmp_path)) == [".checkpoint"]
+
+
+def test_a_corrupt_file_names_itself_and_the_fix(tmp_path: Path) -> None:
+    path = tmp_path / ".checkpoint"
+    path.write_text("0\n3\nt 0 1\n")
+    with pytest.raises(ProcessorStateException, match=r"\.checkpoint is corrupt.*Delete it"):
+        OffsetCheckpoint(str(path)).read()
+    path.write_text("1\n0\n")
+    with pytest.raises(ProcessorStateException, match="version"):
+        OffsetCheckpoint(str(path)).read()
