@@ -40,14 +40,11 @@ class LogEntry:
         # Set when the transaction that wrote this batch aborts.
         self.aborted = False
 
-    @property
-    def is_control(self) -> bool:
-        return self.batch is None
-
 
 class Transaction:
     """The open transaction of one transactional producer: what it wrote and the offsets it will
-    commit. Guarantees nothing is visible to read_committed readers before ``PartitionLog.end``."""
+    commit. Nothing it wrote is visible to read_committed readers before it ends (see
+    ``PartitionLog.end_transaction``)."""
 
     __slots__ = ("deadline", "epoch", "offsets", "timeout", "transactional_id", "writes")
 
