@@ -3,7 +3,8 @@
 A RecordBatch is the unit in which records move between the cluster, the input buffers, the
 compiled processors and the record collector. Keys and values are byte strings or None (a null
 key, or a tombstone value). Every column lives in C memory; slicing shares the memory of the
-parent batch, so it is O(1).
+parent batch, so it is O(1). Batches pickle (as their records). Compiled modules use the C-level
+accessors and the RecordBatchBuilder declared in csrc/kstreams/_native/record_batch.pxd.
 """
 
 from collections.abc import Iterable, Iterator, Sequence
@@ -53,17 +54,21 @@ class RecordBatch:
     def nbytes(self) -> int:
         """Bytes of key and value data (the measure RecordBuffer.bytes_held sums)."""
     @property
-    def has_headers(self) -> bool: ...
+    def has_headers(self) -> bool:
+        """True when some record of this batch carries headers (headers() returns copies)."""
     def timestamps_array(self) -> np.ndarray:
         """int64 numpy view (read-only) of the timestamp column."""
     def offsets_array(self) -> np.ndarray: ...
     def partitions_array(self) -> np.ndarray: ...
     @property
-    def first_offset(self) -> int: ...
+    def first_offset(self) -> int:
+        """Offset of the first record, or -1 when empty."""
     @property
-    def last_offset(self) -> int: ...
+    def last_offset(self) -> int:
+        """Offset of the last record, or -1 when empty."""
     @property
-    def max_timestamp(self) -> int: ...
+    def max_timestamp(self) -> int:
+        """Largest timestamp, or -1 when empty."""
 
 def murmur2(data: bytes) -> int:
     """Kafka's murmur2 hash (the Java client's, seed 0x9747b28c), as a signed 32-bit int."""

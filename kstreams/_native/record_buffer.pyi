@@ -18,7 +18,8 @@ class RecordBuffer:
         are copied once."""
     def __len__(self) -> int: ...
     @property
-    def bytes_held(self) -> int: ...
+    def bytes_held(self) -> int:
+        """Key and value bytes (RecordBatch.nbytes) of the buffered records."""
     @property
     def head_timestamp(self) -> int:
         """Timestamp of the oldest buffered record, or -1 when empty."""

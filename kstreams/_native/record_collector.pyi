@@ -25,13 +25,17 @@ class RecordCollector:
         """Append a whole batch to one partition's buffer (suppressed per key if a changelog)."""
     def drain(self) -> list[tuple[str, int, RecordBatch]]:
         """Remove and return every buffered record as (topic, partition, batch), each batch in the
-        partition's send order (for changelogs: the order of each key's newest write)."""
+        partition's send order (for changelogs: the order of each key's newest write). Records
+        carry the partition they were sent to and offset -1 (the log assigns offsets); partitions
+        with nothing buffered are left out."""
     def __len__(self) -> int:
         """Records buffered now."""
     @property
-    def bytes_held(self) -> int: ...
+    def bytes_held(self) -> int:
+        """Key and value bytes of the records buffered now."""
     @property
     def suppressed_total(self) -> int:
         """Changelog records dropped because a newer record for the same key superseded them."""
     @property
-    def sent_total(self) -> int: ...
+    def sent_total(self) -> int:
+        """Records ever passed to send or send_batch, suppressed ones included."""
