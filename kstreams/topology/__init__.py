@@ -1,0 +1,73 @@
+"""Topologies: the Processor API ``Topology`` and the Streams DSL that builds onto it.
+
+``Topology`` is imported on first use (the DSL names are light and imported at once).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from kstreams.topology.dsl import (
+    Branched,
+    BranchedKStream,
+    Consumed,
+    Grouped,
+    Joined,
+    JoinWindows,
+    KeyValue,
+    KGroupedStream,
+    KStream,
+    KTable,
+    Materialized,
+    Named,
+    Produced,
+    Repartitioned,
+    StreamJoined,
+    StreamsBuilder,
+    TimeWindowedKStream,
+    TimeWindows,
+    WindowedSerdes,
+)
+
+__all__ = [
+    "Branched",
+    "BranchedKStream",
+    "Consumed",
+    "Grouped",
+    "JoinWindows",
+    "Joined",
+    "KGroupedStream",
+    "KStream",
+    "KTable",
+    "KeyValue",
+    "Materialized",
+    "Named",
+    "Produced",
+    "Repartitioned",
+    "StreamJoined",
+    "StreamsBuilder",
+    "TimeWindowedKStream",
+    "TimeWindows",
+    "Topology",
+    "TopologyDescription",
+    "WindowedSerdes",
+]
+
+_LAZY = {
+    "Topology": "kstreams.topology.topology",
+    "TopologyDescription": "kstreams.topology.topology",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _LAZY.get(name)
+    if home is None:
+        raise AttributeError(f"module 'kstreams.topology' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

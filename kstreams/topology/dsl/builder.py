@@ -1,0 +1,112 @@
+"""StreamsBuilder: the entry point of the DSL.
+
+``stream`` and ``table`` read topics; the KStream/KTable operations build on them; ``build()``
+returns the Processor API ``Topology`` they wrote, which ``KafkaStreams`` runs and ``describe()``
+prints with Kafka's node names.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from kstreams.topology.dsl import naming
+from kstreams.topology.dsl.internal_builder import InternalStreamsBuilder
+from kstreams.topology.dsl.kstream import KStream
+from kstreams.topology.dsl.ktable import KTable
+from kstreams.topology.dsl.materialize import key_value_store_builder
+from kstreams.topology.dsl.parameters import Consumed, Materialized
+from kstreams.topology.dsl.processors.table import StoreValueGetterSupplier, TableSourceSupplier
+
+__all__ = ["StreamsBuilder"]
+
+logger = logging.getLogger(__name__)
+
+
+def _new_topology() -> Any:
+    from kstreams.topology.topology import Topology
+
+    return Topology()
+
+
+class StreamsBuilder:
+    """Builds a topology with the DSL. One builder makes one topology."""
+
+    def __init__(self, topology: Any = None) -> None:
+        self._internal = InternalStreamsBuilder(topology if topology is not None else _new_topology())
+
+    def stream(self, topics: str | Iterable[str], consumed: Consumed | None = None) -> KStream:
+        """A KStream of the records of one topic or several (read as one stream)."""
+        topic_list = (topics,) if isinstance(topics, str) else tuple(topics)
+        if not topic_list or not all(isinstance(t, str) and t for t in topic_list):
+            raise ValueError(f"stream() needs one or more non-empty topic names, got {topics!r}.")
+        consumed = consumed or Consumed()
+        name = self._internal.name_or_generate(consumed.name, naming.SOURCE)
+        self._internal.add_source(
+            name,
+            topic_list,
+            consumed.key_serde,
+            consumed.value_serde,
+            consumed.offset_reset,
+            consumed.timestamp_extractor,
+        )
+        return KStream(self._internal, name, consumed.key_serde, consumed.value_serde, False, (name,))
+
+    def table(
+        self, topic: str, consumed: Consumed | None = None, materialized: Materialized | None = None
+    ) -> KTable:
+        """A KTable of a topic: each record is the new value of its key (None deletes the key).
+
+        The table gets a store (with its own changelog) when ``materialized`` names one, or as
+        soon as a join or lookup needs its values.
+        """
+        if not isinstance(topic, str) or not topic:
+            raise ValueError(f"table() needs one non-empty topic name, got {topic!r}.")
+        consumed = consumed or Consumed()
+        materialized = materialized or Materialized()
+        key_serde = consumed.key_serde if consumed.key_serde is not None else materialized.key_serde
+        value_serde = consumed.value_serde if consumed.value_serde is not None else materialized.value_serde
+        internal = self._internal
+        # Kafka draws the store name first, so it gets the lowest index.
+        store_name = materialized.store_name or internal.new_store_name(f"{topic}-")
+        source = internal.name_or_generate(consumed.name, naming.SOURCE)
+        if consumed.name is not None:
+            table_source = f"{consumed.name}-table-source"
+        else:
+            table_source = internal.new_processor_name(naming.KTABLE_SOURCE)
+        internal.add_source(
+            source, (topic,), key_serde, value_serde, consumed.offset_reset, consumed.timestamp_extractor
+        )
+        supplier = TableSourceSupplier(topic)
+        internal.add_processor(table_source, supplier, source)
+
+        def materialize() -> StoreValueGetterSupplier:
+            if supplier.store_name is None:
+                store_key_serde = materialized.key_serde if materialized.key_serde is not None else key_serde
+                store_value_serde = (
+                    materialized.value_serde if materialized.value_serde is not None else value_serde
+                )
+                internal.add_store(
+                    key_value_store_builder(materialized, store_name, store_key_serde, store_value_serde),
+                    table_source,
+                )
+                supplier.store_name = store_name
+            return StoreValueGetterSupplier(store_name)
+
+        queryable = materialized.store_name is not None
+        table = KTable(
+            internal,
+            table_source,
+            key_serde,
+            value_serde,
+            (source,),
+            supplier,
+            materialize() if queryable else materialize,
+            store_name if queryable else None,
+        )
+        return table
+
+    def build(self) -> Any:
+        """The topology built so far (the same object on every call)."""
+        return self._internal.topology

@@ -1,0 +1,264 @@
+"""Grouped streams and their aggregations: KGroupedStream and TimeWindowedKStream.
+
+An aggregation keeps one value per key (per window) in a state store and returns a KTable of
+the results. If the grouped stream's key may have changed, the aggregation first inserts a
+repartition topic named after ``Grouped.as_`` when given, else after the store
+(``KSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition``, or ``counts-repartition`` for
+``Materialized.as_("counts")``), as Kafka does.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from kstreams.serdes import Serdes
+from kstreams.topology.dsl import naming
+from kstreams.topology.dsl.internal_builder import InternalStreamsBuilder
+from kstreams.topology.dsl.kstream import named_as
+from kstreams.topology.dsl.ktable import KTable
+from kstreams.topology.dsl.materialize import key_value_store_builder, window_store_builder
+from kstreams.topology.dsl.parameters import Materialized, Named
+from kstreams.topology.dsl.processors.aggregate import (
+    AggregateKind,
+    StreamAggregateSupplier,
+    WindowedAggregateSupplier,
+    count_aggregator,
+    count_initializer,
+)
+from kstreams.topology.dsl.processors.table import StoreValueGetterSupplier
+from kstreams.topology.dsl.windows import TimeWindows
+
+__all__ = ["KGroupedStream", "TimeWindowedKStream"]
+
+logger = logging.getLogger(__name__)
+
+
+def _split_args(first: Any, named: Named | str | None) -> tuple[Materialized, str | None]:
+    # Kafka overloads count(Named) and count(Materialized); accept either in the first position.
+    if isinstance(first, Named):
+        return Materialized(), first.name
+    if first is not None and not isinstance(first, Materialized):
+        raise TypeError(f"Expected a Materialized (or a Named), got {first!r}.")
+    return first or Materialized(), named_as(named)
+
+
+class _Grouping:
+    """What a grouped stream knows: where it is, its serdes, and whether to repartition."""
+
+    def __init__(
+        self,
+        builder: InternalStreamsBuilder,
+        name: str,
+        key_serde: Any,
+        value_serde: Any,
+        repartition_required: bool,
+        grouped_name: str | None,
+        source_nodes: Iterable[str],
+    ) -> None:
+        self._builder = builder
+        self._name = name
+        self._key_serde = key_serde
+        self._value_serde = value_serde
+        self._repartition_required = repartition_required
+        self._grouped_name = grouped_name
+        self._source_nodes = frozenset(source_nodes)
+
+    def _parent_for(self, store_name: str) -> tuple[str, frozenset[str]]:
+        """The node the aggregation reads from, after a repartition when one is needed."""
+        if not self._repartition_required:
+            return self._name, self._source_nodes
+        prefix = self._grouped_name if self._grouped_name is not None else store_name
+        source = self._builder.repartition(self._name, prefix, self._key_serde, self._value_serde)
+        return source, frozenset((source,))
+
+    def _materialized(
+        self, materialized: Materialized, prefix: str, value_serde_default: Any
+    ) -> tuple[Materialized, str, Any, Any]:
+        store_name = materialized.store_name or self._builder.new_store_name(prefix)
+        key_serde = materialized.key_serde if materialized.key_serde is not None else self._key_serde
+        value_serde = (
+            materialized.value_serde if materialized.value_serde is not None else value_serde_default
+        )
+        return materialized, store_name, key_serde, value_serde
+
+
+class KGroupedStream(_Grouping):
+    """A stream grouped by key, ready to aggregate. Create one with ``group_by_key``/``group_by``."""
+
+    def count(
+        self, materialized: Materialized | Named | None = None, named: Named | str | None = None
+    ) -> KTable:
+        """The number of records per key (null-key and null-value records are not counted)."""
+        mat, name = _split_args(materialized, named)
+        return self._aggregate(
+            "count", naming.AGGREGATE, mat, name, count_initializer, count_aggregator, Serdes.long()
+        )
+
+    def reduce(
+        self,
+        reducer: Callable[[Any, Any], Any],
+        materialized: Materialized | Named | None = None,
+        named: Named | str | None = None,
+    ) -> KTable:
+        """Per key, ``reducer(aggregate, value)`` over the records (the first value starts it)."""
+        mat, name = _split_args(materialized, named)
+        return self._aggregate("reduce", naming.REDUCE, mat, name, None, reducer, self._value_serde)
+
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        aggregator: Callable[[Any, Any, Any], Any],
+        materialized: Materialized | Named | None = None,
+        named: Named | str | None = None,
+    ) -> KTable:
+        """Per key, ``aggregator(key, value, aggregate)`` starting from ``initializer()``."""
+        mat, name = _split_args(materialized, named)
+        return self._aggregate("aggregate", naming.AGGREGATE, mat, name, initializer, aggregator, None)
+
+    def windowed_by(self, windows: TimeWindows) -> TimeWindowedKStream:
+        """Aggregate per time window (tumbling or hopping) instead of over all time."""
+        if not isinstance(windows, TimeWindows):
+            raise TypeError(f"windowed_by() takes TimeWindows, got {windows!r}.")
+        return TimeWindowedKStream(
+            self._builder,
+            self._name,
+            self._key_serde,
+            self._value_serde,
+            self._repartition_required,
+            self._grouped_name,
+            self._source_nodes,
+            windows,
+        )
+
+    def _aggregate(
+        self,
+        kind: AggregateKind,
+        prefix: str,
+        materialized: Materialized,
+        name: str | None,
+        initializer: Callable[[], Any] | None,
+        aggregator: Callable[..., Any],
+        value_serde_default: Any,
+    ) -> KTable:
+        mat, store_name, key_serde, value_serde = self._materialized(
+            materialized, prefix, value_serde_default
+        )
+        processor = self._builder.name_or_generate(name, prefix)
+        parent, sources = self._parent_for(store_name)
+        supplier = StreamAggregateSupplier(kind, store_name, initializer, aggregator, key_serde, value_serde)
+        self._builder.add_processor(processor, supplier, parent)
+        self._builder.add_store(key_value_store_builder(mat, store_name, key_serde, value_serde), processor)
+        return KTable(
+            self._builder,
+            processor,
+            key_serde,
+            value_serde,
+            sources,
+            supplier,
+            StoreValueGetterSupplier(store_name),
+            queryable_store_name=store_name,
+        )
+
+
+class TimeWindowedKStream(_Grouping):
+    """A grouped stream aggregated per time window; results are keyed by ``WindowedKey``."""
+
+    def __init__(
+        self,
+        builder: InternalStreamsBuilder,
+        name: str,
+        key_serde: Any,
+        value_serde: Any,
+        repartition_required: bool,
+        grouped_name: str | None,
+        source_nodes: Iterable[str],
+        windows: TimeWindows,
+    ) -> None:
+        super().__init__(
+            builder, name, key_serde, value_serde, repartition_required, grouped_name, source_nodes
+        )
+        self.windows = windows
+
+    def count(
+        self, materialized: Materialized | Named | None = None, named: Named | str | None = None
+    ) -> KTable:
+        """The number of records per key and window."""
+        mat, name = _split_args(materialized, named)
+        return self._aggregate(
+            "count", naming.AGGREGATE, mat, name, count_initializer, count_aggregator, Serdes.long()
+        )
+
+    def reduce(
+        self,
+        reducer: Callable[[Any, Any], Any],
+        materialized: Materialized | Named | None = None,
+        named: Named | str | None = None,
+    ) -> KTable:
+        """Per key and window, ``reducer(aggregate, value)`` over the records."""
+        mat, name = _split_args(materialized, named)
+        return self._aggregate("reduce", naming.REDUCE, mat, name, None, reducer, self._value_serde)
+
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        aggregator: Callable[[Any, Any, Any], Any],
+        materialized: Materialized | Named | None = None,
+        named: Named | str | None = None,
+    ) -> KTable:
+        """Per key and window, ``aggregator(key, value, aggregate)`` from ``initializer()``."""
+        mat, name = _split_args(materialized, named)
+        return self._aggregate("aggregate", naming.AGGREGATE, mat, name, initializer, aggregator, None)
+
+    def _aggregate(
+        self,
+        kind: AggregateKind,
+        prefix: str,
+        materialized: Materialized,
+        name: str | None,
+        initializer: Callable[[], Any] | None,
+        aggregator: Callable[..., Any],
+        value_serde_default: Any,
+    ) -> KTable:
+        mat, store_name, key_serde, value_serde = self._materialized(
+            materialized, prefix, value_serde_default
+        )
+        windows = self.windows
+        minimum_retention = windows.size_ms + windows.grace_ms
+        retention_ms = mat.retention_ms if mat.retention_ms is not None else minimum_retention
+        if retention_ms < minimum_retention:
+            raise ValueError(
+                f"The retention of window store {store_name} ({retention_ms} ms) must be at least the "
+                f"window size plus grace ({windows.size_ms} + {windows.grace_ms} ms): raise it with "
+                "Materialized.with_retention(...)."
+            )
+        processor = self._builder.name_or_generate(name, prefix)
+        parent, sources = self._parent_for(store_name)
+        supplier = WindowedAggregateSupplier(
+            kind, store_name, windows, initializer, aggregator, key_serde, value_serde
+        )
+        self._builder.add_processor(processor, supplier, parent)
+        store_builder = window_store_builder(
+            store_name,
+            retention_ms,
+            windows.size_ms,
+            key_serde,
+            value_serde,
+            store_type=mat.store_type,
+            caching=mat.caching_enabled,
+            logging_enabled=mat.logging_enabled,
+            log_config=mat.log_config,
+            supplier=mat.store_supplier,
+        )
+        self._builder.add_store(store_builder, processor)
+        return KTable(
+            self._builder,
+            processor,
+            None,
+            value_serde,
+            sources,
+            supplier,
+            None,
+            queryable_store_name=store_name,
+        )

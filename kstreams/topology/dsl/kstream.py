@@ -1,0 +1,513 @@
+"""KStream: an unbounded stream of records, and the operations that build on it.
+
+Every operation adds a processor to the topology and returns a new KStream (or KTable, or
+grouped stream) positioned after it. Operations that may change the key (``map``, ``flat_map``,
+``select_key``, ``process``) mark the result as needing a repartition: a following aggregation or
+join first writes the records to a repartition topic keyed by the new key and reads them back in a
+new subtopology, so that all records of a key meet in one task.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from kstreams.topology.dsl import naming
+from kstreams.topology.dsl.internal_builder import InternalStreamsBuilder
+from kstreams.topology.dsl.materialize import window_store_builder
+from kstreams.topology.dsl.parameters import (
+    Grouped,
+    Joined,
+    Named,
+    Produced,
+    Repartitioned,
+    StreamJoined,
+)
+from kstreams.topology.dsl.processors.stateless import (
+    FilterSupplier,
+    FlatMapSupplier,
+    FlatMapValuesSupplier,
+    ForeachSupplier,
+    MapSupplier,
+    MapValuesSupplier,
+    PassThroughSupplier,
+    PeekSupplier,
+    SelectKeySupplier,
+)
+from kstreams.topology.dsl.processors.stream_join import (
+    JoinSideKeySerde,
+    JoinSideValueSerde,
+    JoinTimeTrackers,
+    JoinWindowSupplier,
+    StreamStreamJoinSupplier,
+)
+from kstreams.topology.dsl.processors.stream_table_join import StreamTableJoinSupplier
+from kstreams.topology.dsl.windows import JoinWindows
+
+if TYPE_CHECKING:
+    from kstreams.topology.dsl.branched import BranchedKStream
+    from kstreams.topology.dsl.grouped import KGroupedStream
+    from kstreams.topology.dsl.ktable import KTable
+
+__all__ = ["KStream", "named_as"]
+
+logger = logging.getLogger(__name__)
+
+_INHERIT: Any = object()
+
+
+def named_as(named: Named | str | None) -> str | None:
+    """The processor name a ``Named`` (or a plain string) gives, or None."""
+    if named is None:
+        return None
+    if isinstance(named, Named):
+        return named.name
+    if isinstance(named, str):
+        return Named.as_(named).name
+    raise TypeError(f"Expected a Named or a str for the processor name, got {named!r}.")
+
+
+class KStream:
+    """A stream of key-value records. Create one with ``StreamsBuilder.stream``."""
+
+    def __init__(
+        self,
+        builder: InternalStreamsBuilder,
+        name: str,
+        key_serde: Any,
+        value_serde: Any,
+        repartition_required: bool,
+        source_nodes: Iterable[str],
+    ) -> None:
+        self._builder = builder
+        self._name = name
+        self._key_serde = key_serde
+        self._value_serde = value_serde
+        self._repartition_required = repartition_required
+        self._source_nodes = frozenset(source_nodes)
+        # One repartition per name, shared by every join of this stream that needs it.
+        self._join_repartitions: dict[str, KStream] = {}
+
+    @property
+    def name(self) -> str:
+        """The name of the processor this stream comes out of."""
+        return self._name
+
+    @property
+    def repartition_required(self) -> bool:
+        """Whether the key may have changed since the last partitioning of the records."""
+        return self._repartition_required
+
+    def __repr__(self) -> str:
+        return f"KStream({self._name!r}, repartition_required={self._repartition_required})"
+
+    def _then(
+        self,
+        prefix: str,
+        named: Named | str | None,
+        supplier: Any,
+        *,
+        key_serde: Any = _INHERIT,
+        value_serde: Any = _INHERIT,
+        repartition_required: bool | None = None,
+    ) -> KStream:
+        name = self._builder.name_or_generate(named_as(named), prefix)
+        self._builder.add_processor(name, supplier, self._name)
+        return KStream(
+            self._builder,
+            name,
+            self._key_serde if key_serde is _INHERIT else key_serde,
+            self._value_serde if value_serde is _INHERIT else value_serde,
+            self._repartition_required if repartition_required is None else repartition_required,
+            self._source_nodes,
+        )
+
+    # --- stateless -------------------------------------------------------------------------
+
+    def filter(self, predicate: Callable[[Any, Any], bool], named: Named | str | None = None) -> KStream:
+        """Records for which ``predicate(key, value)`` holds."""
+        return self._then(naming.FILTER, named, FilterSupplier(predicate))
+
+    def filter_not(self, predicate: Callable[[Any, Any], bool], named: Named | str | None = None) -> KStream:
+        """Records for which ``predicate(key, value)`` does not hold."""
+        return self._then(naming.FILTER, named, FilterSupplier(predicate, negate=True))
+
+    def map(self, mapper: Callable[[Any, Any], Any], named: Named | str | None = None) -> KStream:
+        """``mapper(key, value) -> KeyValue`` per record; the key may change (repartition needed)."""
+        return self._then(
+            naming.MAP,
+            named,
+            MapSupplier(mapper),
+            key_serde=None,
+            value_serde=None,
+            repartition_required=True,
+        )
+
+    def map_values(
+        self, mapper: Callable[..., Any], named: Named | str | None = None, *, with_key: bool = False
+    ) -> KStream:
+        """``mapper(value)`` (or ``mapper(key, value)`` with ``with_key``) as the new value."""
+        return self._then(naming.MAPVALUES, named, MapValuesSupplier(mapper, with_key), value_serde=None)
+
+    def flat_map(
+        self, mapper: Callable[[Any, Any], Iterable[Any]], named: Named | str | None = None
+    ) -> KStream:
+        """Zero or more KeyValues per record from ``mapper(key, value)`` (repartition needed)."""
+        return self._then(
+            naming.FLATMAP,
+            named,
+            FlatMapSupplier(mapper),
+            key_serde=None,
+            value_serde=None,
+            repartition_required=True,
+        )
+
+    def flat_map_values(
+        self,
+        mapper: Callable[..., Iterable[Any]],
+        named: Named | str | None = None,
+        *,
+        with_key: bool = False,
+    ) -> KStream:
+        """One record per value of ``mapper(value)``, each with the input's key."""
+        return self._then(
+            naming.FLATMAPVALUES, named, FlatMapValuesSupplier(mapper, with_key), value_serde=None
+        )
+
+    def select_key(self, selector: Callable[[Any, Any], Any], named: Named | str | None = None) -> KStream:
+        """``selector(key, value)`` as the new key (repartition needed)."""
+        return self._then(
+            naming.KEY_SELECT, named, SelectKeySupplier(selector), key_serde=None, repartition_required=True
+        )
+
+    def peek(self, action: Callable[[Any, Any], None], named: Named | str | None = None) -> KStream:
+        """Calls ``action(key, value)`` for each record and passes the record on."""
+        return self._then(naming.PEEK, named, PeekSupplier(action))
+
+    def foreach(self, action: Callable[[Any, Any], None], named: Named | str | None = None) -> None:
+        """Calls ``action(key, value)`` for each record; ends the stream."""
+        name = self._builder.name_or_generate(named_as(named), naming.FOREACH)
+        self._builder.add_processor(name, ForeachSupplier(action), self._name)
+
+    def split(self, named: Named | str | None = None) -> BranchedKStream:
+        """Branches: ``split().branch(pred, Branched.as_("a")).default_branch()`` returns a dict
+        of branch name -> KStream; each record goes to the first branch whose predicate holds."""
+        from kstreams.topology.dsl.branched import BranchedKStream
+
+        return BranchedKStream(self, named_as(named))
+
+    def merge(self, other: KStream, named: Named | str | None = None) -> KStream:
+        """The records of both streams, interleaved as they arrive."""
+        if not isinstance(other, KStream):
+            raise TypeError(f"merge() takes a KStream, got {other!r}.")
+        name = self._builder.name_or_generate(named_as(named), naming.MERGE)
+        self._builder.add_processor(name, PassThroughSupplier(), self._name, other._name)
+        same_serdes = self._key_serde is other._key_serde and self._value_serde is other._value_serde
+        return KStream(
+            self._builder,
+            name,
+            self._key_serde if same_serdes else None,
+            self._value_serde if same_serdes else None,
+            self._repartition_required or other._repartition_required,
+            self._source_nodes | other._source_nodes,
+        )
+
+    def process(
+        self, processor_supplier: Callable[[], Any], *store_names: str, named: Named | str | None = None
+    ) -> KStream:
+        """A Processor API processor in the stream: ``processor_supplier()`` makes one per task;
+        it may use the named stores (and the stores its supplier's ``stores()`` declares). The
+        processor may change keys, so the result needs a repartition before a keyed operation."""
+        if not callable(processor_supplier):
+            raise TypeError(
+                "process() takes a processor supplier (a callable returning a Processor), "
+                f"got {processor_supplier!r}."
+            )
+        name = self._builder.name_or_generate(named_as(named), naming.PROCESSOR)
+        # The topology adds and connects the stores a supplier's stores() declares.
+        self._builder.add_processor(name, processor_supplier, self._name)
+        self._builder.connect_stores(name, store_names)
+        return KStream(self._builder, name, None, None, True, self._source_nodes)
+
+    # --- sinks and repartitioning ----------------------------------------------------------
+
+    def to(self, topic: str | Callable[..., str], produced: Produced | None = None) -> None:
+        """Write the records to a topic, or to the topic ``topic(key, value, record_context)``
+        picks per record. Serdes default to the stream's, then to the application's."""
+        produced = produced or Produced()
+        name = self._builder.name_or_generate(produced.name, naming.SINK)
+        self._builder.add_sink(
+            name,
+            topic,
+            self._name,
+            produced.key_serde if produced.key_serde is not None else self._key_serde,
+            produced.value_serde if produced.value_serde is not None else self._value_serde,
+            produced.partitioner,
+        )
+
+    def repartition(self, repartitioned: Repartitioned | None = None) -> KStream:
+        """Write the records through a repartition topic (``<app>-<name>-repartition``) and read
+        them back, optionally with a fixed partition count or a custom partitioner."""
+        repartitioned = repartitioned or Repartitioned()
+        prefix = repartitioned.name or self._builder.new_processor_name(naming.REPARTITION)
+        key_serde = repartitioned.key_serde if repartitioned.key_serde is not None else self._key_serde
+        value_serde = (
+            repartitioned.value_serde if repartitioned.value_serde is not None else self._value_serde
+        )
+        source = self._builder.repartition(
+            self._name,
+            prefix,
+            key_serde,
+            value_serde,
+            repartitioned.number_of_partitions,
+            repartitioned.partitioner,
+        )
+        return KStream(self._builder, source, key_serde, value_serde, False, (source,))
+
+    def _repartition_for_join(self, prefix: str, key_serde: Any, value_serde: Any) -> KStream:
+        key_serde = key_serde if key_serde is not None else self._key_serde
+        value_serde = value_serde if value_serde is not None else self._value_serde
+        stream = self._join_repartitions.get(prefix)
+        if stream is None:
+            source = self._builder.repartition(self._name, prefix, key_serde, value_serde)
+            stream = KStream(self._builder, source, key_serde, value_serde, False, (source,))
+            self._join_repartitions[prefix] = stream
+        return stream
+
+    # --- grouping --------------------------------------------------------------------------
+
+    def group_by_key(self, grouped: Grouped | None = None) -> KGroupedStream:
+        """Group by the current key (repartitioned first if the key may have changed)."""
+        from kstreams.topology.dsl.grouped import KGroupedStream
+
+        grouped = grouped or Grouped()
+        return KGroupedStream(
+            self._builder,
+            self._name,
+            grouped.key_serde if grouped.key_serde is not None else self._key_serde,
+            grouped.value_serde if grouped.value_serde is not None else self._value_serde,
+            self._repartition_required,
+            grouped.name,
+            self._source_nodes,
+        )
+
+    def group_by(self, selector: Callable[[Any, Any], Any], grouped: Grouped | None = None) -> KGroupedStream:
+        """Group by ``selector(key, value)``; always repartitions."""
+        from kstreams.topology.dsl.grouped import KGroupedStream
+
+        grouped = grouped or Grouped()
+        if grouped.name is not None:
+            name = f"{grouped.name}-key-select"
+        else:
+            name = self._builder.new_processor_name(naming.KEY_SELECT)
+        self._builder.add_processor(name, SelectKeySupplier(selector), self._name)
+        return KGroupedStream(
+            self._builder,
+            name,
+            grouped.key_serde,
+            grouped.value_serde if grouped.value_serde is not None else self._value_serde,
+            True,
+            grouped.name,
+            self._source_nodes,
+        )
+
+    # --- joins -----------------------------------------------------------------------------
+
+    def join(
+        self,
+        other: KStream | KTable,
+        joiner: Callable[[Any, Any], Any],
+        windows: JoinWindows | Joined | None = None,
+        joined: Joined | StreamJoined | None = None,
+    ) -> KStream:
+        """Inner join with a KTable (``join(table, joiner[, Joined])``) or with another KStream
+        within ``windows`` (``join(stream, joiner, JoinWindows[, StreamJoined])``).
+        ``joiner(this_value, other_value)`` makes the result value."""
+        return self._join(other, joiner, windows, joined, left_outer=False, right_outer=False)
+
+    def left_join(
+        self,
+        other: KStream | KTable,
+        joiner: Callable[[Any, Any], Any],
+        windows: JoinWindows | Joined | None = None,
+        joined: Joined | StreamJoined | None = None,
+    ) -> KStream:
+        """Like ``join``, but every record of this stream yields a result: unmatched ones are
+        joined with None (for stream-stream joins, once their window has closed)."""
+        return self._join(other, joiner, windows, joined, left_outer=True, right_outer=False)
+
+    def outer_join(
+        self,
+        other: KStream,
+        joiner: Callable[[Any, Any], Any],
+        windows: JoinWindows,
+        joined: StreamJoined | None = None,
+    ) -> KStream:
+        """Windowed outer join of two streams: unmatched records of either side are joined with
+        None once their window has closed."""
+        if not isinstance(other, KStream):
+            raise TypeError(f"outer_join() takes a KStream and JoinWindows, got {other!r}.")
+        return self._join(other, joiner, windows, joined, left_outer=True, right_outer=True)
+
+    def _join(
+        self,
+        other: Any,
+        joiner: Callable[[Any, Any], Any],
+        windows: Any,
+        joined: Any,
+        *,
+        left_outer: bool,
+        right_outer: bool,
+    ) -> KStream:
+        from kstreams.topology.dsl.ktable import KTable
+
+        if isinstance(other, KTable):
+            if isinstance(windows, Joined) and joined is None:
+                windows, joined = None, windows
+            if windows is not None or not (joined is None or isinstance(joined, Joined)):
+                raise TypeError(
+                    "A stream-table join takes (table, joiner[, Joined]); JoinWindows apply only to "
+                    "stream-stream joins."
+                )
+            return self._stream_table_join(other, joiner, joined or Joined(), left_outer)
+        if isinstance(other, KStream):
+            if not isinstance(windows, JoinWindows):
+                raise TypeError(
+                    "A stream-stream join needs JoinWindows: join(other, joiner, "
+                    "JoinWindows.of_time_difference_with_no_grace(...))."
+                )
+            if joined is not None and not isinstance(joined, StreamJoined):
+                raise TypeError(f"A stream-stream join takes a StreamJoined, got {joined!r}.")
+            return self._stream_stream_join(
+                other, joiner, windows, joined or StreamJoined(), left_outer, right_outer
+            )
+        raise TypeError(f"A KStream joins a KStream or a KTable, got {other!r}.")
+
+    def _stream_table_join(
+        self, table: KTable, joiner: Callable[[Any, Any], Any], joined: Joined, left: bool
+    ) -> KStream:
+        stream = self
+        if self._repartition_required:
+            stream = self._repartition_for_join(
+                joined.name or self._name, joined.key_serde, joined.value_serde
+            )
+        name = self._builder.name_or_generate(joined.name, naming.LEFTJOIN if left else naming.JOIN)
+        getter = table._value_getter_supplier()
+        self._builder.add_processor(name, StreamTableJoinSupplier(getter, joiner, left), stream._name)
+        self._builder.connect_stores(name, getter.store_names())
+        sources = stream._source_nodes | table._source_nodes
+        self._builder.copartition(sources)
+        key_serde = joined.key_serde if joined.key_serde is not None else stream._key_serde
+        return KStream(self._builder, name, key_serde, None, False, sources)
+
+    def _stream_stream_join(
+        self,
+        other: KStream,
+        joiner: Callable[[Any, Any], Any],
+        windows: JoinWindows,
+        joined: StreamJoined,
+        left_outer: bool,
+        right_outer: bool,
+    ) -> KStream:
+        builder = self._builder
+        this: KStream = self
+        if this._repartition_required:
+            prefix = f"{joined.name}-left" if joined.name else this._name
+            this = this._repartition_for_join(prefix, joined.key_serde, joined.value_serde)
+        if other._repartition_required:
+            prefix = f"{joined.name}-right" if joined.name else other._name
+            other = other._repartition_for_join(prefix, joined.key_serde, joined.other_value_serde)
+        sources = this._source_nodes | other._source_nodes
+        builder.copartition(sources)
+
+        base = joined.name
+        this_windowed = f"{base}-this-windowed" if base else builder.new_processor_name(naming.WINDOWED)
+        other_windowed = f"{base}-other-windowed" if base else builder.new_processor_name(naming.WINDOWED)
+        this_prefix = naming.OUTERTHIS if right_outer else naming.JOINTHIS
+        this_generated = builder.new_processor_name(this_prefix)
+        other_generated = builder.new_processor_name(naming.OUTEROTHER if left_outer else naming.JOINOTHER)
+        this_suffix = "-outer-this-join" if right_outer else "-this-join"
+        other_suffix = "-outer-other-join" if left_outer else "-other-join"
+        join_this = f"{base}{this_suffix}" if base else this_generated
+        join_other = f"{base}{other_suffix}" if base else other_generated
+        merge = f"{base}-merge" if base else builder.new_processor_name(naming.MERGE)
+
+        key_serde = joined.key_serde if joined.key_serde is not None else this._key_serde
+        this_value_serde = joined.value_serde if joined.value_serde is not None else this._value_serde
+        other_value_serde = (
+            joined.other_value_serde if joined.other_value_serde is not None else other._value_serde
+        )
+        retention_ms = windows.size() + windows.grace_ms
+        store_options: dict[str, Any] = {
+            "store_type": joined.store_type,
+            "logging_enabled": joined.logging_enabled,
+            "log_config": joined.log_config,
+        }
+        this_store = (f"{joined.store_name}{this_suffix}" if joined.store_name else this_generated) + "-store"
+        other_store = (
+            f"{joined.store_name}{other_suffix}" if joined.store_name else other_generated
+        ) + "-store"
+        this_store_builder = window_store_builder(
+            this_store,
+            retention_ms,
+            windows.size(),
+            key_serde,
+            this_value_serde,
+            retain_duplicates=True,
+            **store_options,
+        )
+        other_store_builder = window_store_builder(
+            other_store,
+            retention_ms,
+            windows.size(),
+            key_serde,
+            other_value_serde,
+            retain_duplicates=True,
+            **store_options,
+        )
+        outer_store: str | None = None
+        outer_serdes: tuple[Any, ...] = ()
+        outer_store_builder = None
+        if left_outer and windows.spurious_result_fix:
+            outer_suffix = "-outer-shared-join" if right_outer else "-left-shared-join"
+            if joined.store_name:
+                outer_store = f"{joined.store_name}{outer_suffix}-store"
+            else:
+                outer_store = f"{naming.OUTERSHARED}{this_generated[len(this_prefix) :]}-store"
+            outer_serdes = (
+                JoinSideKeySerde(key_serde),
+                JoinSideValueSerde(this_value_serde, other_value_serde),
+            )
+            outer_store_builder = window_store_builder(
+                outer_store, retention_ms, windows.size(), outer_serdes[0], outer_serdes[1], **store_options
+            )
+
+        trackers = JoinTimeTrackers()
+        common: dict[str, Any] = {
+            "before_ms": windows.before_ms,
+            "after_ms": windows.after_ms,
+            "grace_ms": windows.grace_ms,
+            "joiner": joiner,
+            "outer_store_name": outer_store,
+            "time_trackers": trackers,
+            "outer_serdes": outer_serdes,
+        }
+        builder.add_processor(this_windowed, JoinWindowSupplier(this_store), this._name)
+        builder.add_processor(other_windowed, JoinWindowSupplier(other_store), other._name)
+        builder.add_processor(
+            join_this,
+            StreamStreamJoinSupplier(True, other_store, outer=left_outer, **common),
+            this_windowed,
+        )
+        builder.add_processor(
+            join_other,
+            StreamStreamJoinSupplier(False, this_store, outer=right_outer, **common),
+            other_windowed,
+        )
+        builder.add_processor(merge, PassThroughSupplier(), join_this, join_other)
+        builder.add_store(this_store_builder, this_windowed, join_other)
+        builder.add_store(other_store_builder, other_windowed, join_this)
+        if outer_store_builder is not None:
+            builder.add_store(outer_store_builder, join_this, join_other)
+        return KStream(builder, merge, key_serde, None, False, sources)

@@ -1,0 +1,302 @@
+"""KTable: a changelog stream seen as a table, one current value per key.
+
+A KTable comes from a topic (``StreamsBuilder.table``), an aggregation, or another table. Its
+processors pass ``Change(new, old)`` updates; ``to_stream()`` turns them back into records.
+A table is kept in a state store when it is materialized (by ``Materialized``, because it is an
+aggregation, or because a join needs to look it up); an unmaterialized derived table computes its
+values from its parent's on lookup.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from kstreams.errors import TopologyException
+from kstreams.topology.dsl import naming
+from kstreams.topology.dsl.internal_builder import InternalStreamsBuilder
+from kstreams.topology.dsl.kstream import KStream, named_as
+from kstreams.topology.dsl.materialize import key_value_store_builder
+from kstreams.topology.dsl.parameters import Materialized, Named
+from kstreams.topology.dsl.processors.table import (
+    FilterValueGetterSupplier,
+    JoinValueGetterSupplier,
+    MapValuesGetterSupplier,
+    StoreValueGetterSupplier,
+    TableFilterSupplier,
+    TableJoinSupplier,
+    TableMapValuesSupplier,
+    TableMergeSupplier,
+    TableToStreamSupplier,
+    ValueGetterSupplier,
+)
+
+__all__ = ["KTable"]
+
+logger = logging.getLogger(__name__)
+
+GetterFactory = Callable[[], ValueGetterSupplier]
+
+
+class KTable:
+    """A table of the latest value per key. Create one with ``StreamsBuilder.table`` or an
+    aggregation."""
+
+    def __init__(
+        self,
+        builder: InternalStreamsBuilder,
+        name: str,
+        key_serde: Any,
+        value_serde: Any,
+        source_nodes: Iterable[str],
+        supplier: Any,
+        value_getter: ValueGetterSupplier | GetterFactory | None,
+        queryable_store_name: str | None = None,
+    ) -> None:
+        self._builder = builder
+        self._name = name
+        self._key_serde = key_serde
+        self._value_serde = value_serde
+        self._source_nodes = frozenset(source_nodes)
+        self._supplier = supplier
+        self._getter: ValueGetterSupplier | None = None
+        self._getter_factory: GetterFactory | None = None
+        if isinstance(value_getter, ValueGetterSupplier):
+            self._getter = value_getter
+        else:
+            self._getter_factory = value_getter
+        self._queryable_store_name = queryable_store_name
+
+    @property
+    def name(self) -> str:
+        """The name of the processor this table comes out of."""
+        return self._name
+
+    @property
+    def queryable_store_name(self) -> str | None:
+        """The store holding this table, when it was materialized under a name (None otherwise)."""
+        return self._queryable_store_name
+
+    def __repr__(self) -> str:
+        return f"KTable({self._name!r}, store={self._queryable_store_name!r})"
+
+    def _value_getter_supplier(self) -> ValueGetterSupplier:
+        """How to look this table up, materializing a source table's store on first need."""
+        if self._getter is None:
+            if self._getter_factory is None:
+                raise TopologyException(
+                    f"Table {self._name} cannot be looked up by key (a windowed table's keys are windows): "
+                    "join or query it through to_stream() and a new table instead."
+                )
+            self._getter = self._getter_factory()
+        return self._getter
+
+    def _materialized(self, materialized: Materialized | None, prefix: str) -> tuple[str | None, Any, Any]:
+        if materialized is None:
+            return None, self._key_serde, self._value_serde
+        store_name = materialized.store_name or self._builder.new_store_name(prefix)
+        key_serde = materialized.key_serde if materialized.key_serde is not None else self._key_serde
+        return store_name, key_serde, materialized.value_serde
+
+    def _derive(
+        self,
+        prefix: str,
+        named: Named | str | None,
+        materialized: Materialized | None,
+        make_supplier: Callable[[str | None], Any],
+        getter_factory: GetterFactory,
+        value_serde: Any,
+        store_value_serde_default: Any = None,
+    ) -> KTable:
+        store_name, key_serde, store_value_serde = self._materialized(materialized, prefix)
+        if store_value_serde is None:
+            store_value_serde = store_value_serde_default
+        name = self._builder.name_or_generate(named_as(named), prefix)
+        supplier = make_supplier(store_name)
+        self._builder.add_processor(name, supplier, self._name)
+        if store_name is not None and materialized is not None:
+            self._builder.add_store(
+                key_value_store_builder(materialized, store_name, key_serde, store_value_serde), name
+            )
+            return KTable(
+                self._builder,
+                name,
+                key_serde,
+                store_value_serde,
+                self._source_nodes,
+                supplier,
+                StoreValueGetterSupplier(store_name),
+                store_name,
+            )
+        return KTable(
+            self._builder, name, key_serde, value_serde, self._source_nodes, supplier, getter_factory
+        )
+
+    # --- stateless -------------------------------------------------------------------------
+
+    def filter(
+        self,
+        predicate: Callable[[Any, Any], bool],
+        materialized: Materialized | None = None,
+        named: Named | str | None = None,
+    ) -> KTable:
+        """Rows whose value passes ``predicate(key, value)``; others become deletions."""
+        return self._filter(predicate, False, materialized, named)
+
+    def filter_not(
+        self,
+        predicate: Callable[[Any, Any], bool],
+        materialized: Materialized | None = None,
+        named: Named | str | None = None,
+    ) -> KTable:
+        """Rows whose value fails ``predicate(key, value)``; others become deletions."""
+        return self._filter(predicate, True, materialized, named)
+
+    def _filter(
+        self,
+        predicate: Callable[[Any, Any], bool],
+        negate: bool,
+        materialized: Materialized | None,
+        named: Named | str | None,
+    ) -> KTable:
+        return self._derive(
+            naming.KTABLE_FILTER,
+            named,
+            materialized,
+            lambda store: TableFilterSupplier(predicate, negate, store),
+            lambda: FilterValueGetterSupplier(self._value_getter_supplier(), predicate, negate),
+            self._value_serde,
+            self._value_serde,
+        )
+
+    def map_values(
+        self,
+        mapper: Callable[..., Any],
+        materialized: Materialized | None = None,
+        named: Named | str | None = None,
+        *,
+        with_key: bool = False,
+    ) -> KTable:
+        """Each row's value mapped with ``mapper(value)`` (``mapper(key, value)`` with ``with_key``)."""
+        return self._derive(
+            naming.KTABLE_MAPVALUES,
+            named,
+            materialized,
+            lambda store: TableMapValuesSupplier(mapper, with_key, store),
+            lambda: MapValuesGetterSupplier(self._value_getter_supplier(), mapper, with_key),
+            None,
+        )
+
+    def to_stream(
+        self, named: Named | str | None = None, *, key_mapper: Callable[[Any, Any], Any] | None = None
+    ) -> KStream:
+        """The table's updates as a stream: one record per update, value None for a deletion.
+        ``key_mapper(key, value)`` gives the records a new key (then a repartition is needed)."""
+        name = self._builder.name_or_generate(named_as(named), naming.KTABLE_TOSTREAM)
+        self._builder.add_processor(name, TableToStreamSupplier(key_mapper), self._name)
+        return KStream(
+            self._builder,
+            name,
+            None if key_mapper is not None else self._key_serde,
+            self._value_serde,
+            key_mapper is not None,
+            self._source_nodes,
+        )
+
+    # --- joins -----------------------------------------------------------------------------
+
+    def join(
+        self,
+        other: KTable,
+        joiner: Callable[[Any, Any], Any],
+        materialized: Materialized | None = None,
+        named: Named | str | None = None,
+    ) -> KTable:
+        """Inner join on the primary key: a row exists where both tables have one, with value
+        ``joiner(this_value, other_value)``; an update on either side updates the result."""
+        return self._join(other, joiner, materialized, named, left_outer=False, right_outer=False)
+
+    def left_join(
+        self,
+        other: KTable,
+        joiner: Callable[[Any, Any], Any],
+        materialized: Materialized | None = None,
+        named: Named | str | None = None,
+    ) -> KTable:
+        """Left join: every row of this table, joined with the other's row or None."""
+        return self._join(other, joiner, materialized, named, left_outer=True, right_outer=False)
+
+    def outer_join(
+        self,
+        other: KTable,
+        joiner: Callable[[Any, Any], Any],
+        materialized: Materialized | None = None,
+        named: Named | str | None = None,
+    ) -> KTable:
+        """Outer join: a row wherever either table has one (the missing side is None)."""
+        return self._join(other, joiner, materialized, named, left_outer=True, right_outer=True)
+
+    def _join(
+        self,
+        other: KTable,
+        joiner: Callable[[Any, Any], Any],
+        materialized: Materialized | None,
+        named: Named | str | None,
+        *,
+        left_outer: bool,
+        right_outer: bool,
+    ) -> KTable:
+        if not isinstance(other, KTable):
+            raise TypeError(f"A KTable joins another KTable here, got {other!r}.")
+        builder = self._builder
+        store_name, key_serde, store_value_serde = self._materialized(materialized, naming.KTABLE_MERGE)
+        base = named_as(named)
+        merge = builder.name_or_generate(base, naming.KTABLE_MERGE)
+        sources = self._source_nodes | other._source_nodes
+        builder.copartition(sources)
+        join_this = f"{base}-join-this" if base else builder.new_processor_name(naming.KTABLE_JOINTHIS)
+        join_other = f"{base}-join-other" if base else builder.new_processor_name(naming.KTABLE_JOINOTHER)
+        this_getter = self._value_getter_supplier()
+        other_getter = other._value_getter_supplier()
+        builder.add_processor(
+            join_this,
+            TableJoinSupplier(
+                other_getter, joiner, this_is_left=True, this_outer=left_outer, other_outer=right_outer
+            ),
+            self._name,
+        )
+        builder.add_processor(
+            join_other,
+            TableJoinSupplier(
+                this_getter, joiner, this_is_left=False, this_outer=right_outer, other_outer=left_outer
+            ),
+            other._name,
+        )
+        builder.connect_stores(join_this, other_getter.store_names())
+        builder.connect_stores(join_other, this_getter.store_names())
+        supplier = TableMergeSupplier(store_name)
+        builder.add_processor(merge, supplier, join_this, join_other)
+        if store_name is not None and materialized is not None:
+            builder.add_store(
+                key_value_store_builder(materialized, store_name, key_serde, store_value_serde), merge
+            )
+            return KTable(
+                builder,
+                merge,
+                key_serde,
+                store_value_serde,
+                sources,
+                supplier,
+                StoreValueGetterSupplier(store_name),
+                store_name,
+            )
+        return KTable(
+            builder,
+            merge,
+            self._key_serde,
+            None,
+            sources,
+            supplier,
+            lambda: JoinValueGetterSupplier(this_getter, other_getter, joiner, left_outer, right_outer),
+        )

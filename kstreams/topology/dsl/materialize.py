@@ -1,0 +1,76 @@
+"""Turning a ``Materialized`` (or a join's store settings) into a store builder.
+
+Stores default to persistent (RocksDB), as in Kafka; ``StoreType.IN_MEMORY`` picks the in-memory
+store. Serdes of None are passed through: the topology fills in the application's default serdes
+when it builds.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from kstreams.topology.dsl.parameters import Materialized, StoreType
+
+__all__ = ["key_value_store_builder", "window_store_builder"]
+
+logger = logging.getLogger(__name__)
+
+
+def _stores() -> Any:
+    # Imported on use: kstreams.state depends on the compiled core, which a topology that is only
+    # described never needs.
+    from kstreams.state.stores import Stores
+
+    return Stores
+
+
+def _persistent(store_type: StoreType | None) -> bool:
+    return store_type is None or store_type is StoreType.ROCKS_DB
+
+
+def _apply_layers(builder: Any, caching: bool, logging_enabled: bool, log_config: dict[str, str]) -> Any:
+    builder = builder.with_caching_enabled() if caching else builder.with_caching_disabled()
+    if logging_enabled:
+        return builder.with_logging_enabled(dict(log_config))
+    return builder.with_logging_disabled()
+
+
+def key_value_store_builder(
+    materialized: Materialized, store_name: str, key_serde: Any, value_serde: Any
+) -> Any:
+    """A key-value store builder for a table or an aggregation, as ``materialized`` asks."""
+    stores = _stores()
+    supplier = materialized.store_supplier
+    if supplier is None:
+        if _persistent(materialized.store_type):
+            supplier = stores.persistent_key_value_store(store_name)
+        else:
+            supplier = stores.in_memory_key_value_store(store_name)
+    builder = stores.key_value_store_builder(supplier, key_serde, value_serde)
+    return _apply_layers(
+        builder, materialized.caching_enabled, materialized.logging_enabled, materialized.log_config
+    )
+
+
+def window_store_builder(
+    store_name: str,
+    retention_ms: int,
+    window_size_ms: int,
+    key_serde: Any,
+    value_serde: Any,
+    *,
+    retain_duplicates: bool = False,
+    store_type: StoreType | None = None,
+    caching: bool = False,
+    logging_enabled: bool = True,
+    log_config: dict[str, str] | None = None,
+    supplier: Any = None,
+) -> Any:
+    """A window store builder (windowed aggregations, stream-stream joins)."""
+    stores = _stores()
+    if supplier is None:
+        factory = stores.persistent_window_store if _persistent(store_type) else stores.in_memory_window_store
+        supplier = factory(store_name, retention_ms, window_size_ms, retain_duplicates)
+    builder = stores.window_store_builder(supplier, key_serde, value_serde)
+    return _apply_layers(builder, caching, logging_enabled, log_config or {})

@@ -1,0 +1,369 @@
+"""The parameter objects of the DSL: Consumed, Produced, Grouped, Materialized, Repartitioned,
+Named, Joined and StreamJoined.
+
+Each is an immutable-looking builder in Kafka's style: a static constructor (``Grouped.as_("x")``,
+``Consumed.with_(k, v)``) and ``with_*`` methods that return a new object, so one parameter object
+can be shared by several operations without surprises. A serde of None means "not given": the
+operation inherits the upstream serde, or the topology falls back to ``default.key.serde`` /
+``default.value.serde`` at build.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+from typing import Any
+
+__all__ = [
+    "Consumed",
+    "Grouped",
+    "Joined",
+    "Materialized",
+    "Named",
+    "Produced",
+    "Repartitioned",
+    "StoreType",
+    "StreamJoined",
+    "to_millis",
+]
+
+logger = logging.getLogger(__name__)
+
+
+def to_millis(duration: timedelta | int | float, what: str) -> int:
+    """A duration given as a timedelta or as milliseconds, in whole milliseconds (never negative)."""
+    if isinstance(duration, timedelta):
+        ms = int(duration / timedelta(milliseconds=1))
+    elif isinstance(duration, int | float) and not isinstance(duration, bool):
+        ms = int(duration)
+    else:
+        raise TypeError(f"{what} must be a datetime.timedelta or milliseconds as an int, got {duration!r}.")
+    if ms < 0:
+        raise ValueError(f"{what} must not be negative, got {ms} ms.")
+    return ms
+
+
+def _check_name(name: str | None, what: str) -> str | None:
+    if name is None:
+        return None
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{what} must be a non-empty string, got {name!r}.")
+    if len(name) > 249 or not all(c.isalnum() or c in "._-" for c in name):
+        raise ValueError(
+            f"{what} {name!r} is not a legal name: use at most 249 letters, digits, '.', '_' or '-' "
+            "(it becomes part of topic and store names)."
+        )
+    return name
+
+
+@dataclass(frozen=True)
+class Named:
+    """A user-chosen name for the processor an operation adds (instead of a generated one)."""
+
+    name: str | None = None
+
+    @staticmethod
+    def as_(name: str) -> Named:
+        return Named(_check_name(name, "Named"))
+
+    def with_name(self, name: str) -> Named:
+        return Named(_check_name(name, "Named"))
+
+
+@dataclass(frozen=True)
+class Consumed:
+    """How a source reads its topics: serdes, offset reset policy and the source processor's name."""
+
+    key_serde: Any = None
+    value_serde: Any = None
+    offset_reset: str | None = None
+    name: str | None = None
+    timestamp_extractor: Any = None
+
+    @staticmethod
+    def with_(key_serde: Any = None, value_serde: Any = None) -> Consumed:
+        return Consumed(key_serde, value_serde)
+
+    @staticmethod
+    def as_(name: str) -> Consumed:
+        return Consumed(name=_check_name(name, "Consumed name"))
+
+    def with_key_serde(self, serde: Any) -> Consumed:
+        return replace(self, key_serde=serde)
+
+    def with_value_serde(self, serde: Any) -> Consumed:
+        return replace(self, value_serde=serde)
+
+    def with_offset_reset_policy(self, policy: str | None) -> Consumed:
+        if policy is not None and str(policy).lower() not in ("earliest", "latest", "none"):
+            raise ValueError(f"Offset reset policy must be 'earliest', 'latest' or 'none', got {policy!r}.")
+        return replace(self, offset_reset=None if policy is None else str(policy).lower())
+
+    def with_timestamp_extractor(self, extractor: Any) -> Consumed:
+        return replace(self, timestamp_extractor=extractor)
+
+    def with_name(self, name: str) -> Consumed:
+        return replace(self, name=_check_name(name, "Consumed name"))
+
+
+@dataclass(frozen=True)
+class Produced:
+    """How a sink writes: serdes, partitioner and the sink processor's name."""
+
+    key_serde: Any = None
+    value_serde: Any = None
+    partitioner: Any = None
+    name: str | None = None
+
+    @staticmethod
+    def with_(key_serde: Any = None, value_serde: Any = None, partitioner: Any = None) -> Produced:
+        return Produced(key_serde, value_serde, partitioner)
+
+    @staticmethod
+    def as_(name: str) -> Produced:
+        return Produced(name=_check_name(name, "Produced name"))
+
+    @staticmethod
+    def key_serde_(serde: Any) -> Produced:
+        return Produced(key_serde=serde)
+
+    @staticmethod
+    def value_serde_(serde: Any) -> Produced:
+        return Produced(value_serde=serde)
+
+    def with_key_serde(self, serde: Any) -> Produced:
+        return replace(self, key_serde=serde)
+
+    def with_value_serde(self, serde: Any) -> Produced:
+        return replace(self, value_serde=serde)
+
+    def with_stream_partitioner(self, partitioner: Any) -> Produced:
+        return replace(self, partitioner=partitioner)
+
+    def with_name(self, name: str) -> Produced:
+        return replace(self, name=_check_name(name, "Produced name"))
+
+
+@dataclass(frozen=True)
+class Grouped:
+    """How a stream is grouped: serdes of the (repartitioned) records and the repartition name.
+
+    ``Grouped.as_("x")`` names the repartition topic ``<application.id>-x-repartition`` and, for
+    ``group_by``, the key-selecting processor ``x-key-select``.
+    """
+
+    name: str | None = None
+    key_serde: Any = None
+    value_serde: Any = None
+
+    @staticmethod
+    def as_(name: str) -> Grouped:
+        return Grouped(name=_check_name(name, "Grouped name"))
+
+    @staticmethod
+    def with_(key_serde: Any = None, value_serde: Any = None, name: str | None = None) -> Grouped:
+        return Grouped(_check_name(name, "Grouped name"), key_serde, value_serde)
+
+    def with_name(self, name: str) -> Grouped:
+        return replace(self, name=_check_name(name, "Grouped name"))
+
+    def with_key_serde(self, serde: Any) -> Grouped:
+        return replace(self, key_serde=serde)
+
+    def with_value_serde(self, serde: Any) -> Grouped:
+        return replace(self, value_serde=serde)
+
+
+@dataclass(frozen=True)
+class Repartitioned:
+    """An explicit repartition: topic name, partition count, serdes and partitioner."""
+
+    name: str | None = None
+    key_serde: Any = None
+    value_serde: Any = None
+    number_of_partitions: int | None = None
+    partitioner: Any = None
+
+    @staticmethod
+    def as_(name: str) -> Repartitioned:
+        return Repartitioned(name=_check_name(name, "Repartitioned name"))
+
+    @staticmethod
+    def with_(key_serde: Any = None, value_serde: Any = None) -> Repartitioned:
+        return Repartitioned(key_serde=key_serde, value_serde=value_serde)
+
+    @staticmethod
+    def number_of_partitions_(partitions: int) -> Repartitioned:
+        return Repartitioned().with_number_of_partitions(partitions)
+
+    def with_name(self, name: str) -> Repartitioned:
+        return replace(self, name=_check_name(name, "Repartitioned name"))
+
+    def with_number_of_partitions(self, partitions: int) -> Repartitioned:
+        if not isinstance(partitions, int) or partitions < 1:
+            raise ValueError(f"Number of partitions must be a positive int, got {partitions!r}.")
+        return replace(self, number_of_partitions=partitions)
+
+    def with_key_serde(self, serde: Any) -> Repartitioned:
+        return replace(self, key_serde=serde)
+
+    def with_value_serde(self, serde: Any) -> Repartitioned:
+        return replace(self, value_serde=serde)
+
+    def with_stream_partitioner(self, partitioner: Any) -> Repartitioned:
+        return replace(self, partitioner=partitioner)
+
+
+class StoreType(enum.Enum):
+    """Which store implementation a Materialized state uses (Kafka's ``Materialized.StoreType``)."""
+
+    ROCKS_DB = "rocks_db"
+    IN_MEMORY = "in_memory"
+
+
+@dataclass(frozen=True)
+class Materialized:
+    """How an aggregation or table is kept in a state store.
+
+    ``Materialized.as_("counts")`` names the store "counts" (queryable by that name, changelog
+    ``<application.id>-counts-changelog``). Defaults follow Kafka: persistent store, caching and
+    change-logging enabled, retention (windowed stores) of window size plus grace.
+    """
+
+    store_name: str | None = None
+    key_serde: Any = None
+    value_serde: Any = None
+    caching_enabled: bool = True
+    logging_enabled: bool = True
+    log_config: dict[str, str] = field(default_factory=dict)
+    retention_ms: int | None = None
+    store_type: StoreType | None = None
+    store_supplier: Any = None
+
+    StoreType = StoreType
+
+    @staticmethod
+    def as_(name_or_supplier: Any) -> Materialized:
+        """A store of that name, or built from that store supplier (which carries the name)."""
+        if isinstance(name_or_supplier, str):
+            return Materialized(store_name=_check_name(name_or_supplier, "Materialized store name"))
+        if isinstance(name_or_supplier, StoreType):
+            return Materialized(store_type=name_or_supplier)
+        name = getattr(name_or_supplier, "name", None)
+        if not isinstance(name, str):
+            raise TypeError(
+                "Materialized.as_ takes a store name or a store supplier with a name, "
+                f"got {name_or_supplier!r}."
+            )
+        return Materialized(store_name=name, store_supplier=name_or_supplier)
+
+    @staticmethod
+    def with_(key_serde: Any = None, value_serde: Any = None) -> Materialized:
+        return Materialized(key_serde=key_serde, value_serde=value_serde)
+
+    def with_key_serde(self, serde: Any) -> Materialized:
+        return replace(self, key_serde=serde)
+
+    def with_value_serde(self, serde: Any) -> Materialized:
+        return replace(self, value_serde=serde)
+
+    def with_caching_enabled(self) -> Materialized:
+        return replace(self, caching_enabled=True)
+
+    def with_caching_disabled(self) -> Materialized:
+        return replace(self, caching_enabled=False)
+
+    def with_logging_enabled(self, config: dict[str, str] | None = None) -> Materialized:
+        return replace(self, logging_enabled=True, log_config=dict(config or {}))
+
+    def with_logging_disabled(self) -> Materialized:
+        return replace(self, logging_enabled=False, log_config={})
+
+    def with_retention(self, retention: timedelta | int) -> Materialized:
+        return replace(self, retention_ms=to_millis(retention, "Materialized retention"))
+
+    def with_store_type(self, store_type: StoreType | str) -> Materialized:
+        return replace(self, store_type=StoreType(store_type) if isinstance(store_type, str) else store_type)
+
+
+@dataclass(frozen=True)
+class Joined:
+    """Serdes and name of a stream-table join (the stream side's serdes feed a repartition)."""
+
+    key_serde: Any = None
+    value_serde: Any = None
+    other_value_serde: Any = None
+    name: str | None = None
+
+    @staticmethod
+    def with_(key_serde: Any = None, value_serde: Any = None, other_value_serde: Any = None) -> Joined:
+        return Joined(key_serde, value_serde, other_value_serde)
+
+    @staticmethod
+    def as_(name: str) -> Joined:
+        return Joined(name=_check_name(name, "Joined name"))
+
+    def with_name(self, name: str) -> Joined:
+        return replace(self, name=_check_name(name, "Joined name"))
+
+    def with_key_serde(self, serde: Any) -> Joined:
+        return replace(self, key_serde=serde)
+
+    def with_value_serde(self, serde: Any) -> Joined:
+        return replace(self, value_serde=serde)
+
+    def with_other_value_serde(self, serde: Any) -> Joined:
+        return replace(self, other_value_serde=serde)
+
+
+@dataclass(frozen=True)
+class StreamJoined:
+    """Serdes, name and store naming of a stream-stream join.
+
+    ``with_name("j")`` names the processors ("j-this-join", "j-merge", ...) and repartition
+    topics ("j-left-repartition"); ``with_store_name("s")`` names the window stores
+    ("s-this-join-store", "s-other-join-store").
+    """
+
+    key_serde: Any = None
+    value_serde: Any = None
+    other_value_serde: Any = None
+    name: str | None = None
+    store_name: str | None = None
+    logging_enabled: bool = True
+    log_config: dict[str, str] = field(default_factory=dict)
+    store_type: StoreType | None = None
+
+    @staticmethod
+    def with_(key_serde: Any = None, value_serde: Any = None, other_value_serde: Any = None) -> StreamJoined:
+        return StreamJoined(key_serde, value_serde, other_value_serde)
+
+    @staticmethod
+    def as_(store_name: str) -> StreamJoined:
+        return StreamJoined(store_name=_check_name(store_name, "StreamJoined store name"))
+
+    def with_name(self, name: str) -> StreamJoined:
+        return replace(self, name=_check_name(name, "StreamJoined name"))
+
+    def with_store_name(self, store_name: str) -> StreamJoined:
+        return replace(self, store_name=_check_name(store_name, "StreamJoined store name"))
+
+    def with_key_serde(self, serde: Any) -> StreamJoined:
+        return replace(self, key_serde=serde)
+
+    def with_value_serde(self, serde: Any) -> StreamJoined:
+        return replace(self, value_serde=serde)
+
+    def with_other_value_serde(self, serde: Any) -> StreamJoined:
+        return replace(self, other_value_serde=serde)
+
+    def with_logging_enabled(self, config: dict[str, str] | None = None) -> StreamJoined:
+        return replace(self, logging_enabled=True, log_config=dict(config or {}))
+
+    def with_logging_disabled(self) -> StreamJoined:
+        return replace(self, logging_enabled=False, log_config={})
+
+    def with_store_type(self, store_type: StoreType | str) -> StreamJoined:
+        return replace(self, store_type=StoreType(store_type) if isinstance(store_type, str) else store_type)

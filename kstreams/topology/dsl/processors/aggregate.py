@@ -1,0 +1,178 @@
+"""Keyed aggregations of a grouped stream: count, reduce and aggregate, plain and time-windowed.
+
+The suppliers say what they compute (``kind`` is "count", "reduce" or "aggregate", with the store
+name, serdes and window spec as attributes), so a compiler of DSL kernels can recognise, say, a
+windowed count with a string key serde and replace the Python processor. Records with a null key
+or a null value are skipped, as in Kafka Streams.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, Literal
+
+from kstreams.processor import Processor, ProcessorContext, Record
+from kstreams.state.store import WindowedKey
+from kstreams.topology.dsl.processors.forwarding import ChangeForwarder
+from kstreams.topology.dsl.processors.store_access import get_store
+from kstreams.topology.dsl.windows import TimeWindows
+
+__all__ = [
+    "AggregateKind",
+    "StreamAggregateSupplier",
+    "WindowedAggregateSupplier",
+    "count_aggregator",
+    "count_initializer",
+]
+
+logger = logging.getLogger(__name__)
+
+AggregateKind = Literal["count", "reduce", "aggregate"]
+
+
+def count_initializer() -> int:
+    return 0
+
+
+def count_aggregator(key: Any, value: Any, aggregate: int) -> int:
+    return aggregate + 1
+
+
+class _AggregationSpec:
+    """What every aggregation supplier carries: kind, functions, store name and serdes."""
+
+    def __init__(
+        self,
+        kind: AggregateKind,
+        store_name: str,
+        initializer: Callable[[], Any] | None,
+        aggregator: Callable[..., Any],
+        key_serde: Any = None,
+        value_serde: Any = None,
+    ) -> None:
+        if kind not in ("count", "reduce", "aggregate"):
+            raise ValueError(f"Unknown aggregation kind {kind!r}.")
+        self.kind: AggregateKind = kind
+        self.store_name = store_name
+        self.initializer = initializer
+        # count/aggregate: aggregator(key, value, aggregate); reduce: reducer(aggregate, value)
+        self.aggregator = aggregator
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+
+    def _apply(self, key: Any, value: Any, old: Any) -> Any:
+        if self.kind == "reduce":
+            return value if old is None else self.aggregator(old, value)
+        aggregate = self.initializer() if old is None else old  # type: ignore[misc]
+        return self.aggregator(key, value, aggregate)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(kind={self.kind!r}, store={self.store_name!r})"
+
+
+class StreamAggregateSupplier(_AggregationSpec):
+    """Aggregates each key's records into a key-value store and forwards every new aggregate as
+    ``Change(new, old)`` (through the store's cache when it caches)."""
+
+    def __call__(self) -> Processor[Any, Any, Any, Any]:
+        return _StreamAggregate(self)
+
+
+class _StreamAggregate(Processor[Any, Any, Any, Any]):
+    def __init__(self, spec: StreamAggregateSupplier) -> None:
+        self.spec = spec
+
+    def init(self, context: ProcessorContext[Any, Any]) -> None:
+        self.context = context
+        self.store = get_store(context, self.spec.store_name)
+        self.forwarder = ChangeForwarder(self.store, context)
+
+    def process(self, record: Record[Any, Any]) -> None:
+        if record.key is None or record.value is None:
+            logger.debug(
+                "Skipping a record with a null key or value in the %s into store %s.",
+                self.spec.kind,
+                self.spec.store_name,
+            )
+            return
+        old = self.store.get(record.key)
+        new = self.spec._apply(record.key, record.value, old)
+        self.store.put(record.key, new)
+        self.forwarder.maybe_forward(record.key, new, old, record.timestamp)
+
+
+class WindowedAggregateSupplier(_AggregationSpec):
+    """Aggregates each key's records per time window into a window store and forwards every new
+    aggregate keyed by ``WindowedKey(key, start, end)``.
+
+    A record updates each of its windows that is still open: a window closes once stream time
+    (the largest timestamp this processor has seen) reaches its end plus grace; records of closed
+    windows are dropped (Kafka's ``windowEnd > streamTime - grace`` rule).
+    """
+
+    def __init__(
+        self,
+        kind: AggregateKind,
+        store_name: str,
+        windows: TimeWindows,
+        initializer: Callable[[], Any] | None,
+        aggregator: Callable[..., Any],
+        key_serde: Any = None,
+        value_serde: Any = None,
+    ) -> None:
+        super().__init__(kind, store_name, initializer, aggregator, key_serde, value_serde)
+        self.windows = windows
+
+    def __call__(self) -> Processor[Any, Any, Any, Any]:
+        return _WindowedAggregate(self)
+
+
+class _WindowedAggregate(Processor[Any, Any, Any, Any]):
+    def __init__(self, spec: WindowedAggregateSupplier) -> None:
+        self.spec = spec
+        self.size_ms = spec.windows.size_ms
+        self.grace_ms = spec.windows.grace_ms
+        self.observed_stream_time = -1
+        self.dropped = 0
+
+    def init(self, context: ProcessorContext[Any, Any]) -> None:
+        self.context = context
+        self.store = get_store(context, self.spec.store_name)
+        self.forwarder = ChangeForwarder(self.store, context, key_mapper=self._window_key)
+
+    def _window_key(self, key: Any) -> WindowedKey[Any]:
+        # A caching window store reports the window by its start; the end follows from the size.
+        if isinstance(key, WindowedKey):
+            return WindowedKey(key.key, key.start, key.start + self.size_ms)
+        raise TypeError(f"Window store {self.spec.store_name} flushed a non-windowed key {key!r}.")
+
+    def process(self, record: Record[Any, Any]) -> None:
+        if record.key is None or record.value is None:
+            logger.debug(
+                "Skipping a record with a null key or value in the windowed %s into store %s.",
+                self.spec.kind,
+                self.spec.store_name,
+            )
+            return
+        timestamp = record.timestamp
+        if timestamp > self.observed_stream_time:
+            self.observed_stream_time = timestamp
+        close_time = self.observed_stream_time - self.grace_ms
+        for start, end in self.spec.windows.windows_for(timestamp):
+            if end <= close_time:
+                self.dropped += 1
+                logger.debug(
+                    "Skipping a record for the expired window [%d, %d) of store %s: stream time %d, "
+                    "grace %d ms.",
+                    start,
+                    end,
+                    self.spec.store_name,
+                    self.observed_stream_time,
+                    self.grace_ms,
+                )
+                continue
+            old = self.store.fetch(record.key, start)
+            new = self.spec._apply(record.key, record.value, old)
+            self.store.put(record.key, new, start)
+            self.forwarder.maybe_forward(WindowedKey(record.key, start, end), new, old, timestamp)

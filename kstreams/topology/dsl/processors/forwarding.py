@@ -1,0 +1,51 @@
+"""Forwarding of table updates from stateful processors, with or without a record cache.
+
+When the processor's store caches, the store forwards the updates it flushes (at commit or on
+eviction) through the flush listener, and the processor must not forward them itself: that is how
+caching collapses many updates of a key into one downstream record. Without a cache, every update
+is forwarded at once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from kstreams.processor import ProcessorContext, Record
+from kstreams.topology.dsl.records import Change
+
+__all__ = ["ChangeForwarder"]
+
+logger = logging.getLogger(__name__)
+
+
+class ChangeForwarder:
+    """Forwards ``Change(new, old)`` records of one processor's store (Kafka's tuple forwarder).
+
+    ``key_mapper`` turns the key the cache reports into the key to forward (windowed stores
+    report the window, which the processor may need to complete with its end).
+    """
+
+    def __init__(
+        self,
+        store: Any,
+        context: ProcessorContext[Any, Any],
+        send_old_values: bool = True,
+        key_mapper: Callable[[Any], Any] | None = None,
+    ) -> None:
+        self._context = context
+        self._send_old_values = send_old_values
+        self._key_mapper = key_mapper
+        set_listener = getattr(store, "set_flush_listener", None)
+        self.cached = bool(set_listener(self._on_flush)) if set_listener is not None else False
+
+    def _on_flush(self, key: Any, new: Any, old: Any, timestamp: int) -> None:
+        if self._key_mapper is not None:
+            key = self._key_mapper(key)
+        self._context.forward(Record(key, Change(new, old if self._send_old_values else None), timestamp))
+
+    def maybe_forward(self, key: Any, new: Any, old: Any, timestamp: int) -> None:
+        """Forward the update now unless the store's cache will forward it when it flushes."""
+        if not self.cached:
+            self._context.forward(Record(key, Change(new, old if self._send_old_values else None), timestamp))

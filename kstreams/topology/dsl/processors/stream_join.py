@@ -1,0 +1,303 @@
+"""KStream-KStream windowed join: inner, left and outer, with Kafka's semantics.
+
+Each side's records are kept in a window store (retention: window size plus grace, duplicates
+retained) by a "windowed" processor, and each side's join processor looks the other side's store
+up for records within the join window: a left record at time t joins right records in
+[t - before, t + after]. Results carry the larger of the two timestamps.
+
+Left and outer joins (with the spurious-result fix of the no-grace/with-grace JoinWindows) do not
+emit an unjoined record at once: they park it in a shared "outer" window store and emit
+``joiner(value, None)`` (or ``joiner(None, value)``) only when its window has closed (stream time
+passed its timestamp plus the look-ahead plus grace) without a join partner. A late record whose
+window already closed is dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kstreams.processor import Processor, ProcessorContext, Record
+from kstreams.serdes import serde_from_config
+from kstreams.topology.dsl.processors.store_access import get_store
+
+__all__ = [
+    "JoinSideKeySerde",
+    "JoinSideValueSerde",
+    "JoinTimeTrackers",
+    "JoinWindowSupplier",
+    "StreamStreamJoinSupplier",
+]
+
+logger = logging.getLogger(__name__)
+
+_LEFT = b"\x01"
+_RIGHT = b"\x00"
+_NO_PARKED_RECORD = (1 << 63) - 1
+
+
+class _DefaultingSerde:
+    """Wraps an inner serde that may be None until the application's default serde is known."""
+
+    def __init__(self, inner: Any, config_key: str) -> None:
+        self.inner = inner
+        self._config_key = config_key
+
+    def bind_defaults(self, configs: Mapping[str, Any]) -> None:
+        if self.inner is None:
+            self.inner = serde_from_config(configs, self._config_key)
+        if self.inner is None:
+            raise ValueError(
+                f"A stream-stream join has no serde for its {self._config_key.split('.')[1]}s: give one "
+                f"with StreamJoined.with_(...) or set {self._config_key}."
+            )
+
+    def serializer(self) -> Any:
+        return self
+
+    def deserializer(self) -> Any:
+        return self
+
+    def configure(self, configs: Mapping[str, Any], is_key: bool) -> None:
+        self.bind_defaults(configs)
+
+
+class JoinSideKeySerde(_DefaultingSerde):
+    """Key of the shared outer-join store: a side flag byte (1 left, 0 right) then the key."""
+
+    name = "join-side-key"
+
+    def __init__(self, key_serde: Any) -> None:
+        super().__init__(key_serde, "default.key.serde")
+
+    def serialize(self, topic: str | None, data: Any) -> bytes | None:
+        if data is None:
+            return None
+        is_left, key = data
+        return (_LEFT if is_left else _RIGHT) + (self.inner.serialize(topic, key) or b"")
+
+    def deserialize(self, topic: str | None, data: bytes | None) -> Any:
+        if data is None:
+            return None
+        return (data[:1] == _LEFT, self.inner.deserialize(topic, bytes(data[1:])))
+
+
+class JoinSideValueSerde:
+    """Value of the shared outer-join store: a side flag byte then the left or right value."""
+
+    name = "join-side-value"
+
+    def __init__(self, left_serde: Any, right_serde: Any) -> None:
+        self.left = _DefaultingSerde(left_serde, "default.value.serde")
+        self.right = _DefaultingSerde(right_serde, "default.value.serde")
+
+    def bind_defaults(self, configs: Mapping[str, Any]) -> None:
+        self.left.bind_defaults(configs)
+        self.right.bind_defaults(configs)
+
+    def configure(self, configs: Mapping[str, Any], is_key: bool) -> None:
+        self.bind_defaults(configs)
+
+    def serializer(self) -> Any:
+        return self
+
+    def deserializer(self) -> Any:
+        return self
+
+    def serialize(self, topic: str | None, data: Any) -> bytes | None:
+        if data is None:
+            return None
+        is_left, value = data
+        serde = self.left.inner if is_left else self.right.inner
+        return (_LEFT if is_left else _RIGHT) + (serde.serialize(topic, value) or b"")
+
+    def deserialize(self, topic: str | None, data: bytes | None) -> Any:
+        if data is None:
+            return None
+        is_left = data[:1] == _LEFT
+        serde = self.left.inner if is_left else self.right.inner
+        return (is_left, serde.deserialize(topic, bytes(data[1:])))
+
+
+class _TimeTracker:
+    """Stream time shared by both join processors of one task, and the oldest parked record."""
+
+    __slots__ = ("min_time", "stream_time")
+
+    def __init__(self) -> None:
+        self.stream_time = -1
+        self.min_time = _NO_PARKED_RECORD
+
+    def advance(self, timestamp: int) -> None:
+        if timestamp > self.stream_time:
+            self.stream_time = timestamp
+
+
+class JoinTimeTrackers:
+    """One time tracker per task, shared by the two join processors of that task."""
+
+    def __init__(self) -> None:
+        self._trackers: dict[Any, _TimeTracker] = {}
+
+    def for_task(self, task_id: Any) -> _TimeTracker:
+        tracker = self._trackers.get(task_id)
+        if tracker is None:
+            tracker = self._trackers[task_id] = _TimeTracker()
+        return tracker
+
+
+class JoinWindowSupplier:
+    """Keeps one side's records in its window store and forwards them to its join processor."""
+
+    kind = "join_window"
+
+    def __init__(self, store_name: str) -> None:
+        self.store_name = store_name
+
+    def __call__(self) -> Processor[Any, Any, Any, Any]:
+        return _JoinWindow(self.store_name)
+
+
+class _JoinWindow(Processor[Any, Any, Any, Any]):
+    def __init__(self, store_name: str) -> None:
+        self.store_name = store_name
+
+    def init(self, context: ProcessorContext[Any, Any]) -> None:
+        self.context = context
+        self.store = get_store(context, self.store_name)
+
+    def process(self, record: Record[Any, Any]) -> None:
+        # A null key can never join, so it is not kept (the join processor drops it too).
+        if record.key is not None:
+            self.context.forward(record)
+            self.store.put(record.key, record.value, record.timestamp)
+
+
+class StreamStreamJoinSupplier:
+    """One side's join processor: joins its records with the other side's window store."""
+
+    kind = "stream_stream_join"
+
+    def __init__(
+        self,
+        is_left_side: bool,
+        other_store_name: str,
+        *,
+        before_ms: int,
+        after_ms: int,
+        grace_ms: int,
+        joiner: Callable[[Any, Any], Any],
+        outer: bool,
+        outer_store_name: str | None,
+        time_trackers: JoinTimeTrackers,
+        outer_serdes: tuple[Any, ...] = (),
+    ) -> None:
+        self.is_left_side = is_left_side
+        self.other_store_name = other_store_name
+        # The window as the left side sees it; the right side looks the other way.
+        self.windows_before_ms = before_ms
+        self.windows_after_ms = after_ms
+        self.grace_ms = grace_ms
+        self.joiner = joiner
+        self.outer = outer
+        self.outer_store_name = outer_store_name
+        self.time_trackers = time_trackers
+        # Serdes of the shared outer store, bound to the default serdes at init when not given.
+        self.outer_serdes = outer_serdes
+
+    def __call__(self) -> Processor[Any, Any, Any, Any]:
+        return _StreamStreamJoin(self)
+
+
+class _StreamStreamJoin(Processor[Any, Any, Any, Any]):
+    def __init__(self, spec: StreamStreamJoinSupplier) -> None:
+        self.spec = spec
+        self.is_left = spec.is_left_side
+        if self.is_left:
+            self.before_ms, self.after_ms = spec.windows_before_ms, spec.windows_after_ms
+        else:
+            self.before_ms, self.after_ms = spec.windows_after_ms, spec.windows_before_ms
+        self.dropped = 0
+
+    def init(self, context: ProcessorContext[Any, Any]) -> None:
+        self.context = context
+        self.other = get_store(context, self.spec.other_store_name)
+        self.outer_store = (
+            get_store(context, self.spec.outer_store_name) if self.spec.outer_store_name else None
+        )
+        self.tracker = self.spec.time_trackers.for_task(context.task_id)
+        for serde in self.spec.outer_serdes:
+            serde.bind_defaults(context.app_configs)
+
+    def _join(self, this: Any, other: Any) -> Any:
+        return self.spec.joiner(this, other) if self.is_left else self.spec.joiner(other, this)
+
+    def process(self, record: Record[Any, Any]) -> None:
+        if record.key is None or record.value is None:
+            logger.debug("Skipping a record with a null key or value in a stream-stream join.")
+            return
+        timestamp = record.timestamp
+        time_from = max(0, timestamp - self.before_ms)
+        time_to = max(0, timestamp + self.after_ms)
+        self.tracker.advance(timestamp)
+        if timestamp + self.after_ms + self.spec.grace_ms < self.tracker.stream_time:
+            self.dropped += 1
+            logger.debug(
+                "Skipping a record at %d in a stream-stream join: its join window closed (stream time %d).",
+                timestamp,
+                self.tracker.stream_time,
+            )
+            return
+        if self.outer_store is not None and timestamp == self.tracker.stream_time:
+            self._emit_closed_unjoined()
+        joined = False
+        for other_timestamp, other_value in self.other.fetch_range(record.key, time_from, time_to):
+            joined = True
+            if self.outer_store is not None:
+                # The other side's record found a partner: it must not be emitted unjoined later.
+                self.outer_store.put((not self.is_left, record.key), None, other_timestamp)
+            self.context.forward(
+                Record(
+                    record.key,
+                    self._join(record.value, other_value),
+                    max(timestamp, other_timestamp),
+                    record.headers,
+                )
+            )
+        if joined or not self.spec.outer:
+            return
+        if self.outer_store is None or time_to < self.tracker.stream_time:
+            # Eager results (no spurious-result fix), or the window is already closed.
+            self.context.forward(record.with_value(self._join(record.value, None)))
+        else:
+            self.tracker.min_time = min(self.tracker.min_time, timestamp)
+            self.outer_store.put((self.is_left, record.key), (self.is_left, record.value), timestamp)
+
+    def _emit_closed_unjoined(self) -> None:
+        tracker = self.tracker
+        grace = self.spec.grace_ms
+        shortest_wait = min(self.spec.windows_before_ms, self.spec.windows_after_ms)
+        if tracker.min_time + shortest_wait + grace >= tracker.stream_time:
+            return  # the oldest parked record's window is still open, so every other one's is too
+        assert self.outer_store is not None
+        parked = sorted(
+            self.outer_store.fetch_all(0, tracker.stream_time),
+            key=lambda entry: (entry[0].start, not entry[0].key[0]),
+        )
+        new_min = None
+        for windowed, side_and_value in parked:
+            is_left, key = windowed.key
+            timestamp = windowed.start
+            # A left record can still meet right records up to `after` later; a right record left
+            # records up to `before` later.
+            look_ahead = self.spec.windows_after_ms if is_left else self.spec.windows_before_ms
+            if timestamp + look_ahead + grace >= tracker.stream_time:
+                if new_min is None or timestamp < new_min:
+                    new_min = timestamp
+                continue
+            _, value = side_and_value
+            result = self.spec.joiner(value, None) if is_left else self.spec.joiner(None, value)
+            self.context.forward(Record(key, result, timestamp))
+            self.outer_store.put((is_left, key), None, timestamp)
+        tracker.min_time = new_min if new_min is not None else _NO_PARKED_RECORD

@@ -1,0 +1,389 @@
+"""KTable processors and value getters: source, filter, map_values, to_stream, table-table join.
+
+A KTable processor receives ``Change(new, old)`` values and forwards changes. A *value getter*
+reads a table's current value for a key, so joins can look a table up: a materialized table reads
+its store; a derived, unmaterialized table (a filter or map_values of another table) applies its
+function to its parent's value on each lookup, as Kafka's value getters do.
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from kstreams.processor import Processor, ProcessorContext, Record
+from kstreams.topology.dsl.processors.forwarding import ChangeForwarder
+from kstreams.topology.dsl.processors.store_access import get_store
+from kstreams.topology.dsl.records import Change
+
+__all__ = [
+    "FilterValueGetterSupplier",
+    "JoinValueGetterSupplier",
+    "MapValuesGetterSupplier",
+    "StoreValueGetterSupplier",
+    "TableFilterSupplier",
+    "TableJoinSupplier",
+    "TableMapValuesSupplier",
+    "TableMergeSupplier",
+    "TableSourceSupplier",
+    "TableToStreamSupplier",
+    "ValueGetter",
+    "ValueGetterSupplier",
+]
+
+logger = logging.getLogger(__name__)
+
+ValueGetter = Callable[[Any], Any]
+
+
+class ValueGetterSupplier(abc.ABC):
+    """Makes, for one task, a function key -> current table value (None when absent)."""
+
+    @abc.abstractmethod
+    def store_names(self) -> tuple[str, ...]:
+        """The stores a processor using this getter must be connected to."""
+
+    @abc.abstractmethod
+    def get(self, context: ProcessorContext[Any, Any]) -> ValueGetter: ...
+
+
+class StoreValueGetterSupplier(ValueGetterSupplier):
+    """Reads a materialized table's key-value store."""
+
+    def __init__(self, store_name: str) -> None:
+        self.store_name = store_name
+
+    def store_names(self) -> tuple[str, ...]:
+        return (self.store_name,)
+
+    def get(self, context: ProcessorContext[Any, Any]) -> ValueGetter:
+        return get_store(context, self.store_name).get  # type: ignore[no-any-return]
+
+
+class FilterValueGetterSupplier(ValueGetterSupplier):
+    """The parent's value when it passes the predicate, else None."""
+
+    def __init__(
+        self, parent: ValueGetterSupplier, predicate: Callable[[Any, Any], bool], negate: bool
+    ) -> None:
+        self.parent = parent
+        self.predicate = predicate
+        self.negate = negate
+
+    def store_names(self) -> tuple[str, ...]:
+        return self.parent.store_names()
+
+    def get(self, context: ProcessorContext[Any, Any]) -> ValueGetter:
+        parent = self.parent.get(context)
+
+        def get(key: Any) -> Any:
+            value = parent(key)
+            if value is None or bool(self.predicate(key, value)) == self.negate:
+                return None
+            return value
+
+        return get
+
+
+class MapValuesGetterSupplier(ValueGetterSupplier):
+    """The parent's value mapped (None stays None)."""
+
+    def __init__(self, parent: ValueGetterSupplier, mapper: Callable[..., Any], with_key: bool) -> None:
+        self.parent = parent
+        self.mapper = mapper
+        self.with_key = with_key
+
+    def store_names(self) -> tuple[str, ...]:
+        return self.parent.store_names()
+
+    def get(self, context: ProcessorContext[Any, Any]) -> ValueGetter:
+        parent = self.parent.get(context)
+
+        def get(key: Any) -> Any:
+            value = parent(key)
+            if value is None:
+                return None
+            return self.mapper(key, value) if self.with_key else self.mapper(value)
+
+        return get
+
+
+class JoinValueGetterSupplier(ValueGetterSupplier):
+    """The join of two tables' values for a key, by the join's rule for missing sides."""
+
+    def __init__(
+        self,
+        left: ValueGetterSupplier,
+        right: ValueGetterSupplier,
+        joiner: Callable[[Any, Any], Any],
+        left_outer: bool,
+        right_outer: bool,
+    ) -> None:
+        self.left = left
+        self.right = right
+        self.joiner = joiner
+        self.left_outer = left_outer
+        self.right_outer = right_outer
+
+    def store_names(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(self.left.store_names() + self.right.store_names()))
+
+    def get(self, context: ProcessorContext[Any, Any]) -> ValueGetter:
+        left = self.left.get(context)
+        right = self.right.get(context)
+
+        def get(key: Any) -> Any:
+            left_value = left(key)
+            right_value = right(key)
+            if left_value is None and right_value is None:
+                return None
+            if left_value is None and not self.right_outer:
+                return None
+            if right_value is None and not self.left_outer:
+                return None
+            return self.joiner(left_value, right_value)
+
+        return get
+
+
+class _Materializing(Processor[Any, Any, Any, Any]):
+    """A table processor that may keep its result in a store (and forward through its cache)."""
+
+    store_name: str | None
+
+    def init(self, context: ProcessorContext[Any, Any]) -> None:
+        self.context = context
+        self.store = get_store(context, self.store_name) if self.store_name else None
+        self.forwarder = ChangeForwarder(self.store, context) if self.store is not None else None
+
+    def emit(self, record: Record[Any, Any], new: Any, old: Any) -> None:
+        if self.store is not None and self.forwarder is not None:
+            self.store.put(record.key, new)
+            self.forwarder.maybe_forward(record.key, new, old, record.timestamp)
+        else:
+            self.context.forward(record.with_value(Change(new, old)))
+
+
+class TableSourceSupplier:
+    """Turns a topic's records into table updates; ``store_name`` is set when the table is
+    materialized (explicitly, or because a join or query needs its values)."""
+
+    kind = "table_source"
+
+    def __init__(self, topic: str, store_name: str | None = None) -> None:
+        self.topic = topic
+        self.store_name = store_name
+
+    def __call__(self) -> Processor[Any, Any, Any, Any]:
+        return _TableSource(self.topic, self.store_name)
+
+
+class _TableSource(_Materializing):
+    def __init__(self, topic: str, store_name: str | None) -> None:
+        self.topic = topic
+        self.store_name = store_name
+
+    def process(self, record: Record[Any, Any]) -> None:
+        if record.key is None:
+            logger.debug("Skipping a record with a null key of table source topic %s.", self.topic)
+            return
+        old = self.store.get(record.key) if self.store is not None else None
+        self.emit(record, record.value, old)
+
+
+class TableFilterSupplier:
+    """Keeps rows whose value passes ``predicate(key, value)`` (fails, when ``negate``); a row
+    that does not pass becomes a deletion downstream."""
+
+    kind = "table_filter"
+
+    def __init__(
+        self, predicate: Callable[[Any, Any], bool], negate: bool = False, store_name: str | None = None
+    ) -> None:
+        self.predicate = predicate
+        self.negate = negate
+        self.store_name = store_name
+        self.send_old_values = False
+
+    def __call__(self) -> Processor[Any, Any, Any, Any]:
+        return _TableFilter(self)
+
+
+class _TableFilter(_Materializing):
+    def __init__(self, spec: TableFilterSupplier) -> None:
+        self.spec = spec
+        self.store_name = spec.store_name
+
+    def _keep(self, key: Any, value: Any) -> Any:
+        if value is None or bool(self.spec.predicate(key, value)) == self.spec.negate:
+            return None
+        return value
+
+    def process(self, record: Record[Any, Any]) -> None:
+        change: Change[Any] = record.value
+        new = self._keep(record.key, change.new_value)
+        old = self._keep(record.key, change.old_value) if self.spec.send_old_values else None
+        if self.spec.send_old_values and new is None and old is None:
+            return  # the row was not in the filtered table before and is not now
+        if self.store is not None:
+            old = self.store.get(record.key)
+            if new is None and old is None:
+                return
+        self.emit(record, new, old)
+
+
+class TableMapValuesSupplier:
+    """Maps each row's value with ``mapper(value)`` (``mapper(key, value)`` when ``with_key``)."""
+
+    kind = "table_map_values"
+
+    def __init__(
+        self, mapper: Callable[..., Any], with_key: bool = False, store_name: str | None = None
+    ) -> None:
+        self.mapper = mapper
+        self.with_key = with_key
+        self.store_name = store_name
+        self.send_old_values = False
+
+    def __call__(self) -> Processor[Any, Any, Any, Any]:
+        return _TableMapValues(self)
+
+
+class _TableMapValues(_Materializing):
+    def __init__(self, spec: TableMapValuesSupplier) -> None:
+        self.spec = spec
+        self.store_name = spec.store_name
+
+    def _map(self, key: Any, value: Any) -> Any:
+        if value is None:
+            return None
+        return self.spec.mapper(key, value) if self.spec.with_key else self.spec.mapper(value)
+
+    def process(self, record: Record[Any, Any]) -> None:
+        change: Change[Any] = record.value
+        new = self._map(record.key, change.new_value)
+        if self.store is not None:
+            old = self.store.get(record.key)
+        else:
+            old = self._map(record.key, change.old_value) if self.spec.send_old_values else None
+        self.emit(record, new, old)
+
+
+class TableToStreamSupplier:
+    """Turns table updates into records: the value is the new value (None for a deletion)."""
+
+    kind = "table_to_stream"
+
+    def __init__(self, mapper: Callable[[Any, Any], Any] | None = None) -> None:
+        self.mapper = mapper
+
+    def __call__(self) -> Processor[Any, Any, Any, Any]:
+        return _TableToStream(self.mapper)
+
+
+class _TableToStream(Processor[Any, Any, Any, Any]):
+    def __init__(self, mapper: Callable[[Any, Any], Any] | None) -> None:
+        self.mapper = mapper
+
+    def init(self, context: ProcessorContext[Any, Any]) -> None:
+        self.context = context
+
+    def process(self, record: Record[Any, Any]) -> None:
+        value = record.value.new_value if isinstance(record.value, Change) else record.value
+        if self.mapper is not None:
+            self.context.forward(
+                Record(self.mapper(record.key, value), value, record.timestamp, record.headers)
+            )
+        else:
+            self.context.forward(record.with_value(value))
+
+
+class TableJoinSupplier:
+    """One side of a table-table join: an update of this side looks the other side up.
+
+    ``this_is_left`` says which argument of ``joiner(left, right)`` this side's value is.
+    ``this_outer``: an update of this side joins even when the other side has no row (the other
+    value is None); ``other_outer``: a deletion on this side still emits when the other side has a
+    row (the join result of the other side alone).
+    """
+
+    kind = "table_join"
+
+    def __init__(
+        self,
+        other: ValueGetterSupplier,
+        joiner: Callable[[Any, Any], Any],
+        this_is_left: bool,
+        this_outer: bool,
+        other_outer: bool,
+    ) -> None:
+        self.other = other
+        self.joiner = joiner
+        self.this_is_left = this_is_left
+        self.this_outer = this_outer
+        self.other_outer = other_outer
+        self.send_old_values = False
+
+    def __call__(self) -> Processor[Any, Any, Any, Any]:
+        return _TableJoin(self)
+
+
+class _TableJoin(Processor[Any, Any, Any, Any]):
+    def __init__(self, spec: TableJoinSupplier) -> None:
+        self.spec = spec
+
+    def init(self, context: ProcessorContext[Any, Any]) -> None:
+        self.context = context
+        self.other = self.spec.other.get(context)
+
+    def _join(self, this: Any, other: Any) -> Any:
+        if this is None and other is None:
+            return None
+        if this is None and not self.spec.other_outer:
+            return None
+        if other is None and not self.spec.this_outer:
+            return None
+        if self.spec.this_is_left:
+            return self.spec.joiner(this, other)
+        return self.spec.joiner(other, this)
+
+    def process(self, record: Record[Any, Any]) -> None:
+        if record.key is None:
+            return
+        change: Change[Any] = record.value
+        other = self.other(record.key)
+        if other is None and not self.spec.this_outer:
+            # Inner side: nothing joined before and nothing joins now (Kafka forwards nothing).
+            return
+        new = self._join(change.new_value, other)
+        old = self._join(change.old_value, other) if self.spec.send_old_values else None
+        if new is None and old is None and change.new_value is not None:
+            return
+        self.context.forward(record.with_value(Change(new, old)))
+
+
+class TableMergeSupplier:
+    """Joins the two sides of a table-table join into one table (optionally materialized)."""
+
+    kind = "table_merge"
+
+    def __init__(self, store_name: str | None = None) -> None:
+        self.store_name = store_name
+
+    def __call__(self) -> Processor[Any, Any, Any, Any]:
+        return _TableMerge(self.store_name)
+
+
+class _TableMerge(_Materializing):
+    def __init__(self, store_name: str | None) -> None:
+        self.store_name = store_name
+
+    def process(self, record: Record[Any, Any]) -> None:
+        change: Change[Any] = record.value
+        if self.store is not None:
+            old = self.store.get(record.key)
+            self.emit(record, change.new_value, old)
+        else:
+            self.context.forward(record)

@@ -1,0 +1,142 @@
+"""Window specifications of the DSL: TimeWindows (tumbling and hopping) and JoinWindows.
+
+Windows are aligned to the epoch: a window of size S advancing by A starts at multiples of A and
+covers [start, start + S). Grace is how long after a window's end out-of-order records are still
+accepted; a record whose windows all ended more than grace ago (by stream time) is dropped, as in
+Kafka Streams.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+
+from kstreams.topology.dsl.parameters import to_millis
+
+__all__ = ["JoinWindows", "TimeWindows"]
+
+logger = logging.getLogger(__name__)
+
+# Kafka's default grace before 3.0 was 24h minus the window size; the no-grace constructors
+# replaced it, and the deprecated spelling keeps the old default for users porting code.
+_DEPRECATED_DEFAULT_GRACE_MS = 24 * 60 * 60 * 1000
+
+
+@dataclass(frozen=True)
+class TimeWindows:
+    """Fixed-size windows: tumbling when ``advance_ms == size_ms``, hopping when smaller."""
+
+    size_ms: int
+    advance_ms: int
+    grace_ms: int
+
+    @staticmethod
+    def of_size_with_no_grace(size: timedelta | int) -> TimeWindows:
+        size_ms = _positive(size, "TimeWindows size")
+        return TimeWindows(size_ms, size_ms, 0)
+
+    @staticmethod
+    def of_size_and_grace(size: timedelta | int, grace: timedelta | int) -> TimeWindows:
+        size_ms = _positive(size, "TimeWindows size")
+        return TimeWindows(size_ms, size_ms, to_millis(grace, "TimeWindows grace"))
+
+    @staticmethod
+    def of(size: timedelta | int) -> TimeWindows:
+        """Kafka's deprecated ``TimeWindows.of``: grace of 24h minus the size (at least 0)."""
+        size_ms = _positive(size, "TimeWindows size")
+        return TimeWindows(size_ms, size_ms, max(_DEPRECATED_DEFAULT_GRACE_MS - size_ms, 0))
+
+    def advance_by(self, advance: timedelta | int) -> TimeWindows:
+        """Hopping windows: a new window starts every ``advance`` (0 < advance <= size)."""
+        advance_ms = _positive(advance, "TimeWindows advance")
+        if advance_ms > self.size_ms:
+            raise ValueError(
+                f"TimeWindows advance ({advance_ms} ms) must not be larger than the window size "
+                f"({self.size_ms} ms): records between windows would belong to none."
+            )
+        return TimeWindows(self.size_ms, advance_ms, self.grace_ms)
+
+    def grace(self, grace: timedelta | int) -> TimeWindows:
+        return TimeWindows(self.size_ms, self.advance_ms, to_millis(grace, "TimeWindows grace"))
+
+    def size(self) -> int:
+        return self.size_ms
+
+    def grace_period_ms(self) -> int:
+        return self.grace_ms
+
+    @property
+    def tumbling(self) -> bool:
+        return self.advance_ms == self.size_ms
+
+    def windows_for(self, timestamp: int) -> list[tuple[int, int]]:
+        """Every window (start, end) that contains ``timestamp``, oldest first."""
+        start = (max(0, timestamp - self.size_ms + self.advance_ms) // self.advance_ms) * self.advance_ms
+        windows = []
+        while start <= timestamp:
+            windows.append((start, start + self.size_ms))
+            start += self.advance_ms
+        return windows
+
+
+@dataclass(frozen=True)
+class JoinWindows:
+    """How far apart in time two records may be to join: ``before_ms`` earlier and ``after_ms``
+    later than the record of this (left) stream, with grace for out-of-order records."""
+
+    before_ms: int
+    after_ms: int
+    grace_ms: int
+    # The no-grace/with-grace constructors (Kafka 3.0+) emit left/outer results only once the
+    # window closed, so a record that joins later never first appears unjoined.
+    spurious_result_fix: bool = True
+
+    @staticmethod
+    def of_time_difference_with_no_grace(difference: timedelta | int) -> JoinWindows:
+        ms = to_millis(difference, "JoinWindows time difference")
+        return JoinWindows(ms, ms, 0)
+
+    @staticmethod
+    def of_time_difference_and_grace(difference: timedelta | int, grace: timedelta | int) -> JoinWindows:
+        ms = to_millis(difference, "JoinWindows time difference")
+        return JoinWindows(ms, ms, to_millis(grace, "JoinWindows grace"))
+
+    @staticmethod
+    def of(difference: timedelta | int) -> JoinWindows:
+        """Kafka's deprecated ``JoinWindows.of``: 24h grace and eager left/outer results."""
+        ms = to_millis(difference, "JoinWindows time difference")
+        return JoinWindows(ms, ms, max(_DEPRECATED_DEFAULT_GRACE_MS - 2 * ms, 0), spurious_result_fix=False)
+
+    def before(self, before: timedelta | int) -> JoinWindows:
+        ms = to_millis(before, "JoinWindows before") if not isinstance(before, int) else before
+        return self._checked(ms, self.after_ms)
+
+    def after(self, after: timedelta | int) -> JoinWindows:
+        ms = to_millis(after, "JoinWindows after") if not isinstance(after, int) else after
+        return self._checked(self.before_ms, ms)
+
+    def grace(self, grace: timedelta | int) -> JoinWindows:
+        return JoinWindows(
+            self.before_ms, self.after_ms, to_millis(grace, "JoinWindows grace"), self.spurious_result_fix
+        )
+
+    def _checked(self, before_ms: int, after_ms: int) -> JoinWindows:
+        if before_ms + after_ms < 0:
+            raise ValueError(
+                f"JoinWindows before ({before_ms} ms) plus after ({after_ms} ms) must not be negative."
+            )
+        return JoinWindows(before_ms, after_ms, self.grace_ms, self.spurious_result_fix)
+
+    def size(self) -> int:
+        return self.before_ms + self.after_ms
+
+    def grace_period_ms(self) -> int:
+        return self.grace_ms
+
+
+def _positive(duration: timedelta | int, what: str) -> int:
+    ms = to_millis(duration, what)
+    if ms == 0:
+        raise ValueError(f"{what} must be positive, got 0 ms.")
+    return ms
