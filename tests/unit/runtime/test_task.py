@@ -1,0 +1,385 @@
+"""StreamTask: routing, stores and changelogs, punctuation, error handling, offsets."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from kstreams._native.record_batch import RecordBatch, default_partition
+from kstreams._native.record_collector import RecordCollector
+from kstreams.cluster.port import TopicPartition
+from kstreams.config import StreamsConfig
+from kstreams.errors import StreamsException, TopologyException
+from kstreams.processor import Processor, ProcessorContext, PunctuationType, Record, TaskId
+from kstreams.runtime.task import StreamTask
+from kstreams.serdes import Serdes
+from kstreams.state.store import StateStore, StoreBuilder
+from kstreams.topology.topology import Topology
+
+S = Serdes.string()
+IN = TopicPartition("in", 1)
+
+
+class DictStore(StateStore):
+    """A tiny key-value store of strings: logs changes and restores through the task's context."""
+
+    def __init__(self, name: str, logged: bool) -> None:
+        self._name = name
+        self._logged = logged
+        self.data: dict[str, str | None] = {}
+        self.context: Any = None
+        self.closed = False
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def init(self, context: Any, root: StateStore) -> None:
+        self.context = context
+        context.register(root, self._restore)
+
+    def _restore(self, records: list[tuple[bytes, bytes | None]]) -> None:
+        for key, value in records:
+            self.data[key.decode()] = value.decode() if value is not None else None
+
+    def put(self, key: str, value: str) -> None:
+        self.data[key] = value
+        if self._logged:
+            self.context.log_change(
+                self._name, key.encode(), value.encode(), self.context.current_timestamp()
+            )
+
+    def get(self, key: str) -> str | None:
+        return self.data.get(key)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+    @property
+    def is_open(self) -> bool:
+        return self.context is not None and not self.closed
+
+
+class DictBuilder(StoreBuilder):
+    store_type = "keyvalue"  # type: ignore[assignment]
+
+    def build(self) -> StateStore:
+        return DictStore(self.name, self.logging_enabled)
+
+
+class Lambda(Processor):
+    """A processor from functions: on_init(ctx), on_record(ctx, record)."""
+
+    def __init__(
+        self,
+        on_record: Callable[[ProcessorContext[Any, Any], Record[Any, Any]], None],
+        on_init: Callable[[ProcessorContext[Any, Any]], None] | None = None,
+    ) -> None:
+        self.on_record = on_record
+        self.on_init = on_init
+        self.closed = False
+
+    def init(self, context: ProcessorContext[Any, Any]) -> None:
+        self.context = context
+        if self.on_init:
+            self.on_init(context)
+
+    def process(self, record: Record[Any, Any]) -> None:
+        self.on_record(self.context, record)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def forward_all(ctx: ProcessorContext[Any, Any], record: Record[Any, Any]) -> None:
+    ctx.forward(record)
+
+
+def make_task(
+    topology: Topology,
+    tmp_path: Any,
+    *,
+    config: dict[str, Any] | None = None,
+    partition_count: Callable[[str], int] = lambda topic: 4,
+    clock: Callable[[], float] = lambda: 1.0,
+) -> tuple[StreamTask, RecordCollector]:
+    props = {"application.id": "app", "state.dir": str(tmp_path)} | (config or {})
+    streams_config = StreamsConfig(props)
+    plan = topology.build("app", streams_config)
+    collector = RecordCollector()
+    sub = plan.subtopology_for_topic("in")
+    task = StreamTask(
+        TaskId(sub.id, IN.partition),
+        sub,
+        [TopicPartition(t, IN.partition) for t in sub.source_topics],
+        streams_config,
+        collector,
+        partition_count,
+        os.path.join(str(tmp_path), "app"),
+        clock=clock,
+    )
+    task.initialize()
+    task.initialize_processors()
+    return task, collector
+
+
+def batch(*records: tuple[str | None, str | None, int], first_offset: int = 0) -> RecordBatch:
+    return RecordBatch.from_columns(
+        [k.encode() if k is not None else None for k, _, _ in records],
+        [v.encode() if v is not None else None for _, v, _ in records],
+        [ts for _, _, ts in records],
+        partitions=IN.partition,
+        offsets=list(range(first_offset, first_offset + len(records))),
+    )
+
+
+def drained(collector: RecordCollector) -> dict[tuple[str, int], list[tuple[Any, ...]]]:
+    return {(topic, p): [r[:3] for r in b] for topic, p, b in collector.drain()}
+
+
+def source(topology: Topology | None = None) -> Topology:
+    return (topology or Topology()).add_source("src", "in", key_deserializer=S, value_deserializer=S)
+
+
+def test_forward_to_a_child_by_name_reaches_only_that_child(tmp_path: Any) -> None:
+    def route(ctx: ProcessorContext[Any, Any], record: Record[Any, Any]) -> None:
+        ctx.forward(record, "left" if record.value.startswith("l") else "right")
+
+    topology = source().add_processor("route", lambda: Lambda(route), "src")
+    topology.add_sink("left", "out-left", "route", key_serializer=S, value_serializer=S)
+    topology.add_sink("right", "out-right", "route", key_serializer=S, value_serializer=S)
+    task, collector = make_task(topology, tmp_path)
+    assert task.process(IN, batch(("k", "lx", 1), ("k", "rx", 2))) == 2
+    out = drained(collector)
+    partition = default_partition(b"k", 4)
+    assert out == {("out-left", partition): [(b"k", b"lx", 1)], ("out-right", partition): [(b"k", b"rx", 2)]}
+
+
+def test_forward_to_an_unknown_child_names_it(tmp_path: Any) -> None:
+    topology = source().add_processor("p", lambda: Lambda(lambda ctx, r: ctx.forward(r, "ghost")), "src")
+    task, _ = make_task(topology, tmp_path)
+    with pytest.raises(StreamsException, match="Unknown downstream node: ghost") as info:
+        task.process(IN, batch(("k", "v", 1)))
+    assert info.value.task_id == TaskId(0, 1)
+
+
+def test_processors_reach_connected_stores_only(tmp_path: Any) -> None:
+    seen: list[Any] = []
+    topology = source().add_processor(
+        "p", lambda: Lambda(lambda ctx, r: seen.append(ctx.get_state_store("s"))), "src"
+    )
+    topology.add_processor("q", lambda: Lambda(lambda ctx, r: ctx.get_state_store("s")), "src")
+    topology.add_state_store(DictBuilder("s"), "p")
+    task, _ = make_task(topology, tmp_path)
+    with pytest.raises(TopologyException, match="Processor q has no access to StateStore s") as info:
+        task.process(IN, batch(("k", "v", 1)))
+    assert info.value.task_id == TaskId(0, 1)
+    assert seen == [task.get_store("s")]
+    assert task.store_names() == ["s"]
+
+
+def test_logged_store_writes_go_to_the_changelog_partition_of_the_task(tmp_path: Any) -> None:
+    def count(ctx: ProcessorContext[Any, Any], record: Record[Any, Any]) -> None:
+        store = ctx.get_state_store("counts")
+        store.put(record.key, str(int(store.get(record.key) or 0) + 1))
+
+    topology = (
+        source()
+        .add_processor("count", lambda: Lambda(count), "src")
+        .add_state_store(DictBuilder("counts"), "count")
+    )
+    task, collector = make_task(topology, tmp_path)
+    changelog = TopicPartition("app-counts-changelog", 1)
+    assert list(task.changelog_partitions()) == [changelog]
+    assert collector.is_changelog("app-counts-changelog", 1)
+    task.process(IN, batch(("a", "x", 5), ("a", "y", 6)))
+    # the collector keeps only the newest record per key of a changelog
+    assert drained(collector) == {("app-counts-changelog", 1): [(b"a", b"2", 6)]}
+    task.close(clean=True)
+    assert not collector.is_changelog("app-counts-changelog", 1)
+
+
+def test_restore_applies_changelog_records_before_processors_start(tmp_path: Any) -> None:
+    topology = (
+        source().add_processor("p", lambda: Lambda(forward_all), "src").add_state_store(DictBuilder("s"), "p")
+    )
+    plan = topology.build("app", StreamsConfig({"application.id": "app"}))
+    config = StreamsConfig({"application.id": "app", "state.dir": str(tmp_path)})
+    task = StreamTask(
+        TaskId(0, 1), plan.subtopologies[0], [IN], config, RecordCollector(), lambda t: 1, str(tmp_path)
+    )
+    task.initialize()
+    ((changelog, store),) = task.changelog_partitions().items()
+    task.restore(changelog, RecordBatch.from_columns([b"a", b"b"], [b"1", None], [0, 0]))
+    assert store.data == {"a": "1", "b": None}  # type: ignore[attr-defined]
+    with pytest.raises(StreamsException, match="no store restored from"):
+        task.restore(TopicPartition("other", 1), RecordBatch.empty())
+
+
+def test_stream_time_punctuation_is_aligned_to_zero_and_skips_missed_intervals(tmp_path: Any) -> None:
+    fired: list[tuple[int, int]] = []
+
+    def init(ctx: ProcessorContext[Any, Any]) -> None:
+        ctx.schedule(
+            10, PunctuationType.STREAM_TIME, lambda ts: fired.append((ts, ctx.current_stream_time_ms()))
+        )
+
+    topology = source().add_processor("p", lambda: Lambda(lambda ctx, r: None, init), "src")
+    task, _ = make_task(topology, tmp_path)
+    assert task.stream_time == -1
+    task.process(IN, batch(("k", "v", 5), ("k", "v", 12), ("k", "v", 13), ("k", "v", 3), ("k", "v", 35)))
+    assert fired == [(5, 5), (12, 12), (35, 35)]
+    task.process(IN, batch(("k", "v", 39), ("k", "v", 40), first_offset=5))
+    assert fired[-1] == (40, 40)
+    assert task.stream_time == 40
+
+
+def test_wall_clock_punctuation_fires_when_due_and_stops_when_cancelled(tmp_path: Any) -> None:
+    now = [1.0]
+    fired: list[int] = []
+    handles: list[Any] = []
+
+    def init(ctx: ProcessorContext[Any, Any]) -> None:
+        handles.append(ctx.schedule(100, PunctuationType.WALL_CLOCK_TIME, fired.append))
+
+    topology = source().add_processor("p", lambda: Lambda(lambda ctx, r: None, init), "src")
+    task, _ = make_task(topology, tmp_path, clock=lambda: now[0])
+    assert task.next_wall_clock_punctuation_ms() == 1100
+    assert not task.maybe_punctuate_wall_clock(1099)
+    assert task.maybe_punctuate_wall_clock(1100)
+    assert task.maybe_punctuate_wall_clock(1350)  # missed 1200 and 1300: fires once
+    assert fired == [1100, 1350]
+    assert task.next_wall_clock_punctuation_ms() == 1400
+    handles[0].cancel()
+    assert not task.maybe_punctuate_wall_clock(5000)
+    assert task.next_wall_clock_punctuation_ms() is None
+
+
+def test_punctuators_forward_as_their_node_without_record_metadata(tmp_path: Any) -> None:
+    metadata: list[Any] = []
+
+    def init(ctx: ProcessorContext[Any, Any]) -> None:
+        def punctuate(ts: int) -> None:
+            metadata.append(ctx.record_metadata())
+            ctx.forward(Record("tick", str(ts), ts))
+
+        ctx.schedule(50, PunctuationType.WALL_CLOCK_TIME, punctuate)
+
+    topology = source().add_processor(
+        "p", lambda: Lambda(lambda ctx, r: metadata.append(ctx.record_metadata()), init), "src"
+    )
+    topology.add_sink("out", "out", "p", key_serializer=S, value_serializer=S)
+    task, collector = make_task(topology, tmp_path, clock=lambda: 0.0)
+    task.process(IN, batch(("k", "v", 1), first_offset=7))
+    task.maybe_punctuate_wall_clock(50)
+    assert [m.offset if m else None for m in metadata] == [7, None]
+    assert drained(collector) == {("out", default_partition(b"tick", 4)): [(b"tick", b"50", 50)]}
+
+
+def test_deserialization_errors_fail_by_default_naming_the_position(tmp_path: Any) -> None:
+    topology = Topology().add_source("src", "in", key_deserializer=S, value_deserializer=Serdes.long())
+    topology.add_processor("p", lambda: Lambda(forward_all), "src")
+    task, _ = make_task(topology, tmp_path)
+    with pytest.raises(StreamsException, match="topic in partition 1 offset 3") as info:
+        task.process(IN, batch(("k", "not-a-long", 1), first_offset=3))
+    assert info.value.task_id == TaskId(0, 1)
+    assert task.committable_offsets() == {}
+
+
+def test_log_and_continue_skips_bad_records_and_moves_past_them(tmp_path: Any) -> None:
+    seen: list[int] = []
+    topology = Topology().add_source("src", "in", key_deserializer=S, value_deserializer=Serdes.long())
+    topology.add_processor("p", lambda: Lambda(lambda ctx, r: seen.append(r.value)), "src")
+    config = {"default.deserialization.exception.handler": "LogAndContinueExceptionHandler"}
+    task, _ = make_task(topology, tmp_path, config=config)
+    good = Serdes.long().serialize("in", 7)
+    records = RecordBatch.from_columns([b"k", b"k"], [b"bad", good], [1, 2], partitions=1, offsets=[10, 11])
+    assert task.process(IN, records) == 1
+    assert seen == [7]
+    assert task.committable_offsets() == {IN: 12}
+    # the skipped record is the last one: its offset is still consumed
+    assert task.process(IN, RecordBatch.from_columns([b"k"], [b"bad"], [3], partitions=1, offsets=[12])) == 0
+    assert task.committable_offsets() == {IN: 13}
+
+
+def test_user_errors_are_wrapped_with_task_node_and_position_keeping_the_cause(tmp_path: Any) -> None:
+    def fail_on_boom(ctx: ProcessorContext[Any, Any], record: Record[Any, Any]) -> None:
+        if record.value == "boom":
+            raise ValueError("bad value")
+        ctx.forward(record)
+
+    topology = source().add_processor("first", lambda: Lambda(forward_all), "src")
+    topology.add_processor("second", lambda: Lambda(fail_on_boom), "first")
+    task, _ = make_task(topology, tmp_path)
+    with pytest.raises(StreamsException) as info:
+        task.process(IN, batch(("k", "ok", 1), ("k", "boom", 2), ("k", "never", 3), first_offset=20))
+    message = str(info.value)
+    assert "taskId=0_1" in message and "processor=second" in message and "offset=21" in message
+    assert isinstance(info.value.__cause__, ValueError)
+    assert info.value.task_id == TaskId(0, 1)
+    assert task.committable_offsets() == {IN: 21}  # only the processed record
+
+
+def test_sinks_partition_by_key_hash_round_robin_null_keys_and_honour_partitioners(tmp_path: Any) -> None:
+    topology = source().add_sink("hashed", "h", "src", key_serializer=S, value_serializer=S)
+    topology.add_sink(
+        "custom", "c", "src", key_serializer=S, value_serializer=S, partitioner=lambda topic, k, v, n: n - 1
+    )
+    task, collector = make_task(topology, tmp_path, partition_count=lambda topic: 3)
+    task.process(IN, batch(("key", "1", 1), (None, "2", 2), (None, "3", 3)))
+    out = drained(collector)
+    assert out[("h", default_partition(b"key", 3))][0] == (b"key", b"1", 1)
+    # null keys go round robin, starting at the task's partition (1)
+    assert out[("h", 1)][-1] == (None, b"2", 2)
+    assert out[("h", 2)] == [(None, b"3", 3)]
+    assert out[("c", 2)] == [(b"key", b"1", 1), (None, b"2", 2), (None, b"3", 3)]
+
+
+def test_sink_serialization_errors_name_the_sink_and_topic(tmp_path: Any) -> None:
+    topology = source().add_processor("p", lambda: Lambda(lambda ctx, r: ctx.forward(r.with_value(5))), "src")
+    topology.add_sink("out", "out-topic", "p", key_serializer=S, value_serializer=S)
+    task, _ = make_task(topology, tmp_path)
+    with pytest.raises(
+        StreamsException, match="Sink out could not serialize the value of a record for topic out-topic"
+    ):
+        task.process(IN, batch(("k", "v", 1)))
+
+
+def test_commit_requests_and_state_dir(tmp_path: Any) -> None:
+    topology = source().add_processor("p", lambda: Lambda(lambda ctx, r: ctx.commit()), "src")
+    task, _ = make_task(topology, tmp_path)
+    assert task.commit_requested is False
+    task.process(IN, batch(("k", "v", 1)))
+    assert task.commit_requested is True
+    assert task.context.state_dir() == os.path.join(str(tmp_path), "app", "0_1")
+    assert os.path.isdir(task.context.state_dir())
+
+
+def test_close_closes_processors_and_stores(tmp_path: Any) -> None:
+    topology = (
+        source().add_processor("p", lambda: Lambda(forward_all), "src").add_state_store(DictBuilder("s"), "p")
+    )
+    task, _ = make_task(topology, tmp_path)
+    processor = task.graph.nodes["p"].processor
+    store = task.get_store("s")
+    task.close(clean=True)
+    assert processor.closed and store.closed  # type: ignore[attr-defined]
+
+
+def test_timestamp_extractor_sets_record_time_and_negative_results_skip(tmp_path: Any) -> None:
+    seen: list[int] = []
+    topology = Topology().add_source(
+        "src", "in", key_deserializer=S, value_deserializer=S, timestamp_extractor=lambda r, pt: int(r.value)
+    )
+    topology.add_processor("p", lambda: Lambda(lambda ctx, r: seen.append(r.timestamp)), "src")
+    task, _ = make_task(topology, tmp_path)
+    assert task.process(IN, batch(("k", "100", 1), ("k", "-1", 2), ("k", "50", 3))) == 2
+    assert seen == [100, 50]
+    assert task.stream_time == 100
+    assert task.committable_offsets() == {IN: 3}
