@@ -4,6 +4,8 @@ import pickle
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kstreams._native.record_batch import (
     RecordBatch,
@@ -234,3 +236,35 @@ def test_partitions_for_keys_matches_default_partition_and_marks_null_keys() -> 
     parts = partitions_for_keys(batch.slice(0, len(keys)), 5)
     assert parts.dtype == np.int32
     assert parts.tolist() == [default_partition(k, 5) for k in keys[:-1]] + [-1]
+
+
+batch_records = st.lists(
+    st.tuples(
+        st.one_of(st.none(), st.binary(max_size=10)),
+        st.one_of(st.none(), st.binary(max_size=10)),
+        st.integers(-(2**40), 2**40),
+        st.integers(0, 2**31 - 1),
+        st.integers(-1, 2**62),
+        st.one_of(
+            st.none(), st.lists(st.tuples(st.text(max_size=4), st.one_of(st.none(), st.binary(max_size=4))))
+        ),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(batch_records, batch_records, st.integers(-3, 15), st.integers(-3, 15))
+def test_slices_and_concat_behave_like_list_slices(a: list, b: list, start: int, stop: int) -> None:
+    ba = RecordBatch.from_records(a)
+    bb = RecordBatch.from_records(b)
+    lo, hi = max(start, 0), max(min(stop, len(a)), max(start, 0))
+    sliced = ba.slice(start, stop)
+    assert sliced.to_list() == a[lo:hi]
+    assert sliced.nbytes == sum(len(r[0] or b"") + len(r[1] or b"") for r in a[lo:hi])
+    joined = RecordBatch.concat([sliced, bb, sliced])
+    assert joined.to_list() == a[lo:hi] + b + a[lo:hi]
+    assert joined.timestamps_array().tolist() == [r[2] for r in a[lo:hi] + b + a[lo:hi]]
+    assert partitions_for_keys(joined, 3).tolist() == [
+        -1 if r[0] is None else default_partition(r[0], 3) for r in a[lo:hi] + b + a[lo:hi]
+    ]

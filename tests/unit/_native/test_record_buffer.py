@@ -4,6 +4,8 @@ import threading
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kstreams._native.record_batch import RecordBatch
 from kstreams._native.record_buffer import RecordBuffer
@@ -178,3 +180,43 @@ def test_one_pusher_one_popper_every_record_once_in_order() -> None:
     assert offsets.tolist() == list(range(total))
     assert len(buf) == 0
     assert buf.bytes_held == 0
+
+
+record_strategy = st.tuples(
+    st.one_of(st.none(), st.binary(max_size=8)),
+    st.one_of(st.none(), st.binary(max_size=8)),
+    st.integers(0, 100),
+    st.integers(0, 3),
+    st.integers(0, 1000),
+    st.one_of(
+        st.none(), st.lists(st.tuples(st.text(max_size=3), st.one_of(st.none(), st.binary(max_size=3))))
+    ),
+)
+operation = st.one_of(
+    st.tuples(st.just("push"), st.lists(record_strategy, max_size=6)),
+    st.tuples(st.just("pop"), st.integers(0, 8), st.integers(-1, 100)),
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(operation, max_size=30))
+def test_buffer_behaves_like_a_list_fifo(ops: list[tuple]) -> None:
+    buf = RecordBuffer()
+    model: list[tuple] = []
+    for op in ops:
+        if op[0] == "push":
+            buf.push(RecordBatch.from_records(op[1]))
+            model.extend(op[1])
+        else:
+            _, max_records, max_ts = op
+            n = 0
+            while n < min(max_records, len(model)):
+                if max_ts >= 0 and n > 0 and model[n][2] > max_ts:
+                    break
+                n += 1
+            assert buf.pop(max_records, max_ts).to_list() == model[:n]
+            del model[:n]
+        assert len(buf) == len(model)
+        assert buf.bytes_held == sum(len(r[0] or b"") + len(r[1] or b"") for r in model)
+        assert buf.head_timestamp == (model[0][2] if model else -1)
+        assert buf.head_offset == (model[0][4] if model else -1)

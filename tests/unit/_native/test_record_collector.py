@@ -3,6 +3,8 @@
 import threading
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kstreams._native.record_batch import RecordBatch
 from kstreams._native.record_collector import RecordCollector
@@ -240,3 +242,57 @@ def test_registering_over_duplicate_keys_counts_them_as_suppressed() -> None:
     assert c.suppressed_total == 1
     assert c.bytes_held == 2
     assert drained(c) == {("cl", 0): [(b"k", b"2", 2, 0, -1, None)]}
+
+
+small_key = st.one_of(st.none(), st.sampled_from([b"a", b"b", b"c", b""]))
+send_op = st.tuples(
+    st.just("send"),
+    st.sampled_from([("cl", 0), ("out", 0), ("out", 1)]),
+    st.lists(
+        st.tuples(
+            small_key,
+            st.one_of(st.none(), st.binary(max_size=6)),
+            st.integers(0, 50),
+            st.one_of(st.none(), st.just([("h", b"1")])),
+        ),
+        min_size=1,
+        max_size=5,
+    ),
+    st.booleans(),
+)
+collector_ops = st.lists(st.one_of(send_op, st.just(("drain",))), max_size=25)
+
+
+@settings(max_examples=100, deadline=None)
+@given(collector_ops)
+def test_collector_matches_a_dict_of_lists_model(ops: list[tuple]) -> None:
+    c = RecordCollector()
+    c.register_changelog("cl", 0)
+    model: dict[tuple[str, int], list[tuple]] = {}
+    suppressed = sent = 0
+    for op in ops:
+        if op[0] == "drain":
+            expected = {tp: recs for tp, recs in model.items() if recs}
+            assert drained(c) == expected
+            model = {}
+            continue
+        _, (topic, partition), records, as_batch = op
+        sent += len(records)
+        if as_batch:
+            c.send_batch(
+                topic, partition, RecordBatch.from_records([(k, v, t, 7, 7, h) for k, v, t, h in records])
+            )
+        else:
+            for k, v, t, h in records:
+                c.send(topic, partition, k, v, t, h)
+        out = model.setdefault((topic, partition), [])
+        for k, v, t, h in records:
+            if topic == "cl" and k is not None:
+                before = len(out)
+                out[:] = [r for r in out if r[0] != k]
+                suppressed += before - len(out)
+            out.append((k, v, t, partition, -1, h))
+        assert len(c) == sum(len(r) for r in model.values())
+        assert c.bytes_held == sum(len(r[0] or b"") + len(r[1] or b"") for rs in model.values() for r in rs)
+        assert c.suppressed_total == suppressed
+        assert c.sent_total == sent
