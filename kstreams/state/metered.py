@@ -3,8 +3,9 @@ the store's serdes (below them every layer holds bytes) and back, and hand typed
 flush listener.
 
 Serdes see the store's changelog topic name, ``<application.id>-<store>-changelog``, as Kafka's do.
-A serde left None means "bytes as they are"; the task can fill in the application's default serdes
-with ``with_default_serdes`` before init.
+A serde left None is filled in at init with the application's ``default.key.serde`` /
+``default.value.serde`` (or earlier with ``with_default_serdes``); with neither, keys and values are
+bytes as they are.
 
 Every write (and flush and close) holds ``query_lock``, and interactive-query views hold it while
 they read, so a query never sees a store in the middle of a change, whichever thread writes.
@@ -14,10 +15,11 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
 from kstreams.errors import SerializationException
+from kstreams.serdes import serde_from_config
 from kstreams.state.store import (
     FlushListener,
     KeyValueStore,
@@ -71,6 +73,14 @@ class _Metered(Generic[K, V]):
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         self._topic = f"{context.application_id}-{self.wrapped.name}-changelog"
+        if self.key_serde is None or self.value_serde is None:
+            # As Kafka does: a store given no serde uses the application's default serde, if set.
+            configs = context.app_configs
+            if isinstance(configs, Mapping):
+                self.with_default_serdes(
+                    serde_from_config(configs, "default.key.serde"),
+                    serde_from_config(configs, "default.value.serde"),
+                )
         self.wrapped.init(context, root)
 
     def flush(self) -> None:

@@ -168,3 +168,17 @@ def test_default_serdes_fill_only_missing_serdes(make_context: Callable[..., Any
     store.put("a", 5)
     assert store.get("a") == 5
     assert store.wrapped.get(b"a") == (5).to_bytes(8, "big")
+
+
+def test_a_store_without_serdes_uses_the_applications_default_serdes(
+    make_context: Callable[..., Any],
+) -> None:
+    store = Stores.key_value_store_builder(
+        Stores.in_memory_key_value_store("kv"), None, Serdes.string()
+    ).build()
+    context = make_context()
+    context.app_configs = {"default.key.serde": "long", "default.value.serde": "double"}
+    store.init(context, store)
+    store.put(7, "seven")
+    assert store.get(7) == "seven"
+    assert store.wrapped.get((7).to_bytes(8, "big")) == b"seven"
