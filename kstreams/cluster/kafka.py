@@ -55,7 +55,13 @@ _ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 # librdkafka spells Kafka's auto.offset.reset=none "error".
 _RESET_NAMES = {"none": "error"}
 # Settings only a group member needs; a consumer derived from a member's settings drops them.
-_GROUP_ONLY_KEYS = ("group.instance.id", "partition.assignment.strategy", "session.timeout.ms")
+_GROUP_ONLY_KEYS = (
+    "group.instance.id",
+    "partition.assignment.strategy",
+    "session.timeout.ms",
+    "heartbeat.interval.ms",
+    "max.poll.interval.ms",
+)
 # Settings a control sender takes over from the consumer it belongs to (how to reach the cluster).
 _CONNECTION_PREFIXES = ("security.", "sasl.", "ssl.", "client.id", "bootstrap.servers")
 
