@@ -279,6 +279,7 @@ class StreamTask:
         self._changelog_stores: dict[TopicPartition, StateStore] = {}
         self._restore_callbacks: dict[TopicPartition, RestoreCallback] = {}
         self._registered_changelogs: list[tuple[str, int]] = []
+        self._store_owners: dict[str, ProcessorNode] = {}  # store -> node its flushes forward as
         self._initialized = False
         self._processors_initialized = False
         self._closed = False
@@ -295,6 +296,9 @@ class StreamTask:
         graph = self.subtopology.create_graph()
         graph.bind(self.context, self.collector, self.partition_count, self.task_id.partition)
         self.graph = graph
+        for node in graph.processor_nodes:
+            for store_name in node.stores:
+                self._store_owners.setdefault(store_name, node)
         opened: list[StateStore] = []
         try:
             for name, store in graph.stores.items():
@@ -580,9 +584,17 @@ class StreamTask:
     # --------------------------------------------------------------------- commit
 
     def flush(self) -> None:
-        """Flush every store (caches forward what they hold; changelog writes go to the collector)."""
+        """Flush every store (caches forward what they hold; changelog writes go to the collector).
+
+        A caching store forwards what it flushes through its flush listener with
+        ``context.forward``; that runs as the first processor connected to the store (the one
+        that materializes it, in DSL topologies), as Kafka's cache flush listeners run as the node
+        that registered them.
+        """
         context = self.context
+        owners = self._store_owners
         for name, store in self.graph.stores.items():
+            context._current_node = owners.get(name)
             try:
                 store.flush()
             except StreamsException as exc:

@@ -383,3 +383,37 @@ def test_timestamp_extractor_sets_record_time_and_negative_results_skip(tmp_path
     assert seen == [100, 50]
     assert task.stream_time == 100
     assert task.committable_offsets() == {IN: 3}
+
+
+def test_cache_flushes_at_commit_forward_as_the_processor_owning_the_store(tmp_path: Any) -> None:
+    from kstreams._native.record_cache import RecordCache
+    from kstreams.state.stores import Stores
+
+    class Latest(Processor):
+        def init(self, context: ProcessorContext[Any, Any]) -> None:
+            self.store = context.get_state_store("latest")
+            self.store.set_flush_listener(lambda k, new, old, ts: context.forward(Record(k, new, ts)))
+
+        def process(self, record: Record[Any, Any]) -> None:
+            self.store.put(record.key, record.value)
+
+    builder = Stores.key_value_store_builder(Stores.in_memory_key_value_store("latest"), S, S)
+    topology = (
+        source()
+        .add_processor("latest", Latest, "src")
+        .add_state_store(builder.with_caching_enabled(), "latest")
+    )
+    topology.add_sink("out", "out", "latest", key_serializer=S, value_serializer=S)
+    config = StreamsConfig({"application.id": "app", "state.dir": str(tmp_path)})
+    plan = topology.build("app", config)
+    collector = RecordCollector()
+    task = StreamTask(
+        TaskId(0, 1), plan.subtopologies[0], [IN], config, collector, lambda t: 1, str(tmp_path)
+    )
+    task.record_cache = RecordCache(1 << 20)
+    task.initialize()
+    task.initialize_processors()
+    task.process(IN, batch(("k", "a", 1), ("k", "b", 2)))
+    assert ("out", 0) not in drained(collector)  # held in the cache until the commit
+    task.flush()
+    assert drained(collector)[("out", 0)] == [(b"k", b"b", 2)]
