@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -78,3 +80,15 @@ def test_process_id_survives_a_restart(tmp_path: Path) -> None:
     first = StateDirectory(str(tmp_path), "app").process_id()
     assert StateDirectory(str(tmp_path), "app").process_id() == first
     assert StateDirectory(str(tmp_path), "other").process_id() != first
+
+
+def test_a_task_locked_here_cannot_be_locked_by_another_process(tmp_path: Path) -> None:
+    directory = StateDirectory(str(tmp_path), "app")
+    directory.lock("0_0")
+    probe = (
+        "import sys; from kstreams.state.directory import StateDirectory; "
+        f"sys.exit(0 if StateDirectory({str(tmp_path)!r}, 'app').try_lock('0_0') else 3)"
+    )
+    assert subprocess.run([sys.executable, "-c", probe], timeout=60).returncode == 3
+    directory.unlock("0_0")
+    assert subprocess.run([sys.executable, "-c", probe], timeout=60).returncode == 0
