@@ -147,9 +147,6 @@ class InMemoryKeyValueStore(KeyValueStore[bytes, bytes]):
     def all(self) -> Iterator[tuple[bytes, bytes]]:
         return self._iterate(self._slice(None, None))
 
-    def reverse_all(self) -> Iterator[tuple[bytes, bytes]]:
-        return self.reverse_range(None, None)
-
     def prefix_scan(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
         keys = self._index.sorted_keys(self._map)
         lo = bisect.bisect_left(keys, prefix)

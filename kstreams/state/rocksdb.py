@@ -18,7 +18,7 @@ import os
 import shutil
 from collections.abc import Iterator
 
-from rocksdict import Options, Rdict, WriteBatch
+from rocksdict import DBCompressionType, Options, Rdict, WriteBatch
 
 from kstreams.errors import ProcessorStateException
 from kstreams.state.store import KeyValueStore, StateStore, StateStoreContext
@@ -41,7 +41,9 @@ def rocksdb_path(context: StateStoreContext, store_name: str) -> str:
 def _options() -> Options:
     options = Options(raw_mode=True)
     options.create_if_missing(True)
-    # Kafka Streams' defaults: many stores share a machine, so keep memtables modest.
+    # Kafka Streams' defaults: no compression (CPU matters more than disk for local state), and
+    # modest memtables since many stores share a machine.
+    options.set_compression_type(DBCompressionType.none())
     options.set_write_buffer_size(16 * 1024 * 1024)
     options.set_max_write_buffer_number(3)
     return options
@@ -287,9 +289,6 @@ class RocksDBKeyValueStore(KeyValueStore[bytes, bytes]):
 
     def all(self) -> Iterator[tuple[bytes, bytes]]:
         return self._database().scan(None, None)
-
-    def reverse_all(self) -> Iterator[tuple[bytes, bytes]]:
-        return self._database().scan(None, None, reverse=True)
 
     def prefix_scan(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
         for key, value in self._database().scan(prefix, None):
