@@ -37,13 +37,21 @@ class ChangeForwarder:
         self._context = context
         self._send_old_values = send_old_values
         self._key_mapper = key_mapper
+        # A cache flushes at commit or on eviction, outside this processor's process(); the
+        # context then has to be told which node forwards (created in init, so it is this one).
+        self._node_name: str | None = getattr(context, "current_node_name", None)
+        self._forward_from = getattr(context, "forward_from", None)
         set_listener = getattr(store, "set_flush_listener", None)
         self.cached = bool(set_listener(self._on_flush)) if set_listener is not None else False
 
     def _on_flush(self, key: Any, new: Any, old: Any, timestamp: int) -> None:
         if self._key_mapper is not None:
             key = self._key_mapper(key)
-        self._context.forward(Record(key, Change(new, old if self._send_old_values else None), timestamp))
+        record = Record(key, Change(new, old if self._send_old_values else None), timestamp)
+        if self._forward_from is not None and self._node_name is not None:
+            self._forward_from(self._node_name, record)
+        else:
+            self._context.forward(record)
 
     def maybe_forward(self, key: Any, new: Any, old: Any, timestamp: int) -> None:
         """Forward the update now unless the store's cache will forward it when it flushes."""

@@ -1,0 +1,283 @@
+"""Joins: KStream-KTable, KStream-KStream (windowed) and KTable-KTable."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kstreams.serdes import Serdes
+from kstreams.topology import (
+    Joined,
+    JoinWindows,
+    KeyValue,
+    Materialized,
+    StreamJoined,
+    StreamsBuilder,
+)
+
+S = Serdes.string()
+
+
+def _joiner(left: Any, right: Any) -> str:
+    return f"{left}+{right}"
+
+
+def _records(driver: Any, topic: str = "out") -> list[tuple[Any, Any, int]]:
+    records = driver.create_output_topic(topic, S, S).read_records_to_list()
+    return [(r.key, r.value, r.timestamp) for r in records]
+
+
+# --- stream-table ----------------------------------------------------------------------------
+
+
+def _stream_table(drive: Any, left: bool) -> tuple[Any, Any, Any]:
+    builder = StreamsBuilder()
+    table = builder.table("table")
+    stream = builder.stream("stream")
+    (stream.left_join if left else stream.join)(table, _joiner).to("out")
+    driver = drive(builder.build())
+    return driver, driver.create_input_topic("stream", S, S), driver.create_input_topic("table", S, S)
+
+
+def test_stream_table_join_looks_up_the_current_table_value(drive):
+    driver, stream, table = _stream_table(drive, left=False)
+    table.pipe_input("a", "A1", timestamp=1)
+    stream.pipe_input("a", "x", timestamp=5)
+    stream.pipe_input("b", "y", timestamp=6)  # no row for b: dropped
+    table.pipe_input("a", "A2", timestamp=7)  # table updates emit nothing themselves
+    stream.pipe_input("a", "z", timestamp=8)
+    table.pipe_input("a", None, timestamp=9)  # deletion
+    stream.pipe_input("a", "w", timestamp=10)
+    assert _records(driver) == [("a", "x+A1", 5), ("a", "z+A2", 8)]
+
+
+def test_stream_table_left_join_joins_missing_rows_with_none(drive):
+    driver, stream, table = _stream_table(drive, left=True)
+    table.pipe_input("a", "A")
+    stream.pipe_input("a", "x")
+    stream.pipe_input("b", "y")
+    assert _records(driver) == [("a", "x+A", 0), ("b", "y+None", 0)]
+
+
+def test_stream_table_join_materializes_the_table_and_copartitions_its_topics():
+    builder = StreamsBuilder()
+    table = builder.table("table")
+    assert not builder.build().store_builders  # nothing needs the table's values yet
+    builder.stream("stream").join(table, _joiner).to("out")
+    topology = builder.build()
+    assert list(topology.store_builders) == ["table-STATE-STORE-0000000000"]
+    plan = topology.build("app")
+    assert len(plan.subtopologies) == 1
+    assert frozenset({"stream", "table"}) in plan.copartition_groups
+    assert "app-table-STATE-STORE-0000000000-changelog" in plan.internal_topics
+
+
+def test_stream_table_join_after_a_key_change_repartitions_the_stream(drive):
+    builder = StreamsBuilder()
+    table = builder.table("table")
+    builder.stream("stream").select_key(lambda k, v: v).join(table, _joiner).to("out")
+    topology = builder.build()
+    plan = topology.build("app")
+    assert "app-KSTREAM-KEY-SELECT-0000000004-repartition" in plan.internal_topics
+    assert len(plan.subtopologies) == 2
+    driver = drive(topology)
+    driver.create_input_topic("table", S, S).pipe_input("a", "A")
+    driver.create_input_topic("stream", S, S).pipe_input("ignored", "a")
+    assert _records(driver) == [("a", "a+A", 0)]
+
+
+def test_stream_table_join_with_joined_name_names_the_repartition_topic():
+    builder = StreamsBuilder()
+    table = builder.table("table")
+    builder.stream("stream").select_key(lambda k, v: v).join(table, _joiner, Joined.as_("j")).to("out")
+    topology = builder.build()
+    assert "app-j-repartition" in topology.build("app").internal_topics
+    assert "j" in topology.nodes
+
+
+def test_join_of_a_filtered_table_sees_only_passing_rows(drive):
+    builder = StreamsBuilder()
+    table = builder.table("table").filter(lambda k, v: v.startswith("keep"))
+    builder.stream("stream").join(table, _joiner).to("out")
+    driver = drive(builder.build())
+    rows = driver.create_input_topic("table", S, S)
+    rows.pipe_input("a", "keep-a")
+    rows.pipe_input("b", "drop-b")
+    stream = driver.create_input_topic("stream", S, S)
+    stream.pipe_input("a", "x")
+    stream.pipe_input("b", "y")
+    assert _records(driver) == [("a", "x+keep-a", 0)]
+
+
+def test_stream_stream_join_rejects_missing_windows():
+    builder = StreamsBuilder()
+    with pytest.raises(TypeError, match="JoinWindows"):
+        builder.stream("a").join(builder.stream("b"), _joiner)
+
+
+# --- stream-stream ---------------------------------------------------------------------------
+
+
+def _stream_stream(drive: Any, kind: str, windows: JoinWindows) -> tuple[Any, Any, Any]:
+    builder = StreamsBuilder()
+    left = builder.stream("left")
+    right = builder.stream("right")
+    getattr(left, kind)(right, _joiner, windows).to("out")
+    driver = drive(builder.build())
+    return driver, driver.create_input_topic("left", S, S), driver.create_input_topic("right", S, S)
+
+
+def test_stream_stream_inner_join_within_the_window(drive):
+    driver, left, right = _stream_stream(drive, "join", JoinWindows.of_time_difference_with_no_grace(100))
+    left.pipe_input("a", "L1", timestamp=0)
+    right.pipe_input("a", "R1", timestamp=50)  # within 100 ms: joins, at the later timestamp
+    right.pipe_input("a", "R2", timestamp=150)  # 150 ms after L1: too far
+    left.pipe_input("a", "L2", timestamp=160)  # joins R1 (110 ms before? no) and R2 (10 ms before)
+    right.pipe_input("b", "R3", timestamp=170)  # no partner
+    assert _records(driver) == [("a", "L1+R1", 50), ("a", "L2+R2", 160)]
+
+
+def test_stream_stream_join_window_can_be_asymmetric(drive):
+    windows = JoinWindows.of_time_difference_with_no_grace(0).after(100)
+    driver, left, right = _stream_stream(drive, "join", windows)
+    right.pipe_input("a", "R-before", timestamp=50)
+    left.pipe_input("a", "L", timestamp=100)  # R-before is earlier than L: outside [L, L + 100]
+    right.pipe_input("a", "R-after", timestamp=150)
+    assert _records(driver) == [("a", "L+R-after", 150)]
+
+
+def test_stream_stream_left_join_emits_unjoined_records_when_their_window_closes(drive):
+    windows = JoinWindows.of_time_difference_with_no_grace(100)
+    driver, left, right = _stream_stream(drive, "left_join", windows)
+    left.pipe_input("a", "L1", timestamp=0)
+    left.pipe_input("b", "L2", timestamp=10)
+    right.pipe_input("b", "R1", timestamp=60)  # joins L2: L2 is never emitted unjoined
+    assert _records(driver) == [("b", "L2+R1", 60)]
+    right.pipe_input("z", "R-late", timestamp=101)  # stream time 101 closes L1's window [0, 100]
+    assert _records(driver) == [("a", "L1+None", 0)]
+
+
+def test_stream_stream_outer_join_emits_both_sides_unjoined(drive):
+    windows = JoinWindows.of_time_difference_with_no_grace(10)
+    driver, left, right = _stream_stream(drive, "outer_join", windows)
+    left.pipe_input("a", "L", timestamp=0)
+    right.pipe_input("b", "R", timestamp=5)
+    left.pipe_input("c", "X", timestamp=100)
+    assert sorted(_records(driver)) == [("a", "L+None", 0), ("b", "None+R", 5)]
+
+
+def test_stream_stream_join_grace_keeps_windows_open_for_late_records(drive):
+    windows = JoinWindows.of_time_difference_and_grace(10, 50)
+    driver, left, right = _stream_stream(drive, "join", windows)
+    left.pipe_input("a", "L", timestamp=100)
+    right.pipe_input("z", "advance", timestamp=140)
+    right.pipe_input("a", "R", timestamp=95)  # late by 45 ms, within grace: joins
+    right.pipe_input("z", "advance", timestamp=300)
+    right.pipe_input("a", "R-too-late", timestamp=100)  # its window closed: dropped
+    assert _records(driver) == [("a", "L+R", 100)]
+
+
+def test_stream_stream_join_topology_shape_follows_kafka():
+    builder = StreamsBuilder()
+    builder.stream("left").join(
+        builder.stream("right"), _joiner, JoinWindows.of_time_difference_with_no_grace(100)
+    ).to("out")
+    topology = builder.build()
+    assert list(topology.nodes) == [
+        "KSTREAM-SOURCE-0000000000",
+        "KSTREAM-SOURCE-0000000001",
+        "KSTREAM-WINDOWED-0000000002",
+        "KSTREAM-WINDOWED-0000000003",
+        "KSTREAM-JOINTHIS-0000000004",
+        "KSTREAM-JOINOTHER-0000000005",
+        "KSTREAM-MERGE-0000000006",
+        "KSTREAM-SINK-0000000007",
+    ]
+    stores = topology.store_builders
+    assert set(stores) == {"KSTREAM-JOINTHIS-0000000004-store", "KSTREAM-JOINOTHER-0000000005-store"}
+    assert stores["KSTREAM-JOINTHIS-0000000004-store"].retention_ms == 200
+    plan = topology.build("app")
+    assert frozenset({"left", "right"}) in plan.copartition_groups
+    assert plan.internal_topics["app-KSTREAM-JOINTHIS-0000000004-store-changelog"].windowed
+
+
+def test_left_join_adds_the_shared_outer_store():
+    builder = StreamsBuilder()
+    builder.stream("left").left_join(
+        builder.stream("right"), _joiner, JoinWindows.of_time_difference_with_no_grace(100)
+    )
+    stores = set(builder.build().store_builders)
+    assert stores == {
+        "KSTREAM-JOINTHIS-0000000004-store",
+        "KSTREAM-OUTEROTHER-0000000005-store",
+        "KSTREAM-OUTERSHARED-0000000004-store",
+    }
+
+
+def test_stream_joined_names_processors_stores_and_repartition_topics():
+    builder = StreamsBuilder()
+    left = builder.stream("left").select_key(lambda k, v: v)
+    left.join(
+        builder.stream("right"),
+        _joiner,
+        JoinWindows.of_time_difference_with_no_grace(100),
+        StreamJoined.with_(S, S, S).with_name("j").with_store_name("s"),
+    )
+    topology = builder.build()
+    names = {"j-this-windowed", "j-other-windowed", "j-this-join", "j-other-join", "j-merge"}
+    assert names <= set(topology.nodes)
+    assert {"s-this-join-store", "s-other-join-store"} == set(topology.store_builders)
+    assert "app-j-left-repartition" in topology.build("app").internal_topics
+
+
+# --- table-table -----------------------------------------------------------------------------
+
+
+def _table_table(drive: Any, kind: str, materialized: Materialized | None = None) -> tuple[Any, Any, Any]:
+    builder = StreamsBuilder()
+    left = builder.table("left")
+    right = builder.table("right")
+    getattr(left, kind)(right, _joiner, materialized).to_stream().to("out")
+    driver = drive(builder.build())
+    return driver, driver.create_input_topic("left", S, S), driver.create_input_topic("right", S, S)
+
+
+def test_table_table_inner_join_updates_from_both_sides(drive):
+    driver, left, right = _table_table(drive, "join")
+    left.pipe_input("a", "1")
+    right.pipe_input("a", "X")
+    left.pipe_input("a", "2")
+    right.pipe_input("b", "Y")  # no left row: nothing
+    right.pipe_input("a", None)  # the joined row disappears
+    assert [(k, v) for k, v, _ in _records(driver)] == [("a", "1+X"), ("a", "2+X"), ("a", None)]
+
+
+def test_table_table_left_and_outer_joins(drive):
+    driver, left, right = _table_table(drive, "left_join")
+    left.pipe_input("a", "1")
+    right.pipe_input("a", "X")
+    right.pipe_input("b", "Y")
+    assert [(k, v) for k, v, _ in _records(driver)] == [("a", "1+None"), ("a", "1+X")]
+
+    driver, left, right = _table_table(drive, "outer_join")
+    right.pipe_input("b", "Y")
+    left.pipe_input("b", "2")
+    assert [(k, v) for k, v, _ in _records(driver)] == [("b", "None+Y"), ("b", "2+Y")]
+
+
+def test_materialized_table_table_join_is_queryable(drive):
+    driver, left, right = _table_table(drive, "join", Materialized.as_("joined"))
+    left.pipe_input("a", "1")
+    right.pipe_input("a", "X")
+    assert driver.get_key_value_store("joined").get("a") == "1+X"
+
+
+def test_join_results_can_feed_further_operations(drive):
+    builder = StreamsBuilder()
+    table = builder.table("table")
+    builder.stream("stream").join(table, _joiner).map(lambda k, v: KeyValue(v, k)).to("out")
+    driver = drive(builder.build())
+    driver.create_input_topic("table", S, S).pipe_input("a", "A")
+    driver.create_input_topic("stream", S, S).pipe_input("a", "x")
+    assert _records(driver) == [("x+A", "a", 0)]
