@@ -100,7 +100,7 @@ class StringSerde(Serde):
         if data is None:
             return None
         try:
-            return bytes(data).decode("utf-8")
+            return data.decode("utf-8") if type(data) is bytes else bytes(data).decode("utf-8")
         except (UnicodeDecodeError, TypeError) as exc:
             self._fail("deserialize", topic, f"{len(data)} bytes that are not valid UTF-8", exc)
 

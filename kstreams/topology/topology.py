@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kstreams.errors import TopologyException
+from kstreams.topology.description import TopologyDescription, describe_topology
 from kstreams.topology.nodes import (
     InternalTopicProperties,
     NodeSpec,
@@ -33,10 +34,10 @@ from kstreams.topology.nodes import (
 
 if TYPE_CHECKING:
     from kstreams.state.store import StoreBuilder
-    from kstreams.topology.description import TopologyDescription
     from kstreams.topology.plan import TopologyPlan
 
-__all__ = ["Topology"]
+# TopologyDescription is re-exported: Kafka keeps it beside Topology.
+__all__ = ["Topology", "TopologyDescription"]
 
 logger = logging.getLogger(__name__)
 
@@ -343,8 +344,6 @@ class Topology:
 
     def describe(self) -> TopologyDescription:
         """The subtopologies and their nodes; ``str()`` of it prints Kafka's text format."""
-        from kstreams.topology.description import describe_topology
-
         return describe_topology(self)
 
     def build(self, application_id: str, config: Mapping[str, Any] | None = None) -> TopologyPlan:
