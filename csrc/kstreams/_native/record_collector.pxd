@@ -5,11 +5,9 @@
 # only C++ containers and the partition's header list are touched (never Python callbacks).
 # RecordCollector._parts (a dict) is only read or changed with the GIL held.
 
-from libc.stdint cimport int32_t, int64_t
+from libc.stdint cimport int32_t, int64_t, uint32_t
 from libcpp.atomic cimport atomic
 from libcpp.mutex cimport mutex
-from libcpp.string cimport string
-from libcpp.unordered_map cimport unordered_map
 from libcpp.vector cimport vector
 
 from kstreams._native.record_batch cimport RecordBatch
@@ -19,6 +17,7 @@ cdef struct CollectedEntry:
     int64_t pos         # start of key+value bytes in the partition's arena
     int32_t klen        # -1 = None
     int32_t vlen        # -1 = None
+    uint32_t khash      # murmur2 of the key (set on changelog partitions only)
     int64_t ts
     Py_ssize_t hidx     # index into the partition's header list, or -1
     bint alive          # False once a newer record for the key superseded it (changelogs)
@@ -30,7 +29,12 @@ cdef class _PartitionBuffer:
     cdef size_t arena_len                       # guarded by mu
     cdef size_t arena_cap                       # guarded by mu
     cdef vector[CollectedEntry] entries         # guarded by mu
-    cdef unordered_map[string, size_t] latest   # key -> index of its newest entry (changelogs)
+    # Changelog key index: open addressing with linear probing over `slots` (a power of two in
+    # size); a slot holds 1 + the index of the key's newest entry, 0 when empty. Keys are
+    # compared in the arena, so the index holds no copies of them. Guarded by mu.
+    cdef size_t* slots
+    cdef size_t nslots
+    cdef size_t nkeys
     cdef list headers                           # guarded by mu (touched with the GIL held)
     cdef Py_ssize_t live                        # live entries, guarded by mu
     cdef Py_ssize_t live_bytes                  # key+value bytes of live entries, guarded by mu
@@ -48,8 +52,8 @@ cdef class RecordCollector:
     cdef atomic[int64_t] _sent
 
     cdef _PartitionBuffer _buffer(self, str topic, int32_t partition)
-    cdef void _supersede(self, _PartitionBuffer pb, const char* key, Py_ssize_t klen,
-                         size_t idx) noexcept nogil
+    cdef int _supersede(self, _PartitionBuffer pb, const char* key, Py_ssize_t klen,
+                        size_t idx) except -1 nogil
     cdef int _append(self, _PartitionBuffer pb, const char* key, Py_ssize_t klen,
                      const char* value, Py_ssize_t vlen, int64_t ts) except -1 nogil
     cdef void _compact_if_due(self, _PartitionBuffer pb) noexcept nogil

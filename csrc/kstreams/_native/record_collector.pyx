@@ -10,18 +10,14 @@ partitions do not contend; a drain swaps each partition's contents out under its
 the output batch after releasing it.
 """
 
-from cython.operator cimport dereference as deref
-from libc.stdint cimport INT32_MAX, int32_t, int64_t
-from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memcpy
-from libcpp.string cimport string
-from libcpp.unordered_map cimport unordered_map
-from libcpp.utility cimport move
+from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint32_t
+from libc.stdlib cimport calloc, free, malloc, realloc
+from libc.string cimport memcmp, memcpy, memset
 from libcpp.mutex cimport mutex
 from libcpp.vector cimport vector
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 
-from kstreams._native.record_batch cimport RecordBatch, RecordBatchBuilder
+from kstreams._native.record_batch cimport RecordBatch, RecordBatchBuilder, c_murmur2
 
 __all__ = ["RecordCollector"]
 
@@ -54,9 +50,58 @@ cdef class _PartitionBuffer:
         self.arena = NULL
         self.arena_len = 0
         self.arena_cap = 0
+        self.slots = NULL
+        self.nslots = 0
+        self.nkeys = 0
 
     def __dealloc__(self):
         free(self.arena)
+        free(self.slots)
+
+
+cdef void _index_clear(_PartitionBuffer pb) noexcept nogil:
+    """Forget every key (mu held). A large, mostly idle table is released rather than zeroed."""
+    if pb.nslots > 4096 and pb.nkeys * 8 < pb.nslots:
+        free(pb.slots)
+        pb.slots = NULL
+        pb.nslots = 0
+    elif pb.nslots:
+        memset(pb.slots, 0, pb.nslots * sizeof(size_t))
+    pb.nkeys = 0
+
+
+cdef void _index_put_new(_PartitionBuffer pb, size_t idx) noexcept nogil:
+    """Insert entry idx, whose key is known not to be in the table (mu held, room ensured)."""
+    cdef size_t mask = pb.nslots - 1
+    cdef size_t i = pb.entries[idx].khash & mask
+    while pb.slots[i] != 0:
+        i = (i + 1) & mask
+    pb.slots[i] = idx + 1
+    pb.nkeys += 1
+
+
+cdef int _index_reserve(_PartitionBuffer pb, size_t keys) except -1 nogil:
+    """Room for `keys` keys at a load factor of at most 1/2, rehashing when it grows (mu held)."""
+    cdef size_t n = pb.nslots if pb.nslots else 16
+    cdef size_t* old = pb.slots
+    cdef size_t old_n = pb.nslots
+    cdef size_t i
+    while keys * 2 > n:
+        n *= 2
+    if n == pb.nslots:
+        return 0
+    pb.slots = <size_t*>calloc(n, sizeof(size_t))
+    if pb.slots == NULL:
+        pb.slots = old
+        with gil:
+            raise MemoryError()
+    pb.nslots = n
+    pb.nkeys = 0
+    for i in range(old_n):
+        if old[i] != 0:
+            _index_put_new(pb, old[i] - 1)
+    free(old)
+    return 0
 
 
 cdef int _arena_reserve(_PartitionBuffer pb, size_t extra) except -1 nogil:
@@ -92,7 +137,6 @@ cdef void _compact(_PartitionBuffer pb) noexcept nogil:
     if arena == NULL:
         return
     entries.reserve(pb.live)
-    pb.latest.clear()
     for i in range(pb.entries.size()):
         e = pb.entries[i]
         if not e.alive:
@@ -101,14 +145,21 @@ cdef void _compact(_PartitionBuffer pb) noexcept nogil:
         memcpy(arena + pos, pb.arena + e.pos, nb)
         e.pos = pos
         pos += nb
-        if pb.changelog and e.klen >= 0:
-            pb.latest[string(arena + e.pos, e.klen)] = entries.size()
         entries.push_back(e)
     free(pb.arena)
     pb.arena = arena
     pb.arena_len = pos
     pb.arena_cap = pb.live_bytes if pb.live_bytes > 0 else 1
     pb.entries.swap(entries)
+    # Entry indexes moved: re-index the live keys. Each appears once and the table already holds
+    # at least that many keys, so it has room.
+    if pb.nslots:
+        memset(pb.slots, 0, pb.nslots * sizeof(size_t))
+    pb.nkeys = 0
+    if pb.changelog and pb.nslots:
+        for i in range(pb.entries.size()):
+            if pb.entries[i].klen >= 0:
+                _index_put_new(pb, i)
 
 
 cdef class RecordCollector:
@@ -144,13 +195,19 @@ cdef class RecordCollector:
                 suppressed0 = pb.suppressed
                 pb.changelog = True
                 # Index what is already buffered, so a later write supersedes it.
-                pb.latest.clear()
-                for i in range(pb.entries.size()):
-                    if pb.entries[i].alive and pb.entries[i].klen >= 0:
-                        self._supersede(pb, pb.arena + pb.entries[i].pos,
-                                        pb.entries[i].klen, i)
-                self._publish(pb, live0, bytes0, suppressed0, 0)
-            pb.mu.unlock()
+                _index_clear(pb)
+                try:
+                    for i in range(pb.entries.size()):
+                        if pb.entries[i].alive and pb.entries[i].klen >= 0:
+                            pb.entries[i].khash = <uint32_t>c_murmur2(
+                                pb.arena + pb.entries[i].pos, pb.entries[i].klen)
+                            self._supersede(pb, pb.arena + pb.entries[i].pos,
+                                            pb.entries[i].klen, i)
+                finally:
+                    self._publish(pb, live0, bytes0, suppressed0, 0)
+                    pb.mu.unlock()
+            else:
+                pb.mu.unlock()
 
     def unregister_changelog(self, str topic not None, int32_t partition):
         """Stop suppressing for this partition (records already buffered stay)."""
@@ -161,7 +218,7 @@ cdef class RecordCollector:
         with nogil:
             p.mu.lock()
             p.changelog = False
-            p.latest.clear()
+            _index_clear(p)
             p.mu.unlock()
 
     def is_changelog(self, str topic not None, int32_t partition):
@@ -178,23 +235,35 @@ cdef class RecordCollector:
 
     # ---------------------------------------------------------------- sending
 
-    cdef void _supersede(self, _PartitionBuffer pb, const char* key, Py_ssize_t klen,
-                                size_t idx) noexcept nogil:
-        """Make entry idx the newest for its key, killing the previous one (mu held)."""
-        cdef string k = string(key, klen)
-        cdef unordered_map[string, size_t].iterator it = pb.latest.find(k)
+    cdef int _supersede(self, _PartitionBuffer pb, const char* key, Py_ssize_t klen,
+                        size_t idx) except -1 nogil:
+        """Make entry idx (whose khash is set) the newest for its key, killing the previous one
+        (mu held)."""
+        cdef uint32_t h = pb.entries[idx].khash
+        cdef size_t mask, i, slot
         cdef CollectedEntry* old
         cdef Py_ssize_t nb
-        if it == pb.latest.end():
-            pb.latest[move(k)] = idx
-            return
-        old = &pb.entries[deref(it).second]
+        if (pb.nkeys + 1) * 2 > pb.nslots:
+            _index_reserve(pb, pb.nkeys + 1)
+        mask = pb.nslots - 1
+        i = h & mask
+        while True:
+            slot = pb.slots[i]
+            if slot == 0:
+                pb.slots[i] = idx + 1
+                pb.nkeys += 1
+                return 0
+            old = &pb.entries[slot - 1]
+            if old.khash == h and old.klen == klen and memcmp(pb.arena + old.pos, key, klen) == 0:
+                break
+            i = (i + 1) & mask
         old.alive = False
-        nb = _entry_bytes(deref(old))
+        nb = _entry_bytes(old[0])
         pb.live -= 1
         pb.live_bytes -= nb
         pb.suppressed += 1
-        deref(it).second = idx
+        pb.slots[i] = idx + 1
+        return 0
 
     cdef int _append(self, _PartitionBuffer pb, const char* key, Py_ssize_t klen,
                      const char* value, Py_ssize_t vlen, int64_t ts) except -1 nogil:
@@ -214,6 +283,7 @@ cdef class RecordCollector:
         e.ts = ts
         e.hidx = -1
         e.alive = True
+        e.khash = 0
         if kb:
             memcpy(pb.arena + pb.arena_len, key, kb)
         if vb:
@@ -223,6 +293,7 @@ cdef class RecordCollector:
         pb.live += 1
         pb.live_bytes += kb + vb
         if pb.changelog and klen >= 0:
+            pb.entries.back().khash = <uint32_t>c_murmur2(key, klen)
             self._supersede(pb, key, klen, pb.entries.size() - 1)
         return 0
 
@@ -350,7 +421,7 @@ cdef class RecordCollector:
                 pb.arena_len = 0
                 pb.arena_cap = 0
                 entries.swap(pb.entries)
-                pb.latest.clear()
+                _index_clear(pb)
                 live = pb.live
                 live_bytes = pb.live_bytes
                 pb.live = 0

@@ -253,7 +253,7 @@ batch_records = st.lists(
 )
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(batch_records, batch_records, st.integers(-3, 15), st.integers(-3, 15))
 def test_slices_and_concat_behave_like_list_slices(a: list, b: list, start: int, stop: int) -> None:
     ba = RecordBatch.from_records(a)

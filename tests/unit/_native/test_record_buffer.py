@@ -198,7 +198,7 @@ operation = st.one_of(
 )
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(st.lists(operation, max_size=30))
 def test_buffer_behaves_like_a_list_fifo(ops: list[tuple]) -> None:
     buf = RecordBuffer()

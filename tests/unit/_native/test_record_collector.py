@@ -296,3 +296,25 @@ def test_collector_matches_a_dict_of_lists_model(ops: list[tuple]) -> None:
         assert c.bytes_held == sum(len(r[0] or b"") + len(r[1] or b"") for rs in model.values() for r in rs)
         assert c.suppressed_total == suppressed
         assert c.sent_total == sent
+
+
+def test_suppression_stays_exact_across_compactions() -> None:
+    c = RecordCollector()
+    c.register_changelog("cl", 0)
+    keys = [b"key-%d" % i for i in range(3000)]
+    for round_ in range(4):
+        c.send_batch(
+            "cl", 0, RecordBatch.from_columns(keys, [b"%d" % round_] * len(keys), [round_] * len(keys))
+        )
+        for i in range(0, 3000, 7):
+            c.send("cl", 0, keys[i], b"hot-%d" % round_, 10 + round_)
+    assert len(c) == 3000
+    assert c.suppressed_total == c.sent_total - 3000
+    (topic, partition, batch), *rest = c.drain()
+    assert not rest
+    assert (topic, partition) == ("cl", 0)
+    hot = set(range(0, 3000, 7))
+    expected = [(keys[i], b"3", 3) for i in range(3000) if i not in hot] + [
+        (keys[i], b"hot-3", 13) for i in sorted(hot)
+    ]
+    assert [(k, v, t) for k, v, t, *_ in batch.to_list()] == expected
