@@ -13,10 +13,11 @@ and look into state stores::
 How it runs: one ``StreamTask`` per subtopology, all on partition 0 (every topic has one
 partition), sharing a real ``RecordCollector``. Each piped record is processed, then its task is
 committed the way Kafka's driver commits after every record: stores are flushed (caches forward
-what they hold) and the collector is drained. Records written to the topology's repartition topics
-are fed, one by one, to the subtopology that reads them before ``pipe_input`` returns; records for
-other topics wait in per-topic queues for ``TestOutputTopic`` readers; changelog records are
-dropped.
+what they hold) and the collector is drained. Every record written waits in its topic's queue for
+``TestOutputTopic`` readers (internal topics too, under their prefixed names, as in Kafka's
+driver); records written to a topic the topology reads (its repartition topics, or a user topic
+it writes and reads back) are also fed, one by one, to the subtopology that reads them before
+``pipe_input`` returns.
 
 Time: input topics stamp records with their own clock (starting at the driver's wall-clock time
 when the topic is created, advancing by ``auto_advance`` per record) unless a timestamp is given;
@@ -101,7 +102,6 @@ class TopologyTestDriver:
         self._outputs: dict[str, deque[tuple[bytes | None, bytes | None, int, Headers | None]]] = {}
         self._produced: set[str] = set()
         self._internal_sources = {t for s in self._plan.subtopologies for t in s.repartition_source_topics}
-        self._changelogs = {t for s in self._plan.subtopologies for t in s.changelog_topics.values()}
         cache = None
         if self.config.cache_max_bytes > 0 and any(
             b.caching_enabled for b in self._plan.store_builders.values()
@@ -166,7 +166,7 @@ class TopologyTestDriver:
         return TestOutputTopic(self, name, key_deserializer, value_deserializer)
 
     def produced_topic_names(self) -> set[str]:
-        """Every topic the topology wrote to so far (repartition and changelog topics excluded)."""
+        """Every topic the topology wrote to so far, internal topics included (as Kafka's driver)."""
         return set(self._produced)
 
     # ------------------------------------------------------------------ time
@@ -288,22 +288,19 @@ class TopologyTestDriver:
             queue.extend(self._capture())
 
     def _capture(self) -> deque[tuple[StreamTask, str, Any]]:
-        """Drain the collector: output topics into their queues, repartition records into work."""
+        """Drain the collector into the per-topic output queues; records for a topic the topology
+        reads (a repartition topic, or a user topic written and read back) also become work."""
         work: deque[tuple[StreamTask, str, Any]] = deque()
         for topic, _partition, batch in self._collector.drain():
-            if topic in self._internal_sources:
-                base = self._next_offset(topic, len(batch))
-                batch = batch.with_offsets(base)
-                task = self._task_for_topic[topic]
+            self._produced.add(topic)
+            queue = self._outputs.setdefault(topic, deque())
+            for key, value, timestamp, _p, _o, headers in batch:
+                queue.append((key, value, timestamp, headers))
+            task = self._task_for_topic.get(topic)
+            if task is not None:
+                batch = batch.with_offsets(self._next_offset(topic, len(batch)))
                 for i in range(len(batch)):
                     work.append((task, topic, batch.slice(i, i + 1)))
-            elif topic in self._changelogs:
-                continue
-            else:
-                self._produced.add(topic)
-                queue = self._outputs.setdefault(topic, deque())
-                for key, value, timestamp, _p, _o, headers in batch:
-                    queue.append((key, value, timestamp, headers))
         return work
 
     def _output_queue(self, topic: str) -> deque[tuple[bytes | None, bytes | None, int, Headers | None]]:

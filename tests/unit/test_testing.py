@@ -80,7 +80,24 @@ def test_records_through_a_repartition_topic_are_processed_before_pipe_input_ret
         driver.create_input_topic("text", S, S).pipe_input(None, "a b a")
         counts = driver.create_output_topic("counts", S, L)
         assert counts.read_key_values_to_map() == {"a": 2, "b": 1}
-        assert driver.produced_topic_names() == {"counts"}
+        repartition = "test-driver-words-repartition"
+        assert driver.produced_topic_names() == {"counts", repartition, "test-driver-counts-changelog"}
+        # internal topics are readable under their prefixed names, as in Kafka's driver
+        assert driver.create_output_topic(repartition, S, S).read_values_to_list() == ["a", "b", "a"]
+
+
+def test_a_user_topic_written_and_read_back_is_processed_again() -> None:
+    topology = (
+        Topology()
+        .add_source("src", "in", key_deserializer=S, value_deserializer=S)
+        .add_sink("to-through", "through", "src", key_serializer=S, value_serializer=S)
+        .add_source("through-src", "through", key_deserializer=S, value_deserializer=S)
+        .add_sink("out", "out", "through-src", key_serializer=S, value_serializer=S)
+    )
+    with TopologyTestDriver(topology) as driver:
+        driver.create_input_topic("in", S, S).pipe_input("k", "v", timestamp=3)
+        assert driver.create_output_topic("out", S, S).read_record() == TestRecord("k", "v", 3)
+        assert driver.create_output_topic("through", S, S).get_queue_size() == 1
 
 
 def test_caching_stores_flush_after_every_input_record_like_kafkas_driver() -> None:
