@@ -111,7 +111,14 @@ class KafkaCluster:
         control = None
         if group_id is not None:
             reader = {k: v for k, v in settings.items() if k not in _GROUP_ONLY_KEYS}
-            reader.update({"group.id": ASSIGN_ONLY_GROUP_ID, "isolation.level": "read_uncommitted"})
+            # A reader whose position fell out of the log (retention) goes on from the oldest left.
+            reader.update(
+                {
+                    "group.id": ASSIGN_ONLY_GROUP_ID,
+                    "isolation.level": "read_uncommitted",
+                    "auto.offset.reset": "earliest",
+                }
+            )
             sender = self._settings("producer")
             sender.update({k: v for k, v in settings.items() if k.startswith(_CONNECTION_PREFIXES)})
             control = ControlChannel(

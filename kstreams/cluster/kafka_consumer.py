@@ -365,6 +365,10 @@ class KafkaConsumer:
             # Seeks made by the listener become the starting offsets of the assignment.
             start = [_ktp(tp, self._start.get(tp, OFFSET_INVALID)) for tp in assigned]
             consumer.assign(start)
+            # So do its pauses: librdkafka starts every newly assigned partition unpaused.
+            paused = [_ktp(tp) for tp in assigned if tp in self._paused]
+            if paused:
+                consumer.pause(paused)
 
     def _on_revoke(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
         self._end_assignment(consumer, partitions, lost=False)

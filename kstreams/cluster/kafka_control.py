@@ -35,6 +35,8 @@ logger = logging.getLogger(__name__)
 CONTROL_TOPIC_SUFFIX = "-control"
 _FORMAT = 1
 _KIND_ERROR = "assignment-error"
+# As the internal topic manager creates it: a signal matters only to the members of the moment.
+_TOPIC_CONFIG = {"cleanup.policy": "delete", "retention.ms": "3600000"}
 
 
 def control_topic(group_id: str) -> str:
@@ -147,7 +149,7 @@ class ControlChannel:
         if self.topic in self._admin.partition_counts():
             return
         try:
-            self._admin.create_topics({self.topic: (1, {})})
+            self._admin.create_topics({self.topic: (1, _TOPIC_CONFIG)})
         except TopicExistsError:
             # Another member created it first.
             pass

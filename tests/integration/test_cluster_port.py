@@ -9,10 +9,13 @@ from collections.abc import Callable, Sequence
 import pytest
 
 from kstreams._native.record_batch import RecordBatch, default_partition
+from kstreams.cluster.kafka import KafkaCluster
 from kstreams.cluster.port import (
     ERROR_SHUTDOWN_REQUESTED,
     ClusterError,
+    CommitFailedError,
     Consumer,
+    ProducerFencedError,
     TopicExistsError,
     TopicNotFoundError,
     TopicPartition,
@@ -396,3 +399,181 @@ def test_transactions_commit_is_visible_and_abort_is_not_to_read_committed(clust
         }
     finally:
         producer.close()
+
+
+def test_a_newer_transactional_producer_fences_the_older_one(cluster, app_id):
+    name = f"{app_id}-fence"
+    cluster.create_topic(name)
+    old = cluster.producer({"transactional.id": f"{app_id}-txn"})
+    new = cluster.producer({"transactional.id": f"{app_id}-txn"})
+    try:
+        old.init_transactions()
+        new.init_transactions()
+        with pytest.raises(ProducerFencedError):
+            old.begin_transaction()
+            old.send(name, 0, RecordBatch.from_columns([b"k"], [b"zombie"], [1], 0))
+            old.commit_transaction()
+        new.begin_transaction()
+        new.send(name, 0, RecordBatch.from_columns([b"k"], [b"live"], [2], 0))
+        new.commit_transaction()
+        assert [r.value for r in cluster.read(name)] == [b"live"]
+    finally:
+        new.close()
+        old.close()
+
+
+def test_read_committed_position_moves_past_transaction_markers(cluster, app_id):
+    name = f"{app_id}-markers"
+    cluster.create_topic(name)
+    tp = TopicPartition(name, 0)
+    producer = cluster.producer({"transactional.id": f"{app_id}-txn"})
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.send(name, 0, RecordBatch.from_columns([b"a", b"b"], [b"1", b"2"], [1, 2], 0))
+        producer.commit_transaction()
+        producer.begin_transaction()
+        producer.send(name, 0, RecordBatch.from_columns([b"c"], [b"3"], [3], 0))
+        producer.flush()
+        producer.abort_transaction()
+    finally:
+        producer.close()
+    consumer = cluster.consumer(None, {"isolation.level": "read_committed", "auto.offset.reset": "earliest"})
+    try:
+        consumer.assign([tp])
+        end = consumer.end_offsets([tp])[tp]
+        assert end == cluster.admin().list_offsets([tp], "read_committed")[tp][1]
+        # The restore thread's loop: poll until the position reaches the end offset.
+        fetched = poll_until([consumer], lambda: consumer.position(tp) >= end, what="end of the log")
+        assert [r[1] for r in fetched[tp]] == [b"1", b"2"]
+    finally:
+        consumer.close()
+
+
+def test_auto_offset_reset_decides_where_a_partition_without_offsets_starts(cluster, app_id):
+    name = f"{app_id}-reset"
+    cluster.create_topic(name)
+    for i in range(3):
+        cluster.produce(name, None, str(i).encode(), partition=0)
+    tp = TopicPartition(name, 0)
+    for reset, expected in (("earliest", 0), ("latest", 3)):
+        consumer = cluster.consumer(None, {"auto.offset.reset": reset})
+        try:
+            consumer.assign([tp])
+            assert consumer.position(tp) == expected
+        finally:
+            consumer.close()
+    consumer = cluster.consumer(None, {"auto.offset.reset": "none"})
+    try:
+        consumer.assign([tp])
+        with pytest.raises(ClusterError):
+            consumer.position(tp)
+    finally:
+        consumer.close()
+
+
+class SeekingListener(RecordingListener):
+    """Seeks every assigned partition, from inside the callback, as the runtime does for tasks
+    with checkpointed or committed positions."""
+
+    def __init__(self, consumer: Consumer, offset: int) -> None:
+        super().__init__()
+        self.consumer = consumer
+        self.offset = offset
+
+    def on_partitions_assigned(self, partitions: list[TopicPartition]) -> None:
+        super().on_partitions_assigned(partitions)
+        for tp in partitions:
+            self.consumer.seek(tp, self.offset)
+
+
+def test_seek_inside_on_partitions_assigned_sets_where_fetching_starts(cluster, app_id):
+    name = f"{app_id}-seek"
+    cluster.create_topic(name)
+    for i in range(4):
+        cluster.produce(name, None, str(i).encode(), partition=0)
+    tp = TopicPartition(name, 0)
+    consumer = cluster.consumer(f"{app_id}-group", {"auto.offset.reset": "earliest"})
+    listener = SeekingListener(consumer, 2)
+    try:
+        consumer.subscribe([name], listener)
+        fetched = poll_until([consumer], lambda: consumer.assignment() == [tp] and consumer.position(tp) >= 4)
+        assert [r[4] for r in fetched[tp]] == [2, 3]
+    finally:
+        consumer.close()
+
+
+class CommittingListener(RecordingListener):
+    """Commits a fixed offset for every revoked partition, inside the callback, as the runtime
+    does; records a refused commit."""
+
+    def __init__(self, consumer: Consumer, offset: int) -> None:
+        super().__init__()
+        self.consumer = consumer
+        self.offset = offset
+        self.refused: CommitFailedError | None = None
+
+    def on_partitions_revoked(self, partitions: list[TopicPartition]) -> None:
+        try:
+            self.consumer.commit({tp: self.offset for tp in partitions})
+        except CommitFailedError as exc:
+            self.refused = exc
+        super().on_partitions_revoked(partitions)
+
+
+def test_offsets_committed_on_revocation_are_where_the_next_owner_starts(cluster, app_id):
+    name = f"{app_id}-handover"
+    cluster.create_topic(name, partitions=2)
+    for p in range(2):
+        for i in range(5):
+            cluster.produce(name, None, str(i).encode(), partition=p)
+    group = f"{app_id}-group"
+    first = cluster.consumer(group, {"auto.offset.reset": "earliest"})
+    first_listener = CommittingListener(first, 3)
+    second, second_listener = cluster.consumer(group, {"auto.offset.reset": "earliest"}), RecordingListener()
+    try:
+        first.subscribe([name], first_listener)
+        poll_until([first], lambda: len(first_listener.owned) == 2, what="first member owns both")
+        second.subscribe([name], second_listener)
+        fetched = poll_until(
+            [first, second],
+            lambda: (
+                len(second_listener.owned) == 1
+                and all(second.position(tp) >= 5 for tp in second_listener.owned)
+            ),
+            what="second member took over a partition and read it",
+        )
+        (moved,) = second_listener.owned
+        if first_listener.refused is not None and isinstance(cluster, KafkaCluster):
+            # Kafka accepts a commit of the old generation while a rebalance is being prepared
+            # (an eager member commits in its revocation callback before it rejoins); noida-db
+            # moves to the new generation as soon as a member joins, so it refuses that commit.
+            pytest.xfail(f"the broker refused a commit made during revocation: {first_listener.refused}")
+        assert first_listener.refused is None
+        assert [r[4] for r in fetched[moved]][:2] == [3, 4]
+    finally:
+        first.close()
+        second.close()
+
+
+def test_request_rejoin_rebalances_and_picks_up_new_partitions(cluster, app_id):
+    name = f"{app_id}-rejoin"
+    cluster.create_topic(name, partitions=2)
+    consumer, listener = cluster.consumer(f"{app_id}-group"), RecordingListener()
+    try:
+        consumer.subscribe([name], listener)
+        poll_until([consumer], lambda: listener.owned == set(partitions(name, 2)), what="assignment")
+        generation = consumer.group_generation
+
+        consumer.request_rejoin()
+        poll_until(
+            [consumer],
+            lambda: consumer.group_generation > generation and listener.owned == set(partitions(name, 2)),
+            what="a new generation",
+        )
+
+        cluster.create_partitions(name, 4)
+        consumer.request_rejoin()
+        poll_until([consumer], lambda: listener.owned == set(partitions(name, 4)), what="the new partitions")
+    finally:
+        consumer.close()
