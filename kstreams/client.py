@@ -458,7 +458,7 @@ class KafkaStreams:
             stopped = victim.wait_dead(max(seconds, 0.0) if seconds is not None else None)
         with self._threads_lock:
             remaining = [t for t in self._live_threads() if t is not victim]
-            self._resize_caches(remaining, self._cache_share(len(remaining)), released=[victim])
+            self._resize_caches(remaining, self._cache_share(len(remaining)))
         if not stopped:
             raise TimeoutError(f"Thread {victim.name} did not stop in the allotted time")
         logger.info("Removed stream thread %s", victim.name)
@@ -497,24 +497,22 @@ class KafkaStreams:
         total = self.config.cache_max_bytes
         return total // threads if threads > 0 else total
 
-    def _resize_caches(self, threads: list[StreamThread], size: int,
-                       released: list[StreamThread] | None = None) -> None:
-        """Give every live thread's cache the new size. Shrinking may flush entries downstream, and
-        a removed thread's entries move to a live thread: both run under the commit barrier on the
-        polling thread, so no task is being processed meanwhile."""
-        polling = self._polling
+    def _resize_caches(self, threads: list[StreamThread], size: int) -> None:
+        """Give every live thread's cache the new size.
 
-        def resize() -> None:
+        Growing never evicts, so it happens at once from the caller. Shrinking may flush evicted
+        entries downstream through their tasks' processors, so it runs on the polling thread under
+        the commit barrier, while no task is being processed. A removed thread's cached entries stay
+        where they are until a live thread next picks their task and adopts them.
+        """
+        if all(size >= t.cache.max_bytes for t in threads):
+            for thread in threads:
+                thread.cache.resize(size)
+            return
+
+        def shrink() -> None:
             paused = self._scheduler.pause_all(60.0)
             try:
-                if threads:
-                    for i, gone in enumerate(released or []):
-                        heir = threads[i % len(threads)].cache
-                        for namespace in gone.cache.namespaces():
-                            gone.cache.move_namespace(namespace, heir)
-                        for entry in self._task_manager.entries():
-                            if entry.task.record_cache is gone.cache:
-                                entry.task.record_cache = heir
                 for thread in threads:
                     thread.cache.resize(size)
             finally:
@@ -522,8 +520,9 @@ class KafkaStreams:
             if not paused:
                 logger.warning("Caches resized without the barrier: a task did not yield in time")
 
+        polling = self._polling
         if polling is not None and polling.is_alive():
-            polling.call(resize, timeout=120.0)
+            polling.call(shrink, timeout=120.0)
         else:
             for thread in threads:
                 thread.cache.resize(size)
