@@ -158,7 +158,7 @@ class KGroupedStream(_Grouping):
             sources,
             supplier,
             StoreValueGetterSupplier(store_name),
-            queryable_store_name=store_name,
+            queryable_store_name=materialized.store_name,
         )
 
 
@@ -260,5 +260,5 @@ class TimeWindowedKStream(_Grouping):
             sources,
             supplier,
             None,
-            queryable_store_name=store_name,
+            queryable_store_name=materialized.store_name,
         )

@@ -127,7 +127,7 @@ class KTable:
                 self._source_nodes,
                 supplier,
                 StoreValueGetterSupplier(store_name),
-                store_name,
+                materialized.store_name,  # queryable only under a name the user chose, as in Kafka
             )
         return KTable(
             self._builder, name, key_serde, value_serde, self._source_nodes, supplier, getter_factory
@@ -289,7 +289,7 @@ class KTable:
                 sources,
                 supplier,
                 StoreValueGetterSupplier(store_name),
-                store_name,
+                materialized.store_name,  # queryable only under a name the user chose, as in Kafka
             )
         return KTable(
             builder,

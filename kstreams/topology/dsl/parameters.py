@@ -223,6 +223,9 @@ class StoreType(enum.Enum):
     IN_MEMORY = "in_memory"
 
 
+_StoreTypeEnum = StoreType
+
+
 @dataclass(frozen=True)
 class Materialized:
     """How an aggregation or table is kept in a state store.
@@ -239,9 +242,10 @@ class Materialized:
     logging_enabled: bool = True
     log_config: dict[str, str] = field(default_factory=dict)
     retention_ms: int | None = None
-    store_type: StoreType | None = None
+    store_type: _StoreTypeEnum | None = None
     store_supplier: Any = None
 
+    # Kafka spells it Materialized.StoreType.
     StoreType = StoreType
 
     @staticmethod
@@ -249,7 +253,7 @@ class Materialized:
         """A store of that name, or built from that store supplier (which carries the name)."""
         if isinstance(name_or_supplier, str):
             return Materialized(store_name=_check_name(name_or_supplier, "Materialized store name"))
-        if isinstance(name_or_supplier, StoreType):
+        if isinstance(name_or_supplier, _StoreTypeEnum):
             return Materialized(store_type=name_or_supplier)
         name = getattr(name_or_supplier, "name", None)
         if not isinstance(name, str):
@@ -284,8 +288,9 @@ class Materialized:
     def with_retention(self, retention: timedelta | int) -> Materialized:
         return replace(self, retention_ms=to_millis(retention, "Materialized retention"))
 
-    def with_store_type(self, store_type: StoreType | str) -> Materialized:
-        return replace(self, store_type=StoreType(store_type) if isinstance(store_type, str) else store_type)
+    def with_store_type(self, store_type: _StoreTypeEnum | str) -> Materialized:
+        chosen = _StoreTypeEnum(store_type) if isinstance(store_type, str) else store_type
+        return replace(self, store_type=chosen)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,124 @@
+"""KTable: source tables, filter, map_values, to_stream and materialization."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kstreams.errors import TopologyException
+from kstreams.serdes import Serdes
+from kstreams.topology import (
+    Consumed,
+    Materialized,
+    StreamsBuilder,
+    TimeWindows,
+)
+
+S = Serdes.string()
+
+
+def _updates(driver: Any, topic: str = "out") -> list[tuple[Any, Any]]:
+    return [tuple(kv) for kv in driver.create_output_topic(topic, S, S).read_key_values_to_list()]
+
+
+def test_table_updates_become_records_and_deletions_become_none(drive):
+    builder = StreamsBuilder()
+    builder.table("in").to_stream().to("out")
+    driver = drive(builder.build())
+    rows = driver.create_input_topic("in", S, S)
+    rows.pipe_input("a", "1")
+    rows.pipe_input("a", "2")
+    rows.pipe_input("a", None)
+    rows.pipe_input(None, "no key")  # a table row needs a key: dropped
+    assert _updates(driver) == [("a", "1"), ("a", "2"), ("a", None)]
+
+
+def test_materialized_table_is_queryable_and_has_its_own_changelog(drive):
+    builder = StreamsBuilder()
+    table = builder.table("in", Consumed.with_(S, S), Materialized.as_("rows"))
+    assert table.queryable_store_name == "rows"
+    topology = builder.build()
+    plan = topology.build("app")
+    assert plan.internal_topics["app-rows-changelog"].store == "rows"
+    driver = drive(topology)
+    driver.create_input_topic("in", S, S).pipe_input("a", "1")
+    assert driver.get_key_value_store("rows").get("a") == "1"
+
+
+def test_unmaterialized_table_has_no_store_and_no_queryable_name():
+    builder = StreamsBuilder()
+    table = builder.table("in")
+    assert table.queryable_store_name is None
+    assert not builder.build().store_builders
+
+
+def test_table_filter_turns_failing_rows_into_deletions(drive):
+    builder = StreamsBuilder()
+    builder.table("in").filter(lambda k, v: int(v) > 10).to_stream().to("out")
+    driver = drive(builder.build())
+    rows = driver.create_input_topic("in", S, S)
+    rows.pipe_input("a", "20")
+    rows.pipe_input("a", "5")
+    assert _updates(driver) == [("a", "20"), ("a", None)]
+
+
+def test_materialized_filter_keeps_only_passing_rows(drive):
+    builder = StreamsBuilder()
+    builder.table("in").filter_not(lambda k, v: v == "hide", Materialized.as_("visible"))
+    driver = drive(builder.build())
+    rows = driver.create_input_topic("in", S, S)
+    rows.pipe_input("a", "show")
+    rows.pipe_input("b", "hide")
+    store = driver.get_key_value_store("visible")
+    assert store.get("a") == "show"
+    assert store.get("b") is None
+
+
+def test_table_map_values(drive):
+    builder = StreamsBuilder()
+    table = builder.table("in")
+    table.map_values(str.upper).to_stream().to("upper")
+    table.map_values(lambda k, v: f"{k}={v}", with_key=True).to_stream().to("keyed")
+    driver = drive(builder.build())
+    driver.create_input_topic("in", S, S).pipe_input("a", "x")
+    assert _updates(driver, "upper") == [("a", "X")]
+    assert _updates(driver, "keyed") == [("a", "a=x")]
+
+
+def test_to_stream_with_a_key_mapper_needs_a_repartition():
+    builder = StreamsBuilder()
+    table = builder.table("in")
+    assert not table.to_stream().repartition_required
+    assert table.to_stream(key_mapper=lambda k, v: v).repartition_required
+
+
+def test_table_source_names_follow_kafka():
+    builder = StreamsBuilder()
+    builder.table("in")
+    assert list(builder.build().nodes) == ["KSTREAM-SOURCE-0000000001", "KTABLE-SOURCE-0000000002"]
+    builder = StreamsBuilder()
+    builder.table("in", Consumed.as_("rows"))
+    assert list(builder.build().nodes) == ["rows", "rows-table-source"]
+
+
+def test_windowed_table_cannot_be_joined_by_key():
+    builder = StreamsBuilder()
+    windowed = builder.stream("in").group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(10)).count()
+    with pytest.raises(TopologyException, match="windowed"):
+        builder.stream("other").join(windowed, lambda a, b: a)
+
+
+def test_aggregation_table_can_be_filtered_and_joined(drive):
+    builder = StreamsBuilder()
+    counts = builder.stream("clicks").group_by_key().count(Materialized.as_("clicks-per-user"))
+    frequent = counts.filter(lambda user, n: n >= 2)
+    builder.stream("visits").join(frequent, lambda visit, n: f"{visit}:{n}").to("out")
+    driver = drive(builder.build())
+    clicks = driver.create_input_topic("clicks", S, S)
+    visits = driver.create_input_topic("visits", S, S)
+    clicks.pipe_input("u", "c")
+    visits.pipe_input("u", "v1")  # one click: not frequent yet
+    clicks.pipe_input("u", "c")
+    visits.pipe_input("u", "v2")
+    assert _updates(driver) == [("u", "v2:2")]
