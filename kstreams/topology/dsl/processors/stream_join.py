@@ -8,8 +8,8 @@ up for records within the join window: a left record at time t joins right recor
 Left and outer joins (with the spurious-result fix of the no-grace/with-grace JoinWindows) do not
 emit an unjoined record at once: they park it in a shared "outer" window store and emit
 ``joiner(value, None)`` (or ``joiner(None, value)``) only when its window has closed (stream time
-passed its timestamp plus the look-ahead plus grace) without a join partner. A late record whose
-window already closed is dropped.
+passed its timestamp plus the look-ahead plus grace) without a join partner. Grace bounds lateness
+through the window stores' retention: a record older than that finds no partner.
 """
 
 from __future__ import annotations
@@ -168,9 +168,10 @@ class _JoinWindow(Processor[Any, Any, Any, Any]):
         self.store = get_store(context, self.store_name)
 
     def process(self, record: Record[Any, Any]) -> None:
-        # A null key can never join, so it is not kept (the join processor drops it too).
+        self.context.forward(record)
+        # A null key can never join, so it is not kept; the join processor still sees it (an
+        # outer side emits it unjoined, KIP-962).
         if record.key is not None:
-            self.context.forward(record)
             self.store.put(record.key, record.value, record.timestamp)
 
 
@@ -234,21 +235,20 @@ class _StreamStreamJoin(Processor[Any, Any, Any, Any]):
         return self.spec.joiner(this, other) if self.is_left else self.spec.joiner(other, this)
 
     def process(self, record: Record[Any, Any]) -> None:
-        if record.key is None or record.value is None:
+        timestamp = record.timestamp
+        self.tracker.advance(timestamp)
+        if record.value is None or record.key is None:
+            if self.spec.outer and record.value is not None:
+                # A null key can never find a partner: an outer side emits it at once (KIP-962).
+                self.context.forward(record.with_value(self._join(record.value, None)))
+                return
+            self.dropped += 1
             logger.debug("Skipping a record with a null key or value in a stream-stream join.")
             return
-        timestamp = record.timestamp
+        # Late records need no check of their own: the window stores keep records only for the
+        # window size plus grace, so a record whose window closed finds no partner.
         time_from = max(0, timestamp - self.before_ms)
         time_to = max(0, timestamp + self.after_ms)
-        self.tracker.advance(timestamp)
-        if timestamp + self.after_ms + self.spec.grace_ms < self.tracker.stream_time:
-            self.dropped += 1
-            logger.debug(
-                "Skipping a record at %d in a stream-stream join: its join window closed (stream time %d).",
-                timestamp,
-                self.tracker.stream_time,
-            )
-            return
         if self.outer_store is not None and timestamp == self.tracker.stream_time:
             self._emit_closed_unjoined()
         joined = False

@@ -167,15 +167,22 @@ def test_stream_stream_outer_join_emits_both_sides_unjoined(drive):
     assert sorted(_records(driver)) == [("a", "L+None", 0), ("b", "None+R", 5)]
 
 
-def test_stream_stream_join_grace_keeps_windows_open_for_late_records(drive):
-    windows = JoinWindows.of_time_difference_and_grace(10, 50)
+@pytest.mark.parametrize(("grace", "joined"), [(50, False), (250, True)])
+def test_stream_stream_join_grace_bounds_how_late_a_record_may_join(drive, grace, joined):
+    windows = JoinWindows.of_time_difference_and_grace(10, grace)
     driver, left, right = _stream_stream(drive, "join", windows)
-    left.pipe_input("a", "L", timestamp=100)
-    right.pipe_input("z", "advance", timestamp=140)
-    right.pipe_input("a", "R", timestamp=95)  # late by 45 ms, within grace: joins
+    right.pipe_input("a", "R", timestamp=100)
     right.pipe_input("z", "advance", timestamp=300)
-    right.pipe_input("a", "R-too-late", timestamp=100)  # its window closed: dropped
-    assert _records(driver) == [("a", "L+R", 100)]
+    # 200 ms late: R is still kept only if the window store's retention (20 + grace) covers it.
+    left.pipe_input("a", "L", timestamp=95)
+    assert _records(driver) == ([("a", "L+R", 100)] if joined else [])
+
+
+def test_stream_stream_outer_side_emits_null_key_records_at_once(drive):
+    driver, left, right = _stream_stream(drive, "left_join", JoinWindows.of_time_difference_with_no_grace(10))
+    left.pipe_input(None, "L", timestamp=5)
+    right.pipe_input(None, "R", timestamp=5)  # the inner side drops it
+    assert _records(driver) == [(None, "L+None", 5)]
 
 
 def test_stream_stream_join_topology_shape_follows_kafka():
