@@ -87,7 +87,7 @@ class TopologyTestDriver:
     def __init__(
         self, topology: Topology, config: Mapping[str, Any] | None = None, initial_wall_clock_time_ms: int = 0
     ) -> None:
-        props = dict(config or {})
+        props = config.originals() if isinstance(config, StreamsConfig) else dict(config or {})
         props.setdefault("application.id", "test-driver")
         self._temp_dir: str | None = None
         if not props.get("state.dir"):
@@ -210,6 +210,12 @@ class TopologyTestDriver:
     def get_window_store(self, name: str) -> Any:
         """The window store called ``name``; None if there is none or it is not a window store."""
         return self._typed_store(name, "window", WindowStore)
+
+    def get_session_store(self, name: str) -> Any:
+        """The session store called ``name``; None if there is none or it is not a session store."""
+        store = self.get_state_store(name)
+        builder = self._plan.store_builders.get(name)
+        return store if builder is not None and builder.store_type == "session" else None
 
     def _typed_store(self, name: str, store_type: str, kind: type) -> Any:
         store = self.get_state_store(name)

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from kstreams.config import StreamsConfig
 from kstreams.processor import Processor, ProcessorContext, PunctuationType, Record
 from kstreams.serdes import Serdes
 from kstreams.state.stores import Stores
@@ -197,12 +198,16 @@ def test_input_topic_helpers_and_output_topic_readers() -> None:
             driver.create_input_topic("nope", S, S).pipe_input("k", "v")
 
 
-def test_default_serdes_come_from_the_config() -> None:
+@pytest.mark.parametrize("as_streams_config", [False, True])
+def test_default_serdes_come_from_the_config(as_streams_config: bool) -> None:
     topology = Topology().add_source("src", "in").add_sink("sink", "out", "src")
-    config = {"default.key.serde": "string", "default.value.serde": "long"}
+    config: Any = {"default.key.serde": "string", "default.value.serde": "long"}
+    if as_streams_config:
+        config = StreamsConfig({"application.id": "my-app", **config})
     with TopologyTestDriver(topology, config) as driver:
         driver.create_input_topic("in", S, L).pipe_input("k", 42)
         assert driver.create_output_topic("out", S, L).read_key_value() == ("k", 42)
+        assert driver.config.application_id == ("my-app" if as_streams_config else "test-driver")
 
 
 def test_close_removes_the_temporary_state_directory() -> None:
