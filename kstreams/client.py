@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, ClassVar
 
 from kstreams._native.record_collector import RecordCollector
 from kstreams._native.scheduler import TaskScheduler
@@ -96,6 +96,7 @@ _SILENTLY_REFUSED = {
     State.PENDING_ERROR: set(State) - {State.ERROR},
 }
 
+ClientState = State
 UncaughtExceptionHandler = Callable[[BaseException], StreamsUncaughtExceptionResponse]
 StateListener = Callable[[State, State], None]
 
@@ -113,7 +114,7 @@ class ThreadMetadata:
 class KafkaStreams:
     """Runs a topology against a cluster. See the module docstring for its threads."""
 
-    State = State
+    State: ClassVar[type[ClientState]]
 
     def __init__(
         self,
@@ -153,7 +154,7 @@ class KafkaStreams:
     # -- state machine ------------------------------------------------------------------------
 
     @property
-    def state(self) -> State:
+    def state(self) -> ClientState:
         return self._state
 
     def set_state_listener(self, listener: StateListener) -> None:
@@ -162,7 +163,7 @@ class KafkaStreams:
             raise IllegalStateException("The state listener can only be set in state CREATED.")
         self._state_listener = listener
 
-    def _set_state(self, new: State) -> bool:
+    def _set_state(self, new: ClientState) -> bool:
         with self._state_lock:
             old = self._state
             if new in _SILENTLY_REFUSED.get(old, set()):
@@ -183,7 +184,7 @@ class KafkaStreams:
                 logger.exception("The state listener raised; the state change stands")
         return True
 
-    def wait_for_state(self, *states: State, timeout: float | None = None) -> bool:
+    def wait_for_state(self, *states: ClientState, timeout: float | None = None) -> bool:
         """Block until the client is in one of the states (True) or the timeout passes (False)."""
         with self._state_lock:
             return self._state_lock.wait_for(lambda: self._state in states, timeout)
@@ -343,7 +344,7 @@ class KafkaStreams:
             self._set_state(State.NOT_RUNNING)
         return done
 
-    def _close_async(self, final: State) -> None:
+    def _close_async(self, final: ClientState) -> None:
         def finish() -> None:
             self._close_runtime(None)
             self._set_state(final)
@@ -655,6 +656,9 @@ class KafkaStreams:
 
         view = ReadOnlyWindowStore if builder.store_type == "window" else ReadOnlyKeyValueStore
         return view(name, instances)
+
+
+KafkaStreams.State = State  # Kafka's spelling: KafkaStreams.State.RUNNING
 
 
 class _Hooks(RuntimeHooks):

@@ -297,4 +297,5 @@ def _coerce(key: ConfigKey, raw: Any) -> Any:
 
 
 def _type_name(t: type | tuple[type, ...]) -> str:
-    return {int: "an integer", bool: "true or false", str: "a string"}.get(t, str(t))  # type: ignore[call-overload]
+    names: dict[object, str] = {int: "an integer", bool: "true or false", str: "a string"}
+    return names.get(t, str(t))
