@@ -11,11 +11,12 @@ attribute: for processor nodes it is the user processor's bound ``process`` (no 
 the hot path), for sinks the sink's own method.
 
 Sinks serialize the record and choose its partition: the sink's partitioner when it has one and
-it returns a partition; otherwise Kafka's default partitioner (murmur2 of the serialized key) for
-non-null keys. Null-key records go round robin over the topic's partitions, starting at the task's
-partition so that tasks spread their null-key records instead of all starting at partition 0 (the
-Java producer's sticky partitioner also spreads them, batch by batch; exact placement of null-key
-records is unspecified in Kafka too).
+it returns a partition (or a collection of partitions: the record goes to each, KIP-837's
+multicast; an empty collection drops it); otherwise Kafka's default partitioner (murmur2 of the
+serialized key) for non-null keys. Null-key records go round robin over the topic's partitions,
+starting at the task's partition so that tasks spread their null-key records instead of all
+starting at partition 0 (the Java producer's sticky partitioner also spreads them, batch by batch;
+exact placement of null-key records is unspecified in Kafka too).
 """
 
 from __future__ import annotations
@@ -176,12 +177,12 @@ class SinkNode(_Node):
         partition = None
         if self._partition is not None:
             partition = self._partition(topic, record.key, record.value, num_partitions)
+            if partition is not None and hasattr(partition, "__iter__"):
+                # KIP-837 multicast: a collection of partitions (empty: the record is dropped)
+                self._multicast(topic, partition, num_partitions, key_bytes, value_bytes, record)
+                return
             if partition is not None and not 0 <= partition < num_partitions:
-                raise StreamsException(
-                    f"The partitioner of sink {self.name} chose partition {partition} of topic {topic}, "
-                    "which "
-                    f"has {num_partitions} partitions: return a partition in [0, {num_partitions}) or None."
-                )
+                raise self._bad_partition(topic, partition, num_partitions)
         if partition is None:
             if key_bytes is not None:
                 partition = default_partition(key_bytes, num_partitions)
@@ -189,6 +190,33 @@ class SinkNode(_Node):
                 partition = self._next_round_robin % num_partitions
                 self._next_round_robin = partition + 1
         self._collector.send(topic, partition, key_bytes, value_bytes, timestamp, record.headers)
+
+    def _multicast(
+        self,
+        topic: str,
+        partitions: Any,
+        num_partitions: int,
+        key_bytes: bytes | None,
+        value_bytes: bytes | None,
+        record: Any,
+    ) -> None:
+        try:
+            chosen = sorted({int(p) for p in partitions})
+        except (TypeError, ValueError):
+            raise StreamsException(
+                f"The partitioner of sink {self.name} returned {partitions!r} for topic {topic}: return a "
+                "partition number, a collection of partition numbers, or None."
+            ) from None
+        for partition in chosen:
+            if not 0 <= partition < num_partitions:
+                raise self._bad_partition(topic, partition, num_partitions)
+            self._collector.send(topic, partition, key_bytes, value_bytes, record.timestamp, record.headers)
+
+    def _bad_partition(self, topic: str, partition: int, num_partitions: int) -> StreamsException:
+        return StreamsException(
+            f"The partitioner of sink {self.name} chose partition {partition} of topic {topic}, which has "
+            f"{num_partitions} partitions: return partitions in [0, {num_partitions}) or None."
+        )
 
     def _serialization_error(
         self, what: str, serializer: Any, topic: str, exc: Exception

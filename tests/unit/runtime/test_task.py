@@ -417,3 +417,21 @@ def test_cache_flushes_at_commit_forward_as_the_processor_owning_the_store(tmp_p
     assert ("out", 0) not in drained(collector)  # held in the cache until the commit
     task.flush()
     assert drained(collector)[("out", 0)] == [(b"k", b"b", 2)]
+
+
+def test_partitioners_may_multicast_to_several_partitions_or_drop(tmp_path: Any) -> None:
+    topology = source().add_sink(
+        "multi",
+        "m",
+        "src",
+        key_serializer=S,
+        value_serializer=S,
+        partitioner=lambda topic, key, value, n: {0, 2} if value == "both" else set(),
+    )
+    task, collector = make_task(topology, tmp_path, partition_count=lambda topic: 3)
+    task.process(IN, batch(("k", "both", 1), ("k", "none", 2)))
+    assert drained(collector) == {("m", 0): [(b"k", b"both", 1)], ("m", 2): [(b"k", b"both", 1)]}
+    bad = source().add_sink("bad", "b", "src", key_serializer=S, value_serializer=S, partitioner=lambda *a: 7)
+    task, _ = make_task(bad, tmp_path, partition_count=lambda topic: 3)
+    with pytest.raises(StreamsException, match="chose partition 7 of topic b, which has 3 partitions"):
+        task.process(IN, batch(("k", "v", 1)))
