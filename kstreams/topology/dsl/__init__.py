@@ -4,6 +4,7 @@ parameter objects. It builds onto the Processor API ``Topology``."""
 from kstreams.topology.dsl.branched import Branched, BranchedKStream
 from kstreams.topology.dsl.builder import StreamsBuilder
 from kstreams.topology.dsl.grouped import KGroupedStream, TimeWindowedKStream
+from kstreams.topology.dsl.grouped_table import KGroupedTable
 from kstreams.topology.dsl.kstream import KStream
 from kstreams.topology.dsl.ktable import KTable
 from kstreams.topology.dsl.parameters import (
@@ -30,6 +31,7 @@ __all__ = [
     "JoinWindows",
     "Joined",
     "KGroupedStream",
+    "KGroupedTable",
     "KStream",
     "KTable",
     "KeyValue",

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kstreams.errors import TopologyException
 from kstreams.topology.dsl import naming
 from kstreams.topology.dsl.internal_builder import InternalStreamsBuilder
 from kstreams.topology.dsl.kstream import KStream, named_as
 from kstreams.topology.dsl.materialize import key_value_store_builder
-from kstreams.topology.dsl.parameters import Materialized, Named
+from kstreams.topology.dsl.parameters import Grouped, Materialized, Named
 from kstreams.topology.dsl.processors.table import (
     FilterValueGetterSupplier,
     JoinValueGetterSupplier,
@@ -28,9 +28,14 @@ from kstreams.topology.dsl.processors.table import (
     TableJoinSupplier,
     TableMapValuesSupplier,
     TableMergeSupplier,
+    TableSourceSupplier,
     TableToStreamSupplier,
     ValueGetterSupplier,
 )
+from kstreams.topology.dsl.processors.table_aggregate import ChangeSerde, TableSelectSupplier
+
+if TYPE_CHECKING:
+    from kstreams.topology.dsl.grouped_table import KGroupedTable
 
 __all__ = ["KTable"]
 
@@ -53,6 +58,9 @@ class KTable:
         supplier: Any,
         value_getter: ValueGetterSupplier | GetterFactory | None,
         queryable_store_name: str | None = None,
+        *,
+        parents: tuple[KTable, ...] = (),
+        old_value_suppliers: tuple[Any, ...] = (),
     ) -> None:
         self._builder = builder
         self._name = name
@@ -67,6 +75,9 @@ class KTable:
         else:
             self._getter_factory = value_getter
         self._queryable_store_name = queryable_store_name
+        self._parents = parents
+        # Processors that forward old values only when asked (re-grouping needs them).
+        self._old_value_suppliers = old_value_suppliers
 
     @property
     def name(self) -> str:
@@ -91,6 +102,17 @@ class KTable:
                 )
             self._getter = self._getter_factory()
         return self._getter
+
+    def _enable_sending_old_values(self) -> None:
+        """Make every update of this table carry the row's previous value (``Change.old_value``),
+        so a re-grouping can take the row out of its old group. A source table gets a store for
+        that; derived tables ask their parents."""
+        if isinstance(self._supplier, TableSourceSupplier):
+            self._value_getter_supplier()
+        for supplier in self._old_value_suppliers:
+            supplier.send_old_values = True
+        for parent in self._parents:
+            parent._enable_sending_old_values()
 
     def _materialized(self, materialized: Materialized | None, prefix: str) -> tuple[str | None, Any, Any]:
         if materialized is None:
@@ -128,9 +150,19 @@ class KTable:
                 supplier,
                 StoreValueGetterSupplier(store_name),
                 materialized.store_name,  # queryable only under a name the user chose, as in Kafka
+                parents=(self,),
+                old_value_suppliers=(supplier,),
             )
         return KTable(
-            self._builder, name, key_serde, value_serde, self._source_nodes, supplier, getter_factory
+            self._builder,
+            name,
+            key_serde,
+            value_serde,
+            self._source_nodes,
+            supplier,
+            getter_factory,
+            parents=(self,),
+            old_value_suppliers=(supplier,),
         )
 
     # --- stateless -------------------------------------------------------------------------
@@ -259,20 +291,15 @@ class KTable:
         join_other = f"{base}-join-other" if base else builder.new_processor_name(naming.KTABLE_JOINOTHER)
         this_getter = self._value_getter_supplier()
         other_getter = other._value_getter_supplier()
-        builder.add_processor(
-            join_this,
-            TableJoinSupplier(
-                other_getter, joiner, this_is_left=True, this_outer=left_outer, other_outer=right_outer
-            ),
-            self._name,
+        this_join = TableJoinSupplier(
+            other_getter, joiner, this_is_left=True, this_outer=left_outer, other_outer=right_outer
         )
-        builder.add_processor(
-            join_other,
-            TableJoinSupplier(
-                this_getter, joiner, this_is_left=False, this_outer=right_outer, other_outer=left_outer
-            ),
-            other._name,
+        other_join = TableJoinSupplier(
+            this_getter, joiner, this_is_left=False, this_outer=right_outer, other_outer=left_outer
         )
+        builder.add_processor(join_this, this_join, self._name)
+        builder.add_processor(join_other, other_join, other._name)
+        lineage: dict[str, Any] = {"parents": (self, other), "old_value_suppliers": (this_join, other_join)}
         builder.connect_stores(join_this, other_getter.store_names())
         builder.connect_stores(join_other, this_getter.store_names())
         supplier = TableMergeSupplier(store_name)
@@ -290,6 +317,7 @@ class KTable:
                 supplier,
                 StoreValueGetterSupplier(store_name),
                 materialized.store_name,  # queryable only under a name the user chose, as in Kafka
+                **lineage,
             )
         return KTable(
             builder,
@@ -299,4 +327,27 @@ class KTable:
             sources,
             supplier,
             lambda: JoinValueGetterSupplier(this_getter, other_getter, joiner, left_outer, right_outer),
+            **lineage,
+        )
+
+    # --- re-grouping -----------------------------------------------------------------------
+
+    def group_by(self, selector: Callable[[Any, Any], Any], grouped: Grouped | None = None) -> KGroupedTable:
+        """Re-group the rows by ``selector(key, value) -> KeyValue`` (new key and value) to
+        aggregate them; a row that changes moves from its old group to its new one."""
+        from kstreams.topology.dsl.grouped_table import KGroupedTable
+
+        grouped = grouped or Grouped()
+        name = self._builder.name_or_generate(grouped.name, naming.KTABLE_SELECT)
+        change_serde = ChangeSerde(grouped.value_serde)
+        self._builder.add_processor(name, TableSelectSupplier(selector, change_serde), self._name)
+        self._enable_sending_old_values()
+        return KGroupedTable(
+            self._builder,
+            name,
+            grouped.key_serde,
+            grouped.value_serde,
+            grouped.name,
+            change_serde,
+            self._source_nodes,
         )

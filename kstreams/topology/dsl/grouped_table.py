@@ -1,0 +1,147 @@
+"""KGroupedTable: a table re-grouped by a new key, and its aggregations.
+
+``table.group_by(selector)`` picks a new key (and value) per row; the aggregations keep one value
+per new key, updated as rows change: a changed row is subtracted from its old group and added to
+its new one. The changes go through a repartition topic named after ``Grouped.as_`` when given,
+else after the store (``KTABLE-AGGREGATE-STATE-STORE-0000000004-repartition``), as in Kafka.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from kstreams.serdes import Serdes
+from kstreams.topology.dsl import naming
+from kstreams.topology.dsl.internal_builder import InternalStreamsBuilder
+from kstreams.topology.dsl.kstream import named_as
+from kstreams.topology.dsl.ktable import KTable
+from kstreams.topology.dsl.materialize import key_value_store_builder
+from kstreams.topology.dsl.parameters import Materialized, Named
+from kstreams.topology.dsl.processors.table import StoreValueGetterSupplier
+from kstreams.topology.dsl.processors.table_aggregate import (
+    ChangeSerde,
+    TableAggregateKind,
+    TableAggregateSupplier,
+)
+
+__all__ = ["KGroupedTable"]
+
+logger = logging.getLogger(__name__)
+
+
+def _count_adder(key: Any, value: Any, count: int) -> int:
+    return count + 1
+
+
+def _count_subtractor(key: Any, value: Any, count: int) -> int:
+    return count - 1
+
+
+def _zero() -> int:
+    return 0
+
+
+class KGroupedTable:
+    """A table grouped by a new key, ready to aggregate. Create one with ``KTable.group_by``."""
+
+    def __init__(
+        self,
+        builder: InternalStreamsBuilder,
+        name: str,
+        key_serde: Any,
+        value_serde: Any,
+        grouped_name: str | None,
+        change_serde: ChangeSerde,
+        source_nodes: Iterable[str],
+    ) -> None:
+        self._builder = builder
+        self._name = name
+        self._key_serde = key_serde
+        self._value_serde = value_serde
+        self._grouped_name = grouped_name
+        self._change_serde = change_serde
+        self._source_nodes = frozenset(source_nodes)
+
+    def count(self, materialized: Materialized | None = None, named: Named | str | None = None) -> KTable:
+        """The number of rows per new key."""
+        return self._aggregate(
+            "count",
+            naming.KTABLE_AGGREGATE,
+            materialized,
+            named,
+            _zero,
+            _count_adder,
+            _count_subtractor,
+            Serdes.long(),
+        )
+
+    def reduce(
+        self,
+        adder: Callable[[Any, Any], Any],
+        subtractor: Callable[[Any, Any], Any],
+        materialized: Materialized | None = None,
+        named: Named | str | None = None,
+    ) -> KTable:
+        """Per new key, ``adder(aggregate, value)`` for rows joining the group and
+        ``subtractor(aggregate, value)`` for rows leaving it."""
+        return self._aggregate(
+            "reduce", naming.KTABLE_REDUCE, materialized, named, None, adder, subtractor, self._value_serde
+        )
+
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        adder: Callable[[Any, Any, Any], Any],
+        subtractor: Callable[[Any, Any, Any], Any],
+        materialized: Materialized | None = None,
+        named: Named | str | None = None,
+    ) -> KTable:
+        """Per new key, ``adder(key, value, aggregate)`` / ``subtractor(key, value, aggregate)``
+        starting from ``initializer()``."""
+        return self._aggregate(
+            "aggregate", naming.KTABLE_AGGREGATE, materialized, named, initializer, adder, subtractor, None
+        )
+
+    def _aggregate(
+        self,
+        kind: TableAggregateKind,
+        prefix: str,
+        materialized: Materialized | None,
+        named: Named | str | None,
+        initializer: Callable[[], Any] | None,
+        adder: Callable[..., Any],
+        subtractor: Callable[..., Any],
+        value_serde_default: Any,
+    ) -> KTable:
+        if materialized is not None and not isinstance(materialized, Materialized):
+            raise TypeError(f"Expected a Materialized, got {materialized!r}.")
+        mat = materialized or Materialized()
+        builder = self._builder
+        store_name = mat.store_name or builder.new_store_name(prefix)
+        key_serde = mat.key_serde if mat.key_serde is not None else self._key_serde
+        value_serde = mat.value_serde if mat.value_serde is not None else value_serde_default
+        name = named_as(named)
+        sink = f"{name}-sink" if name else builder.new_processor_name(naming.SINK)
+        source = f"{name}-source" if name else builder.new_processor_name(naming.SOURCE)
+        processor = builder.name_or_generate(name, prefix)
+        topic = (self._grouped_name or store_name) + naming.REPARTITION_SUFFIX
+        builder.topology.add_internal_topic(topic)
+        builder.add_sink(sink, topic, self._name, self._key_serde, self._change_serde)
+        builder.add_source(source, (topic,), self._key_serde, self._change_serde)
+        supplier = TableAggregateSupplier(
+            kind, store_name, initializer, adder, subtractor, self._change_serde, key_serde, value_serde
+        )
+        builder.add_processor(processor, supplier, source)
+        builder.add_store(key_value_store_builder(mat, store_name, key_serde, value_serde), processor)
+        return KTable(
+            builder,
+            processor,
+            key_serde,
+            value_serde,
+            (source,),
+            supplier,
+            StoreValueGetterSupplier(store_name),
+            queryable_store_name=mat.store_name,
+        )
