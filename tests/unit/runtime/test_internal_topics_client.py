@@ -1,0 +1,127 @@
+"""The internal topic manager behind KafkaStreams: init() in manual mode, and partition autoscaling
+of a running application whose source topic grows."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from kstreams import InitParameters, KafkaStreams, StreamsBuilder
+from kstreams.cluster import EmbeddedCluster
+from kstreams.errors import InternalTopicsAlreadySetupException, MissingInternalTopicsException
+
+SERDES = {"default.key.serde": "bytes", "default.value.serde": "bytes"}
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 15.0) -> bool:
+    """Check ``condition`` until it holds or ``timeout`` passes; True if it held."""
+    pause = threading.Event()
+    deadline = threading.Event()
+    timer = threading.Timer(timeout, deadline.set)
+    timer.start()
+    try:
+        while not condition():
+            if deadline.is_set():
+                return False
+            pause.wait(0.02)
+        return True
+    finally:
+        timer.cancel()
+
+
+def counting_topology() -> Any:
+    builder = StreamsBuilder()
+    builder.stream("in").group_by(lambda key, value: value).count()
+    return builder.build()
+
+
+@pytest.fixture
+def cluster(embedded_cluster: EmbeddedCluster) -> EmbeddedCluster:
+    embedded_cluster.create_topic("in", partitions=2)
+    return embedded_cluster
+
+
+@pytest.fixture
+def clients() -> Iterator[list[KafkaStreams]]:
+    started: list[KafkaStreams] = []
+    yield started
+    for streams in started:
+        streams.close(timeout=10.0)
+
+
+def running(streams: KafkaStreams) -> threading.Event:
+    event = threading.Event()
+    streams.set_state_listener(lambda new, old: event.set() if new.name == "RUNNING" else None)
+    return event
+
+
+def internal_partitions(cluster: EmbeddedCluster, app_id: str) -> dict[str, int]:
+    return {
+        name: d.partitions
+        for name, d in cluster.topics().items()
+        if name.startswith(app_id) and not name.endswith("-control")
+    }
+
+
+def test_manual_setup_runs_after_init_and_init_refuses_a_second_time(
+    cluster: EmbeddedCluster, app_id: str, clients: list[KafkaStreams]
+) -> None:
+    config = {"application.id": app_id, "internal.topics.setup": "manual", **SERDES}
+    streams = KafkaStreams(counting_topology(), config, cluster=cluster)
+    clients.append(streams)
+    streams.init(InitParameters.init_parameters(), timeout=10.0)
+    assert set(internal_partitions(cluster, app_id).values()) == {2}
+
+    is_running = running(streams)
+    streams.start()
+    assert is_running.wait(15.0)
+
+    again = KafkaStreams(counting_topology(), config, cluster=cluster)
+    with pytest.raises(InternalTopicsAlreadySetupException):
+        again.init()
+
+
+def test_manual_setup_without_init_does_not_create_internal_topics(
+    cluster: EmbeddedCluster, app_id: str, clients: list[KafkaStreams]
+) -> None:
+    config = {"application.id": app_id, "internal.topics.setup": "manual", **SERDES}
+    streams = KafkaStreams(counting_topology(), config, cluster=cluster)
+    clients.append(streams)
+    with pytest.raises(MissingInternalTopicsException) as info:
+        streams.start()
+    assert len(info.value.topics) == 2
+    assert internal_partitions(cluster, app_id) == {}
+
+
+def test_running_application_expands_internal_topics_when_its_source_grows(
+    cluster: EmbeddedCluster, app_id: str, clients: list[KafkaStreams]
+) -> None:
+    config = {
+        "application.id": app_id,
+        "partition.autoscaling.enabled": True,
+        "metadata.max.age.ms": 100,
+        **SERDES,
+    }
+    streams = KafkaStreams(counting_topology(), config, cluster=cluster)
+    clients.append(streams)
+    is_running = running(streams)
+    streams.start()
+    assert is_running.wait(15.0)
+
+    cluster.create_partitions("in", 4)
+
+    assert wait_until(lambda: set(internal_partitions(cluster, app_id).values()) == {4})
+
+    def parallelism() -> dict[str, float]:
+        return {
+            f"{m.name}/{m.tags['subtopology-id']}": v
+            for m, v in streams.metrics().items()
+            if m.group == "stream-subtopology-metrics"
+        }
+
+    assert wait_until(lambda: set(parallelism().values()) == {4.0})
+    failures = [v for m, v in streams.metrics().items() if m.name == "num-autoscaling-failures"]
+    assert failures == [0.0]
