@@ -1,8 +1,8 @@
 # C-level interface of kstreams._native.record_buffer.
 #
-# A RecordBuffer is a FIFO of RecordBatch references. Its mutex (_mu) is a leaf: it is only ever
-# acquired with the GIL released, and nothing that can call back into Python runs while it is
-# held, so a thread holding the GIL never waits for a thread that holds _mu.
+# A RecordBuffer is a FIFO of RecordBatch references. Its mutex (_mu) is a leaf: no thread blocks
+# on it while holding the GIL (a try_lock first, else a wait with the GIL released), and nothing
+# that can call back into Python runs while it is held.
 #
 # c_len() reads the buffered record count from an atomic without the mutex or the GIL; the
 # TaskScheduler calls it from its own nogil sections.

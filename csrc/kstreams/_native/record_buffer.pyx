@@ -1,8 +1,9 @@
 """A task's FIFO of input records, shared by one pushing and one popping thread.
 
-Lock: RecordBuffer._mu (a C++ mutex, a leaf in the lock order). It is acquired only with the GIL
-released; while it is held the code touches C structures and reference counts only. Batch
-references taken out of the queue are released after the mutex is unlocked.
+Lock: RecordBuffer._mu (a C++ mutex, a leaf in the lock order). No thread blocks on it while
+holding the GIL: _acquire tries it once and otherwise waits with the GIL released. While it is
+held the code touches C structures and reference counts only; batch references taken out of the
+queue are released, and popped records copied, after it is unlocked.
 """
 
 from cpython.ref cimport Py_DECREF, Py_INCREF, PyObject

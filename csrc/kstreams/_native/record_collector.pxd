@@ -1,8 +1,9 @@
 # C-level interface of kstreams._native.record_collector.
 #
 # Locks: each output partition has its own mutex (_PartitionBuffer.mu), a leaf in the lock order.
-# It is acquired only with the GIL released; while it is held, byte copies run without the GIL and
-# only C++ containers and the partition's header list are touched (never Python callbacks).
+# No thread blocks on it while holding the GIL (a try_lock first, else a wait with the GIL
+# released); while it is held, batch byte copies run without the GIL and only C structures and the
+# partition's header list are touched (never Python callbacks).
 # RecordCollector._parts (a dict) is only read or changed with the GIL held.
 
 from libc.stdint cimport int32_t, int64_t, uint32_t

@@ -10,12 +10,12 @@ partitions do not contend; a drain swaps each partition's contents out under its
 the output batch after releasing it.
 """
 
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint32_t
 from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcmp, memcpy, memset
 from libcpp.mutex cimport mutex
 from libcpp.vector cimport vector
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 
 from kstreams._native.record_batch cimport RecordBatch, RecordBatchBuilder, c_murmur2
 
