@@ -14,10 +14,8 @@ from typing import Any
 from kstreams.topology.dsl import naming
 from kstreams.topology.dsl.internal_builder import InternalStreamsBuilder
 from kstreams.topology.dsl.kstream import KStream
-from kstreams.topology.dsl.ktable import KTable
-from kstreams.topology.dsl.materialize import key_value_store_builder
+from kstreams.topology.dsl.ktable import KTable, updates_table
 from kstreams.topology.dsl.parameters import Consumed, Materialized
-from kstreams.topology.dsl.processors.table import StoreValueGetterSupplier, TableSourceSupplier
 
 __all__ = ["StreamsBuilder"]
 
@@ -78,34 +76,9 @@ class StreamsBuilder:
         internal.add_source(
             source, (topic,), key_serde, value_serde, consumed.offset_reset, consumed.timestamp_extractor
         )
-        supplier = TableSourceSupplier(topic)
-        internal.add_processor(table_source, supplier, source)
-
-        def materialize() -> StoreValueGetterSupplier:
-            if supplier.store_name is None:
-                store_key_serde = materialized.key_serde if materialized.key_serde is not None else key_serde
-                store_value_serde = (
-                    materialized.value_serde if materialized.value_serde is not None else value_serde
-                )
-                internal.add_store(
-                    key_value_store_builder(materialized, store_name, store_key_serde, store_value_serde),
-                    table_source,
-                )
-                supplier.store_name = store_name
-            return StoreValueGetterSupplier(store_name)
-
-        queryable = materialized.store_name is not None
-        table = KTable(
-            internal,
-            table_source,
-            key_serde,
-            value_serde,
-            (source,),
-            supplier,
-            materialize() if queryable else materialize,
-            store_name if queryable else None,
+        return updates_table(
+            internal, table_source, source, topic, store_name, materialized, key_serde, value_serde, (source,)
         )
-        return table
 
     def build(self) -> Any:
         """The topology built so far (the same object on every call)."""

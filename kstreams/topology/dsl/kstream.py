@@ -19,6 +19,7 @@ from kstreams.topology.dsl.materialize import window_store_builder
 from kstreams.topology.dsl.parameters import (
     Grouped,
     Joined,
+    Materialized,
     Named,
     Produced,
     Repartitioned,
@@ -274,6 +275,24 @@ class KStream:
             stream = KStream(self._builder, source, key_serde, value_serde, False, (source,))
             self._join_repartitions[prefix] = stream
         return stream
+
+    def to_table(self, named: Named | str | None = None, materialized: Materialized | None = None) -> KTable:
+        """This stream as a table: each record is the new value of its key (None deletes it).
+        The stream is repartitioned first if its key may have changed."""
+        from kstreams.topology.dsl.ktable import updates_table
+
+        materialized = materialized or Materialized()
+        name = self._builder.name_or_generate(named_as(named), naming.TO_KTABLE)
+        store_name = materialized.store_name or self._builder.new_store_name(naming.TO_KTABLE)
+        parent, sources = self._name, self._source_nodes
+        if self._repartition_required:
+            parent = self._builder.repartition(self._name, name, self._key_serde, self._value_serde)
+            sources = frozenset((parent,))
+        key_serde = materialized.key_serde if materialized.key_serde is not None else self._key_serde
+        value_serde = materialized.value_serde if materialized.value_serde is not None else self._value_serde
+        return updates_table(
+            self._builder, name, parent, name, store_name, materialized, key_serde, value_serde, sources
+        )
 
     # --- grouping --------------------------------------------------------------------------
 

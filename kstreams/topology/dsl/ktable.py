@@ -37,7 +37,7 @@ from kstreams.topology.dsl.processors.table_aggregate import ChangeSerde, TableS
 if TYPE_CHECKING:
     from kstreams.topology.dsl.grouped_table import KGroupedTable
 
-__all__ = ["KTable"]
+__all__ = ["KTable", "updates_table"]
 
 logger = logging.getLogger(__name__)
 
@@ -351,3 +351,46 @@ class KTable:
             change_serde,
             self._source_nodes,
         )
+
+
+def updates_table(
+    builder: InternalStreamsBuilder,
+    name: str,
+    parent: str,
+    label: str,
+    store_name: str,
+    materialized: Materialized,
+    key_serde: Any,
+    value_serde: Any,
+    source_nodes: Iterable[str],
+) -> KTable:
+    """A table whose rows are the records arriving at ``parent`` (a topic's source, or a stream
+    for ``to_table``), read by a table-source processor ``name``.
+
+    Its store ``store_name`` is added at once when ``materialized`` names it (the table is then
+    queryable), otherwise only when a join, lookup or re-grouping first needs the table's values.
+    """
+    supplier = TableSourceSupplier(label)
+    builder.add_processor(name, supplier, parent)
+    store_key_serde = materialized.key_serde if materialized.key_serde is not None else key_serde
+    store_value_serde = materialized.value_serde if materialized.value_serde is not None else value_serde
+
+    def materialize() -> StoreValueGetterSupplier:
+        if supplier.store_name is None:
+            builder.add_store(
+                key_value_store_builder(materialized, store_name, store_key_serde, store_value_serde), name
+            )
+            supplier.store_name = store_name
+        return StoreValueGetterSupplier(store_name)
+
+    queryable = materialized.store_name is not None
+    return KTable(
+        builder,
+        name,
+        key_serde,
+        value_serde,
+        source_nodes,
+        supplier,
+        materialize() if queryable else materialize,
+        store_name if queryable else None,
+    )

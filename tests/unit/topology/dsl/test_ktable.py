@@ -122,3 +122,22 @@ def test_aggregation_table_can_be_filtered_and_joined(drive):
     clicks.pipe_input("u", "c")
     visits.pipe_input("u", "v2")
     assert _updates(driver) == [("u", "v2:2")]
+
+
+def test_stream_to_table_keeps_the_latest_value_per_key(drive):
+    builder = StreamsBuilder()
+    table = builder.stream("in").to_table(materialized=Materialized.as_("latest"))
+    table.to_stream().to("out")
+    driver = drive(builder.build())
+    rows = driver.create_input_topic("in", S, S)
+    rows.pipe_input("a", "1")
+    rows.pipe_input("a", "2")
+    assert _updates(driver) == [("a", "1"), ("a", "2")]
+    assert driver.get_key_value_store("latest").get("a") == "2"
+
+
+def test_stream_to_table_after_a_key_change_repartitions():
+    builder = StreamsBuilder()
+    builder.stream("in").select_key(lambda k, v: v).to_table()
+    plan = builder.build().build("app")
+    assert "app-KSTREAM-TOTABLE-0000000002-repartition" in plan.internal_topics
