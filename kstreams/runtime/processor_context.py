@@ -1,0 +1,215 @@
+"""The task's ProcessorContext: what processors and stores see of the task that runs them.
+
+``ProcessorContextImpl`` implements both ``ProcessorContext`` (for processors) and
+``StateStoreContext`` (for stores). There is one per task; it tracks the node being run, so that
+``forward`` reaches that node's children and ``get_state_store`` checks that node's stores, and the
+position and timestamp of the record being processed. ``PunctuationSchedule`` is one scheduled
+punctuation. Like the task, a context is used by one thread at a time and has no lock.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from kstreams.errors import ProcessorStateException, StreamsException, TopologyException
+from kstreams.processor import (
+    Cancellable,
+    ProcessorContext,
+    PunctuationType,
+    Punctuator,
+    Record,
+    RecordMetadata,
+    TaskId,
+)
+from kstreams.topology.graph import ProcessorNode
+
+if TYPE_CHECKING:
+    from kstreams.runtime.task import StreamTask
+    from kstreams.state.store import RestoreCallback, StateStore
+
+__all__ = ["ProcessorContextImpl", "PunctuationSchedule"]
+
+logger = logging.getLogger(__name__)
+
+
+class PunctuationSchedule(Cancellable):
+    """A scheduled punctuation: the node it runs as, its interval and its next due time."""
+
+    __slots__ = ("callback", "cancelled", "interval_ms", "next_due", "node", "type")
+
+    def __init__(
+        self, node: Any, interval_ms: int, type: PunctuationType, callback: Punctuator, first_due: int
+    ) -> None:
+        self.node = node
+        self.interval_ms = interval_ms
+        self.type = type
+        self.callback = callback
+        self.next_due = first_due
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+    def advance(self, now: int) -> None:
+        """Move past ``now``: skip missed intervals, keep the alignment (Kafka's ``next``)."""
+        due = self.next_due + self.interval_ms
+        if now >= due:
+            due = self.next_due + ((now - self.next_due) // self.interval_ms + 1) * self.interval_ms
+        self.next_due = due
+
+
+class ProcessorContextImpl(ProcessorContext[Any, Any]):
+    """The task's context: what its processors see (``ProcessorContext``) and what its stores see
+    (``StateStoreContext``). One per task; it tracks the node being run so that ``forward`` and
+    ``get_state_store`` act for that node.
+
+    For processors that forward outside ``process`` and punctuations (a caching store's flush
+    listener), ``forward_from(node_name, record)`` forwards as the named node; capture the name
+    from ``current_node_name`` in ``init``.
+    """
+
+    def __init__(self, task: StreamTask) -> None:
+        self._task = task
+        self._current_node: Any = None
+        # Position of the record being processed; topic None outside record processing.
+        self._topic: str | None = None
+        self._partition = -1
+        self._offset = -1
+        # Timestamp of the record being processed or forwarded, or of the running punctuation.
+        self._timestamp = 0
+        # (exception, node name) of the innermost node a failure came from
+        self._failed: tuple[BaseException, str] | None = None
+
+    # ---- identity and configuration
+
+    @property
+    def application_id(self) -> str:
+        return self._task.application_id
+
+    @property
+    def task_id(self) -> TaskId:
+        return self._task.task_id
+
+    @property
+    def app_configs(self) -> Mapping[str, Any]:
+        return self._task.config
+
+    @property
+    def current_node_name(self) -> str | None:
+        node = self._current_node
+        return node.name if node is not None else None
+
+    # ---- routing
+
+    def forward(self, record: Record[Any, Any], child_name: str | None = None) -> None:
+        node = self._current_node
+        if child_name is None:
+            children = node.children
+        else:
+            child = node.children_by_name.get(child_name)
+            if child is None:
+                raise StreamsException(
+                    f"Unknown downstream node: {child_name} either does not exist or is not connected to "
+                    f"processor {node.name}; its children are {[c.name for c in node.children]}.",
+                    task_id=self._task.task_id,
+                )
+            children = (child,)
+        previous_timestamp = self._timestamp
+        self._timestamp = record.timestamp
+        try:
+            for child in children:
+                self._current_node = child
+                child.process(record)
+        except BaseException as exc:
+            failed = self._failed
+            if failed is None or failed[0] is not exc:
+                self._failed = (exc, self._current_node.name)
+            raise
+        finally:
+            self._current_node = node
+            self._timestamp = previous_timestamp
+
+    def forward_from(self, node_name: str, record: Record[Any, Any], child_name: str | None = None) -> None:
+        """Forward ``record`` to the children of ``node_name`` (as if that node forwarded it)."""
+        previous = self._current_node
+        self._current_node = self._task.graph.nodes[node_name]
+        try:
+            self.forward(record, child_name)
+        finally:
+            self._current_node = previous
+
+    # ---- stores
+
+    def get_state_store(self, name: str) -> Any:
+        node = self._current_node
+        if not isinstance(node, ProcessorNode) or name not in node.stores:
+            node_name = node.name if node is not None else None
+            raise TopologyException(
+                f"Processor {node_name} has no access to StateStore {name} as the store is not connected "
+                "to the processor. Connect it with add_state_store(builder, processor_name) or "
+                "connect_processor_and_state_stores(processor_name, store_name) (in the DSL, pass the "
+                "store name to process())."
+            )
+        return self._task.graph.stores[name]
+
+    # ---- time and punctuation
+
+    def schedule(
+        self, interval: timedelta | int, punctuation_type: PunctuationType, callback: Punctuator
+    ) -> Cancellable:
+        if isinstance(interval, timedelta):
+            interval_ms = int(interval.total_seconds() * 1000)
+        else:
+            interval_ms = int(interval)
+        if interval_ms < 1:
+            raise ValueError(f"The minimum supported scheduling interval is 1 millisecond, got {interval!r}.")
+        if self._current_node is None:
+            raise StreamsException(
+                "schedule() is only possible while a processor runs (in init, process or a punctuation).",
+                task_id=self._task.task_id,
+            )
+        return self._task.schedule_punctuation(
+            self._current_node, interval_ms, PunctuationType(punctuation_type), callback
+        )
+
+    def current_stream_time_ms(self) -> int:
+        return self._task.stream_time
+
+    def current_system_time_ms(self) -> int:
+        return self._task.wall_clock_ms()
+
+    def commit(self) -> None:
+        self._task.commit_requested = True
+
+    def record_metadata(self) -> RecordMetadata | None:
+        if self._topic is None:
+            return None
+        return RecordMetadata(self._topic, self._partition, self._offset)
+
+    # ---- StateStoreContext
+
+    def state_dir(self) -> str:
+        return self._task.task_state_dir()
+
+    def register(self, store: StateStore, restore_callback: RestoreCallback) -> None:
+        self._task.register_store(store, restore_callback)
+
+    def log_change(self, store_name: str, key: bytes, value: bytes | None, timestamp: int) -> None:
+        task = self._task
+        topic = task.subtopology.changelog_topics.get(store_name)
+        if topic is None:
+            raise ProcessorStateException(
+                f"Store {store_name} of task {task.task_id} has logging disabled, so it has no changelog "
+                "to write to: its change-logging layer should not be present.",
+                task_id=task.task_id,
+            )
+        task.collector.send(topic, task.task_id.partition, key, value, timestamp)
+
+    def record_cache(self) -> Any:
+        return self._task.record_cache
+
+    def current_timestamp(self) -> int:
+        return self._timestamp
