@@ -105,8 +105,8 @@ cdef class RecordBatch:
         cdef Py_ssize_t n = len(keys), i, kl, vl
         if len(values) != n or len(timestamps) != n:
             raise ValueError("keys, values and timestamps must have the same length")
-        cdef bint scalar_part = isinstance(partitions, int)
-        cdef bint scalar_off = isinstance(offsets, int)
+        cdef bint scalar_part = isinstance(partitions, (int, np.integer))
+        cdef bint scalar_off = isinstance(offsets, (int, np.integer))
         if not scalar_part and len(partitions) != n:
             raise ValueError("partitions must be an int or have one entry per record")
         if not scalar_off and len(offsets) != n:

@@ -82,6 +82,8 @@ def test_from_columns_with_scalar_fill() -> None:
     assert batch.to_list() == [(b"a", b"x", 5, 0, -1, None), (None, b"y", 6, 0, -1, None)]
     batch = RecordBatch.from_columns([b"a"], [b"x"], np.array([7]), partitions=3, offsets=9)
     assert batch[0] == (b"a", b"x", 7, 3, 9, None)
+    batch = RecordBatch.from_columns([b"a"], [b"x"], [7], partitions=np.int32(2), offsets=np.int64(5))
+    assert batch[0] == (b"a", b"x", 7, 2, 5, None)
 
 
 def test_from_columns_with_column_partitions_offsets_and_headers() -> None:
