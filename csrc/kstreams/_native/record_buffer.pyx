@@ -15,6 +15,9 @@ from kstreams._native.record_batch cimport RecordBatch, RecordBatchBuilder
 
 __all__ = ["RecordBuffer"]
 
+# Batches are immutable, so every empty pop can share one empty batch.
+cdef RecordBatch _EMPTY = RecordBatch.empty()
+
 
 cdef inline void _acquire(mutex* mu) noexcept:
     """Lock mu from a thread that holds the GIL. Uncontended, this is one try_lock; contended, the
@@ -80,7 +83,7 @@ cdef class RecordBuffer:
         cdef Py_ssize_t remaining = max_records, take, j, taken = 0
         cdef bint cut
         if max_records <= 0:
-            return RecordBatch.empty()
+            return _EMPTY
         cdef RecordBatchBuilder builder
         cdef size_t k
         cdef Py_ssize_t total_bytes = 0
@@ -125,7 +128,7 @@ cdef class RecordBuffer:
 
             # Outside the mutex: slice or copy the taken records.
             if segs.size() == 0:
-                return RecordBatch.empty()
+                return _EMPTY
             if segs.size() == 1:
                 return (<RecordBatch>segs[0].batch).c_slice(segs[0].start, segs[0].stop)
             for k in range(segs.size()):
