@@ -130,15 +130,23 @@ def run_demo(records: int, threads: int, users: int, partitions: int, show_metri
                 print(f"{name.group:28} {name.name:32} {dict(name.tags)} {value:.3f}")
 
     ok = _check(cluster, totals, windows)
-    print(f"Processed {records:,} records in {elapsed:.2f}s with {threads} thread(s): "
-          f"{records / elapsed:,.0f} records/s", file=sys.stderr)
+    print(
+        f"Processed {records:,} records in {elapsed:.2f}s with {threads} thread(s): "
+        f"{records / elapsed:,.0f} records/s",
+        file=sys.stderr,
+    )
     print("Result check: " + ("exact" if ok else "MISMATCH"), file=sys.stderr)
     return 0 if ok else 1
 
 
 def _processed(streams) -> int:  # type: ignore[no-untyped-def]
-    return int(sum(v for m, v in streams.metrics().items()
-                   if m.name == "process-total" and m.group == "stream-thread-metrics"))
+    return int(
+        sum(
+            v
+            for m, v in streams.metrics().items()
+            if m.name == "process-total" and m.group == "stream-thread-metrics"
+        )
+    )
 
 
 def _progress(streams, records: int, started: float) -> None:  # type: ignore[no-untyped-def]
@@ -152,8 +160,12 @@ def _progress(streams, records: int, started: float) -> None:  # type: ignore[no
         width = 40
         filled = width * done // records
         rate = done / max(time.monotonic() - started, 1e-9)
-        print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done:,}/{records:,} ({rate:,.0f} records/s)",
-              end="", file=sys.stderr, flush=True)
+        print(
+            f"\r[{'#' * filled}{'.' * (width - filled)}] {done:,}/{records:,} ({rate:,.0f} records/s)",
+            end="",
+            file=sys.stderr,
+            flush=True,
+        )
         if seen >= records:
             break
         streams.wait_for_state(streams.State.ERROR, streams.State.NOT_RUNNING, timeout=0.2)
@@ -163,10 +175,13 @@ def _progress(streams, records: int, started: float) -> None:  # type: ignore[no
 
 
 def _check(cluster, totals: Counter[str], windows: Counter[str]) -> bool:  # type: ignore[no-untyped-def]
-    final_totals = {r.key.decode(): int.from_bytes(r.value, "big", signed=True)
-                    for r in cluster.read("views-per-user")}
-    final_windows = {r.key.decode(): int.from_bytes(r.value, "big", signed=True)
-                     for r in cluster.read("views-per-user-minute")}
+    final_totals = {
+        r.key.decode(): int.from_bytes(r.value, "big", signed=True) for r in cluster.read("views-per-user")
+    }
+    final_windows = {
+        r.key.decode(): int.from_bytes(r.value, "big", signed=True)
+        for r in cluster.read("views-per-user-minute")
+    }
     ok = True
     if final_totals != dict(totals):
         wrong = sum(1 for u in totals if final_totals.get(u) != totals[u])

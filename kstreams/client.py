@@ -143,12 +143,15 @@ class KafkaStreams:
         self._close_thread: threading.Thread | None = None
         self.internal_topics = InternalTopicManager(self.cluster.admin(), self.config, self.plan)
         client_tags = {"client-id": self.client_id}
-        self._metrics.gauge("alive-stream-threads", "stream-metrics", client_tags,
-                            lambda: float(len(self._live_threads())))
-        self._metrics.gauge("failed-stream-threads", "stream-metrics", client_tags,
-                            lambda: float(self._failed_threads))
-        self._metrics.gauge("state", "stream-metrics", client_tags,
-                            lambda: float(list(State).index(self._state)))
+        self._metrics.gauge(
+            "alive-stream-threads", "stream-metrics", client_tags, lambda: float(len(self._live_threads()))
+        )
+        self._metrics.gauge(
+            "failed-stream-threads", "stream-metrics", client_tags, lambda: float(self._failed_threads)
+        )
+        self._metrics.gauge(
+            "state", "stream-metrics", client_tags, lambda: float(list(State).index(self._state))
+        )
         self.internal_topics.register_metrics(self._metrics, client_tags)
 
     # -- state machine ------------------------------------------------------------------------
@@ -282,8 +285,9 @@ class KafkaStreams:
             app_id,
             config.exactly_once,
             self._metrics.sensor("commit", "stream-thread-metrics", tags),
-            self._metrics.sensor("commit-latency", "stream-thread-metrics", tags, total=False, rate=False,
-                                 avg=True, max_=True),
+            self._metrics.sensor(
+                "commit-latency", "stream-thread-metrics", tags, total=False, rate=False, avg=True, max_=True
+            ),
         )
         self._state_manager = StateManager(
             f"{self.client_id}-RestoreThread",
@@ -297,8 +301,18 @@ class KafkaStreams:
             self._state_manager.listener = self._restore_listener
         topics = list(self.plan.all_source_topics)
         self._polling = PollingThread(
-            polling_name, config, self._consumer, self._producer, self._collector, self._scheduler,
-            self._task_manager, self._state_manager, committer, _Hooks(self), self._metrics, topics,
+            polling_name,
+            config,
+            self._consumer,
+            self._producer,
+            self._collector,
+            self._scheduler,
+            self._task_manager,
+            self._state_manager,
+            committer,
+            _Hooks(self),
+            self._metrics,
+            topics,
         )
         self._state_manager.start()
         self._polling.start()
@@ -349,7 +363,9 @@ class KafkaStreams:
             self._close_runtime(None)
             self._set_state(final)
 
-        self._close_thread = threading.Thread(target=finish, name=f"{self.client_id}-CloseThread", daemon=True)
+        self._close_thread = threading.Thread(
+            target=finish, name=f"{self.client_id}-CloseThread", daemon=True
+        )
         self._close_thread.start()
 
     def _own_threads(self) -> list[threading.Thread]:
@@ -366,7 +382,9 @@ class KafkaStreams:
             threads = list(self._stream_threads)
         for thread in threads:
             thread.request_stop()
-        ok = all(t.wait_dead(_left(deadline)) for t in threads if t.is_alive() or t.state is not ThreadState.DEAD)
+        ok = all(
+            t.wait_dead(_left(deadline)) for t in threads if t.is_alive() or t.state is not ThreadState.DEAD
+        )
         scheduler = getattr(self, "_scheduler", None)
         if scheduler is not None:
             scheduler.shutdown()
@@ -485,8 +503,14 @@ class KafkaStreams:
     def _start_stream_thread(self, cache_bytes: int, reserved: tuple[str, ...] = ()) -> StreamThread:
         index = self._next_thread_index(reserved)
         thread = StreamThread(
-            self._thread_name(index), index, self._scheduler, self._task_manager, cache_bytes,
-            self._on_stream_failure, self._metrics, self.client_id,
+            self._thread_name(index),
+            index,
+            self._scheduler,
+            self._task_manager,
+            cache_bytes,
+            self._on_stream_failure,
+            self._metrics,
+            self.client_id,
             batch_size=int(self.config["processing.batch.size"]),
             time_slice_ms=int(self.config["task.time.slice.ms"]),
         )
@@ -549,8 +573,11 @@ class KafkaStreams:
             logger.exception("The uncaught exception handler raised; shutting the client down")
             return StreamsUncaughtExceptionResponse.SHUTDOWN_CLIENT
         if not isinstance(response, StreamsUncaughtExceptionResponse):
-            logger.error("The uncaught exception handler returned %r, not a StreamsUncaughtExceptionResponse; "
-                         "shutting the client down", response)
+            logger.error(
+                "The uncaught exception handler returned %r, not a StreamsUncaughtExceptionResponse; "
+                "shutting the client down",
+                response,
+            )
             return StreamsUncaughtExceptionResponse.SHUTDOWN_CLIENT
         return response
 
@@ -587,7 +614,11 @@ class KafkaStreams:
 
         Returns True if the request was sent, False if it cannot be (the client is not running).
         """
-        if not self._state.is_running_or_rebalancing() or self._polling is None or not self._polling.is_alive():
+        if (
+            not self._state.is_running_or_rebalancing()
+            or self._polling is None
+            or not self._polling.is_alive()
+        ):
             return False
         return self._request_application_shutdown()
 
@@ -596,7 +627,9 @@ class KafkaStreams:
         if polling is None or not polling.is_alive():
             return False
         try:
-            polling.call(lambda: self._consumer.signal_application_error(ERROR_SHUTDOWN_REQUESTED), timeout=30.0)
+            polling.call(
+                lambda: self._consumer.signal_application_error(ERROR_SHUTDOWN_REQUESTED), timeout=30.0
+            )
         except Exception:
             logger.exception("Could not send the application shutdown request")
             return False
@@ -606,8 +639,9 @@ class KafkaStreams:
         if code == ERROR_SHUTDOWN_REQUESTED:
             if not self._shutdown_logged:
                 self._shutdown_logged = True
-                logger.error("Detected that shutdown was requested. All clients in this app will now begin to "
-                             "shutdown")
+                logger.error(
+                    "Detected that shutdown was requested. All clients in this app will now begin to shutdown"
+                )
             self._shutdown_with_error()
         else:
             logger.error("The group reported assignment error code %d; shutting the client down", code)
@@ -620,7 +654,8 @@ class KafkaStreams:
         result = []
         for thread in self._live_threads():
             tasks = frozenset(
-                str(e.task_id) for e in (self._task_manager.running() if hasattr(self, "_task_manager") else [])
+                str(e.task_id)
+                for e in (self._task_manager.running() if hasattr(self, "_task_manager") else [])
                 if e.task.record_cache is thread.cache
             )
             result.append(ThreadMetadata(thread.name, thread.state.value, thread.cache.max_bytes, tasks))
@@ -652,7 +687,9 @@ class KafkaStreams:
             )
 
         def instances() -> list[Any]:
-            return [e.task.get_store(name) for e in self._task_manager.running() if name in e.task.store_names()]
+            return [
+                e.task.get_store(name) for e in self._task_manager.running() if name in e.task.store_names()
+            ]
 
         view = ReadOnlyWindowStore if builder.store_type == "window" else ReadOnlyKeyValueStore
         return view(name, instances)
@@ -704,4 +741,3 @@ def _seconds(timeout: float | timedelta | None) -> float | None:
 
 def _left(deadline: float | None) -> float | None:
     return None if deadline is None else max(0.0, deadline - time.monotonic())
-

@@ -64,76 +64,199 @@ def _application_id(value: Any) -> str | None:
 
 
 _KEYS: tuple[ConfigKey, ...] = (
-    ConfigKey("application.id", str, None, "Identifies the application: group id, prefix of internal topics.",
-              _application_id),
-    ConfigKey("bootstrap.servers", str, None,
-              "Kafka brokers host:port,...; unset means the embedded in-process cluster."),
+    ConfigKey(
+        "application.id",
+        str,
+        None,
+        "Identifies the application: group id, prefix of internal topics.",
+        _application_id,
+    ),
+    ConfigKey(
+        "bootstrap.servers",
+        str,
+        None,
+        "Kafka brokers host:port,...; unset means the embedded in-process cluster.",
+    ),
     ConfigKey("client.id", str, "", "Prefix of thread and client names; default <application.id>-<uuid>."),
     ConfigKey("num.stream.threads", int, 1, "Stream (processing) threads started by start().", _at_least(0)),
-    ConfigKey("statestore.cache.max.bytes", int, None,
-              "Record cache bytes across all stream threads (wins over cache.max.bytes.buffering).",
-              _at_least(0)),
-    ConfigKey("cache.max.bytes.buffering", int, None,
-              "Deprecated name of statestore.cache.max.bytes.", _at_least(0)),
-    ConfigKey("commit.interval.ms", int, None,
-              "How often all tasks are committed; default 30000, or 100 with exactly_once_v2.", _at_least(0)),
-    ConfigKey("processing.guarantee", str, AT_LEAST_ONCE, "at_least_once or exactly_once_v2.",
-              _one_of(AT_LEAST_ONCE, EXACTLY_ONCE_V2)),
-    ConfigKey("state.dir", str, os.path.join(tempfile.gettempdir(), "kstreams"),
-              "Directory of persistent state stores and checkpoints."),
+    ConfigKey(
+        "statestore.cache.max.bytes",
+        int,
+        None,
+        "Record cache bytes across all stream threads (wins over cache.max.bytes.buffering).",
+        _at_least(0),
+    ),
+    ConfigKey(
+        "cache.max.bytes.buffering", int, None, "Deprecated name of statestore.cache.max.bytes.", _at_least(0)
+    ),
+    ConfigKey(
+        "commit.interval.ms",
+        int,
+        None,
+        "How often all tasks are committed; default 30000, or 100 with exactly_once_v2.",
+        _at_least(0),
+    ),
+    ConfigKey(
+        "processing.guarantee",
+        str,
+        AT_LEAST_ONCE,
+        "at_least_once or exactly_once_v2.",
+        _one_of(AT_LEAST_ONCE, EXACTLY_ONCE_V2),
+    ),
+    ConfigKey(
+        "state.dir",
+        str,
+        os.path.join(tempfile.gettempdir(), "kstreams"),
+        "Directory of persistent state stores and checkpoints.",
+    ),
     ConfigKey("num.standby.replicas", int, 0, "Standby replicas kept for each stateful task.", _at_least(0)),
-    ConfigKey("replication.factor", int, -1, "Replication factor of internal topics (-1: broker default).",
-              lambda v: None if v == -1 or v >= 1 else "must be -1 or at least 1"),
-    ConfigKey("internal.topics.setup", str, AUTOMATIC_SETUP,
-              "automatic: rebalances create internal topics; manual: only init() does.",
-              _one_of(AUTOMATIC_SETUP, MANUAL_SETUP)),
-    ConfigKey("partition.autoscaling.enabled", bool, False,
-              "Expand internal topics when source topics gain partitions (KIP-878)."),
-    ConfigKey("partition.autoscaling.timeout.ms", int, 900000,
-              "How long failed internal topic expansions are retried without progress.", _at_least(0)),
-    ConfigKey("windowstore.changelog.additional.retention.ms", int, 86400000,
-              "Extra retention of windowed changelogs beyond the store's retention.", _at_least(0)),
+    ConfigKey(
+        "replication.factor",
+        int,
+        -1,
+        "Replication factor of internal topics (-1: broker default).",
+        lambda v: None if v == -1 or v >= 1 else "must be -1 or at least 1",
+    ),
+    ConfigKey(
+        "internal.topics.setup",
+        str,
+        AUTOMATIC_SETUP,
+        "automatic: rebalances create internal topics; manual: only init() does.",
+        _one_of(AUTOMATIC_SETUP, MANUAL_SETUP),
+    ),
+    ConfigKey(
+        "partition.autoscaling.enabled",
+        bool,
+        False,
+        "Expand internal topics when source topics gain partitions (KIP-878).",
+    ),
+    ConfigKey(
+        "partition.autoscaling.timeout.ms",
+        int,
+        900000,
+        "How long failed internal topic expansions are retried without progress.",
+        _at_least(0),
+    ),
+    ConfigKey(
+        "windowstore.changelog.additional.retention.ms",
+        int,
+        86400000,
+        "Extra retention of windowed changelogs beyond the store's retention.",
+        _at_least(0),
+    ),
     ConfigKey("default.key.serde", (str, type, object), None, "Serde of keys where none is given."),
     ConfigKey("default.value.serde", (str, type, object), None, "Serde of values where none is given."),
-    ConfigKey("default.deserialization.exception.handler", (str, type), None,
-              "LogAndFailExceptionHandler (default) or LogAndContinueExceptionHandler, a class or dotted path."),
-    ConfigKey("max.task.idle.ms", int, 0, "How long a task waits for data on all its inputs to order them.",
-              lambda v: None if v >= -1 else "must be -1 or at least 0"),
-    ConfigKey("buffered.records.per.partition", int, 1000,
-              "Records buffered per input partition before its fetching pauses.", _at_least(1)),
+    ConfigKey(
+        "default.deserialization.exception.handler",
+        (str, type),
+        None,
+        "LogAndFailExceptionHandler (default) or LogAndContinueExceptionHandler, a class or dotted path.",
+    ),
+    ConfigKey(
+        "max.task.idle.ms",
+        int,
+        0,
+        "How long a task waits for data on all its inputs to order them.",
+        lambda v: None if v >= -1 else "must be -1 or at least 0",
+    ),
+    ConfigKey(
+        "buffered.records.per.partition",
+        int,
+        1000,
+        "Records buffered per input partition before its fetching pauses.",
+        _at_least(1),
+    ),
     ConfigKey("max.poll.records", int, 1000, "Most records one poll returns.", _at_least(1)),
     ConfigKey("poll.ms", int, 100, "How long the polling thread blocks in one poll.", _at_least(0)),
-    ConfigKey("task.time.slice.ms", int, 100,
-              "Longest a stream thread keeps one task before letting the scheduler pick again.", _at_least(1)),
-    ConfigKey("processing.batch.size", int, 500, "Records a stream thread pops from a task at once.",
-              _at_least(1)),
+    ConfigKey(
+        "task.time.slice.ms",
+        int,
+        100,
+        "Longest a stream thread keeps one task before letting the scheduler pick again.",
+        _at_least(1),
+    ),
+    ConfigKey(
+        "processing.batch.size", int, 500, "Records a stream thread pops from a task at once.", _at_least(1)
+    ),
     ConfigKey("session.timeout.ms", int, 45000, "Group session timeout of the main consumer.", _at_least(1)),
-    ConfigKey("metadata.max.age.ms", int, 300000,
-              "How often cluster metadata is refreshed (partition growth is noticed then).", _at_least(0)),
-    ConfigKey("probing.rebalance.interval.ms", int, 600000, "Interval of follow-up rebalances.", _at_least(0)),
-    ConfigKey("auto.offset.reset", str, "earliest", "Where to start without a committed offset.",
-              _one_of("earliest", "latest", "none")),
-    ConfigKey("metrics.recording.level", str, "INFO", "INFO, DEBUG or TRACE.", _one_of("INFO", "DEBUG", "TRACE")),
+    ConfigKey(
+        "metadata.max.age.ms",
+        int,
+        300000,
+        "How often cluster metadata is refreshed (partition growth is noticed then).",
+        _at_least(0),
+    ),
+    ConfigKey(
+        "probing.rebalance.interval.ms", int, 600000, "Interval of follow-up rebalances.", _at_least(0)
+    ),
+    ConfigKey(
+        "auto.offset.reset",
+        str,
+        "earliest",
+        "Where to start without a committed offset.",
+        _one_of("earliest", "latest", "none"),
+    ),
+    ConfigKey(
+        "metrics.recording.level", str, "INFO", "INFO, DEBUG or TRACE.", _one_of("INFO", "DEBUG", "TRACE")
+    ),
 )
 
 _BY_NAME = {key.name: key for key in _KEYS}
 
-CLIENT_PREFIXES = ("main.consumer.", "restore.consumer.", "global.consumer.", "consumer.", "producer.", "admin.")
+CLIENT_PREFIXES = (
+    "main.consumer.",
+    "restore.consumer.",
+    "global.consumer.",
+    "consumer.",
+    "producer.",
+    "admin.",
+)
 TOPIC_PREFIX = "topic."
 
 # Unprefixed client keys that pass through (Kafka Streams passes any consumer/producer key).
-CONSUMER_KEYS = frozenset({
-    "fetch.min.bytes", "fetch.max.bytes", "fetch.max.wait.ms", "max.partition.fetch.bytes",
-    "heartbeat.interval.ms", "max.poll.interval.ms", "isolation.level", "security.protocol",
-    "sasl.mechanism", "sasl.username", "sasl.password", "ssl.ca.location", "group.instance.id",
-    "client.rack", "request.timeout.ms", "socket.timeout.ms", "debug",
-})
-PRODUCER_KEYS = frozenset({
-    "acks", "linger.ms", "batch.size", "compression.type", "enable.idempotence", "retries",
-    "delivery.timeout.ms", "transaction.timeout.ms", "queue.buffering.max.messages",
-    "queue.buffering.max.kbytes", "message.max.bytes", "security.protocol", "sasl.mechanism",
-    "sasl.username", "sasl.password", "ssl.ca.location", "request.timeout.ms", "debug",
-})
+CONSUMER_KEYS = frozenset(
+    {
+        "fetch.min.bytes",
+        "fetch.max.bytes",
+        "fetch.max.wait.ms",
+        "max.partition.fetch.bytes",
+        "heartbeat.interval.ms",
+        "max.poll.interval.ms",
+        "isolation.level",
+        "security.protocol",
+        "sasl.mechanism",
+        "sasl.username",
+        "sasl.password",
+        "ssl.ca.location",
+        "group.instance.id",
+        "client.rack",
+        "request.timeout.ms",
+        "socket.timeout.ms",
+        "debug",
+    }
+)
+PRODUCER_KEYS = frozenset(
+    {
+        "acks",
+        "linger.ms",
+        "batch.size",
+        "compression.type",
+        "enable.idempotence",
+        "retries",
+        "delivery.timeout.ms",
+        "transaction.timeout.ms",
+        "queue.buffering.max.messages",
+        "queue.buffering.max.kbytes",
+        "message.max.bytes",
+        "security.protocol",
+        "sasl.mechanism",
+        "sasl.username",
+        "sasl.password",
+        "ssl.ca.location",
+        "request.timeout.ms",
+        "debug",
+    }
+)
 
 DEFAULT_CACHE_MAX_BYTES = 10 * 1024 * 1024
 
@@ -218,7 +341,7 @@ class StreamsConfig(Mapping[str, Any]):
 
     def topic_configs(self) -> dict[str, str]:
         """Configs for every internal topic, from ``topic.*`` keys."""
-        return {k[len(TOPIC_PREFIX):]: str(v) for k, v in self._values.items() if k.startswith(TOPIC_PREFIX)}
+        return {k[len(TOPIC_PREFIX) :]: str(v) for k, v in self._values.items() if k.startswith(TOPIC_PREFIX)}
 
     def client_configs(self, client: str) -> dict[str, Any]:
         """Settings for one client: "main.consumer", "restore.consumer", "producer" or "admin".
@@ -233,7 +356,7 @@ class StreamsConfig(Mapping[str, Any]):
             result["bootstrap.servers"] = self._values["bootstrap.servers"]
         prefixes = (["consumer."] if is_consumer else []) + [client + "."]
         for prefix in prefixes:
-            result.update({k[len(prefix):]: v for k, v in self._values.items() if k.startswith(prefix)})
+            result.update({k[len(prefix) :]: v for k, v in self._values.items() if k.startswith(prefix)})
         return result
 
     def deserialization_exception_handler(self) -> Any:
@@ -242,7 +365,9 @@ class StreamsConfig(Mapping[str, Any]):
 
         spec = self["default.deserialization.exception.handler"] or LogAndFailExceptionHandler
         handler_class = resolve_class(spec, "default.deserialization.exception.handler")
-        if not (isinstance(handler_class, type) and issubclass(handler_class, DeserializationExceptionHandler)):
+        if not (
+            isinstance(handler_class, type) and issubclass(handler_class, DeserializationExceptionHandler)
+        ):
             raise ConfigException(
                 f"default.deserialization.exception.handler={spec!r} is not a DeserializationExceptionHandler; "
                 "use kstreams.errors.LogAndFailExceptionHandler or LogAndContinueExceptionHandler."
@@ -284,9 +409,13 @@ def _coerce(key: ConfigKey, raw: Any) -> Any:
             f"Invalid value {raw!r} for config '{key.name}': expected {_type_name(key.type)}. {key.doc}"
         ) from None
     if key.type is int and (isinstance(value, bool) or not isinstance(value, int)):
-        raise ConfigException(f"Invalid value {raw!r} for config '{key.name}': expected an integer. {key.doc}")
+        raise ConfigException(
+            f"Invalid value {raw!r} for config '{key.name}': expected an integer. {key.doc}"
+        )
     if key.type is bool and not isinstance(value, bool):
-        raise ConfigException(f"Invalid value {raw!r} for config '{key.name}': expected true or false. {key.doc}")
+        raise ConfigException(
+            f"Invalid value {raw!r} for config '{key.name}': expected true or false. {key.doc}"
+        )
     if key.type is str and not isinstance(value, str):
         raise ConfigException(f"Invalid value {raw!r} for config '{key.name}': expected a string. {key.doc}")
     if key.validator is not None:

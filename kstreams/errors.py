@@ -150,9 +150,7 @@ class LogAndContinueExceptionHandler(DeserializationExceptionHandler):
     """Log the record's position and skip it; processing goes on."""
 
     def handle(self, context: Any, record: Any, exception: Exception) -> DeserializationHandlerResponse:
-        logger.warning(
-            "Skipping the record at %s: deserialization failed: %s", _position(context), exception
-        )
+        logger.warning("Skipping the record at %s: deserialization failed: %s", _position(context), exception)
         return DeserializationHandlerResponse.CONTINUE
 
 

@@ -168,11 +168,11 @@ class ProcessorContext(abc.ABC, Generic[KOut, VOut]):
 class Processor(abc.ABC, Generic[K, V, KOut, VOut]):
     """A node of a topology. Subclass it and implement ``process``."""
 
-    def init(self, context: ProcessorContext[KOut, VOut]) -> None:  # noqa: B027 - optional hook
+    def init(self, context: ProcessorContext[KOut, VOut]) -> None:
         """Called once before the first record; keep the context to forward and to reach stores."""
 
     @abc.abstractmethod
     def process(self, record: Record[K, V]) -> None: ...
 
-    def close(self) -> None:  # noqa: B027 - optional hook
+    def close(self) -> None:
         """Called once when the task closes; release what init acquired."""

@@ -130,7 +130,9 @@ class Admin(Protocol):
     def delete_records(self, before: Mapping[TopicPartition, int]) -> None:
         """Advance log start offsets (purging repartition topics after commit)."""
 
-    def committed_offsets(self, group_id: str, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+    def committed_offsets(
+        self, group_id: str, partitions: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, int]:
         """The group's committed offsets (partitions without one are left out)."""
 
 
@@ -237,7 +239,9 @@ class Cluster(Protocol):
         """A producer; "transactional.id" in config makes it transactional."""
 
     # Helpers of ARCHITECTURE §6.
-    def create_topic(self, name: str, partitions: int = 1, config: Mapping[str, str] | None = None) -> None: ...
+    def create_topic(
+        self, name: str, partitions: int = 1, config: Mapping[str, str] | None = None
+    ) -> None: ...
 
     def create_partitions(self, name: str, partitions: int) -> None: ...
 

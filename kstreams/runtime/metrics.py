@@ -36,9 +36,10 @@ class MetricName:
         return hash((self.name, self.group, self._key))
 
     def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, MetricName)
-            and (self.name, self.group, self._key) == (other.name, other.group, other._key)
+        return isinstance(other, MetricName) and (self.name, self.group, self._key) == (
+            other.name,
+            other.group,
+            other._key,
         )
 
 
@@ -109,8 +110,12 @@ class MetricsRegistry:
         """
         sensor = Sensor(self._clock)
         if total:
-            self.gauge(f"{name}-total", group, tags, (lambda: sensor.total) if total_of_values
-                       else (lambda: float(sensor.count)))
+            self.gauge(
+                f"{name}-total",
+                group,
+                tags,
+                (lambda: sensor.total) if total_of_values else (lambda: float(sensor.count)),
+            )
         if rate:
             self.gauge(f"{name}-rate", group, tags, sensor.rate)
         if avg:

@@ -72,8 +72,9 @@ class StreamThread(threading.Thread):
         tags = {"thread-id": name}
         self._metrics = metrics
         self.process_sensor = metrics.sensor("process", "stream-thread-metrics", tags, avg=False)
-        self.process_latency = metrics.sensor("process-latency", "stream-thread-metrics", tags,
-                                              total=False, rate=False, avg=True, max_=True)
+        self.process_latency = metrics.sensor(
+            "process-latency", "stream-thread-metrics", tags, total=False, rate=False, avg=True, max_=True
+        )
         self.punctuate_sensor = metrics.sensor("punctuate", "stream-thread-metrics", tags)
         metrics.gauge("blocked-time-ns-total", "stream-thread-metrics", tags, lambda: 0.0)
         self.failure: BaseException | None = None
@@ -121,12 +122,13 @@ class StreamThread(threading.Thread):
                     entry = self._task_manager.entry_for_handle(handle)
                     if entry is not None:
                         self._process(entry)
-                except BaseException as exc:  # noqa: BLE001 - every failure goes to the handler
+                except BaseException as exc:
                     self.failure = exc
                     self._task_manager.mark_failed(handle)
                     self._scheduler.release(handle)
-                    logger.error("Stream thread %s failed processing task handle %d", self.name, handle,
-                                 exc_info=exc)
+                    logger.error(
+                        "Stream thread %s failed processing task handle %d", self.name, handle, exc_info=exc
+                    )
                     self._on_failure(self, handle, exc)
                     return
                 self._scheduler.release(handle)

@@ -296,8 +296,10 @@ def test_replace_thread_loses_no_record(make_client, cluster) -> None:  # type: 
     client.set_uncaught_exception_handler(lambda exc: errors.append(exc) or Response.REPLACE_THREAD)
     client.start()
     expected = produce(cluster, 3000)
-    wait_until(lambda: all(latest(cluster).get(k, 0) >= n for k, n in expected.items()),
-               what="every record counted at least once")
+    wait_until(
+        lambda: all(latest(cluster).get(k, 0) >= n for k, n in expected.items()),
+        what="every record counted at least once",
+    )
     assert len(errors) >= 3 and all("injected failure" in str(e.__cause__ or e) for e in errors)
     assert metric(client, "failed-stream-threads") == len(errors)
     assert client.state is State.RUNNING
@@ -358,10 +360,15 @@ def test_metrics_render_for_prometheus(make_client, cluster) -> None:  # type: i
     expected = produce(cluster, 300)
     wait_until(lambda: latest(cluster) == dict(expected), what="exact counts")
     names = {(m.group, m.name) for m in client.metrics()}
-    for wanted in [("stream-metrics", "alive-stream-threads"), ("stream-metrics", "failed-stream-threads"),
-                   ("stream-thread-metrics", "process-total"), ("stream-thread-metrics", "process-rate"),
-                   ("stream-thread-metrics", "poll-rate"), ("stream-thread-metrics", "commit-rate"),
-                   ("stream-thread-metrics", "commit-latency-avg")]:
+    for wanted in [
+        ("stream-metrics", "alive-stream-threads"),
+        ("stream-metrics", "failed-stream-threads"),
+        ("stream-thread-metrics", "process-total"),
+        ("stream-thread-metrics", "process-rate"),
+        ("stream-thread-metrics", "poll-rate"),
+        ("stream-thread-metrics", "commit-rate"),
+        ("stream-thread-metrics", "commit-latency-avg"),
+    ]:
         assert wanted in names
     processed = sum(v for m, v in client.metrics().items() if m.name == "process-total")
     assert processed >= 300

@@ -91,8 +91,9 @@ def cluster() -> EmbeddedCluster:
     cluster.close()
 
 
-def new_client(topology: Topology, cluster: EmbeddedCluster, tmp_path, name: str = "a",
-               **overrides: object) -> KafkaStreams:
+def new_client(
+    topology: Topology, cluster: EmbeddedCluster, tmp_path, name: str = "a", **overrides: object
+) -> KafkaStreams:
     config = {
         "application.id": "e2e",
         "client.id": f"client-{name}",
@@ -192,7 +193,9 @@ def test_wall_clock_punctuation_runs_without_input(cluster: EmbeddedCluster, tmp
     streams = new_client(topology, cluster, tmp_path)
     streams.start()
     try:
-        wait_until(lambda: {r.value.decode() for r in cluster.read("out")} >= {"0_0", "0_1", "0_2", "0_3"},
-                   what="a tick from every task")
+        wait_until(
+            lambda: {r.value.decode() for r in cluster.read("out")} >= {"0_0", "0_1", "0_2", "0_3"},
+            what="a tick from every task",
+        )
     finally:
         streams.close(timeout=30)
