@@ -1,0 +1,214 @@
+"""``run_topology``: a kstreams topology over Spark DataFrames of records.
+
+Each subtopology runs as one Spark stage (``plan_compiler``), in dependency order:
+
+- a stateless stage runs one ``StreamTask`` per input partition through ``mapInArrow``;
+- a stateful stage (one with stores) first shuffles its records on the serialized key, so every
+  record of a key lands in one Spark partition, sorts each partition by timestamp (then input
+  partition and offset), and runs one task per Spark partition with in-memory stores.
+
+Records a stage writes to a repartition topic (or to any topic another subtopology reads) become
+the input of the reading stage; records for the other topics are returned. Because the task of a
+key sees all of that key's records in timestamp order, the final aggregates equal those of the
+streaming runtime over the same records. Ordering differs in one respect: the streaming runtime
+processes each input partition in offset order, so a record with a timestamp older than stream
+time arrives late there (and windowed operations may drop it after the grace period), while here
+every record is processed in timestamp order and is never late.
+
+Output rows of one key appear in the order the task wrote them, so the last row of a key in a
+DataFrame's row order (``collect()``, or Parquet files read back in order) is its final value.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+from collections.abc import Iterator, Mapping
+from functools import reduce
+from typing import Any
+
+import pyarrow as pa
+from pyspark import StorageLevel, TaskContext
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, TimestampType
+
+from kstreams.config import StreamsConfig
+from kstreams.errors import ConfigException
+from kstreams.spark.partition_task import StageTaskSpec, run_stage_partition
+from kstreams.spark.plan_compiler import ExecutionPlan, Stage, compile_plan
+from kstreams.topology.nodes import SinkNodeSpec
+
+__all__ = ["DEFAULT_APPLICATION_ID", "INPUT_COLUMNS", "run_topology"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_APPLICATION_ID = "kstreams-spark"
+# The columns every stage reads, in this order (what StagePartitionTask.process expects).
+INPUT_COLUMNS = ("topic", "key", "value", "timestamp", "partition", "offset")
+_STAGE_OUTPUT_DDL = "topic string, partition int, offset long, key binary, value binary, timestamp long"
+
+_python_notice_logged = False
+
+
+def run_topology(
+    spark: SparkSession,
+    topology: Any,
+    inputs: Mapping[str, DataFrame],
+    config: Mapping[str, Any] | None = None,
+    *,
+    partitions: int | None = None,
+) -> dict[str, DataFrame]:
+    """Run ``topology`` over ``inputs`` (source topic -> DataFrame) and return its output topics.
+
+    Input DataFrames have the columns key and value (binary; strings are taken as UTF-8) and
+    timestamp (epoch milliseconds as a long, or a Spark timestamp), and optionally partition and
+    offset (the record's position in its topic, used to order records with equal timestamps).
+    Each output DataFrame (output topic -> DataFrame) has the columns key, value and timestamp.
+
+    ``config`` is the application's kstreams configuration (``application.id`` defaults to
+    "kstreams-spark"; default serdes and ``statestore.cache.max.bytes`` apply as in the streaming
+    runtime: with caching on, a stateful stage writes fewer intermediate updates). ``partitions``
+    is the number of Spark partitions (tasks) of each stateful stage, by default
+    ``spark.sql.shuffle.partitions``.
+
+    The outputs are lazy DataFrames; a stage whose output feeds more than one consumer is
+    persisted (MEMORY_AND_DISK) so its Python runs once.
+    """
+    props = dict(config or {})
+    props.setdefault("application.id", DEFAULT_APPLICATION_ID)
+    streams_config = StreamsConfig(props)
+    task_partitions = partitions if partitions is not None else _shuffle_partitions(spark)
+    if task_partitions < 1:
+        raise ConfigException(
+            f"run_topology needs partitions >= 1 for stateful stages, got {task_partitions}."
+        )
+    plan = topology.build(streams_config.application_id, streams_config)
+    execution = compile_plan(plan, inputs)
+    _log_python_execution_once()
+    dynamic_sinks = any(
+        isinstance(spec, SinkNodeSpec) and spec.topic is None for spec in topology.nodes.values()
+    )
+
+    normalized = {topic: normalize_input(df, topic) for topic, df in inputs.items()}
+    produced: dict[str, list[DataFrame]] = {}
+    outputs: dict[str, list[DataFrame]] = {}
+    for stage in execution.stages:
+        spec = StageTaskSpec(topology, props, stage.subtopology, task_partitions)
+        stage_input = _stage_input(stage, normalized, produced)
+        written = _run_stage(stage_input, spec, stage.stateful, task_partitions)
+        topics = list(stage.sink_topics)
+        if dynamic_sinks:
+            written = written.persist(StorageLevel.MEMORY_AND_DISK)
+            found = [row.topic for row in written.select("topic").distinct().collect()]
+            topics.extend(sorted(t for t in found if t not in topics))
+        elif _consumers(execution, stage) > 1:
+            written = written.persist(StorageLevel.MEMORY_AND_DISK)
+        for topic in topics:
+            records = written.where(F.col("topic") == topic)
+            if any(topic in later.produced_inputs for later in execution.stages):
+                produced.setdefault(topic, []).append(records.select(*INPUT_COLUMNS))
+            if execution.is_output_topic(topic):
+                outputs.setdefault(topic, []).append(records.select("key", "value", "timestamp"))
+    logger.info(
+        "run_topology %s: %d stages (%d stateful, %d partitions each), outputs %s",
+        streams_config.application_id,
+        len(execution.stages),
+        sum(s.stateful for s in execution.stages),
+        task_partitions,
+        sorted(outputs),
+    )
+    return {topic: reduce(DataFrame.unionByName, frames) for topic, frames in outputs.items()}
+
+
+def normalize_input(df: DataFrame, topic: str) -> DataFrame:
+    """``df`` with the columns of ``INPUT_COLUMNS`` and their types (see ``run_topology``)."""
+    fields = {f.name: f.dataType for f in df.schema.fields}
+    missing = [c for c in ("key", "value", "timestamp") if c not in fields]
+    if missing:
+        raise ConfigException(
+            f"The input DataFrame of topic {topic} has no column {missing}: give it key and value (binary) "
+            f"and timestamp (epoch ms) columns. Its columns are {sorted(fields)}."
+        )
+    columns: list[Column] = [F.lit(topic).cast(StringType()).alias("topic")]
+    for name in ("key", "value"):
+        columns.append(_binary_column(name, fields[name], topic))
+    if isinstance(fields["timestamp"], TimestampType):
+        columns.append(F.unix_millis(F.col("timestamp")).alias("timestamp"))
+    else:
+        columns.append(F.col("timestamp").cast(LongType()).alias("timestamp"))
+    if "partition" in fields:
+        columns.append(F.col("partition").cast(IntegerType()).alias("partition"))
+    else:
+        columns.append(F.lit(0).cast(IntegerType()).alias("partition"))
+    if "offset" in fields:
+        columns.append(F.col("offset").cast(LongType()).alias("offset"))
+    else:
+        # Unique, and increasing in the DataFrame's row order: keeps the input order among
+        # records with equal timestamps.
+        columns.append(F.monotonically_increasing_id().alias("offset"))
+    return df.select(*columns)
+
+
+def _binary_column(name: str, data_type: Any, topic: str) -> Column:
+    if isinstance(data_type, BinaryType):
+        return F.col(name)
+    if isinstance(data_type, StringType):
+        return F.encode(F.col(name), "UTF-8").alias(name)
+    raise ConfigException(
+        f"Column {name} of the input DataFrame of topic {topic} is {data_type.simpleString()}: it must be "
+        f"binary (the serialized {name}) or a string. Serialize it first, e.g. with the topology's serde."
+    )
+
+
+def _stage_input(
+    stage: Stage, normalized: Mapping[str, DataFrame], produced: Mapping[str, list[DataFrame]]
+) -> DataFrame:
+    frames = [normalized[t] for t in stage.external_inputs]
+    for topic in stage.produced_inputs:
+        frames.extend(produced.get(topic, []))
+    return reduce(DataFrame.unionByName, frames)
+
+
+def _run_stage(stage_input: DataFrame, spec: StageTaskSpec, stateful: bool, partitions: int) -> DataFrame:
+    if stateful:
+        # Every record of a key in one partition, in timestamp order: the task of that partition
+        # holds the key's whole state, as the task of its Kafka partition does.
+        stage_input = stage_input.repartition(partitions, "key").sortWithinPartitions(
+            "timestamp", "partition", "offset"
+        )
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        context = TaskContext.get()
+        partition_id = context.partitionId() if context is not None else 0
+        yield from run_stage_partition(spec, partition_id, batches)
+
+    return stage_input.mapInArrow(run, _STAGE_OUTPUT_DDL)
+
+
+def _consumers(execution: ExecutionPlan, stage: Stage) -> int:
+    """How many times the stage's output is read: once per reading stage, once per output topic."""
+    readers = len(execution.consumers_of(stage.subtopology))
+    returned = sum(1 for t in stage.sink_topics if execution.is_output_topic(t))
+    return readers + returned
+
+
+def _shuffle_partitions(spark: SparkSession) -> int:
+    return int(spark.conf.get("spark.sql.shuffle.partitions") or 200)
+
+
+def _log_python_execution_once() -> None:
+    global _python_notice_logged
+    if _python_notice_logged:
+        return
+    _python_notice_logged = True
+    if importlib.util.find_spec("kstreams._native.kernels") is None:
+        logger.info(
+            "kstreams.spark runs the topology's processors as Python, record by record, in Spark's Python "
+            "workers: no compiled kernels (kstreams._native.kernels) are installed."
+        )
+    else:
+        logger.info(
+            "kstreams.spark runs the topology's tasks in Spark's Python workers; operations with compiled "
+            "kernels run as whole batches, the rest as Python per record."
+        )
