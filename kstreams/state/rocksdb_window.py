@@ -1,24 +1,20 @@
-"""The persistent window store: time segments, each one RocksDB database.
-
-Windows are grouped into segments of ``segment_interval_ms`` by window start (Kafka's default:
-half the retention, at least one minute); segment ``i`` covers starts in
-``[i * interval, (i + 1) * interval)`` and lives in ``<task state dir>/rocksdb/<store>/<store>.<i *
-interval>``. When stream time passes a segment's end by the retention, the whole segment is closed
-and deleted: expiry costs one directory removal, not a scan. Reads and writes also honour the exact
-retention (start > observed stream time - retention), so both window stores answer alike.
+"""The persistent window store: time segments (``segments.py``) by window start, each one RocksDB
+database under ``<task state dir>/rocksdb/<store>/``.
 
 Keys inside a segment are ``window_key_schema`` keys: record key + window start (+ a sequence number
-when duplicates are retained), so one key's windows are one contiguous byte range.
+when duplicates are retained), so one key's windows are one contiguous byte range. Reads and writes
+honour the exact retention (start > observed stream time - retention), so both window stores
+answer alike.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterator
 
-from kstreams.errors import ProcessorStateException, TopologyException
+from kstreams.errors import TopologyException
 from kstreams.state.rocksdb import RocksDBDatabase, rocksdb_path
+from kstreams.state.segments import Segments, default_segment_interval
 from kstreams.state.store import StateStore, StateStoreContext, WindowedKey, WindowStore
 from kstreams.state.window_key_schema import (
     SEQ_SIZE,
@@ -29,17 +25,11 @@ from kstreams.state.window_key_schema import (
     window_key,
 )
 
-__all__ = ["RocksDBWindowStore", "default_segment_interval"]
+__all__ = ["RocksDBWindowStore"]
 
 logger = logging.getLogger(__name__)
 
-_NO_TIMESTAMP = -1
 _MAX_SEQ_SUFFIX = b"\xff" * SEQ_SIZE
-
-
-def default_segment_interval(retention_ms: int) -> int:
-    """Kafka's default segment interval for a window store: half the retention, at least 60 s."""
-    return max(retention_ms // 2, 60_000)
 
 
 class RocksDBWindowStore(WindowStore[bytes, bytes]):
@@ -71,11 +61,10 @@ class RocksDBWindowStore(WindowStore[bytes, bytes]):
         self._retention_ms = retention_ms
         self._window_size_ms = window_size_ms
         self._retain_duplicates = retain_duplicates
-        self._segment_interval = segment_interval_ms or default_segment_interval(retention_ms)
         self._suffix = TIMESTAMP_SIZE + (SEQ_SIZE if retain_duplicates else 0)
-        self._segments: dict[int, RocksDBDatabase] = {}
-        self._directory: str | None = None
-        self._observed_stream_time = _NO_TIMESTAMP
+        self._segments = Segments(
+            name, retention_ms, segment_interval_ms or default_segment_interval(retention_ms)
+        )
         self._seq = 0
 
     @property
@@ -88,7 +77,7 @@ class RocksDBWindowStore(WindowStore[bytes, bytes]):
 
     @property
     def is_open(self) -> bool:
-        return self._directory is not None
+        return self._segments.is_open
 
     @property
     def retention_ms(self) -> int:
@@ -104,35 +93,20 @@ class RocksDBWindowStore(WindowStore[bytes, bytes]):
 
     @property
     def segment_interval_ms(self) -> int:
-        return self._segment_interval
+        return self._segments.interval
 
     @property
     def observed_stream_time(self) -> int:
-        return self._observed_stream_time
+        return self._segments.observed_stream_time
 
     def segment_ids(self) -> list[int]:
         """The ids of the segments open now, ascending."""
-        return sorted(self._segments)
+        return self._segments.ids()
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
-        directory = rocksdb_path(context, self._name)
-        os.makedirs(directory, exist_ok=True)
-        self._directory = directory
-        prefix = self._name + "."
-        for entry in sorted(os.listdir(directory)):
-            if not entry.startswith(prefix):
-                continue
-            try:
-                segment_start = int(entry[len(prefix) :])
-            except ValueError:
-                logger.warning("Store %s: ignoring %s, which is not a segment directory.", self._name, entry)
-                continue
-            segment_id = segment_start // self._segment_interval
-            self._segments[segment_id] = RocksDBDatabase(self._name, os.path.join(directory, entry))
+        self._segments.open(rocksdb_path(context, self._name))
         context.register(root, self.restore_batch)
-        logger.debug(
-            "Opened RocksDB window store %s at %s (%d segments)", self._name, directory, len(self._segments)
-        )
+        logger.debug("Opened RocksDB window store %s (%d segments)", self._name, len(self._segments.ids()))
 
     def restore_batch(self, records: list[tuple[bytes, bytes | None]]) -> None:
         """Apply changelog records (keys: record key, window start, sequence number) in batches."""
@@ -142,15 +116,10 @@ class RocksDBWindowStore(WindowStore[bytes, bytes]):
         self.flush()
 
     def flush(self) -> None:
-        for segment in self._segments.values():
-            segment.write_pending()
+        self._segments.flush()
 
     def close(self) -> None:
-        segments = list(self._segments.values())
-        self._segments.clear()
-        self._directory = None
-        for segment in segments:
-            segment.close()
+        self._segments.close()
 
     def next_seq(self) -> int:
         """The sequence number the next duplicate-retaining put gets (wraps like Kafka's int)."""
@@ -170,39 +139,15 @@ class RocksDBWindowStore(WindowStore[bytes, bytes]):
         self._write(key, value, window_start, seq)
 
     def _write(self, key: bytes, value: bytes | None, start: int, seq: int) -> None:
-        segment = self._segment_for_write(start)
+        segment = self._segments.for_write(start)
         if segment is None:
             logger.debug("Store %s: skipping a write to expired window %d.", self._name, start)
             return
         store_key = changelog_key(key, start, seq) if self._retain_duplicates else window_key(key, start)
         segment.put(store_key, value)
 
-    def _segment_for_write(self, start: int) -> RocksDBDatabase | None:
-        if self._directory is None:
-            raise ProcessorStateException(f"Window store {self._name} is not open; init() it first.")
-        self._observed_stream_time = max(self._observed_stream_time, start)
-        min_live_segment = (self._observed_stream_time - self._retention_ms) // self._segment_interval
-        expired = [segment_id for segment_id in self._segments if segment_id < min_live_segment]
-        for segment_id in expired:
-            logger.debug("Store %s: dropping expired segment %d.", self._name, segment_id)
-            self._segments.pop(segment_id).destroy()
-        if start <= self._observed_stream_time - self._retention_ms:
-            return None
-        segment_id = start // self._segment_interval
-        segment = self._segments.get(segment_id)
-        if segment is None:
-            path = os.path.join(self._directory, f"{self._name}.{segment_id * self._segment_interval}")
-            segment = RocksDBDatabase(self._name, path)
-            self._segments[segment_id] = segment
-        return segment
-
-    def _min_live(self) -> int:
-        return self._observed_stream_time - self._retention_ms + 1
-
     def fetch(self, key: bytes, window_start: int) -> bytes | None:
-        if window_start < self._min_live():
-            return None
-        segment = self._segments.get(window_start // self._segment_interval)
+        segment = self._segments.for_read(window_start)
         if segment is None:
             return None
         if not self._retain_duplicates:
@@ -213,10 +158,10 @@ class RocksDBWindowStore(WindowStore[bytes, bytes]):
         return None
 
     def fetch_range(self, key: bytes, time_from: int, time_to: int) -> Iterator[tuple[int, bytes]]:
-        time_from = max(time_from, self._min_live())
+        time_from = max(time_from, self._segments.min_live())
         if time_from > time_to:
             return
-        for segment in self._segments_between(time_from, time_to):
+        for segment in self._segments.between(time_from, time_to):
             yield from self._scan_key(segment, key, time_from, time_to)
 
     def _scan_key(
@@ -245,20 +190,15 @@ class RocksDBWindowStore(WindowStore[bytes, bytes]):
 
     def fetch_all(self, time_from: int, time_to: int) -> Iterator[tuple[WindowedKey[bytes], bytes]]:
         """Every window with time_from <= start <= time_to: segment by segment, in key byte order."""
-        time_from = max(time_from, self._min_live())
+        time_from = max(time_from, self._segments.min_live())
         if time_from > time_to:
             return
         size = self._window_size_ms
-        for segment in self._segments_between(time_from, time_to):
+        for segment in self._segments.between(time_from, time_to):
             for store_key, value in segment.scan(None, None):
                 key, start = self._split(store_key)
                 if time_from <= start <= time_to:
                     yield WindowedKey(key, start, start + size), value
 
     def all(self) -> Iterator[tuple[WindowedKey[bytes], bytes]]:
-        return self.fetch_all(self._min_live(), 2**63 - 1)
-
-    def _segments_between(self, time_from: int, time_to: int) -> list[RocksDBDatabase]:
-        first = time_from // self._segment_interval
-        last = time_to // self._segment_interval
-        return [self._segments[i] for i in sorted(self._segments) if first <= i <= last]
+        return self.fetch_all(self._segments.min_live(), 2**63 - 1)

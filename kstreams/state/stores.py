@@ -22,7 +22,8 @@ from kstreams.state.changelogging import ChangeLoggingKeyValueStore, ChangeLoggi
 from kstreams.state.in_memory import InMemoryKeyValueStore, InMemoryWindowStore
 from kstreams.state.metered import MeteredKeyValueStore, MeteredWindowStore
 from kstreams.state.rocksdb import RocksDBKeyValueStore
-from kstreams.state.rocksdb_window import RocksDBWindowStore, default_segment_interval
+from kstreams.state.rocksdb_window import RocksDBWindowStore
+from kstreams.state.segments import default_segment_interval
 from kstreams.state.store import KeyValueStore, StoreBuilder, WindowStore
 
 __all__ = [

@@ -1,0 +1,113 @@
+"""Time segments of a persistent windowed store: one RocksDB database per span of time.
+
+Records are grouped by a timestamp (a window's start, a session's end) into segments of
+``segment_interval_ms``; segment ``i`` covers ``[i * interval, (i + 1) * interval)`` and lives in
+``<store directory>/<store>.<i * interval>``, Kafka's naming. Stream time is the largest timestamp
+written; once a segment ends more than the retention before it, the whole segment is closed and
+deleted, so expiry costs one directory removal rather than a scan. Writes older than the retention
+are refused, and readers ask ``min_live()`` for the oldest timestamp they may return.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from kstreams.errors import ProcessorStateException
+from kstreams.state.rocksdb import RocksDBDatabase
+
+__all__ = ["NO_TIMESTAMP", "Segments", "default_segment_interval"]
+
+logger = logging.getLogger(__name__)
+
+NO_TIMESTAMP = -1
+
+
+def default_segment_interval(retention_ms: int) -> int:
+    """Kafka's default segment interval: half the retention, at least one minute."""
+    return max(retention_ms // 2, 60_000)
+
+
+class Segments:
+    """The open segments of one store, and its observed stream time."""
+
+    def __init__(self, store_name: str, retention_ms: int, segment_interval_ms: int) -> None:
+        self.store_name = store_name
+        self.retention_ms = retention_ms
+        self.interval = segment_interval_ms
+        self.observed_stream_time = NO_TIMESTAMP
+        self._segments: dict[int, RocksDBDatabase] = {}
+        self._directory: str | None = None
+
+    @property
+    def is_open(self) -> bool:
+        return self._directory is not None
+
+    def open(self, directory: str) -> None:
+        """Open the segments already in ``directory`` (created if missing)."""
+        os.makedirs(directory, exist_ok=True)
+        self._directory = directory
+        prefix = self.store_name + "."
+        for entry in sorted(os.listdir(directory)):
+            if not entry.startswith(prefix):
+                continue
+            try:
+                segment_start = int(entry[len(prefix) :])
+            except ValueError:
+                logger.warning(
+                    "Store %s: ignoring %s, which is not a segment directory.", self.store_name, entry
+                )
+                continue
+            path = os.path.join(directory, entry)
+            self._segments[segment_start // self.interval] = RocksDBDatabase(self.store_name, path)
+
+    def ids(self) -> list[int]:
+        """The ids of the open segments, ascending."""
+        return sorted(self._segments)
+
+    def min_live(self) -> int:
+        """The oldest timestamp still within the retention."""
+        return self.observed_stream_time - self.retention_ms + 1
+
+    def for_write(self, timestamp: int) -> RocksDBDatabase | None:
+        """The segment a record of this timestamp goes to (created when missing), or None when the
+        timestamp is already past the retention. Advances stream time and drops expired segments."""
+        if self._directory is None:
+            raise ProcessorStateException(f"Store {self.store_name} is not open; init() it first.")
+        self.observed_stream_time = max(self.observed_stream_time, timestamp)
+        min_live_segment = (self.observed_stream_time - self.retention_ms) // self.interval
+        for segment_id in [i for i in self._segments if i < min_live_segment]:
+            logger.debug("Store %s: dropping expired segment %d.", self.store_name, segment_id)
+            self._segments.pop(segment_id).destroy()
+        if timestamp < self.min_live():
+            return None
+        segment_id = timestamp // self.interval
+        segment = self._segments.get(segment_id)
+        if segment is None:
+            path = os.path.join(self._directory, f"{self.store_name}.{segment_id * self.interval}")
+            segment = RocksDBDatabase(self.store_name, path)
+            self._segments[segment_id] = segment
+        return segment
+
+    def for_read(self, timestamp: int) -> RocksDBDatabase | None:
+        """The segment holding this timestamp, if it is open and within the retention."""
+        if timestamp < self.min_live():
+            return None
+        return self._segments.get(timestamp // self.interval)
+
+    def between(self, time_from: int, time_to: int) -> list[RocksDBDatabase]:
+        """The open segments overlapping [time_from, time_to], oldest first."""
+        first = time_from // self.interval
+        last = time_to // self.interval
+        return [self._segments[i] for i in sorted(self._segments) if first <= i <= last]
+
+    def flush(self) -> None:
+        for segment in self._segments.values():
+            segment.write_pending()
+
+    def close(self) -> None:
+        segments = list(self._segments.values())
+        self._segments.clear()
+        self._directory = None
+        for segment in segments:
+            segment.close()
