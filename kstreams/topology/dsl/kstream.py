@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from kstreams.topology.dsl import naming
 from kstreams.topology.dsl.internal_builder import InternalStreamsBuilder
-from kstreams.topology.dsl.materialize import window_store_builder
 from kstreams.topology.dsl.parameters import (
     Grouped,
     Joined,
@@ -35,13 +34,6 @@ from kstreams.topology.dsl.processors.stateless import (
     PassThroughSupplier,
     PeekSupplier,
     SelectKeySupplier,
-)
-from kstreams.topology.dsl.processors.stream_join import (
-    JoinSideKeySerde,
-    JoinSideValueSerde,
-    JoinTimeTrackers,
-    JoinWindowSupplier,
-    StreamStreamJoinSupplier,
 )
 from kstreams.topology.dsl.processors.stream_table_join import StreamTableJoinSupplier
 from kstreams.topology.dsl.windows import JoinWindows
@@ -398,8 +390,10 @@ class KStream:
                 )
             if joined is not None and not isinstance(joined, StreamJoined):
                 raise TypeError(f"A stream-stream join takes a StreamJoined, got {joined!r}.")
-            return self._stream_stream_join(
-                other, joiner, windows, joined or StreamJoined(), left_outer, right_outer
+            from kstreams.topology.dsl.stream_joins import stream_stream_join
+
+            return stream_stream_join(
+                self, other, joiner, windows, joined or StreamJoined(), left_outer, right_outer
             )
         raise TypeError(f"A KStream joins a KStream or a KTable, got {other!r}.")
 
@@ -419,114 +413,3 @@ class KStream:
         self._builder.copartition(sources)
         key_serde = joined.key_serde if joined.key_serde is not None else stream._key_serde
         return KStream(self._builder, name, key_serde, None, False, sources)
-
-    def _stream_stream_join(
-        self,
-        other: KStream,
-        joiner: Callable[[Any, Any], Any],
-        windows: JoinWindows,
-        joined: StreamJoined,
-        left_outer: bool,
-        right_outer: bool,
-    ) -> KStream:
-        builder = self._builder
-        this: KStream = self
-        if this._repartition_required:
-            prefix = f"{joined.name}-left" if joined.name else this._name
-            this = this._repartition_for_join(prefix, joined.key_serde, joined.value_serde)
-        if other._repartition_required:
-            prefix = f"{joined.name}-right" if joined.name else other._name
-            other = other._repartition_for_join(prefix, joined.key_serde, joined.other_value_serde)
-        sources = this._source_nodes | other._source_nodes
-        builder.copartition(sources)
-
-        base = joined.name
-        this_windowed = f"{base}-this-windowed" if base else builder.new_processor_name(naming.WINDOWED)
-        other_windowed = f"{base}-other-windowed" if base else builder.new_processor_name(naming.WINDOWED)
-        this_prefix = naming.OUTERTHIS if right_outer else naming.JOINTHIS
-        this_generated = builder.new_processor_name(this_prefix)
-        other_generated = builder.new_processor_name(naming.OUTEROTHER if left_outer else naming.JOINOTHER)
-        this_suffix = "-outer-this-join" if right_outer else "-this-join"
-        other_suffix = "-outer-other-join" if left_outer else "-other-join"
-        join_this = f"{base}{this_suffix}" if base else this_generated
-        join_other = f"{base}{other_suffix}" if base else other_generated
-        merge = f"{base}-merge" if base else builder.new_processor_name(naming.MERGE)
-
-        key_serde = joined.key_serde if joined.key_serde is not None else this._key_serde
-        this_value_serde = joined.value_serde if joined.value_serde is not None else this._value_serde
-        other_value_serde = (
-            joined.other_value_serde if joined.other_value_serde is not None else other._value_serde
-        )
-        retention_ms = windows.size() + windows.grace_ms
-        store_options: dict[str, Any] = {
-            "store_type": joined.store_type,
-            "logging_enabled": joined.logging_enabled,
-            "log_config": joined.log_config,
-        }
-        this_store = (f"{joined.store_name}{this_suffix}" if joined.store_name else this_generated) + "-store"
-        other_store = (
-            f"{joined.store_name}{other_suffix}" if joined.store_name else other_generated
-        ) + "-store"
-        this_store_builder = window_store_builder(
-            this_store,
-            retention_ms,
-            windows.size(),
-            key_serde,
-            this_value_serde,
-            retain_duplicates=True,
-            **store_options,
-        )
-        other_store_builder = window_store_builder(
-            other_store,
-            retention_ms,
-            windows.size(),
-            key_serde,
-            other_value_serde,
-            retain_duplicates=True,
-            **store_options,
-        )
-        outer_store: str | None = None
-        outer_serdes: tuple[Any, ...] = ()
-        outer_store_builder = None
-        if left_outer and windows.spurious_result_fix:
-            outer_suffix = "-outer-shared-join" if right_outer else "-left-shared-join"
-            if joined.store_name:
-                outer_store = f"{joined.store_name}{outer_suffix}-store"
-            else:
-                outer_store = f"{naming.OUTERSHARED}{this_generated[len(this_prefix) :]}-store"
-            outer_serdes = (
-                JoinSideKeySerde(key_serde),
-                JoinSideValueSerde(this_value_serde, other_value_serde),
-            )
-            outer_store_builder = window_store_builder(
-                outer_store, retention_ms, windows.size(), outer_serdes[0], outer_serdes[1], **store_options
-            )
-
-        trackers = JoinTimeTrackers()
-        common: dict[str, Any] = {
-            "before_ms": windows.before_ms,
-            "after_ms": windows.after_ms,
-            "grace_ms": windows.grace_ms,
-            "joiner": joiner,
-            "outer_store_name": outer_store,
-            "time_trackers": trackers,
-            "outer_serdes": outer_serdes,
-        }
-        builder.add_processor(this_windowed, JoinWindowSupplier(this_store), this._name)
-        builder.add_processor(other_windowed, JoinWindowSupplier(other_store), other._name)
-        builder.add_processor(
-            join_this,
-            StreamStreamJoinSupplier(True, other_store, outer=left_outer, **common),
-            this_windowed,
-        )
-        builder.add_processor(
-            join_other,
-            StreamStreamJoinSupplier(False, this_store, outer=right_outer, **common),
-            other_windowed,
-        )
-        builder.add_processor(merge, PassThroughSupplier(), join_this, join_other)
-        builder.add_store(this_store_builder, this_windowed, join_other)
-        builder.add_store(other_store_builder, other_windowed, join_this)
-        if outer_store_builder is not None:
-            builder.add_store(outer_store_builder, join_this, join_other)
-        return KStream(builder, merge, key_serde, None, False, sources)

@@ -1,0 +1,146 @@
+"""Wiring a KStream-KStream windowed join into the topology (Kafka's KStreamImplJoin).
+
+Each side gets a "windowed" processor that keeps its records in a window store, and a join
+processor that looks the other side's store up; a pass-through merges both sides' results. Left
+and outer joins add a shared store for records waiting for their window to close. Names follow
+Kafka: ``KSTREAM-WINDOWED-``, ``KSTREAM-JOINTHIS-``/``KSTREAM-OUTERTHIS-``,
+``KSTREAM-JOINOTHER-``/``KSTREAM-OUTEROTHER-``, ``KSTREAM-MERGE-``, stores
+``<join processor>-store`` and ``KSTREAM-OUTERSHARED-<n>-store``; ``StreamJoined.with_name`` and
+``with_store_name`` replace them with "<name>-this-join", "<store name>-this-join-store", etc.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from kstreams.topology.dsl import naming
+from kstreams.topology.dsl.kstream import KStream
+from kstreams.topology.dsl.materialize import window_store_builder
+from kstreams.topology.dsl.parameters import StreamJoined
+from kstreams.topology.dsl.processors.stateless import PassThroughSupplier
+from kstreams.topology.dsl.processors.stream_join import (
+    JoinSideKeySerde,
+    JoinSideValueSerde,
+    JoinTimeTrackers,
+    JoinWindowSupplier,
+    StreamStreamJoinSupplier,
+)
+from kstreams.topology.dsl.windows import JoinWindows
+
+__all__ = ["stream_stream_join"]
+
+logger = logging.getLogger(__name__)
+
+
+def stream_stream_join(
+    this: KStream,
+    other: KStream,
+    joiner: Callable[[Any, Any], Any],
+    windows: JoinWindows,
+    joined: StreamJoined,
+    left_outer: bool,
+    right_outer: bool,
+) -> KStream:
+    """Join ``this`` with ``other`` within ``windows``; repartitions either side whose key may
+    have changed (topics "<name>-left-repartition"/"<name>-right-repartition" with a
+    ``StreamJoined`` name, else named after the side's processor)."""
+    builder = this._builder
+    if this._repartition_required:
+        prefix = f"{joined.name}-left" if joined.name else this._name
+        this = this._repartition_for_join(prefix, joined.key_serde, joined.value_serde)
+    if other._repartition_required:
+        prefix = f"{joined.name}-right" if joined.name else other._name
+        other = other._repartition_for_join(prefix, joined.key_serde, joined.other_value_serde)
+    sources = this._source_nodes | other._source_nodes
+    builder.copartition(sources)
+
+    base = joined.name
+    this_windowed = f"{base}-this-windowed" if base else builder.new_processor_name(naming.WINDOWED)
+    other_windowed = f"{base}-other-windowed" if base else builder.new_processor_name(naming.WINDOWED)
+    this_prefix = naming.OUTERTHIS if right_outer else naming.JOINTHIS
+    this_generated = builder.new_processor_name(this_prefix)
+    other_generated = builder.new_processor_name(naming.OUTEROTHER if left_outer else naming.JOINOTHER)
+    this_suffix = "-outer-this-join" if right_outer else "-this-join"
+    other_suffix = "-outer-other-join" if left_outer else "-other-join"
+    join_this = f"{base}{this_suffix}" if base else this_generated
+    join_other = f"{base}{other_suffix}" if base else other_generated
+    merge = f"{base}-merge" if base else builder.new_processor_name(naming.MERGE)
+
+    key_serde = joined.key_serde if joined.key_serde is not None else this._key_serde
+    this_value_serde = joined.value_serde if joined.value_serde is not None else this._value_serde
+    other_value_serde = (
+        joined.other_value_serde if joined.other_value_serde is not None else other._value_serde
+    )
+    retention_ms = windows.size() + windows.grace_ms
+    store_options: dict[str, Any] = {
+        "store_type": joined.store_type,
+        "logging_enabled": joined.logging_enabled,
+        "log_config": joined.log_config,
+    }
+    this_store = (f"{joined.store_name}{this_suffix}" if joined.store_name else this_generated) + "-store"
+    other_store = (f"{joined.store_name}{other_suffix}" if joined.store_name else other_generated) + "-store"
+    this_store_builder = window_store_builder(
+        this_store,
+        retention_ms,
+        windows.size(),
+        key_serde,
+        this_value_serde,
+        retain_duplicates=True,
+        **store_options,
+    )
+    other_store_builder = window_store_builder(
+        other_store,
+        retention_ms,
+        windows.size(),
+        key_serde,
+        other_value_serde,
+        retain_duplicates=True,
+        **store_options,
+    )
+    outer_store: str | None = None
+    outer_serdes: tuple[Any, ...] = ()
+    outer_store_builder = None
+    if left_outer and windows.spurious_result_fix:
+        outer_suffix = "-outer-shared-join" if right_outer else "-left-shared-join"
+        if joined.store_name:
+            outer_store = f"{joined.store_name}{outer_suffix}-store"
+        else:
+            outer_store = f"{naming.OUTERSHARED}{this_generated[len(this_prefix) :]}-store"
+        outer_serdes = (
+            JoinSideKeySerde(key_serde),
+            JoinSideValueSerde(this_value_serde, other_value_serde),
+        )
+        outer_store_builder = window_store_builder(
+            outer_store, retention_ms, windows.size(), outer_serdes[0], outer_serdes[1], **store_options
+        )
+
+    trackers = JoinTimeTrackers()
+    common: dict[str, Any] = {
+        "before_ms": windows.before_ms,
+        "after_ms": windows.after_ms,
+        "grace_ms": windows.grace_ms,
+        "joiner": joiner,
+        "outer_store_name": outer_store,
+        "time_trackers": trackers,
+        "outer_serdes": outer_serdes,
+    }
+    builder.add_processor(this_windowed, JoinWindowSupplier(this_store), this._name)
+    builder.add_processor(other_windowed, JoinWindowSupplier(other_store), other._name)
+    builder.add_processor(
+        join_this,
+        StreamStreamJoinSupplier(True, other_store, outer=left_outer, **common),
+        this_windowed,
+    )
+    builder.add_processor(
+        join_other,
+        StreamStreamJoinSupplier(False, this_store, outer=right_outer, **common),
+        other_windowed,
+    )
+    builder.add_processor(merge, PassThroughSupplier(), join_this, join_other)
+    builder.add_store(this_store_builder, this_windowed, join_other)
+    builder.add_store(other_store_builder, other_windowed, join_this)
+    if outer_store_builder is not None:
+        builder.add_store(outer_store_builder, join_this, join_other)
+    return KStream(builder, merge, key_serde, None, False, sources)
