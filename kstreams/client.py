@@ -267,7 +267,11 @@ class KafkaStreams:
         self._restore_consumer = cluster.consumer(None, restore_config)
         self._producer = cluster.producer(producer_config)
 
-        self.internal_topics.setup_for_rebalance()
+        if config["internal.topics.setup"] != "manual":
+            # Create the internal topics before subscribing, so the first assignment covers them. In
+            # manual mode nothing is created: the first assignment checks them and a missing or
+            # misconfigured one reaches the uncaught exception handler.
+            self.internal_topics.setup_for_rebalance()
         self._partition_counts: dict[str, int] = {}
         self._scheduler = TaskScheduler()
         self._collector = RecordCollector()

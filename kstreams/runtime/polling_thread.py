@@ -107,6 +107,7 @@ class PollingThread(threading.Thread):
         self.rebalance_seen = False
         self._followup_at: float | None = None
         self._abandoned = False
+        self._deferred: set[TopicPartition] = set()  # assigned, but their task cannot run yet
         tags = {"thread-id": name}
         self.poll_sensor = metrics.sensor("poll", "stream-thread-metrics", tags)
         self.poll_records = metrics.sensor("poll-records", "stream-thread-metrics", tags, total=False,
@@ -287,6 +288,7 @@ class PollingThread(threading.Thread):
         finally:
             self._scheduler.resume_all()
         self._paused.difference_update(partitions)
+        self._deferred.difference_update(partitions)
         self.committer.forget(partitions)
 
     def on_lost(self, partitions: list[TopicPartition]) -> None:
@@ -296,6 +298,7 @@ class PollingThread(threading.Thread):
             if entry is not None:
                 self.close_dirty(entry)
         self._paused.difference_update(partitions)
+        self._deferred.difference_update(partitions)
         self.committer.forget(partitions)
 
     def on_assigned(self, partitions: list[TopicPartition]) -> None:
@@ -303,11 +306,27 @@ class PollingThread(threading.Thread):
         result = self._hooks.on_assignment()
         if getattr(result, "followup_rebalance", False):
             self._followup_at = time.monotonic() + float(result.followup_delay_s)
-        for task_id, tps in self._tasks.tasks_for_partitions(partitions).items():
+        # While autoscaling expands a subtopology's internal topics, only the tasks whose changelog
+        # and repartition partitions exist may run; the others wait (paused) for a later assignment.
+        runnable: dict[int, int] = getattr(result, "task_counts", None) or {}
+        previously_deferred = set(self._deferred)
+        candidates = sorted(set(partitions) | previously_deferred)
+        self._deferred.clear()
+        for task_id, tps in self._tasks.tasks_for_partitions(candidates).items():
             if self._tasks.entry(task_id) is not None:
+                continue
+            if task_id.partition >= runnable.get(task_id.subtopology, task_id.partition + 1):
+                self._deferred.update(tps)
                 continue
             entry = self._tasks.create(task_id, tps)
             self._state_manager.add(entry)
+        if self._deferred:
+            logger.info("Deferring partitions %s until their internal topics are expanded",
+                        sorted(str(tp) for tp in self._deferred))
+            self._consumer.pause(sorted(self._deferred))
+        ready = sorted(previously_deferred - self._deferred)
+        if ready:
+            self._consumer.resume(ready)
 
     def on_assignment_error(self, code: int) -> None:
         if code != ERROR_NONE:

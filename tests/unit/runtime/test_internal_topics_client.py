@@ -11,6 +11,7 @@ import pytest
 
 from kstreams import InitParameters, KafkaStreams, StreamsBuilder
 from kstreams.cluster import EmbeddedCluster
+from kstreams.client import StreamsUncaughtExceptionResponse
 from kstreams.errors import InternalTopicsAlreadySetupException, MissingInternalTopicsException
 
 SERDES = {"default.key.serde": "bytes", "default.value.serde": "bytes"}
@@ -90,9 +91,15 @@ def test_manual_setup_without_init_does_not_create_internal_topics(
     config = {"application.id": app_id, "internal.topics.setup": "manual", **SERDES}
     streams = KafkaStreams(counting_topology(), config, cluster=cluster)
     clients.append(streams)
-    with pytest.raises(MissingInternalTopicsException) as info:
-        streams.start()
-    assert len(info.value.topics) == 2
+    errors: list[BaseException] = []
+    streams.set_uncaught_exception_handler(
+        lambda exc: errors.append(exc) or StreamsUncaughtExceptionResponse.SHUTDOWN_CLIENT
+    )
+    streams.start()
+    assert streams.wait_for_state(KafkaStreams.State.ERROR, timeout=15.0)
+    [error] = errors
+    assert isinstance(error, MissingInternalTopicsException)
+    assert len(error.topics) == 2
     assert internal_partitions(cluster, app_id) == {}
 
 
