@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from kstreams import InitParameters, KafkaStreams, StreamsBuilder
-from kstreams.cluster import EmbeddedCluster
 from kstreams.client import StreamsUncaughtExceptionResponse
+from kstreams.cluster import EmbeddedCluster
 from kstreams.errors import InternalTopicsAlreadySetupException, MissingInternalTopicsException
 
 SERDES = {"default.key.serde": "bytes", "default.value.serde": "bytes"}
