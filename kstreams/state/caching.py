@@ -320,6 +320,8 @@ class CachingWindowStore(_Caching, WindowStore[bytes, bytes]):
     def fetch_range(self, key: bytes, time_from: int, time_to: int) -> Iterator[tuple[int, bytes]]:
         stored = self.wrapped.fetch_range(key, time_from, time_to)
         cache = self._cache()
+        # Window starts are never negative; a negative bound would sort above the positive ones.
+        time_from = max(time_from, 0)
         if cache is None or time_from > time_to:
             return stored
         expected = len(key) + TIMESTAMP_SIZE

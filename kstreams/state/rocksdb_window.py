@@ -158,7 +158,9 @@ class RocksDBWindowStore(WindowStore[bytes, bytes]):
         return None
 
     def fetch_range(self, key: bytes, time_from: int, time_to: int) -> Iterator[tuple[int, bytes]]:
-        time_from = max(time_from, self._segments.min_live())
+        # Window starts are never negative (as in Kafka), and a negative bound would not sort
+        # below the positive ones in the keys' signed big-endian bytes: clamp it to 0.
+        time_from = max(time_from, self._segments.min_live(), 0)
         if time_from > time_to:
             return
         for segment in self._segments.between(time_from, time_to):

@@ -172,6 +172,7 @@ def test_window_cache_merges_and_forwards_windowed_keys(window_store: Any) -> No
     assert store.fetch(b"k", 100) == b"2"
     assert inner.fetch(b"k", 100) == b"1"
     assert list(store.fetch_range(b"k", 0, 1000)) == [(100, b"2"), (200, b"3")]
+    assert list(store.fetch_range(b"k", -500, 150)) == [(100, b"2")]
     assert list(store.fetch_all(0, 1000)) == [
         (WindowedKey(b"k", 100, 200), b"2"),
         (WindowedKey(b"k\x00", 150, 250), b"other"),

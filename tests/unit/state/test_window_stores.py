@@ -70,6 +70,14 @@ def test_fetch_range_returns_one_keys_windows_ascending(make_store: Factory) -> 
     assert list(store.fetch_range(b"k", 500, 600)) == []
 
 
+def test_fetch_range_from_a_negative_time_finds_early_windows(make_store: Factory) -> None:
+    store = make_store()
+    store.put(b"k", b"0", 0)
+    store.put(b"k", b"50", 50)
+    assert list(store.fetch_range(b"k", -100, 60)) == [(0, b"0"), (50, b"50")]
+    assert list(store.fetch_range(b"k", -100, -1)) == []
+
+
 def test_fetch_all_and_all_return_windowed_keys(make_store: Factory) -> None:
     store = make_store(window_size_ms=50)
     store.put(b"a", b"1", 100)
