@@ -23,6 +23,9 @@ from kstreams.cluster.port import (
 
 # Group joins and rebalances on a real broker take up to a few seconds.
 WAIT = 30.0
+# Record timestamps near now: noida-db deletes records older than the topic's retention.ms (7 days
+# by default) within seconds, even from the active segment, where Kafka keeps them.
+NOW = int(time.time() * 1000)
 
 
 class RecordingListener:
@@ -131,21 +134,21 @@ def test_produce_and_read_round_trip(cluster, app_id):
     cluster.create_topic(name, partitions=3)
     keys = [f"key-{i}".encode() for i in range(12)]
     for i, key in enumerate(keys):
-        cluster.produce(name, key, f"value-{i}".encode(), timestamp=1_000 + i, headers=[("h", b"x")])
-    cluster.produce(name, None, None, timestamp=5_000, partition=1)
+        cluster.produce(name, key, f"value-{i}".encode(), timestamp=NOW + i, headers=[("h", b"x")])
+    cluster.produce(name, None, None, timestamp=NOW + 50, partition=1)
 
     records = cluster.read(name)
     assert len(records) == 13
     assert [(r.partition, r.offset) for r in records] == sorted((r.partition, r.offset) for r in records)
     for record in records:
         if record.key is None:
-            assert (record.partition, record.value, record.timestamp) == (1, None, 5_000)
+            assert (record.partition, record.value, record.timestamp) == (1, None, NOW + 50)
             continue
         i = keys.index(record.key)
         # Kafka's default partitioner: murmur2 of the key.
         assert record.partition == default_partition(record.key, 3)
         assert record.value == f"value-{i}".encode()
-        assert record.timestamp == 1_000 + i
+        assert record.timestamp == NOW + i
         assert record.headers == [("h", b"x")]
 
 
@@ -153,16 +156,16 @@ def test_producer_sends_a_batch_to_one_partition(cluster, app_id):
     name = f"{app_id}-send"
     cluster.create_topic(name, partitions=2)
     producer = cluster.producer()
-    batch = RecordBatch.from_columns([b"a", b"b", None], [b"1", None, b"3"], [10, 20, 30], 0)
+    batch = RecordBatch.from_columns([b"a", b"b", None], [b"1", None, b"3"], [NOW, NOW + 1, NOW + 2], 0)
     producer.send(name, 1, batch)
     producer.flush()
     producer.close()
 
     records = cluster.read(name)
     assert [(r.partition, r.offset, r.key, r.value, r.timestamp) for r in records] == [
-        (1, 0, b"a", b"1", 10),
-        (1, 1, b"b", None, 20),
-        (1, 2, None, b"3", 30),
+        (1, 0, b"a", b"1", NOW),
+        (1, 1, b"b", None, NOW + 1),
+        (1, 2, None, b"3", NOW + 2),
     ]
 
 
@@ -181,7 +184,7 @@ def test_list_offsets_and_delete_records(cluster, app_id):
     name = f"{app_id}-offsets"
     cluster.create_topic(name, partitions=2)
     for i in range(5):
-        cluster.produce(name, None, b"v", partition=0, timestamp=i)
+        cluster.produce(name, None, b"v", partition=0, timestamp=NOW + i)
     admin = cluster.admin()
     tp0, tp1 = partitions(name, 2)
     assert admin.list_offsets([tp0, tp1]) == {tp0: (0, 5), tp1: (0, 0)}
@@ -198,8 +201,8 @@ def test_manually_assigned_consumer_polls_seeks_and_pauses(cluster, app_id):
     name = f"{app_id}-manual"
     cluster.create_topic(name, partitions=2)
     for i in range(4):
-        cluster.produce(name, None, f"p0-{i}".encode(), partition=0, timestamp=i)
-        cluster.produce(name, None, f"p1-{i}".encode(), partition=1, timestamp=i)
+        cluster.produce(name, None, f"p0-{i}".encode(), partition=0, timestamp=NOW + i)
+        cluster.produce(name, None, f"p1-{i}".encode(), partition=1, timestamp=NOW + i)
     tp0, tp1 = partitions(name, 2)
     consumer = cluster.consumer(None, {"auto.offset.reset": "earliest"})
     try:
@@ -373,17 +376,17 @@ def test_transactions_commit_is_visible_and_abort_is_not_to_read_committed(clust
     try:
         producer.init_transactions()
         producer.begin_transaction()
-        producer.send(name, 0, RecordBatch.from_columns([b"k"], [b"committed"], [1], 0))
+        producer.send(name, 0, RecordBatch.from_columns([b"k"], [b"committed"], [NOW], 0))
         producer.send_offsets_to_transaction({TopicPartition(source, 0): 42}, group)
         producer.commit_transaction()
 
         producer.begin_transaction()
-        producer.send(name, 0, RecordBatch.from_columns([b"k"], [b"aborted"], [2], 0))
+        producer.send(name, 0, RecordBatch.from_columns([b"k"], [b"aborted"], [NOW], 0))
         producer.flush()
         producer.abort_transaction()
 
         producer.begin_transaction()
-        producer.send(name, 0, RecordBatch.from_columns([b"k"], [b"open"], [3], 0))
+        producer.send(name, 0, RecordBatch.from_columns([b"k"], [b"open"], [NOW], 0))
         producer.flush()
         # The open transaction is invisible to read_committed, visible to read_uncommitted.
         assert [r.value for r in cluster.read(name, "read_committed")] == [b"committed"]
@@ -411,10 +414,10 @@ def test_a_newer_transactional_producer_fences_the_older_one(cluster, app_id):
         new.init_transactions()
         with pytest.raises(ProducerFencedError):
             old.begin_transaction()
-            old.send(name, 0, RecordBatch.from_columns([b"k"], [b"zombie"], [1], 0))
+            old.send(name, 0, RecordBatch.from_columns([b"k"], [b"zombie"], [NOW], 0))
             old.commit_transaction()
         new.begin_transaction()
-        new.send(name, 0, RecordBatch.from_columns([b"k"], [b"live"], [2], 0))
+        new.send(name, 0, RecordBatch.from_columns([b"k"], [b"live"], [NOW], 0))
         new.commit_transaction()
         assert [r.value for r in cluster.read(name)] == [b"live"]
     finally:
@@ -430,10 +433,10 @@ def test_read_committed_position_moves_past_transaction_markers(cluster, app_id)
     try:
         producer.init_transactions()
         producer.begin_transaction()
-        producer.send(name, 0, RecordBatch.from_columns([b"a", b"b"], [b"1", b"2"], [1, 2], 0))
+        producer.send(name, 0, RecordBatch.from_columns([b"a", b"b"], [b"1", b"2"], [NOW, NOW], 0))
         producer.commit_transaction()
         producer.begin_transaction()
-        producer.send(name, 0, RecordBatch.from_columns([b"c"], [b"3"], [3], 0))
+        producer.send(name, 0, RecordBatch.from_columns([b"c"], [b"3"], [NOW], 0))
         producer.flush()
         producer.abort_transaction()
     finally:

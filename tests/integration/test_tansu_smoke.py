@@ -36,7 +36,7 @@ def test_produce_and_consume_round_trip_on_tansu(tansu_cluster, app_id):
     assert tansu_cluster.topics()[name].partitions == 2
     sent = {(f"k{i}".encode(), f"v{i}".encode()) for i in range(10)}
     for key, value in sorted(sent):
-        tansu_cluster.produce(name, key, value, timestamp=1_000)
+        tansu_cluster.produce(name, key, value)
 
     consumer = tansu_cluster.consumer(f"{app_id}-group", {"auto.offset.reset": "earliest"})
     listener = Listener()
