@@ -2,8 +2,8 @@
 
 The suppliers say what they compute (``kind`` is "count", "reduce" or "aggregate", with the store
 name, serdes and window spec as attributes), so a compiler of DSL kernels can recognise, say, a
-windowed count with a string key serde and replace the Python processor. Records with a null key
-or a null value are skipped, as in Kafka Streams.
+windowed count with a string key serde and replace the Python processor. As in Kafka Streams,
+records with a null key are skipped, and so are null values except in windowed aggregations.
 """
 
 from __future__ import annotations
@@ -148,9 +148,10 @@ class _WindowedAggregate(Processor[Any, Any, Any, Any]):
         raise TypeError(f"Window store {self.spec.store_name} flushed a non-windowed key {key!r}.")
 
     def process(self, record: Record[Any, Any]) -> None:
-        if record.key is None or record.value is None:
+        # Kafka's windowed aggregation skips only null keys (a null value still counts).
+        if record.key is None:
             logger.debug(
-                "Skipping a record with a null key or value in the windowed %s into store %s.",
+                "Skipping a record with a null key in the windowed %s into store %s.",
                 self.spec.kind,
                 self.spec.store_name,
             )

@@ -297,3 +297,11 @@ def test_windowed_store_retention_defaults_to_size_plus_grace_and_can_be_raised(
         grouped.windowed_by(TimeWindows.of_size_and_grace(100, 20)).count(
             Materialized.as_("c").with_retention(50)
         )
+
+
+def test_windowed_count_skips_null_keys_but_counts_null_values(drive):
+    driver = drive(_windowed_count(TimeWindows.of_size_with_no_grace(100)).build())
+    source = driver.create_input_topic("in", S, S)
+    source.pipe_input(None, "v", timestamp=1)
+    source.pipe_input("a", None, timestamp=2)
+    assert driver.create_output_topic("out", S, L).read_key_values_to_list() == [("a@0-100", 1)]
