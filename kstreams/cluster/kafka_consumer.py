@@ -410,6 +410,7 @@ class KafkaConsumer:
                 continue
             columns.setdefault(tp, []).append(message)
         for tp, offset in dropped.items():
+            self._start[tp] = offset
             self._seek_now(tp, offset)
         result = []
         for tp, run in columns.items():
