@@ -10,20 +10,28 @@ import importlib
 from typing import Any
 
 __all__ = [
+    "Branched",
     "Consumed",
     "Grouped",
     "InitParameters",
     "JoinWindows",
+    "Joined",
     "KafkaStreams",
     "KeyValue",
     "Materialized",
+    "Named",
     "Produced",
+    "Repartitioned",
     "Serdes",
+    "StateRestoreListener",
+    "Stores",
+    "StreamJoined",
     "StreamsBuilder",
     "StreamsConfig",
     "StreamsUncaughtExceptionResponse",
     "TimeWindows",
     "Topology",
+    "WindowedSerdes",
 ]
 
 __version__ = "0.1.0"
@@ -43,6 +51,14 @@ _HOMES = {
     "JoinWindows": "kstreams.topology",
     "KeyValue": "kstreams.topology",
     "Serdes": "kstreams.serdes",
+    "Stores": "kstreams.state",
+    "StateRestoreListener": "kstreams.client",
+    "Branched": "kstreams.topology",
+    "Joined": "kstreams.topology",
+    "Named": "kstreams.topology",
+    "Repartitioned": "kstreams.topology",
+    "StreamJoined": "kstreams.topology",
+    "WindowedSerdes": "kstreams.topology",
 }
 
 
