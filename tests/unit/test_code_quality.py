@@ -13,8 +13,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PUBLIC = [
     "Branched", "Consumed", "Grouped", "InitParameters", "JoinWindows", "Joined", "KafkaStreams", "KeyValue",
     "Materialized", "Named", "Produced", "Repartitioned", "Serdes", "StateRestoreListener", "StreamJoined",
-    "Stores", "StreamsBuilder", "StreamsConfig", "StreamsUncaughtExceptionResponse", "TimeWindows", "Topology",
-    "WindowedSerdes",
+    "Stores", "StreamsBuilder", "StreamsConfig", "StreamsUncaughtExceptionResponse", "TimeWindows",
+    "Topology", "WindowedSerdes",
 ]  # fmt: skip
 
 
