@@ -1,0 +1,144 @@
+"""What only the KafkaCluster does: the control topic that carries application-wide signals,
+transactional offsets with the group member's metadata, and KafkaStreams finding the cluster from
+bootstrap.servers alone."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from kstreams.client import KafkaStreams
+from kstreams.cluster.kafka import KafkaCluster
+from kstreams.cluster.kafka_control import control_topic
+from kstreams.cluster.port import ERROR_SHUTDOWN_REQUESTED, TopicPartition
+from kstreams.processor import Processor, Record
+from kstreams.serdes import Serdes
+from kstreams.topology.topology import Topology
+
+pytestmark = pytest.mark.integration
+
+WAIT = 30.0
+NOW = int(time.time() * 1000)
+
+
+class Listener:
+    def __init__(self) -> None:
+        self.owned: set[TopicPartition] = set()
+        self.codes: list[int] = []
+
+    def on_partitions_revoked(self, partitions: list[TopicPartition]) -> None:
+        self.owned.difference_update(partitions)
+
+    def on_partitions_assigned(self, partitions: list[TopicPartition]) -> None:
+        self.owned.update(partitions)
+
+    def on_partitions_lost(self, partitions: list[TopicPartition]) -> None:
+        self.owned.difference_update(partitions)
+
+    def on_assignment_error(self, code: int) -> None:
+        self.codes.append(code)
+
+
+def poll_until(consumers, done, what: str) -> None:
+    deadline = time.monotonic() + WAIT
+    while not done():
+        assert time.monotonic() < deadline, f"{what} not reached within {WAIT}s"
+        for consumer in consumers:
+            consumer.poll(0.05)
+
+
+def test_subscribing_creates_the_groups_control_topic(kafka_cluster, app_id):
+    name = f"{app_id}-in"
+    kafka_cluster.create_topic(name)
+    consumer, listener = kafka_cluster.consumer(app_id), Listener()
+    try:
+        consumer.subscribe([name], listener)
+        description = kafka_cluster.topics()[control_topic(app_id)]
+        assert description.partitions == 1
+        assert description.config.get("cleanup.policy") == "delete"
+    finally:
+        consumer.close()
+
+
+def test_a_member_that_joins_later_does_not_see_earlier_signals(kafka_cluster, app_id):
+    name = f"{app_id}-in"
+    kafka_cluster.create_topic(name, partitions=2)
+    early, early_listener = kafka_cluster.consumer(app_id), Listener()
+    late, late_listener = kafka_cluster.consumer(app_id), Listener()
+    try:
+        early.subscribe([name], early_listener)
+        early.signal_application_error(ERROR_SHUTDOWN_REQUESTED)
+        poll_until([early], lambda: bool(early_listener.codes), "the early member's signal")
+        late.subscribe([name], late_listener)
+        poll_until([early, late], lambda: len(late_listener.owned) == 1, "the late member's assignment")
+        assert late_listener.codes == []
+        assert early_listener.codes == [ERROR_SHUTDOWN_REQUESTED]
+    finally:
+        early.close()
+        late.close()
+
+
+def test_transactional_offsets_of_an_assigned_group_member_are_committed(kafka_cluster, app_id):
+    source, sink = f"{app_id}-in", f"{app_id}-out"
+    kafka_cluster.create_topic(source)
+    kafka_cluster.create_topic(sink)
+    kafka_cluster.produce(source, b"k", b"v", timestamp=NOW)
+    tp = TopicPartition(source, 0)
+    consumer, listener = kafka_cluster.consumer(app_id, {"auto.offset.reset": "earliest"}), Listener()
+    producer = kafka_cluster.producer({"transactional.id": f"{app_id}-0"})
+    try:
+        consumer.subscribe([source], listener)
+        batches: list = []
+        poll_until([], lambda: bool(batches.extend(consumer.poll(0.05)) or batches), "the input record")
+        producer.init_transactions()
+        producer.begin_transaction()
+        for _tp, batch in batches:
+            producer.send(sink, 0, batch)
+        # The producer sends the offsets with this member's generation and member id.
+        producer.send_offsets_to_transaction({tp: consumer.position(tp)}, app_id)
+        producer.commit_transaction()
+        assert consumer.committed([tp]) == {tp: 1}
+        assert [(r.key, r.value) for r in kafka_cluster.read(sink)] == [(b"k", b"v")]
+    finally:
+        producer.close()
+        consumer.close()
+
+
+class Upper(Processor):
+    def init(self, context):  # type: ignore[no-untyped-def]
+        self.context = context
+
+    def process(self, record: Record) -> None:
+        self.context.forward(record.with_value(record.value.upper()))
+
+
+def test_kafka_streams_reaches_the_broker_from_bootstrap_servers_alone(kafka_broker, app_id, tmp_path):
+    cluster = KafkaCluster(kafka_broker)
+    source, sink = f"{app_id}-in", f"{app_id}-out"
+    cluster.create_topic(source)
+    cluster.create_topic(sink)
+    for i in range(10):
+        cluster.produce(source, f"k{i}".encode(), f"v{i}".encode(), timestamp=NOW + i)
+    string = Serdes.string()
+    topology = Topology()
+    topology.add_source("src", source, key_deserializer=string, value_deserializer=string)
+    topology.add_processor("upper", Upper, "src")
+    topology.add_sink("sink", sink, "upper", key_serializer=string, value_serializer=string)
+    config = {
+        "application.id": app_id,
+        "bootstrap.servers": kafka_broker,
+        "auto.offset.reset": "earliest",
+        "state.dir": str(tmp_path),
+    }
+    streams = KafkaStreams(topology, config)
+    streams.start()
+    try:
+        deadline = time.monotonic() + WAIT
+        while len(cluster.read(sink)) < 10:
+            assert time.monotonic() < deadline, "the output did not arrive"
+            time.sleep(0.05)
+    finally:
+        assert streams.close(timeout=30)
+    assert sorted(r.value for r in cluster.read(sink)) == sorted(f"V{i}".encode() for i in range(10))
+    cluster.close()
