@@ -6,11 +6,12 @@ RocksDB). See ``store.py`` for the contracts and ``stores.py`` for building stor
 
 from __future__ import annotations
 
-from kstreams.state.query import ReadOnlyKeyValueStore, ReadOnlyWindowStore
+from kstreams.state.query import ReadOnlyKeyValueStore, ReadOnlySessionStore, ReadOnlyWindowStore
 from kstreams.state.store import (
     FlushListener,
     KeyValueStore,
     RestoreCallback,
+    SessionStore,
     StateStore,
     StateStoreContext,
     StoreBuilder,
@@ -20,6 +21,8 @@ from kstreams.state.store import (
 from kstreams.state.stores import (
     KeyValueBytesStoreSupplier,
     KeyValueStoreBuilder,
+    SessionBytesStoreSupplier,
+    SessionStoreBuilder,
     Stores,
     WindowBytesStoreSupplier,
     WindowStoreBuilder,
@@ -31,8 +34,12 @@ __all__ = [
     "KeyValueStore",
     "KeyValueStoreBuilder",
     "ReadOnlyKeyValueStore",
+    "ReadOnlySessionStore",
     "ReadOnlyWindowStore",
     "RestoreCallback",
+    "SessionBytesStoreSupplier",
+    "SessionStore",
+    "SessionStoreBuilder",
     "StateStore",
     "StateStoreContext",
     "StoreBuilder",

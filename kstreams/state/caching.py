@@ -29,11 +29,29 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from kstreams.errors import ProcessorStateException
-from kstreams.state.changelogging import ChangeLoggingKeyValueStore, ChangeLoggingWindowStore
-from kstreams.state.store import KeyValueStore, StateStore, StateStoreContext, WindowedKey, WindowStore
-from kstreams.state.window_key_schema import TIMESTAMP_SIZE, key_and_start, window_key
+from kstreams.state.changelogging import (
+    ChangeLoggingKeyValueStore,
+    ChangeLoggingSessionStore,
+    ChangeLoggingWindowStore,
+)
+from kstreams.state.store import (
+    KeyValueStore,
+    SessionStore,
+    StateStore,
+    StateStoreContext,
+    WindowedKey,
+    WindowStore,
+)
+from kstreams.state.window_key_schema import (
+    SESSION_SUFFIX,
+    TIMESTAMP_SIZE,
+    from_session_key,
+    key_and_start,
+    session_key,
+    window_key,
+)
 
-__all__ = ["CachingKeyValueStore", "CachingWindowStore", "no_cache_fill"]
+__all__ = ["CachingKeyValueStore", "CachingSessionStore", "CachingWindowStore", "no_cache_fill"]
 
 logger = logging.getLogger(__name__)
 
@@ -358,3 +376,86 @@ class CachingWindowStore(_Caching, WindowStore[bytes, bytes]):
 
     def all(self) -> Iterator[tuple[WindowedKey[bytes], bytes]]:
         return self.fetch_all(-(2**63), 2**63 - 1)
+
+
+_MAX_LONG = 2**63 - 1
+
+
+class CachingSessionStore(_Caching, SessionStore[bytes, bytes]):
+    """A record-cache layer over a session store of bytes; cache keys are ``session_key``s.
+
+    Flushed entries reach the listener as (WindowedKey[bytes] session, new, old, timestamp).
+    """
+
+    wrapped: SessionStore[bytes, bytes]
+
+    def __init__(self, wrapped: SessionStore[bytes, bytes]) -> None:
+        super().__init__(wrapped)
+        if isinstance(wrapped, ChangeLoggingSessionStore):
+            self._write: Callable[[WindowedKey[bytes], bytes | None, int], None] = wrapped.put_timestamped
+        else:
+            self._write = lambda session, value, _timestamp: wrapped.put(session, value)
+
+    @property
+    def retention_ms(self) -> int:
+        return self.wrapped.retention_ms
+
+    def _on_flush(self, entries: CacheEntries) -> None:
+        listener = self._listener
+        wrapped = self.wrapped
+        for cache_key, value, timestamp in entries:
+            key, start, end = from_session_key(cache_key)
+            session = WindowedKey(key, start, end)
+            if listener is None:
+                self._write(session, value, timestamp)
+                continue
+            old = wrapped.fetch_session(key, start, end)
+            if value is None and old is None:
+                continue
+            self._write(session, value, timestamp)
+            listener(session, value, old, timestamp)
+
+    def put(self, session: WindowedKey[bytes], aggregate: bytes | None) -> None:
+        cache_key = session_key(session.key, session.start, session.end)
+        cache = self._cache()
+        if cache is None:
+            # No cache: write through at once, still telling the listener (processors rely on it).
+            self._on_flush([(cache_key, aggregate, self._timestamp())])
+        else:
+            cache.put(self._namespace, cache_key, aggregate, self._timestamp())
+
+    def remove(self, session: WindowedKey[bytes]) -> None:
+        self.put(session, None)
+
+    def fetch_session(self, key: bytes, session_start: int, session_end: int) -> bytes | None:
+        cache = self._cache()
+        if cache is not None:
+            hit = cache.get(self._namespace, session_key(key, session_start, session_end))
+            if hit is not None:
+                return hit[0]  # type: ignore[no-any-return]
+        return self.wrapped.fetch_session(key, session_start, session_end)
+
+    def find_sessions(
+        self, key: bytes, earliest_session_end: int, latest_session_start: int
+    ) -> Iterator[tuple[WindowedKey[bytes], bytes]]:
+        stored = self.wrapped.find_sessions(key, earliest_session_end, latest_session_start)
+        cache = self._cache()
+        if cache is None:
+            return stored
+        # Session times are never negative; a negative bound would sort above the positive ones.
+        lo = session_key(key, 0, max(earliest_session_end, 0))
+        hi = session_key(key, _MAX_LONG, _MAX_LONG)
+        expected = len(key) + SESSION_SUFFIX
+        cached = [
+            (cache_key, value)
+            for cache_key, value in self._cached_between(cache, lo, hi)
+            if len(cache_key) == expected and from_session_key(cache_key)[1] <= latest_session_start
+        ]
+        stored_keyed = ((session_key(s.key, s.start, s.end), value) for s, value in stored)
+        return (
+            (WindowedKey(*from_session_key(cache_key)), value)
+            for cache_key, value in _merge(cached, stored_keyed, reverse=False)
+        )
+
+    def fetch(self, key: bytes) -> Iterator[tuple[WindowedKey[bytes], bytes]]:
+        return self.find_sessions(key, 0, _MAX_LONG)

@@ -6,7 +6,7 @@ record per key until the next commit). A changelog record carries the timestamp 
 processed, or, for writes a cache flushes, the timestamp the cache kept with the entry.
 
 Window changelog keys are (record key, window start, sequence number), Kafka's layout; the sequence
-number is 0 unless the store retains duplicates.
+number is 0 unless the store retains duplicates. Session changelog keys are (record key, end, start).
 """
 
 from __future__ import annotations
@@ -16,10 +16,22 @@ from collections.abc import Iterator
 from typing import Any, Protocol
 
 from kstreams.errors import ProcessorStateException
-from kstreams.state.store import KeyValueStore, StateStore, StateStoreContext, WindowedKey, WindowStore
-from kstreams.state.window_key_schema import changelog_key
+from kstreams.state.store import (
+    KeyValueStore,
+    SessionStore,
+    StateStore,
+    StateStoreContext,
+    WindowedKey,
+    WindowStore,
+)
+from kstreams.state.window_key_schema import changelog_key, session_key
 
-__all__ = ["ChangeLoggingKeyValueStore", "ChangeLoggingWindowStore", "SequencedWindowStore"]
+__all__ = [
+    "ChangeLoggingKeyValueStore",
+    "ChangeLoggingSessionStore",
+    "ChangeLoggingWindowStore",
+    "SequencedWindowStore",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -178,3 +190,40 @@ class ChangeLoggingWindowStore(_ChangeLogging, WindowStore[bytes, bytes]):
 
     def all(self) -> Iterator[tuple[WindowedKey[bytes], bytes]]:
         return self.wrapped.all()
+
+
+class ChangeLoggingSessionStore(_ChangeLogging, SessionStore[bytes, bytes]):
+    """Logs every put and remove of a session store of bytes, keyed by ``session_key``."""
+
+    wrapped: SessionStore[bytes, bytes]
+
+    def __init__(self, wrapped: SessionStore[bytes, bytes]) -> None:
+        super().__init__(wrapped)
+
+    @property
+    def retention_ms(self) -> int:
+        return self.wrapped.retention_ms
+
+    def put(self, session: WindowedKey[bytes], aggregate: bytes | None) -> None:
+        self.put_timestamped(session, aggregate, None)
+
+    def put_timestamped(
+        self, session: WindowedKey[bytes], aggregate: bytes | None, timestamp: int | None
+    ) -> None:
+        """Put, logging the change with an explicit timestamp (a cache flushing an entry)."""
+        self.wrapped.put(session, aggregate)
+        self._log(session_key(session.key, session.start, session.end), aggregate, timestamp)
+
+    def remove(self, session: WindowedKey[bytes]) -> None:
+        self.put_timestamped(session, None, None)
+
+    def fetch_session(self, key: bytes, session_start: int, session_end: int) -> bytes | None:
+        return self.wrapped.fetch_session(key, session_start, session_end)
+
+    def find_sessions(
+        self, key: bytes, earliest_session_end: int, latest_session_start: int
+    ) -> Iterator[tuple[WindowedKey[bytes], bytes]]:
+        return self.wrapped.find_sessions(key, earliest_session_end, latest_session_start)
+
+    def fetch(self, key: bytes) -> Iterator[tuple[WindowedKey[bytes], bytes]]:
+        return self.wrapped.fetch(key)

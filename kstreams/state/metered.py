@@ -23,13 +23,14 @@ from kstreams.serdes import serde_from_config
 from kstreams.state.store import (
     FlushListener,
     KeyValueStore,
+    SessionStore,
     StateStore,
     StateStoreContext,
     WindowedKey,
     WindowStore,
 )
 
-__all__ = ["MeteredKeyValueStore", "MeteredWindowStore"]
+__all__ = ["MeteredKeyValueStore", "MeteredSessionStore", "MeteredWindowStore"]
 
 logger = logging.getLogger(__name__)
 
@@ -259,3 +260,60 @@ class MeteredWindowStore(_Metered[K, V], WindowStore[K, V]):
         key, value = self._key, self._value
         for windowed, value_bytes in entries:
             yield WindowedKey(key(windowed.key), windowed.start, windowed.end), value(value_bytes)  # type: ignore[misc]
+
+
+class MeteredSessionStore(_Metered[K, V], SessionStore[K, V]):
+    """The typed session store processors and queries use; sessions are ``WindowedKey[K]``."""
+
+    wrapped: SessionStore[bytes, bytes]
+
+    def __init__(
+        self, wrapped: SessionStore[bytes, bytes], key_serde: Any = None, value_serde: Any = None
+    ) -> None:
+        super().__init__(wrapped, key_serde, value_serde)
+
+    @property
+    def retention_ms(self) -> int:
+        return self.wrapped.retention_ms
+
+    def set_flush_listener(self, listener: FlushListener) -> bool:
+        def forward(
+            session: WindowedKey[bytes], new: bytes | None, old: bytes | None, timestamp: int
+        ) -> None:
+            typed = WindowedKey(self._key(session.key), session.start, session.end)
+            listener(typed, self._value(new), self._value(old), timestamp)
+
+        return self.wrapped.set_flush_listener(forward)
+
+    def _session_bytes(self, session: WindowedKey[K]) -> WindowedKey[bytes]:
+        return WindowedKey(self._key_bytes(session.key), session.start, session.end)
+
+    def put(self, session: WindowedKey[K], aggregate: V | None) -> None:
+        session_bytes = self._session_bytes(session)
+        value_bytes = self._value_bytes(aggregate)
+        with self.query_lock:
+            self.wrapped.put(session_bytes, value_bytes)
+
+    def remove(self, session: WindowedKey[K]) -> None:
+        session_bytes = self._session_bytes(session)
+        with self.query_lock:
+            self.wrapped.remove(session_bytes)
+
+    def fetch_session(self, key: K, session_start: int, session_end: int) -> V | None:
+        return self._value(self.wrapped.fetch_session(self._key_bytes(key), session_start, session_end))
+
+    def find_sessions(
+        self, key: K, earliest_session_end: int, latest_session_start: int
+    ) -> Iterator[tuple[WindowedKey[K], V]]:
+        found = self.wrapped.find_sessions(self._key_bytes(key), earliest_session_end, latest_session_start)
+        return self._typed_sessions(key, found)
+
+    def fetch(self, key: K) -> Iterator[tuple[WindowedKey[K], V]]:
+        return self._typed_sessions(key, self.wrapped.fetch(self._key_bytes(key)))
+
+    def _typed_sessions(
+        self, key: K, entries: Iterator[tuple[WindowedKey[bytes], bytes]]
+    ) -> Iterator[tuple[WindowedKey[K], V]]:
+        value = self._value
+        for session, value_bytes in entries:
+            yield WindowedKey(key, session.start, session.end), value(value_bytes)  # type: ignore[misc]

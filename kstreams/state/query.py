@@ -19,9 +19,9 @@ from typing import Any, Generic, TypeVar
 
 from kstreams.errors import InvalidStateStoreException
 from kstreams.state.caching import no_cache_fill
-from kstreams.state.store import KeyValueStore, StateStore, WindowedKey, WindowStore
+from kstreams.state.store import KeyValueStore, SessionStore, StateStore, WindowedKey, WindowStore
 
-__all__ = ["ReadOnlyKeyValueStore", "ReadOnlyWindowStore"]
+__all__ = ["ReadOnlyKeyValueStore", "ReadOnlySessionStore", "ReadOnlyWindowStore"]
 
 logger = logging.getLogger(__name__)
 
@@ -130,3 +130,33 @@ class ReadOnlyWindowStore(_View[WindowStore[K, V]], Generic[K, V]):
             with self._reading(store):
                 results.extend(store.all())
         return iter(results)
+
+
+class ReadOnlySessionStore(_View[SessionStore[K, V]], Generic[K, V]):
+    """Reads of a session store: fetch (every session of a key), find_sessions, fetch_session."""
+
+    def fetch(self, key: K) -> Iterator[tuple[WindowedKey[K], V]]:
+        for store in self._stores():
+            with self._reading(store):
+                found = list(store.fetch(key))
+            if found:
+                return iter(found)
+        return iter(())
+
+    def find_sessions(
+        self, key: K, earliest_session_end: int, latest_session_start: int
+    ) -> Iterator[tuple[WindowedKey[K], V]]:
+        for store in self._stores():
+            with self._reading(store):
+                found = list(store.find_sessions(key, earliest_session_end, latest_session_start))
+            if found:
+                return iter(found)
+        return iter(())
+
+    def fetch_session(self, key: K, session_start: int, session_end: int) -> V | None:
+        for store in self._stores():
+            with self._reading(store):
+                value = store.fetch_session(key, session_start, session_end)
+            if value is not None:
+                return value
+        return None

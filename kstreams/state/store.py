@@ -21,6 +21,7 @@ __all__ = [
     "FlushListener",
     "KeyValueStore",
     "RestoreCallback",
+    "SessionStore",
     "StateStore",
     "StateStoreContext",
     "StoreBuilder",
@@ -169,6 +170,37 @@ class WindowStore(StateStore, Generic[K, V]):
 
     @abc.abstractmethod
     def all(self) -> Iterator[tuple[WindowedKey[K], V]]: ...
+
+
+class SessionStore(StateStore, Generic[K, V]):
+    """Aggregates per session: a period of activity of one key, written ``WindowedKey(key, start,
+    end)`` with both ends inclusive. Sessions that ended more than the retention before stream time
+    are dropped. Below the metered layer, session keys are ``WindowedKey[bytes]``."""
+
+    @property
+    @abc.abstractmethod
+    def retention_ms(self) -> int: ...
+
+    @abc.abstractmethod
+    def put(self, session: WindowedKey[K], aggregate: V | None) -> None:
+        """Store a session's aggregate; None removes the session."""
+
+    @abc.abstractmethod
+    def remove(self, session: WindowedKey[K]) -> None: ...
+
+    @abc.abstractmethod
+    def fetch_session(self, key: K, session_start: int, session_end: int) -> V | None: ...
+
+    @abc.abstractmethod
+    def find_sessions(
+        self, key: K, earliest_session_end: int, latest_session_start: int
+    ) -> Iterator[tuple[WindowedKey[K], V]]:
+        """Sessions of ``key`` with end >= earliest_session_end and start <= latest_session_start
+        (the sessions a record at a time could merge with), ascending by end, then start."""
+
+    @abc.abstractmethod
+    def fetch(self, key: K) -> Iterator[tuple[WindowedKey[K], V]]:
+        """Every live session of ``key``, ascending by end, then start."""
 
 
 class StoreBuilder(abc.ABC):

@@ -1,7 +1,7 @@
 """``Stores``: the factory of store suppliers and builders (Kafka's ``Stores``).
 
-A supplier makes the inner store of one kind (in-memory or RocksDB, key-value or window) holding
-bytes; a builder wraps it, per task, in the layers the topology asks for, outermost first:
+A supplier makes the inner store of one kind (in-memory or RocksDB; key-value, window or session)
+holding bytes; a builder wraps it, per task, in the layers the topology asks for, outermost first:
 metered (typed, serdes) -> caching (when enabled) -> change-logging (when enabled) -> inner.
 Logging is on and caching off by default, as in Kafka.
 
@@ -17,18 +17,26 @@ from datetime import timedelta
 from typing import Any
 
 from kstreams.errors import TopologyException
-from kstreams.state.caching import CachingKeyValueStore, CachingWindowStore
-from kstreams.state.changelogging import ChangeLoggingKeyValueStore, ChangeLoggingWindowStore
+from kstreams.state.caching import CachingKeyValueStore, CachingSessionStore, CachingWindowStore
+from kstreams.state.changelogging import (
+    ChangeLoggingKeyValueStore,
+    ChangeLoggingSessionStore,
+    ChangeLoggingWindowStore,
+)
 from kstreams.state.in_memory import InMemoryKeyValueStore, InMemoryWindowStore
-from kstreams.state.metered import MeteredKeyValueStore, MeteredWindowStore
+from kstreams.state.in_memory_session import InMemorySessionStore
+from kstreams.state.metered import MeteredKeyValueStore, MeteredSessionStore, MeteredWindowStore
 from kstreams.state.rocksdb import RocksDBKeyValueStore
+from kstreams.state.rocksdb_session import RocksDBSessionStore
 from kstreams.state.rocksdb_window import RocksDBWindowStore
 from kstreams.state.segments import default_segment_interval
-from kstreams.state.store import KeyValueStore, StoreBuilder, WindowStore
+from kstreams.state.store import KeyValueStore, SessionStore, StoreBuilder, WindowStore
 
 __all__ = [
     "KeyValueBytesStoreSupplier",
     "KeyValueStoreBuilder",
+    "SessionBytesStoreSupplier",
+    "SessionStoreBuilder",
     "Stores",
     "WindowBytesStoreSupplier",
     "WindowStoreBuilder",
@@ -110,6 +118,34 @@ class WindowBytesStoreSupplier:
         )
 
 
+class SessionBytesStoreSupplier:
+    """Makes inner session stores of bytes: in-memory or RocksDB (segmented by session end)."""
+
+    def __init__(self, name: str, retention_ms: int, persistent: bool) -> None:
+        _check_name(name)
+        self.name = name
+        self.retention_ms = retention_ms
+        self.persistent = persistent
+
+    @property
+    def segment_interval_ms(self) -> int:
+        return default_segment_interval(self.retention_ms)
+
+    @property
+    def metrics_scope(self) -> str:
+        return "rocksdb-session" if self.persistent else "in-memory-session"
+
+    def get(self) -> SessionStore[bytes, bytes]:
+        """A new inner store."""
+        if self.persistent:
+            return RocksDBSessionStore(self.name, self.retention_ms)
+        return InMemorySessionStore(self.name, self.retention_ms)
+
+    def __repr__(self) -> str:
+        scope = self.metrics_scope
+        return f"SessionBytesStoreSupplier({self.name!r}, {scope}, retention_ms={self.retention_ms})"
+
+
 class KeyValueStoreBuilder(StoreBuilder):
     """Builds typed key-value stores (store_type "keyvalue": a compacted changelog)."""
 
@@ -169,6 +205,32 @@ class WindowStoreBuilder(StoreBuilder):
         return MeteredWindowStore(store, self.key_serde, self.value_serde)
 
 
+class SessionStoreBuilder(StoreBuilder):
+    """Builds typed session stores (store_type "session": a compacted and time-retained changelog)."""
+
+    def __init__(self, supplier: SessionBytesStoreSupplier, key_serde: Any, value_serde: Any) -> None:
+        super().__init__(supplier.name)
+        self.supplier = supplier
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+
+    @property
+    def store_type(self) -> str:
+        return "session"
+
+    @property
+    def retention_ms(self) -> int:
+        return self.supplier.retention_ms
+
+    def build(self) -> MeteredSessionStore[Any, Any]:
+        store: SessionStore[bytes, bytes] = self.supplier.get()
+        if self.logging_enabled:
+            store = ChangeLoggingSessionStore(store)
+        if self.caching_enabled:
+            store = CachingSessionStore(store)
+        return MeteredSessionStore(store, self.key_serde, self.value_serde)
+
+
 class Stores:
     """Factory methods for store suppliers and builders. Times are milliseconds (or timedeltas)."""
 
@@ -205,6 +267,14 @@ class Stores:
         )
 
     @staticmethod
+    def in_memory_session_store(name: str, retention_ms: Millis) -> SessionBytesStoreSupplier:
+        return SessionBytesStoreSupplier(name, _millis(retention_ms, "retention", name), persistent=False)
+
+    @staticmethod
+    def persistent_session_store(name: str, retention_ms: Millis) -> SessionBytesStoreSupplier:
+        return SessionBytesStoreSupplier(name, _millis(retention_ms, "retention", name), persistent=True)
+
+    @staticmethod
     def key_value_store_builder(
         supplier: KeyValueBytesStoreSupplier, key_serde: Any = None, value_serde: Any = None
     ) -> KeyValueStoreBuilder:
@@ -215,3 +285,9 @@ class Stores:
         supplier: WindowBytesStoreSupplier, key_serde: Any = None, value_serde: Any = None
     ) -> WindowStoreBuilder:
         return WindowStoreBuilder(supplier, key_serde, value_serde)
+
+    @staticmethod
+    def session_store_builder(
+        supplier: SessionBytesStoreSupplier, key_serde: Any = None, value_serde: Any = None
+    ) -> SessionStoreBuilder:
+        return SessionStoreBuilder(supplier, key_serde, value_serde)

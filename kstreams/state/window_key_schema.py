@@ -6,6 +6,9 @@ sequence number. Keys of one record key therefore sort by window start, so one b
 scan from ``key + start(from)`` to ``key + start(to)`` finds a key's windows. This is Kafka's
 ``WindowKeySchema`` layout, so changelog topics hold the same bytes Kafka Streams writes.
 
+A session key is the record key, then the session's end, then its start (both 8-byte big-endian):
+Kafka's ``SessionKeySchema``, so one key's sessions sort by end time.
+
 Record keys have no length prefix, so a scan can also meet a longer key that happens to begin with
 the same bytes; readers keep only entries whose length is ``len(key) + suffix``, which (together with
 the range bounds) means the leading bytes are exactly ``key``.
@@ -18,10 +21,13 @@ import struct
 
 __all__ = [
     "SEQ_SIZE",
+    "SESSION_SUFFIX",
     "TIMESTAMP_SIZE",
     "changelog_key",
     "from_changelog_key",
+    "from_session_key",
     "key_and_start",
+    "session_key",
     "window_key",
 ]
 
@@ -32,6 +38,8 @@ SEQ_SIZE = 4
 
 _TS = struct.Struct(">q")
 _TS_SEQ = struct.Struct(">qi")
+_END_START = struct.Struct(">qq")
+SESSION_SUFFIX = 2 * TIMESTAMP_SIZE
 
 
 def window_key(key: bytes, start: int) -> bytes:
@@ -54,3 +62,15 @@ def from_changelog_key(store_key: bytes) -> tuple[bytes, int, int]:
     split = len(store_key) - TIMESTAMP_SIZE - SEQ_SIZE
     start, seq = _TS_SEQ.unpack_from(store_key, split)
     return store_key[:split], start, seq
+
+
+def session_key(key: bytes, start: int, end: int) -> bytes:
+    """The store and changelog key of a session: record key, session end, session start."""
+    return key + _END_START.pack(end, start)
+
+
+def from_session_key(store_key: bytes) -> tuple[bytes, int, int]:
+    """Split a ``session_key`` into (record key, session start, session end)."""
+    split = len(store_key) - SESSION_SUFFIX
+    end, start = _END_START.unpack_from(store_key, split)
+    return store_key[:split], start, end

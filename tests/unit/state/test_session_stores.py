@@ -1,0 +1,155 @@
+"""Session stores (in-memory and RocksDB) through one suite, and their layers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from kstreams._native.record_cache import RecordCache
+from kstreams.serdes import Serdes
+from kstreams.state import ReadOnlySessionStore, SessionStore, Stores, WindowedKey
+from kstreams.state.caching import CachingSessionStore
+from kstreams.state.changelogging import ChangeLoggingSessionStore
+from kstreams.state.in_memory_session import InMemorySessionStore
+from kstreams.state.metered import MeteredSessionStore
+from kstreams.state.rocksdb_session import RocksDBSessionStore
+from kstreams.state.window_key_schema import from_session_key, session_key
+
+W = WindowedKey
+
+
+@pytest.fixture(params=["in_memory", "rocksdb"])
+def kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def make_store(kind: str, make_context: Callable[..., Any]) -> Iterator[Callable[..., SessionStore]]:
+    opened: list[SessionStore] = []
+
+    def make(retention_ms: int = 1000) -> SessionStore:
+        cls = InMemorySessionStore if kind == "in_memory" else RocksDBSessionStore
+        store: SessionStore = cls("s", retention_ms)
+        store.init(make_context(), store)
+        opened.append(store)
+        return store
+
+    yield make
+    for store in opened:
+        store.close()
+
+
+def test_put_fetch_session_and_remove(make_store: Callable[..., SessionStore]) -> None:
+    store = make_store()
+    store.put(W(b"k", 10, 20), b"a")
+    store.put(W(b"k", 30, 30), b"b")
+    assert store.fetch_session(b"k", 10, 20) == b"a"
+    assert store.fetch_session(b"k", 10, 30) is None
+    store.remove(W(b"k", 10, 20))
+    assert store.fetch_session(b"k", 10, 20) is None
+    store.put(W(b"k", 30, 30), None)
+    assert list(store.fetch(b"k")) == []
+
+
+def test_find_sessions_returns_sessions_a_record_could_merge_with(
+    make_store: Callable[..., SessionStore],
+) -> None:
+    store = make_store()
+    store.put(W(b"k", 0, 10), b"1")
+    store.put(W(b"k", 20, 40), b"2")
+    store.put(W(b"k", 50, 60), b"3")
+    store.put(W(b"j", 20, 40), b"other")
+    store.put(W(b"k\x00", 20, 40), b"longer key")
+    # end >= 15 and start <= 50
+    assert list(store.find_sessions(b"k", 15, 50)) == [(W(b"k", 20, 40), b"2"), (W(b"k", 50, 60), b"3")]
+    assert list(store.find_sessions(b"k", 41, 49)) == []
+    assert [s for s, _ in store.fetch(b"k")] == [W(b"k", 0, 10), W(b"k", 20, 40), W(b"k", 50, 60)]
+
+
+def test_sessions_are_ordered_by_end_then_start(make_store: Callable[..., SessionStore]) -> None:
+    store = make_store()
+    store.put(W(b"k", 5, 30), b"x")
+    store.put(W(b"k", 1, 30), b"y")
+    store.put(W(b"k", 0, 20), b"z")
+    assert [s for s, _ in store.fetch(b"k")] == [W(b"k", 0, 20), W(b"k", 1, 30), W(b"k", 5, 30)]
+
+
+def test_sessions_that_ended_before_the_retention_are_dropped(
+    make_store: Callable[..., SessionStore],
+) -> None:
+    store = make_store(retention_ms=100)
+    store.put(W(b"k", 0, 10), b"old")
+    store.put(W(b"k", 100, 110), b"new")  # stream time 110: sessions ending at or before 10 expire
+    assert store.fetch_session(b"k", 0, 10) is None
+    assert list(store.fetch(b"k")) == [(W(b"k", 100, 110), b"new")]
+    store.put(W(b"k", 0, 5), b"late")
+    assert store.fetch_session(b"k", 0, 5) is None
+
+
+def test_restore_reads_session_changelog_keys(make_store: Callable[..., SessionStore]) -> None:
+    store = make_store()
+    store.restore_batch(  # type: ignore[attr-defined]
+        [(session_key(b"k", 1, 2), b"a"), (session_key(b"k", 3, 4), b"b"), (session_key(b"k", 1, 2), None)]
+    )
+    assert list(store.fetch(b"k")) == [(W(b"k", 3, 4), b"b")]
+
+
+def test_session_key_puts_end_before_start() -> None:
+    assert session_key(b"k", 1, 2) == b"k" + (2).to_bytes(8, "big") + (1).to_bytes(8, "big")
+    assert from_session_key(session_key(b"key", 7, 9)) == (b"key", 7, 9)
+
+
+def test_session_changes_are_logged(make_context: Callable[..., Any]) -> None:
+    context = make_context()
+    store = ChangeLoggingSessionStore(InMemorySessionStore("s", 1000))
+    store.init(context, store)
+    context.timestamp = 7
+    store.put(W(b"k", 1, 5), b"v")
+    store.remove(W(b"k", 1, 5))
+    assert context.changelog == [
+        ("s", session_key(b"k", 1, 5), b"v", 7),
+        ("s", session_key(b"k", 1, 5), None, 7),
+    ]
+
+
+def test_cached_sessions_merge_with_the_store_and_forward_on_flush(make_context: Callable[..., Any]) -> None:
+    context = make_context(cache=RecordCache(1 << 20))
+    inner = InMemorySessionStore("s", 10_000)
+    store = CachingSessionStore(ChangeLoggingSessionStore(inner))
+    store.init(context, store)
+    forwarded: list[tuple[Any, ...]] = []
+    store.set_flush_listener(lambda *args: forwarded.append(args))
+    store.put(W(b"k", 0, 10), b"1")
+    store.flush()
+    # A session merge: the old session is removed, a wider one written.
+    store.remove(W(b"k", 0, 10))
+    store.put(W(b"k", 0, 30), b"2")
+    store.put(W(b"k\x00", 0, 30), b"other key")
+    assert list(store.find_sessions(b"k", 0, 100)) == [(W(b"k", 0, 30), b"2")]
+    assert store.fetch_session(b"k", 0, 30) == b"2"
+    assert list(inner.fetch(b"k")) == [(W(b"k", 0, 10), b"1")]
+    store.flush()
+    assert (W(b"k", 0, 10), None, b"1", 0) in forwarded
+    assert (W(b"k", 0, 30), b"2", None, 0) in forwarded
+    assert list(inner.fetch(b"k")) == [(W(b"k", 0, 30), b"2")]
+
+
+def test_builder_stacks_typed_session_store_and_query_view(
+    kind: str, make_context: Callable[..., Any]
+) -> None:
+    factory = Stores.persistent_session_store if kind == "rocksdb" else Stores.in_memory_session_store
+    builder = Stores.session_store_builder(factory("s", 60_000), Serdes.string(), Serdes.long())
+    assert builder.store_type == "session" and builder.retention_ms == 60_000
+    store: Any = builder.with_caching_enabled().build()
+    assert isinstance(store, MeteredSessionStore) and isinstance(store.wrapped, CachingSessionStore)
+    store.init(make_context(cache=RecordCache(1 << 20)), store)
+    store.put(W("user", 100, 200), 3)
+    assert store.fetch_session("user", 100, 200) == 3
+    assert list(store.find_sessions("user", 150, 150)) == [(W("user", 100, 200), 3)]
+    view: ReadOnlySessionStore[str, int] = ReadOnlySessionStore("s", [store])
+    assert list(view.fetch("user")) == [(W("user", 100, 200), 3)]
+    assert view.fetch_session("user", 100, 200) == 3
+    store.flush()
+    store.close()
