@@ -395,33 +395,39 @@ class KafkaConsumer:
     # Internals
 
     def _batches(self, messages: list[Message]) -> list[tuple[TopicPartition, RecordBatch]]:
-        columns: dict[TopicPartition, list[Message]] = {}
-        dropped: dict[TopicPartition, int] = {}
+        # Group by plain (topic, partition) tuples: a TopicPartition per message would cost more
+        # than building the batches.
+        runs: dict[tuple[str, int], list[Message]] = {}
         for message in messages:
             error = message.error()
             if error is not None:
                 self._on_message_error(message, error)
                 continue
-            tp = message_partition(message)
-            if tp in self._paused or tp in self._pending_seeks or tp not in self._assignment:
-                # Fetched before a pause, seek or revocation took effect: fetch it again later.
-                if tp in self._paused and tp not in dropped:
-                    dropped[tp] = cast(int, message.offset())
-                continue
-            columns.setdefault(tp, []).append(message)
-        for tp, offset in dropped.items():
-            self._start[tp] = offset
-            self._seek_now(tp, offset)
+            key = (message.topic(), message.partition())
+            run = runs.get(key)  # type: ignore[arg-type]
+            if run is None:
+                run = runs[key] = []  # type: ignore[index]
+            run.append(message)
         result = []
-        for tp, run in columns.items():
+        for (topic, partition), run in runs.items():
+            tp = TopicPartition(topic, partition)
+            if tp in self._paused:
+                # Fetched before the pause took effect: fetch it again after the resume.
+                first = cast(int, run[0].offset())
+                self._start[tp] = first
+                self._seek_now(tp, first)
+                continue
+            if tp in self._pending_seeks or tp not in self._assignment:
+                # Fetched before a seek or a revocation took effect.
+                continue
             headers = [m.headers() for m in run]
             batch = RecordBatch.from_columns(
                 [m.key() for m in run],  # type: ignore[misc]  # bytes: no deserializer is configured
                 [m.value() for m in run],  # type: ignore[misc]
                 [m.timestamp()[1] for m in run],
-                tp.partition,
-                [cast(int, m.offset()) for m in run],
-                cast(list, headers) if any(h is not None for h in headers) else None,
+                partition,
+                [m.offset() for m in run],  # type: ignore[misc]
+                headers if any(h is not None for h in headers) else None,  # type: ignore[arg-type]
             )
             result.append((tp, batch))
             self._start.pop(tp, None)
