@@ -215,7 +215,7 @@ class StoreBuilder(abc.ABC):
     @property
     @abc.abstractmethod
     def store_type(self) -> str:
-        """"keyvalue", "window" or "session": decides the changelog's cleanup policy."""
+        """ "keyvalue", "window" or "session": decides the changelog's cleanup policy."""
 
     @property
     def retention_ms(self) -> int:
