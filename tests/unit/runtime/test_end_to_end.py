@@ -199,3 +199,88 @@ def test_wall_clock_punctuation_runs_without_input(cluster: EmbeddedCluster, tmp
         )
     finally:
         streams.close(timeout=30)
+
+
+# -- the DSL on the threaded runtime ----------------------------------------------------------------
+
+
+def windowed_count_topology():  # type: ignore[no-untyped-def]
+    from kstreams import Consumed, Grouped, Materialized, Produced, StreamsBuilder, TimeWindows
+
+    builder = StreamsBuilder()
+    (
+        builder.stream("in", Consumed.with_(STRING, STRING))
+        .group_by(lambda key, value: value.split("-")[0], Grouped.with_(STRING, STRING))  # repartitions
+        .windowed_by(TimeWindows.of_size_and_grace(100, 10_000))
+        .count(Materialized.as_("per-minute"))
+        .to_stream()
+        .map(lambda wk, n: (f"{wk.key}@{wk.start}", n))
+        .to("out", Produced.with_(STRING, LONG))
+    )
+    return builder.build()
+
+
+def test_windowed_count_is_exact_across_two_clients_and_a_takeover(
+    cluster: EmbeddedCluster, tmp_path
+) -> None:
+    first = new_client(windowed_count_topology(), cluster, tmp_path, "a")
+    second = new_client(windowed_count_topology(), cluster, tmp_path, "b")
+    first.start()
+    second.start()
+    expected: Counter[str] = Counter()
+
+    def produce(start: int, count: int) -> None:
+        for i in range(start, start + count):
+            prefix = f"p{i % 7}"
+            ts = 10_000 + i  # 100 ms windows: ten records per window and prefix on average
+            cluster.produce("in", f"k{i}".encode(), f"{prefix}-{i}".encode(), timestamp=ts)
+            expected[f"{prefix}@{ts - ts % 100}"] += 1
+
+    try:
+        produce(0, 1500)
+        wait_until(lambda: latest(cluster, "out") == dict(expected), what="exact windowed counts")
+        assert first.close(timeout=30)
+        produce(1500, 1000)
+        wait_until(lambda: latest(cluster, "out") == dict(expected), what="exact counts after takeover")
+    finally:
+        first.close(timeout=30)
+        second.close(timeout=30)
+    topics = cluster.topics()
+    assert "e2e-per-minute-changelog" in topics
+    assert any(name.endswith("-repartition") for name in topics)
+
+
+def test_stream_table_join_is_exact(cluster: EmbeddedCluster, tmp_path) -> None:
+    from kstreams import Consumed, Produced, StreamsBuilder
+
+    cluster.create_topic("users", 4)
+    builder = StreamsBuilder()
+    users = builder.table("users", Consumed.with_(STRING, STRING))
+    (
+        builder.stream("in", Consumed.with_(STRING, STRING))
+        .left_join(users, lambda click, region: f"{click}:{region}")
+        .to("out", Produced.with_(STRING, STRING))
+    )
+    for u in range(20):
+        cluster.produce("users", f"u{u}".encode(), f"region-{u % 3}".encode(), timestamp=1)
+    streams = new_client(builder.build(), cluster, tmp_path)
+    streams.start()
+    try:
+        assert streams.wait_for_state(KafkaStreams.State.RUNNING, timeout=30)
+        wait_until(lambda: streams.store is not None and _table_loaded(streams), what="the table to load")
+        for i in range(400):
+            cluster.produce("in", f"u{i % 25}".encode(), f"click{i}".encode(), timestamp=10 + i)
+        wait_until(lambda: len(cluster.read("out")) >= 400, what="400 joined records")
+    finally:
+        streams.close(timeout=30)
+    joined = sorted((r.key.decode(), r.value.decode()) for r in cluster.read("out"))
+    expected = sorted(
+        (f"u{i % 25}", f"click{i}:" + (f"region-{(i % 25) % 3}" if i % 25 < 20 else "None"))
+        for i in range(400)
+    )
+    assert joined == expected
+
+
+def _table_loaded(streams: KafkaStreams) -> bool:
+    processed = sum(v for m, v in streams.metrics().items() if m.name == "process-total")
+    return processed >= 20
