@@ -17,6 +17,7 @@ import fcntl
 import json
 import logging
 import os
+import re
 import shutil
 import threading
 import time
@@ -32,6 +33,7 @@ logger = logging.getLogger(__name__)
 LOCK_FILE_NAME = ".lock"
 CHECKPOINT_FILE_NAME = ".checkpoint"
 _PROCESS_FILE_NAME = "kafka-streams-process-metadata"
+_TASK_DIR = re.compile(r"\d+_\d+")
 
 
 class StateDirectory:
@@ -134,15 +136,12 @@ class StateDirectory:
 
     def task_dirs(self) -> list[str]:
         """Task ids that have a directory holding state (more than a lock file)."""
-        try:
-            entries = sorted(os.listdir(self._application_dir))
-        except FileNotFoundError:
-            return []
         result = []
-        for entry in entries:
+        for entry in self._task_entries():
             path = os.path.join(self._application_dir, entry)
-            if os.path.isdir(path) and any(name != LOCK_FILE_NAME for name in os.listdir(path)):
-                result.append(entry)
+            with contextlib.suppress(FileNotFoundError):
+                if any(name != LOCK_FILE_NAME for name in os.listdir(path)):
+                    result.append(entry)
         return result
 
     def clean_unlocked(self, older_than_ms: int) -> list[str]:
@@ -150,29 +149,38 @@ class StateDirectory:
         (``state.cleanup.delay.ms``); return the task ids deleted."""
         cutoff = time.time() - older_than_ms / 1000.0
         removed = []
+        for entry in self._task_entries():
+            path = os.path.join(self._application_dir, entry)
+            # Holding the mutex makes a concurrent lock() of this task wait for the cleaning
+            # instead of failing on the cleaner's file lock.
+            with self._mutex:
+                if entry in self._held or self._last_modified(path) > cutoff:
+                    continue
+                fd = self._try_flock(os.path.join(path, LOCK_FILE_NAME))
+                if fd is None:
+                    continue  # another client holds it
+                try:
+                    self._delete_contents(path)
+                    with contextlib.suppress(OSError):
+                        os.unlink(os.path.join(path, LOCK_FILE_NAME))
+                        os.rmdir(path)
+                finally:
+                    self._release(fd)
+            removed.append(entry)
+            logger.info("Deleted the obsolete state directory %s of task %s", path, entry)
+        return removed
+
+    def _task_entries(self) -> list[str]:
+        """Names of the task directories (``<subtopology>_<partition>``) in the application directory."""
         try:
             entries = sorted(os.listdir(self._application_dir))
         except FileNotFoundError:
             return []
-        for entry in entries:
-            path = os.path.join(self._application_dir, entry)
-            if not os.path.isdir(path) or self.is_locked(entry):
-                continue
-            if self._last_modified(path) > cutoff:
-                continue
-            fd = self._try_flock(os.path.join(path, LOCK_FILE_NAME))
-            if fd is None:
-                continue  # another client holds it
-            try:
-                self._delete_contents(path)
-                with contextlib.suppress(OSError):
-                    os.unlink(os.path.join(path, LOCK_FILE_NAME))
-                    os.rmdir(path)
-            finally:
-                self._release(fd)
-            removed.append(entry)
-            logger.info("Deleted the obsolete state directory %s of task %s", path, entry)
-        return removed
+        return [
+            entry
+            for entry in entries
+            if _TASK_DIR.fullmatch(entry) and os.path.isdir(os.path.join(self._application_dir, entry))
+        ]
 
     def process_id(self) -> uuid.UUID:
         """The client's process id, kept in the application directory so a restart keeps it."""

@@ -56,7 +56,9 @@ def test_clean_unlocked_deletes_only_old_unlocked_task_dirs(tmp_path: Path) -> N
     assert not os.path.exists(os.path.join(tmp_path, "app", "0_2"))
     assert os.path.exists(os.path.join(tmp_path, "app", "0_1", "data"))
     Path(directory.task_dir("0_3"), "data").write_text("fresh")
+    os.makedirs(os.path.join(tmp_path, "app", "global"))  # not a task directory: never touched
     assert directory.clean_unlocked(older_than_ms=60_000) == []
+    assert os.path.isdir(os.path.join(tmp_path, "app", "global"))
     directory.close()
     other.close()
 
