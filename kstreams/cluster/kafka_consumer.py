@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import struct
+import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from typing import cast
@@ -66,22 +67,27 @@ class GroupMembers:
     """
 
     def __init__(self) -> None:
+        # Several clients in one process share a cluster object: their polling threads register
+        # and look up members concurrently, under this lock (a leaf: nothing is called under it).
+        self._lock = threading.Lock()
         self._members: dict[str, weakref.WeakSet[KafkaConsumer]] = {}
 
     def add(self, group_id: str, consumer: KafkaConsumer) -> None:
-        self._members.setdefault(group_id, weakref.WeakSet()).add(consumer)
+        with self._lock:
+            self._members.setdefault(group_id, weakref.WeakSet()).add(consumer)
 
     def remove(self, group_id: str, consumer: KafkaConsumer) -> None:
-        members = self._members.get(group_id)
-        if members is not None:
-            members.discard(consumer)
+        with self._lock:
+            members = self._members.get(group_id)
+            if members is not None:
+                members.discard(consumer)
 
     def owner_of(self, group_id: str, partitions: Sequence[TopicPartition]) -> KafkaConsumer | None:
         """The member of the group that is assigned all these partitions, or else any member."""
-        members = list(self._members.get(group_id, ()))
-        wanted = set(partitions)
+        with self._lock:
+            members = list(self._members.get(group_id, ()))
         for member in members:
-            if wanted <= set(member.assignment()):
+            if member.owns(partitions):
                 return member
         return members[0] if members else None
 
@@ -202,7 +208,12 @@ class KafkaConsumer:
         self._forget(removed)
 
     def assignment(self) -> list[TopicPartition]:
-        return sorted(self._assignment)
+        # Copied in one step: another client's producer may read it from its own thread.
+        return sorted(tuple(self._assignment))
+
+    def owns(self, partitions: Sequence[TopicPartition]) -> bool:
+        """Whether all these partitions are assigned to this consumer now (safe from any thread)."""
+        return self._assignment.issuperset(partitions)
 
     # Fetching
 
