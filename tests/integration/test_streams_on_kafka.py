@@ -148,3 +148,23 @@ def test_counts_with_two_clients_and_after_one_leaves_on_kafka(kafka_cluster, ap
         first.close(timeout=30)
         second.close(timeout=30)
     assert kafka_cluster.topics()[f"{app_id}-counts-changelog"].partitions == 4
+
+
+def test_shutdown_application_stops_every_client_on_kafka(kafka_cluster, app_id, tmp_path):
+    source, sink = f"{app_id}-in", f"{app_id}-out"
+    kafka_cluster.create_topic(source, partitions=2)
+    kafka_cluster.create_topic(sink, partitions=2)
+    first = new_client(upper_topology(source, sink), kafka_cluster, app_id, tmp_path, "a")
+    second = new_client(upper_topology(source, sink), kafka_cluster, app_id, tmp_path, "b")
+    first.start()
+    second.start()
+    try:
+        assert first.wait_for_state(KafkaStreams.State.RUNNING, timeout=30)
+        assert second.wait_for_state(KafkaStreams.State.RUNNING, timeout=30)
+        # The request travels on the application's control topic to both clients.
+        assert first.shutdown_application() is True
+        assert first.wait_for_state(KafkaStreams.State.ERROR, timeout=30)
+        assert second.wait_for_state(KafkaStreams.State.ERROR, timeout=30)
+    finally:
+        first.close(timeout=30)
+        second.close(timeout=30)
