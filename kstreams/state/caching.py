@@ -130,8 +130,8 @@ class _Caching:
         return cache
 
     def _timestamp(self) -> int:
-        assert self._context is not None
-        return self._context.current_timestamp()
+        context = self._context
+        return 0 if context is None else context.current_timestamp()
 
     def flush(self) -> None:
         cache = self._cache() if self._context is not None else None

@@ -12,7 +12,7 @@ number is 0 unless the store retains duplicates. Session changelog keys are (rec
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 from kstreams.errors import ProcessorStateException
@@ -52,7 +52,9 @@ class _ChangeLogging:
 
     def __init__(self, wrapped: StateStore) -> None:
         self.wrapped = wrapped
-        self._context: StateStoreContext | None = None
+        self._store_name = wrapped.name
+        self._log_change: Callable[[str, bytes, bytes | None, int], None] = self._not_initialized
+        self._current_timestamp: Callable[[], int] = lambda: 0
 
     @property
     def name(self) -> str:
@@ -67,7 +69,9 @@ class _ChangeLogging:
         return self.wrapped.is_open
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
-        self._context = context
+        # Bound once: logging runs for every write.
+        self._log_change = context.log_change
+        self._current_timestamp = context.current_timestamp
         self.wrapped.init(context, root)
 
     def flush(self) -> None:
@@ -77,15 +81,14 @@ class _ChangeLogging:
         self.wrapped.close()
 
     def _log(self, key: bytes, value: bytes | None, timestamp: int | None) -> None:
-        context = self._context
-        if context is None:
-            raise ProcessorStateException(
-                f"Store {self.wrapped.name} was written before init(); a store is usable only once its "
-                "task opened it."
-            )
         if timestamp is None:
-            timestamp = context.current_timestamp()
-        context.log_change(self.wrapped.name, key, value, timestamp)
+            timestamp = self._current_timestamp()
+        self._log_change(self._store_name, key, value, timestamp)
+
+    def _not_initialized(self, store_name: str, key: bytes, value: bytes | None, timestamp: int) -> None:
+        raise ProcessorStateException(
+            f"Store {store_name} was written before init(); a store is usable only once its task opened it."
+        )
 
 
 class ChangeLoggingKeyValueStore(_ChangeLogging, KeyValueStore[bytes, bytes]):
