@@ -300,6 +300,7 @@ class KafkaStreams:
             on_failure=self._on_restore_failure,
             metrics=self._metrics,
             client_id=self.client_id,
+            admin=self._admin,
         )
         if self._restore_listener is not None:
             self._state_manager.listener = self._restore_listener

@@ -146,6 +146,14 @@ class EmbeddedConsumer:
         with self._broker.lock:
             return self._member.generation if self._member is not None else -1
 
+    def group_assignment(self) -> dict[str, list[TopicPartition]]:
+        """Every member's target assignment of the group's current generation."""
+        with self._broker.lock:
+            self._check_usable()
+            if self._member is None or self._member.expelled:
+                return {}
+            return {mid: sorted(m.target) for mid, m in self._group().members.items()}
+
     # Assignment and positions
 
     def assign(self, partitions: Sequence[TopicPartition]) -> None:

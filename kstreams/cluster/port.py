@@ -196,6 +196,11 @@ class Consumer(Protocol):
     @property
     def group_generation(self) -> int: ...
 
+    def group_assignment(self) -> dict[str, list[TopicPartition]]:
+        """The group's current assignment of every member, {member id: partitions}, this member
+        included (empty for a consumer outside a group). Every member reads the same answer, so
+        each can place standby replicas on the members that do not own a task."""
+
     def close(self) -> None:
         """Leave the group (an orderly leave triggers a rebalance) and release resources."""
 

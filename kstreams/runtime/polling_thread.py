@@ -22,10 +22,19 @@ from typing import TYPE_CHECKING, Any
 
 from kstreams._native.record_collector import RecordCollector
 from kstreams._native.scheduler import TaskScheduler
-from kstreams.cluster.port import ERROR_NONE, Consumer, Producer, TopicPartition
+from kstreams.cluster.port import (
+    ERROR_NONE,
+    ClusterError,
+    CommitFailedError,
+    Consumer,
+    Producer,
+    TopicPartition,
+)
 from kstreams.config import StreamsConfig
-from kstreams.runtime.commit import Committer, send_collected
-from kstreams.runtime.task_manager import RUNNING, TaskEntry, TaskManager
+from kstreams.errors import StreamsException
+from kstreams.runtime.commit import Committer
+from kstreams.runtime.standby import StandbyPlacer
+from kstreams.runtime.task_manager import RESTORING, RUNNING, TaskEntry, TaskManager
 
 if TYPE_CHECKING:
     from kstreams.runtime.metrics import MetricsRegistry
@@ -35,6 +44,10 @@ if TYPE_CHECKING:
 __all__ = ["Failure", "PollingThread", "RuntimeHooks"]
 
 logger = logging.getLogger(__name__)
+
+# Sends and commits that fail in a row (each followed by an abort and a rewind of every task)
+# before the failure goes to the uncaught exception handler.
+MAX_CONSECUTIVE_RECOVERIES = 5
 
 
 @dataclass(frozen=True)
@@ -107,6 +120,10 @@ class PollingThread(threading.Thread):
         self.rebalance_seen = False
         self._followup_at: float | None = None
         self._abandoned = False
+        self._recoveries = 0
+        self._standbys = StandbyPlacer(
+            int(config["num.standby.replicas"]), consumer, task_manager, state_manager
+        )
         self._deferred: set[TopicPartition] = set()  # assigned, but their task cannot run yet
         tags = {"thread-id": name}
         self.poll_sensor = metrics.sensor("poll", "stream-thread-metrics", tags)
@@ -156,6 +173,8 @@ class PollingThread(threading.Thread):
                 self._turn()
             if not self._abandoned:
                 self._shutdown_clean()
+            else:
+                self._drop_tasks()
         except BaseException as exc:  # noqa: BLE001 - reported to the uncaught exception handler
             logger.error("Polling thread %s failed", self.name, exc_info=exc)
             self._hooks.on_failure(Failure("polling", exc))
@@ -165,6 +184,8 @@ class PollingThread(threading.Thread):
     def _turn(self) -> None:
         self._run_calls()
         self._drain_restored()
+        for entry in self._tasks.retry_locked():
+            self._state_manager.add(entry)
         idle = len(self._collector) == 0
         polled = self._consumer.poll(self._poll_s if idle else 0.0, self._max_poll_records)
         self.poll_sensor.record()
@@ -181,12 +202,21 @@ class PollingThread(threading.Thread):
             self.poll_records.record(count)
             self._scheduler.notify()
         self._resume_drained()
-        sent = send_collected(self._collector, self._producer)
+        try:
+            sent = self.committer.send_collected()
+        except ClusterError as exc:
+            self._recover(exc)
+            sent = 0
         if sent:
             self.send_sensor.record(sent, sent)
         self._signal_punctuations()
         self._drain_failures()
-        self._maybe_commit()
+        try:
+            self._maybe_commit()
+        except ClusterError as exc:
+            if isinstance(exc, CommitFailedError):
+                raise
+            self._recover(exc)
         if self._followup_at is not None and time.monotonic() >= self._followup_at:
             # Autoscaling grew topics (or must retry): rebalance so the new partitions are assigned.
             self._followup_at = None
@@ -248,6 +278,22 @@ class PollingThread(threading.Thread):
         if requested or now - self._last_commit >= self._commit_interval_s:
             self.committer.commit_all("requested" if requested else "interval")
             self._last_commit = time.monotonic()
+            self._recoveries = 0
+
+    def _recover(self, exc: ClusterError) -> None:
+        """A send, flush or commit failed: abort the transaction (exactly_once_v2) and rewind every
+        task to the last commit, so that nothing is lost or counted twice. Repeated failures go to
+        the uncaught exception handler."""
+        self._recoveries += 1
+        if self._recoveries > MAX_CONSECUTIVE_RECOVERIES:
+            raise StreamsException(
+                f"Sending or committing failed {self._recoveries} times in a row, the last time with: "
+                f"{exc}. Check that the cluster is reachable and the output topics exist."
+            ) from exc
+        logger.warning("Sending or committing failed (%s): %s every task to its last commit", exc,
+                       "aborting the transaction and rewinding" if self._config.exactly_once
+                       else "rewinding")
+        self._rewind_all()
 
     def commit_now(self) -> None:
         self.committer.commit_all("requested")
@@ -278,7 +324,7 @@ class PollingThread(threading.Thread):
             logger.warning("Stream threads did not release their tasks for a revocation in time")
         try:
             self.committer.commit_paused("revocation")
-            send_collected(self._collector, self._producer)
+            self.committer.send_collected()
             for task_id in affected:
                 entry = self._tasks.entry(task_id)
                 if entry is not None:
@@ -318,8 +364,8 @@ class PollingThread(threading.Thread):
             if task_id.partition >= runnable.get(task_id.subtopology, task_id.partition + 1):
                 self._deferred.update(tps)
                 continue
-            entry = self._tasks.create(task_id, tps)
-            self._state_manager.add(entry)
+            self._start(self._tasks.create(task_id, tps, standby=self._standbys.take(task_id)))
+        self._standbys.rebalanced()
         if self._deferred:
             logger.info("Deferring partitions %s until their internal topics are expanded",
                         sorted(str(tp) for tp in self._deferred))
@@ -327,6 +373,11 @@ class PollingThread(threading.Thread):
         ready = sorted(previously_deferred - self._deferred)
         if ready:
             self._consumer.resume(ready)
+
+    def _start(self, entry: TaskEntry) -> None:
+        """A created task restores (unless it waits for its state directory, see retry_locked)."""
+        if entry.state == RESTORING:
+            self._state_manager.add(entry)
 
     def on_assignment_error(self, code: int) -> None:
         if code != ERROR_NONE:
@@ -351,8 +402,7 @@ class PollingThread(threading.Thread):
             return
         self.close_dirty(entry)
         self._rewind(partitions)
-        new_entry = self._tasks.create(entry.task_id, partitions)
-        self._state_manager.add(new_entry)
+        self._start(self._tasks.create(entry.task_id, partitions))
 
     def _rewind(self, partitions: list[TopicPartition]) -> None:
         committed = self._consumer.committed(partitions)
@@ -376,8 +426,7 @@ class PollingThread(threading.Thread):
             partitions = [tp for entry in entries for tp in entry.buffers]
             self._rewind(partitions)
             for entry in entries:
-                new_entry = self._tasks.create(entry.task_id, sorted(entry.buffers))
-                self._state_manager.add(new_entry)
+                self._start(self._tasks.create(entry.task_id, sorted(entry.buffers)))
         finally:
             self._scheduler.resume_all()
 
@@ -395,6 +444,14 @@ class PollingThread(threading.Thread):
             self._scheduler.resume_all()
         self._producer.flush()
         self.closed_cleanly = True
+
+    def _drop_tasks(self) -> None:
+        """After ``abandon``: close every task dirty, as a crash would leave them — nothing is
+        flushed or checkpointed — and release their state directories for a successor."""
+        for entry in self._tasks.entries():
+            if entry.state != RUNNING:
+                self._state_manager.remove(entry)
+        self._tasks.close_all(clean=False)
 
 
 class _Listener:

@@ -5,6 +5,13 @@ look tasks up by scheduler handle. A task is either restoring (owned by the stat
 thread) or running (registered with the scheduler, processed by whichever stream thread holds its
 lock), never both.
 
+Local state: a task holds its directory's lock (``StateDirectory``) from creation to close, so two
+clients never open one task's persistent stores. A task whose directory another client still holds
+waits in state LOCKED (its input buffers fill meanwhile) and is created by ``retry_locked`` once
+the lock is free. Its ``TaskCheckpoint`` decides where restoration starts and is written on a
+clean close (see ``checkpoints``). Standby tasks are created here too, and recycled into active
+tasks when their task is assigned to this client.
+
 Lock order: ``TaskManager._lock`` is taken before the scheduler's internal mutex and never while a
 task is being processed; it guards only the dictionaries below.
 """
@@ -22,14 +29,19 @@ from kstreams._native.record_collector import RecordCollector
 from kstreams._native.scheduler import TaskScheduler
 from kstreams.cluster.port import TopicPartition
 from kstreams.config import StreamsConfig
+from kstreams.errors import LockException
 from kstreams.processor import TaskId
+from kstreams.runtime.checkpoints import TaskCheckpoint
+from kstreams.runtime.standby import StandbyTask
 from kstreams.runtime.task import StreamTask
+from kstreams.state.directory import StateDirectory
 from kstreams.topology.plan import TopologyPlan
 
 __all__ = ["TaskEntry", "TaskManager"]
 
 logger = logging.getLogger(__name__)
 
+LOCKED = "LOCKED"  # waiting for another client to release the task directory
 RESTORING = "RESTORING"
 RUNNING = "RUNNING"
 FAILED = "FAILED"
@@ -43,6 +55,7 @@ class TaskEntry:
     task: StreamTask
     handle: int
     buffers: dict[TopicPartition, RecordBuffer]
+    checkpoint: TaskCheckpoint
     state: str = RESTORING
     # (partition, buffer) pairs in a fixed order, for the stream threads' merge by timestamp.
     ordered: list[tuple[TopicPartition, RecordBuffer]] = field(default_factory=list)
@@ -76,6 +89,8 @@ class TaskManager:
         self._scheduler = scheduler
         self._partition_count = partition_count
         self._state_dir = state_dir
+        self.state_directory = StateDirectory(str(config["state.dir"]), config.application_id)
+        self._exactly_once = config.exactly_once
         self._lock = threading.Lock()
         self._entries: dict[TaskId, TaskEntry] = {}
         self._by_handle: dict[int, TaskEntry] = {}
@@ -121,7 +136,9 @@ class TaskManager:
         found[1].push(batch)
         return len(found[1])
 
-    def tasks_for_partitions(self, partitions: Iterable[TopicPartition]) -> dict[TaskId, list[TopicPartition]]:
+    def tasks_for_partitions(
+        self, partitions: Iterable[TopicPartition]
+    ) -> dict[TaskId, list[TopicPartition]]:
         """Group input partitions by the task that reads them: subtopology of the topic, partition number."""
         grouped: dict[TaskId, list[TopicPartition]] = {}
         for tp in partitions:
@@ -132,30 +149,99 @@ class TaskManager:
             grouped.setdefault(TaskId(subtopology.id, tp.partition), []).append(tp)
         return grouped
 
-    def create(self, task_id: TaskId, partitions: list[TopicPartition]) -> TaskEntry:
-        """Create and initialize a task (stores opened, processors not yet initialized)."""
-        subtopology = self._plan.subtopology(task_id.subtopology)
-        task = StreamTask(
+    def create(
+        self, task_id: TaskId, partitions: list[TopicPartition], standby: StandbyTask | None = None
+    ) -> TaskEntry:
+        """Create an active task and open its stores (processors are initialized after restoration).
+
+        With ``standby`` (this client's standby of the task, already released by the restore
+        thread) the standby's open, restored stores become the active task's. When another client
+        holds the task directory, the entry waits in state LOCKED (see ``retry_locked``).
+        """
+        partitions = sorted(partitions)
+        checkpoint: TaskCheckpoint
+        if standby is not None and tuple(standby.partitions) == tuple(partitions):
+            task = standby.task
+            checkpoint = standby.checkpoint
+            if self._exactly_once:
+                # From now on the stores take writes of open transactions (see checkpoints).
+                checkpoint.delete()
+            state = RESTORING
+            logger.info("Recycled standby task %s into an active task", task_id)
+        else:
+            if standby is not None:
+                standby.close()
+            task = self._new_task(task_id, partitions)
+            checkpoint = TaskCheckpoint(task_id, self.state_directory, self._exactly_once)
+            state = RESTORING if self._open(task, checkpoint) else LOCKED
+        buffers = {tp: RecordBuffer() for tp in partitions}
+        with self._lock:
+            handle = self._next_handle
+            self._next_handle += 1
+            entry = TaskEntry(task, handle, buffers, checkpoint, state)
+            self._entries[task_id] = entry
+            self._by_handle[handle] = entry
+            for tp, buffer in buffers.items():
+                self._by_partition[tp] = (entry, buffer)
+        if state == LOCKED:
+            logger.warning("Task %s waits: another client still holds its state directory", task_id)
+        else:
+            logger.info("Created task %s for partitions %s", task_id, [str(p) for p in partitions])
+        return entry
+
+    def retry_locked(self) -> list[TaskEntry]:
+        """Open the tasks that waited for their directory lock and got it; they now restore."""
+        opened = []
+        for entry in self.entries():
+            if entry.state == LOCKED and self._open(entry.task, entry.checkpoint):
+                with self._lock:
+                    if self._entries.get(entry.task_id) is not entry:
+                        continue
+                    entry.state = RESTORING
+                logger.info("Task %s got its state directory; created", entry.task_id)
+                opened.append(entry)
+        return opened
+
+    def create_standby(self, task_id: TaskId, partitions: list[TopicPartition]) -> StandbyTask | None:
+        """A standby of the task with its stores open, or None when another client holds its
+        directory (the next rebalance tries again)."""
+        task = self._new_task(task_id, sorted(partitions))
+        checkpoint = TaskCheckpoint(task_id, self.state_directory, self._exactly_once)
+        if not self._open(task, checkpoint, standby=True):
+            logger.info("No standby of task %s here: another client holds its state directory", task_id)
+            return None
+        logger.info("Created standby task %s", task_id)
+        return StandbyTask(task, checkpoint, self.state_directory)
+
+    def _new_task(self, task_id: TaskId, partitions: list[TopicPartition]) -> StreamTask:
+        return StreamTask(
             task_id,
-            subtopology,
-            sorted(partitions),
+            self._plan.subtopology(task_id.subtopology),
+            partitions,
             self._config,
             self._collector,
             self._partition_count,
             self._state_dir,
         )
-        task.initialize()
-        buffers = {tp: RecordBuffer() for tp in sorted(partitions)}
-        with self._lock:
-            handle = self._next_handle
-            self._next_handle += 1
-            entry = TaskEntry(task, handle, buffers)
-            self._entries[task_id] = entry
-            self._by_handle[handle] = entry
-            for tp, buffer in buffers.items():
-                self._by_partition[tp] = (entry, buffer)
-        logger.info("Created task %s for partitions %s", task_id, [str(p) for p in sorted(partitions)])
-        return entry
+
+    def _open(self, task: StreamTask, checkpoint: TaskCheckpoint, standby: bool = False) -> bool:
+        """Lock the task directory, load the checkpoint and open the stores; False if locked."""
+        try:
+            self.state_directory.lock(task.task_id)
+        except LockException:
+            return False
+        try:
+            checkpoint.open(keep_file=standby)
+            task.initialize()
+            checkpoint.bind(task.changelog_partitions())
+        except BaseException:
+            self.state_directory.unlock(task.task_id)
+            raise
+        return True
+
+    def is_stateful(self, task_id: TaskId) -> bool:
+        """Whether the task has changelogged stores (and so may have standbys)."""
+        return bool(self._plan.subtopology(task_id.subtopology).changelog_topics)
 
     def activate(self, entry: TaskEntry) -> None:
         """A restored task starts processing: its processors are initialized and it is scheduled."""
@@ -170,7 +256,9 @@ class TaskManager:
 
     def remove(self, entry: TaskEntry, clean: bool) -> None:
         """Unschedule and close a task. The caller holds the commit barrier or the task is failed,
-        so no stream thread processes it; a clean close has been committed already."""
+        so no stream thread processes it; a clean close has been committed already, and writes the
+        task's checkpoint. A dirty close leaves the checkpoint of the last commit (at_least_once) or
+        none (exactly_once_v2), and releases the task directory either way."""
         if entry.state == RUNNING or entry.state == FAILED:
             self._scheduler.unregister(entry.handle)
         with self._lock:
@@ -180,16 +268,25 @@ class TaskManager:
             for tp in entry.buffers:
                 if self._by_partition.get(tp, (None,))[0] is entry:
                     del self._by_partition[tp]
+            locked_out = entry.state == LOCKED
             entry.state = CLOSED
         for buffer in entry.buffers.values():
             buffer.clear()
+        if locked_out:
+            logger.info("Dropped task %s, which never got its state directory", entry.task_id)
+            return
         try:
             entry.task.close(clean)
+            if clean:
+                entry.checkpoint.write()
         except Exception:
             if clean:
                 raise
-            logger.warning("Closing task %s dirty raised; its state is discarded", entry.task_id,
-                           exc_info=True)
+            logger.warning(
+                "Closing task %s dirty raised; its state is discarded", entry.task_id, exc_info=True
+            )
+        finally:
+            self.state_directory.unlock(entry.task_id)
         logger.info("Closed task %s (%s)", entry.task_id, "clean" if clean else "dirty")
 
     def mark_failed(self, handle: int) -> TaskEntry | None:

@@ -1,0 +1,301 @@
+"""Restoration of active tasks through the runtime: restore listener callbacks and metrics,
+checkpoints that make a restart restore only the changelog's tail, wiping state no checkpoint
+vouches for, task directory locks, and restore failures reaching the uncaught exception handler."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from kstreams.client import KafkaStreams, StateRestoreListener, StreamsUncaughtExceptionResponse
+from kstreams.cluster import EmbeddedCluster
+from kstreams.cluster.port import TopicPartition
+from kstreams.processor import Processor, Record
+from kstreams.serdes import Serdes
+from kstreams.state import Stores
+from kstreams.state.checkpoint import OffsetCheckpoint
+from kstreams.state.directory import StateDirectory
+from kstreams.topology.topology import Topology
+
+LONG = Serdes.long()
+STRING = Serdes.string()
+APP = "restore"
+CHANGELOG = f"{APP}-counts-changelog"
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 30.0, what: str = "condition") -> None:
+    """Wait for a condition that other threads make true (checked every 20 ms)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"Timed out after {timeout}s waiting for {what}")
+        time.sleep(0.02)
+
+
+class CountPerKey(Processor):
+    def init(self, context):  # type: ignore[no-untyped-def]
+        self.context = context
+        self.store = context.get_state_store("counts")
+
+    def process(self, record: Record) -> None:
+        count = (self.store.get(record.key) or 0) + 1
+        self.store.put(record.key, count)
+        self.context.forward(record.with_value(count))
+
+
+def count_topology(persistent: bool) -> Topology:
+    supplier = (
+        Stores.persistent_key_value_store("counts")
+        if persistent
+        else Stores.in_memory_key_value_store("counts")
+    )
+    topology = Topology()
+    topology.add_source("src", "in", key_deserializer=STRING, value_deserializer=STRING)
+    topology.add_processor("count", CountPerKey, "src")
+    topology.add_state_store(Stores.key_value_store_builder(supplier, STRING, LONG), "count")
+    topology.add_sink("sink", "out", "count", key_serializer=STRING, value_serializer=LONG)
+    return topology
+
+
+class RecordingListener(StateRestoreListener):
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.starts: dict[TopicPartition, tuple[str, int, int]] = {}
+        self.batches: dict[TopicPartition, list[tuple[int, int]]] = {}
+        self.ends: dict[TopicPartition, tuple[str, int]] = {}
+
+    def on_restore_start(self, topic_partition, store_name, starting_offset, ending_offset):  # type: ignore[no-untyped-def]
+        with self.lock:
+            self.starts[topic_partition] = (store_name, starting_offset, ending_offset)
+
+    def on_batch_restored(self, topic_partition, store_name, batch_end_offset, num_restored):  # type: ignore[no-untyped-def]
+        with self.lock:
+            self.batches.setdefault(topic_partition, []).append((batch_end_offset, num_restored))
+
+    def on_restore_end(self, topic_partition, store_name, total_restored):  # type: ignore[no-untyped-def]
+        with self.lock:
+            self.ends[topic_partition] = (store_name, total_restored)
+
+
+@pytest.fixture
+def cluster() -> Iterator[EmbeddedCluster]:
+    cluster = EmbeddedCluster()
+    cluster.create_topic("in", 2)
+    cluster.create_topic("out", 2)
+    yield cluster
+    cluster.close()
+
+
+def new_client(
+    topology: Topology, cluster: EmbeddedCluster, state_dir: Path, name: str, **overrides: object
+) -> KafkaStreams:
+    config: dict[str, object] = {
+        "application.id": APP,
+        "client.id": f"client-{name}",
+        "num.stream.threads": 1,
+        "commit.interval.ms": 50,
+        "session.timeout.ms": 1000,
+        "state.dir": str(state_dir),
+    }
+    config.update(overrides)
+    return KafkaStreams(topology, config, cluster=cluster)
+
+
+def produce(cluster: EmbeddedCluster, count: int, keys: int, start: int = 0) -> Counter[str]:
+    expected: Counter[str] = Counter()
+    for i in range(start, start + count):
+        key = f"key-{i % keys}"
+        cluster.produce("in", key.encode(), b"v", timestamp=1_000 + i)
+        expected[key] += 1
+    return expected
+
+
+def latest(cluster: EmbeddedCluster) -> dict[str, int]:
+    return {r.key.decode(): LONG.deserialize("out", r.value) for r in cluster.read("out")}
+
+
+def changelog_ends(cluster: EmbeddedCluster) -> dict[TopicPartition, int]:
+    ends = cluster.admin().list_offsets([TopicPartition(CHANGELOG, p) for p in range(2)])
+    return {tp: end for tp, (_, end) in ends.items()}
+
+
+def run_until_counted(streams: KafkaStreams, cluster: EmbeddedCluster, expected: Counter[str]) -> None:
+    streams.start()
+    try:
+        wait_until(lambda: latest(cluster) == dict(expected), what="exact counts")
+    finally:
+        assert streams.close(timeout=30)
+
+
+def test_restore_listener_sees_every_changelog_record_and_metrics_count_them(
+    cluster: EmbeddedCluster, tmp_path: Path
+) -> None:
+    expected = produce(cluster, 600, keys=40)
+    run_until_counted(new_client(count_topology(False), cluster, tmp_path / "a", "a"), cluster, expected)
+    ends = changelog_ends(cluster)
+    changelog_records = {
+        tp: len([r for r in cluster.read(CHANGELOG) if r.partition == tp.partition]) for tp in ends
+    }
+
+    listener = RecordingListener()
+    successor = new_client(count_topology(False), cluster, tmp_path / "b", "b")
+    successor.set_global_state_restore_listener(listener)
+    expected += produce(cluster, 100, keys=40, start=600)
+    successor.start()
+    try:
+        wait_until(lambda: latest(cluster) == dict(expected), what="counts continued after restoration")
+        metrics = {
+            m.name: v for m, v in successor.metrics().items() if m.group == "stream-state-updater-metrics"
+        }
+    finally:
+        assert successor.close(timeout=30)
+
+    # In-memory stores restore each changelog partition from its beginning to its end.
+    assert listener.starts == {tp: ("counts", 0, end) for tp, end in ends.items()}
+    for tp, end in ends.items():
+        batches = listener.batches[tp]
+        assert batches[-1][0] == end - 1
+        assert sum(n for _, n in batches) == changelog_records[tp]
+        assert listener.ends[tp] == ("counts", changelog_records[tp])
+    assert metrics["restore-records-total"] == sum(changelog_records.values())
+    assert metrics["records-remaining"] == 0
+    assert metrics["restoring-tasks"] == 0
+
+
+def test_restart_with_a_checkpoint_restores_only_the_changelog_tail(
+    cluster: EmbeddedCluster, tmp_path: Path
+) -> None:
+    expected = produce(cluster, 400, keys=30)
+    run_until_counted(new_client(count_topology(True), cluster, tmp_path / "a", "a"), cluster, expected)
+    # A clean close checkpoints where the changelogs end.
+    checkpointed = {}
+    for partition in range(2):
+        path = tmp_path / "a" / APP / f"0_{partition}" / ".checkpoint"
+        checkpointed.update(OffsetCheckpoint(str(path)).read())
+    assert checkpointed == changelog_ends(cluster)
+
+    # Another client moves the changelogs on while the first one is away.
+    expected += produce(cluster, 200, keys=30, start=400)
+    run_until_counted(new_client(count_topology(True), cluster, tmp_path / "b", "b"), cluster, expected)
+    ends = changelog_ends(cluster)
+
+    listener = RecordingListener()
+    restarted = new_client(count_topology(True), cluster, tmp_path / "a", "a2")
+    restarted.set_global_state_restore_listener(listener)
+    expected += produce(cluster, 50, keys=30, start=600)
+    run_until_counted(restarted, cluster, expected)
+    assert listener.starts == {tp: ("counts", checkpointed[tp], ends[tp]) for tp in ends}
+    for tp in ends:
+        assert listener.ends[tp][1] == sum(n for _, n in listener.batches[tp])
+        assert listener.ends[tp][1] <= ends[tp] - checkpointed[tp]
+
+
+def test_unchanged_changelog_and_checkpoint_restore_nothing(cluster: EmbeddedCluster, tmp_path: Path) -> None:
+    expected = produce(cluster, 300, keys=20)
+    run_until_counted(new_client(count_topology(True), cluster, tmp_path / "a", "a"), cluster, expected)
+    listener = RecordingListener()
+    restarted = new_client(count_topology(True), cluster, tmp_path / "a", "a2")
+    restarted.set_global_state_restore_listener(listener)
+    expected += produce(cluster, 10, keys=20, start=300)
+    run_until_counted(restarted, cluster, expected)
+    assert listener.starts == {}
+    assert listener.batches == {}
+
+
+def test_persistent_state_without_a_checkpoint_is_wiped_and_restored_from_scratch(
+    cluster: EmbeddedCluster, tmp_path: Path
+) -> None:
+    expected = produce(cluster, 300, keys=20)
+    run_until_counted(new_client(count_topology(True), cluster, tmp_path / "a", "a"), cluster, expected)
+    for partition in range(2):
+        os.unlink(tmp_path / "a" / APP / f"0_{partition}" / ".checkpoint")
+    ends = changelog_ends(cluster)
+
+    listener = RecordingListener()
+    restarted = new_client(count_topology(True), cluster, tmp_path / "a", "a2")
+    restarted.set_global_state_restore_listener(listener)
+    expected += produce(cluster, 30, keys=20, start=300)
+    run_until_counted(restarted, cluster, expected)
+    assert listener.starts == {tp: ("counts", 0, end) for tp, end in ends.items()}
+
+
+def test_in_memory_stores_restore_from_the_beginning_after_a_restart(
+    cluster: EmbeddedCluster, tmp_path: Path
+) -> None:
+    expected = produce(cluster, 200, keys=20)
+    run_until_counted(new_client(count_topology(False), cluster, tmp_path / "a", "a"), cluster, expected)
+    ends = changelog_ends(cluster)
+    listener = RecordingListener()
+    restarted = new_client(count_topology(False), cluster, tmp_path / "a", "a2")
+    restarted.set_global_state_restore_listener(listener)
+    expected += produce(cluster, 20, keys=20, start=200)
+    run_until_counted(restarted, cluster, expected)
+    assert listener.starts == {tp: ("counts", 0, end) for tp, end in ends.items()}
+
+
+def test_task_waits_while_another_client_holds_its_state_directory(
+    cluster: EmbeddedCluster, tmp_path: Path
+) -> None:
+    other = StateDirectory(str(tmp_path / "shared"), APP)
+    other.lock("0_1")
+    try:
+        streams = new_client(count_topology(True), cluster, tmp_path / "shared", "a")
+        expected = produce(cluster, 200, keys=20)
+        streams.start()
+        try:
+            wait_until(
+                lambda: any(r.partition == 0 for r in cluster.read("out")),
+                what="the task with a free directory to process",
+            )
+            assert all(r.partition == 0 for r in cluster.read("out"))
+            assert streams._task_manager.entry(_task("0_1")).state == "LOCKED"
+            other.unlock("0_1")
+            wait_until(lambda: latest(cluster) == dict(expected), what="every task once the lock is free")
+        finally:
+            assert streams.close(timeout=30)
+    finally:
+        other.close()
+
+
+def _task(text: str):  # type: ignore[no-untyped-def]
+    from kstreams.processor import TaskId
+
+    subtopology, partition = text.split("_")
+    return TaskId(int(subtopology), int(partition))
+
+
+class FailingListener(StateRestoreListener):
+    def on_batch_restored(self, topic_partition, store_name, batch_end_offset, num_restored):  # type: ignore[no-untyped-def]
+        raise RuntimeError("listener broke")
+
+
+def test_a_failed_restoration_reaches_the_uncaught_exception_handler(
+    cluster: EmbeddedCluster, tmp_path: Path
+) -> None:
+    expected = produce(cluster, 200, keys=20)
+    run_until_counted(new_client(count_topology(False), cluster, tmp_path / "a", "a"), cluster, expected)
+    seen: list[BaseException] = []
+    handled = threading.Event()
+
+    def handler(exc: BaseException) -> StreamsUncaughtExceptionResponse:
+        seen.append(exc)
+        handled.set()
+        return StreamsUncaughtExceptionResponse.SHUTDOWN_CLIENT
+
+    streams = new_client(count_topology(False), cluster, tmp_path / "b", "b")
+    streams.set_global_state_restore_listener(FailingListener())
+    streams.set_uncaught_exception_handler(handler)
+    streams.start()
+    try:
+        assert handled.wait(30)
+        assert streams.wait_for_state(KafkaStreams.State.ERROR, timeout=30)
+    finally:
+        streams.close(timeout=30)
+    assert "listener broke" in str(seen[0]) or "listener broke" in repr(seen[0].__cause__)
+    assert "0_" in str(seen[0])
