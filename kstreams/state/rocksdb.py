@@ -46,6 +46,8 @@ def _options() -> Options:
     options.set_compression_type(DBCompressionType.none())
     options.set_write_buffer_size(16 * 1024 * 1024)
     options.set_max_write_buffer_number(3)
+    # Every open rolls RocksDB's info LOG; keep only a few so restarts do not pile them up.
+    options.set_keep_log_file_num(2)
     return options
 
 
