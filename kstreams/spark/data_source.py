@@ -30,6 +30,11 @@ from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
+try:  # Spark 4.2+: availableNow reads up to offsets fixed when the query starts
+    from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
+except ImportError:  # pragma: no cover - older Spark falls back to one micro-batch
+    SupportsTriggerAvailableNow = object  # type: ignore[misc,assignment]
+
 from kstreams.spark.topic_reader import (
     TopicReaderOptions,
     list_partitions,
@@ -108,11 +113,20 @@ class TopicBatchReader(DataSourceReader):
         return _read(self.options, partition)
 
 
-class TopicStreamReader(DataSourceStreamReader):
-    """A streaming read; offsets are {topic: {str(partition): next offset}}."""
+class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """A streaming read; offsets are {topic: {str(partition): next offset}}.
+
+    With ``trigger(availableNow=True)`` the query reads up to the partitions' ends when it starts
+    and then stops, even if records keep arriving.
+    """
 
     def __init__(self, options: TopicReaderOptions) -> None:
         self.options = options
+        self._target: dict[tuple[str, int], int] | None = None
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._target = {tp: high for tp, (_low, high) in self._marks().items()}
+        logger.info("availableNow read of %s up to %s", ",".join(self.options.topics), _to_json(self._target))
 
     def _marks(self) -> dict[tuple[str, int], tuple[int, int]]:
         return watermarks(self.options, list_partitions(self.options))
@@ -124,8 +138,10 @@ class TopicStreamReader(DataSourceStreamReader):
     def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:
         # Spark 4.2+ passes the start offset and a read limit; the default read limit is "all
         # available", the only one this source offers. Earlier Spark calls this with no arguments.
-        marks = self._marks()
-        ends = {tp: high for tp, (_low, high) in marks.items()}
+        if self._target is not None:
+            ends = dict(self._target)
+        else:
+            ends = {tp: high for tp, (_low, high) in self._marks().items()}
         if start:
             # Never move backwards (a partition whose log was truncated below our position).
             for tp, offset in _from_json(start).items():
