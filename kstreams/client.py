@@ -679,7 +679,7 @@ class KafkaStreams:
         The view finds the store's current local instances on every read, so it follows tasks as they
         come and go; reading a store that migrated away raises InvalidStateStoreException.
         """
-        from kstreams.state.query import ReadOnlyKeyValueStore, ReadOnlyWindowStore
+        from kstreams.state.query import ReadOnlyKeyValueStore, ReadOnlySessionStore, ReadOnlyWindowStore
 
         builder = self.plan.store_builders.get(name)
         if builder is None:
@@ -696,8 +696,8 @@ class KafkaStreams:
                 e.task.get_store(name) for e in self._task_manager.running() if name in e.task.store_names()
             ]
 
-        view = ReadOnlyWindowStore if builder.store_type == "window" else ReadOnlyKeyValueStore
-        return view(name, instances)
+        views: dict[str, Any] = {"window": ReadOnlyWindowStore, "session": ReadOnlySessionStore}
+        return views.get(builder.store_type, ReadOnlyKeyValueStore)(name, instances)
 
 
 KafkaStreams.State = State  # Kafka's spelling: KafkaStreams.State.RUNNING
