@@ -36,7 +36,7 @@ from kstreams.errors import (
 from kstreams.runtime.commit import Committer
 from kstreams.runtime.init_parameters import InitParameters
 from kstreams.runtime.internal_topics import InternalTopicManager
-from kstreams.runtime.metrics import MetricName, MetricsRegistry
+from kstreams.runtime.metrics import MetricName, MetricsRegistry, Sensor
 from kstreams.runtime.polling_thread import Failure, PollingThread, RuntimeHooks
 from kstreams.runtime.state_manager import StateManager, StateRestoreListener
 from kstreams.runtime.stream_thread import StreamThread, ThreadState
@@ -136,6 +136,7 @@ class KafkaStreams:
         self._handler: UncaughtExceptionHandler | None = None
         self._restore_listener: StateRestoreListener | None = None
         self._stream_threads: list[StreamThread] = []
+        self._task_sensors: dict[Any, Sensor] = {}
         self._failed_threads = 0
         self._shutdown_logged = False
         self._polling: PollingThread | None = None
@@ -518,6 +519,7 @@ class KafkaStreams:
             self.client_id,
             batch_size=int(self.config["processing.batch.size"]),
             time_slice_ms=int(self.config["task.time.slice.ms"]),
+            task_sensor=self._task_sensor,
         )
         self._stream_threads.append(thread)
         thread.start()
@@ -666,7 +668,30 @@ class KafkaStreams:
             result.append(ThreadMetadata(thread.name, thread.state.value, thread.cache.max_bytes, tasks))
         return result
 
+    def _task_sensor(self, task_id: Any) -> Sensor:
+        """The process sensor of one task (stream-task-metrics), created on first use."""
+        with self._threads_lock:
+            sensor = self._task_sensors.get(task_id)
+            if sensor is None:
+                tags = {"client-id": self.client_id, "task-id": str(task_id)}
+                sensor = self._metrics.sensor("process", "stream-task-metrics", tags)
+                self._task_sensors[task_id] = sensor
+            return sensor
+
     def metrics(self) -> dict[MetricName, float]:
+        """Every metric of the client, by Kafka Streams' names: stream-metrics (client),
+        stream-thread-metrics, stream-task-metrics (tasks running here now),
+        stream-record-cache-metrics, stream-state-updater-metrics and, with autoscaling,
+        stream-subtopology-metrics and stream-client-metrics."""
+        task_manager = getattr(self, "_task_manager", None)
+        if task_manager is not None:
+            live = {str(t) for t in task_manager.task_ids()}
+            with self._threads_lock:
+                for gone in [t for t in self._task_sensors if str(t) not in live]:
+                    del self._task_sensors[gone]
+            self._metrics.remove(
+                lambda m: m.group == "stream-task-metrics" and m.tags.get("task-id") not in live
+            )
         return self._metrics.snapshot()
 
     def metrics_prometheus(self) -> str:

@@ -17,13 +17,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kstreams._native.record_cache import RecordCache
 from kstreams._native.scheduler import TaskScheduler
 
 if TYPE_CHECKING:
-    from kstreams.runtime.metrics import MetricsRegistry
+    from kstreams.runtime.metrics import MetricsRegistry, Sensor
     from kstreams.runtime.task_manager import TaskEntry, TaskManager
 
 __all__ = ["StreamThread", "ThreadState"]
@@ -57,6 +57,7 @@ class StreamThread(threading.Thread):
         client_id: str,
         batch_size: int = 500,
         time_slice_ms: int = 100,
+        task_sensor: Callable[[Any], Sensor] | None = None,
     ) -> None:
         super().__init__(name=name, daemon=True)
         self.index = index
@@ -76,7 +77,21 @@ class StreamThread(threading.Thread):
             "process-latency", "stream-thread-metrics", tags, total=False, rate=False, avg=True, max_=True
         )
         self.punctuate_sensor = metrics.sensor("punctuate", "stream-thread-metrics", tags)
-        metrics.gauge("blocked-time-ns-total", "stream-thread-metrics", tags, lambda: 0.0)
+        # Time spent waiting for a task with work: the thread's idle share.
+        self._blocked_ns = 0
+        metrics.gauge("blocked-time-ns-total", "stream-thread-metrics", tags, lambda: float(self._blocked_ns))
+        cache_tags = {"thread-id": name, "record-cache-id": name}
+        metrics.gauge("hit-ratio", "stream-record-cache-metrics", cache_tags, self._hit_ratio)
+        metrics.gauge(
+            "cache-size-bytes-total",
+            "stream-record-cache-metrics",
+            cache_tags,
+            lambda: float(self.cache.size_bytes),
+        )
+        metrics.gauge(
+            "cache-max-bytes", "stream-record-cache-metrics", cache_tags, lambda: float(self.cache.max_bytes)
+        )
+        self._task_sensor = task_sensor
         self.failure: BaseException | None = None
 
     # -- control (any thread) -------------------------------------------------------------
@@ -115,7 +130,9 @@ class StreamThread(threading.Thread):
         logger.info("Stream thread %s started", self.name)
         try:
             while not self._stop_requested.is_set():
+                waited = time.perf_counter_ns()
                 handle = self._scheduler.next_task(_IDLE_WAIT_S)
+                self._blocked_ns += time.perf_counter_ns() - waited
                 if handle < 0:
                     continue
                 try:
@@ -147,6 +164,7 @@ class StreamThread(threading.Thread):
             self.punctuate_sensor.record()
         ordered = entry.ordered
         batch_size = self._batch_size
+        task_sensor = self._task_sensor(task.task_id) if self._task_sensor is not None else None
         single = ordered[0][1] if len(ordered) == 1 else None
         while not scheduler.pause_requested and not self._stop_requested.is_set():
             if single is not None:
@@ -166,8 +184,14 @@ class StreamThread(threading.Thread):
             finished = time.monotonic()
             self.process_sensor.record(n, n)
             self.process_latency.record((finished - started) * 1000.0 / n)
+            if task_sensor is not None:
+                task_sensor.record(n, n)
             if finished >= deadline:
                 break
+
+    def _hit_ratio(self) -> float:
+        lookups = self.cache.hits + self.cache.misses
+        return self.cache.hits / lookups if lookups else float("nan")
 
     def _adopt_cache(self, task) -> None:  # type: ignore[no-untyped-def]
         previous = task.record_cache

@@ -370,7 +370,19 @@ def test_metrics_render_for_prometheus(make_client, cluster) -> None:  # type: i
         ("stream-thread-metrics", "commit-latency-avg"),
     ]:
         assert wanted in names
-    processed = sum(v for m, v in client.metrics().items() if m.name == "process-total")
+    processed = sum(
+        v
+        for m, v in client.metrics().items()
+        if m.name == "process-total" and m.group == "stream-thread-metrics"
+    )
     assert processed >= 300
+    per_task = {
+        m.tags["task-id"]: v
+        for m, v in client.metrics().items()
+        if m.group == "stream-task-metrics" and m.name == "process-total"
+    }
+    assert set(per_task) <= {"0_0", "0_1", "0_2", "0_3"} and sum(per_task.values()) == processed
+    cache = [m for m in client.metrics() if m.group == "stream-record-cache-metrics"]
+    assert {m.name for m in cache} >= {"hit-ratio", "cache-size-bytes-total"}
     text = client.metrics_prometheus()
     assert 'kstreams_stream_metrics_alive_stream_threads{client_id="c-a"} 2.0' in text
