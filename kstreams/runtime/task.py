@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from kstreams.cluster.port import TopicPartition
 from kstreams.errors import DeserializationHandlerResponse, ProcessorStateException, StreamsException
 from kstreams.processor import PunctuationType, Punctuator, Record, TaskId
+from kstreams.runtime.batch_compiler import CompiledSource, compile_segments
 from kstreams.runtime.processor_context import ProcessorContextImpl, PunctuationSchedule
 from kstreams.topology.graph import ProcessorGraph, ProcessorNode
 
@@ -88,6 +89,7 @@ class StreamTask:
         self._restore_callbacks: dict[TopicPartition, RestoreCallback] = {}
         self._registered_changelogs: list[tuple[str, int]] = []
         self._store_owners: dict[str, ProcessorNode] = {}  # store -> node its flushes forward as
+        self._segments: dict[str, CompiledSource] = {}  # source topic -> compiled segment
         self._initialized = False
         self._processors_initialized = False
         self._closed = False
@@ -169,6 +171,12 @@ class StreamTask:
             finally:
                 context._current_node = None
         self._processors_initialized = True
+        self._segments = compile_segments(self)
+
+    @property
+    def compiled_segments(self) -> dict[str, CompiledSource]:
+        """Source topic -> the compiled segment its batches run through (empty: all per record)."""
+        return dict(self._segments)
 
     # ----------------------------------------------------------------- processing
 
@@ -178,6 +186,14 @@ class StreamTask:
         n = len(batch)
         if n == 0:
             return 0
+        segment = self._segments.get(tp.topic)
+        if (
+            segment is not None
+            and not batch.has_headers
+            and batch.max_timestamp < self._next_stream_due
+            and self._process_compiled(segment, tp, batch)
+        ):
+            return n
         source = self.graph.source_for(tp.topic)
         topic = tp.topic
         key_deserialize = source.key_deserializer.deserialize
@@ -257,6 +273,36 @@ class StreamTask:
             if extractor is not None:
                 self._partition_times[tp] = partition_time
         return processed
+
+    def _process_compiled(self, segment: CompiledSource, tp: TopicPartition, batch: Any) -> bool:
+        """Run a batch through its compiled segment; False (nothing done) when a record needs the
+        per-record path from the source on. No stream-time punctuation falls due inside the batch
+        (the caller checks), so stream time advances once, to the batch's largest timestamp."""
+        if not segment.accepts(batch):
+            return False
+        context = self.context
+        context._topic = tp.topic
+        context._partition = tp.partition
+        context._failed = None
+        if batch.max_timestamp > self.stream_time:
+            self.stream_time = batch.max_timestamp
+        try:
+            segment.run(self, batch)
+        except StreamsException as exc:
+            exc.task_id = exc.task_id or self.task_id
+            raise
+        except Exception as exc:
+            raise StreamsException(
+                f"Exception caught in process. taskId={self.task_id}, processor={self._failed_node(exc)}, "
+                f"topic={tp.topic}, partition={tp.partition}, offset={context._offset}: {exc!r}",
+                task_id=self.task_id,
+            ) from exc
+        finally:
+            context._current_node = None
+            context._topic = None
+            context._timestamp = 0
+        self._consumed[tp] = batch.last_offset + 1
+        return True
 
     def _failed_node(self, exc: BaseException) -> str | None:
         failed = self.context._failed

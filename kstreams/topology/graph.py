@@ -88,15 +88,17 @@ class SourceNode(_Node):
 
 
 class ProcessorNode(_Node):
-    """A user ``Processor`` and the stores connected to it."""
+    """A user ``Processor`` and the stores connected to it; ``supplier`` made the processor (the
+    batch compiler reads what DSL suppliers compute from it)."""
 
-    __slots__ = ("process", "processor", "stores")
+    __slots__ = ("process", "processor", "stores", "supplier")
 
-    def __init__(self, name: str, processor: Any, stores: tuple[str, ...]) -> None:
+    def __init__(self, name: str, processor: Any, stores: tuple[str, ...], supplier: Any = None) -> None:
         super().__init__(name)
         self.processor = processor
         self.stores = stores
         self.process = processor.process
+        self.supplier = supplier
 
 
 class SinkNode(_Node):
@@ -293,7 +295,7 @@ class GraphTemplate:
                 for topic in spec.topics:
                     graph.sources_by_topic[topic] = node
             elif isinstance(spec, ProcessorTemplate):
-                node = ProcessorNode(spec.name, self._new_processor(spec), spec.stores)
+                node = ProcessorNode(spec.name, self._new_processor(spec), spec.stores, spec.supplier)
                 graph.processor_nodes.append(node)
             else:
                 node = SinkNode(

@@ -757,13 +757,14 @@ def take(RecordBatch batch not None, const int32_t[::1] indices):
                            batch.value_len(i), batch.ts(i), batch.part(i), batch.off(i))
     return builder.finish()
 
-def project(RecordBatch batch not None, int side, str field):
-    """Replace the key (side 0) or value (side 1), JSON documents, by one top-level field's JSON
-    text (a missing field, a non-object document or JSON null become None). None: some record
-    needs the Python path."""
+def project(RecordBatch batch not None, int src_side, str field, int dst_side):
+    """Replace the key (dst_side 0) or value (dst_side 1) by the JSON text of a top-level field of
+    the key (src_side 0) or value (src_side 1), JSON documents (``field`` None: the whole
+    document). A missing field, a non-object document or JSON null become None. None: some
+    record needs the Python path."""
     cdef RecordBatchBuilder builder = RecordBatchBuilder()
-    cdef bytes fb = field.encode("utf-8")
-    cdef const char* f = PyBytes_AS_STRING(fb)
+    cdef bytes fb = field.encode("utf-8") if field is not None else b""
+    cdef const char* f = PyBytes_AS_STRING(fb) if field is not None else NULL
     cdef Py_ssize_t flen = PyBytes_GET_SIZE(fb)
     cdef Py_ssize_t i, n, tn
     cdef const char* p
@@ -771,9 +772,9 @@ def project(RecordBatch batch not None, int side, str field):
     cdef JTok tok
     cdef int failed = 0
     with nogil:
-        builder.reserve(batch.n, 0)
+        builder.reserve(batch.n, batch.c_nbytes())
         for i in range(batch.n):
-            if side == 0:
+            if src_side == 0:
                 p = batch.key_ptr(i)
                 n = batch.key_len(i)
             else:
@@ -788,7 +789,7 @@ def project(RecordBatch batch not None, int side, str field):
                 if tok.type != T_NONE and tok.type != T_NULL:
                     tp = tok.p - 1 if tok.type == T_STR else tok.p
                     tn = tok.n + 2 if tok.type == T_STR else tok.n
-            if side == 0:
+            if dst_side == 0:
                 builder.append(tp, tn, batch.value_ptr(i), batch.value_len(i), batch.ts(i),
                                batch.part(i), batch.off(i))
             else:

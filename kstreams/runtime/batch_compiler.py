@@ -1,0 +1,208 @@
+"""Builds a task's compiled segments: for each source, the tree of batch steps its records take.
+
+Called once a task's processors are initialised (stores open, DSL processors bound to them). A
+node gets a kernel step when ``topology.compiled_ops`` recognises its operation and the running
+task fits it: built-in serdes on the way in and out, a sink with a fixed topic and the default
+partitioner, an aggregation over a cached store whose serdes match the stream. Any other node is
+a boundary: from there on its records go record by record through the Python processors, exactly
+as without compilation. A source whose subtree has no kernel at all gets no segment.
+
+``KSTREAMS_COMPILED=0`` in the environment turns compilation off (every batch per record), which
+is how tests compare both paths on the same input.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from kstreams._native import kernels
+from kstreams.runtime.batch_steps import (
+    AggregateStep,
+    BoundaryStep,
+    FilterStep,
+    PassThroughStep,
+    ProjectStep,
+    PythonFilterStep,
+    SinkStep,
+    Step,
+    encoding_of,
+)
+from kstreams.state.caching import CachingKeyValueStore, CachingWindowStore
+from kstreams.topology.compiled_ops import kernel_for_supplier
+from kstreams.topology.dsl.processors.stateless import FilterSupplier
+from kstreams.topology.graph import ProcessorNode, SinkNode, SourceNode
+
+if TYPE_CHECKING:
+    from kstreams._native.record_batch import RecordBatch
+    from kstreams.runtime.task import StreamTask
+
+__all__ = ["CompiledSource", "compilation_enabled", "compile_segments"]
+
+logger = logging.getLogger(__name__)
+
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+_OPS = {"count": kernels.COUNT, "sum": kernels.SUM, "min": kernels.MIN, "max": kernels.MAX}
+_NUMERIC = (kernels.LONG, kernels.INT, kernels.DOUBLE)
+
+
+def compilation_enabled() -> bool:
+    return os.environ.get("KSTREAMS_COMPILED", "1") not in ("0", "false", "no")
+
+
+class CompiledSource:
+    """The compiled segment of one source node: validates a batch in the source's encodings,
+    then runs it through the steps below the source."""
+
+    def __init__(self, source: SourceNode, key_enc: int, value_enc: int, children: list[Step]) -> None:
+        self.source = source
+        self.key_enc = key_enc
+        self.value_enc = value_enc
+        self.children = children
+
+    def accepts(self, batch: RecordBatch) -> bool:
+        """False when some record needs the per-record path from the source on (bytes its
+        deserializers reject, a negative timestamp)."""
+        return kernels.validate(batch, self.key_enc, self.value_enc) < 0  # type: ignore[no-any-return]
+
+    def run(self, task: StreamTask, batch: RecordBatch) -> None:
+        """Process an accepted batch."""
+        for child in self.children:
+            child.run(task, batch, self.key_enc, self.value_enc)
+
+    def steps(self) -> list[Step]:
+        """Every step, parents first."""
+        found: list[Step] = []
+        pending = list(self.children)
+        while pending:
+            step = pending.pop(0)
+            found.append(step)
+            pending.extend(step.children)
+        return found
+
+    def __repr__(self) -> str:
+        return f"CompiledSource({self.source.name!r}, steps={self.steps()})"
+
+
+def compile_segments(task: StreamTask) -> dict[str, CompiledSource]:
+    """Source topic -> compiled segment, for the sources of the task's graph that have kernels."""
+    if not compilation_enabled():
+        return {}
+    segments: dict[str, CompiledSource] = {}
+    for source in {id(s): s for s in task.graph.sources_by_topic.values()}.values():
+        segment = _compile_source(source)
+        if segment is None:
+            continue
+        for topic in source.topics:
+            segments[topic] = segment
+        logger.debug("Task %s compiled %s", task.task_id, segment)
+    return segments
+
+
+def _compile_source(source: SourceNode) -> CompiledSource | None:
+    if source.timestamp_extractor is not None:
+        return None
+    key_enc = encoding_of(source.key_deserializer)
+    value_enc = encoding_of(source.value_deserializer)
+    if key_enc is None or value_enc is None:
+        return None
+    children = [_compile_node(child, key_enc, value_enc) for child in source.children]
+    segment = CompiledSource(source, key_enc, value_enc, children)
+    steps = segment.steps()
+    if all(isinstance(step, BoundaryStep) for step in steps):
+        return None
+    # Batch order differs from record order only across branches: two sinks writing one topic
+    # from different branches would interleave differently, so such trees stay per record.
+    sink_topics = Counter(step.node.topic for step in steps if isinstance(step, SinkStep))
+    if any(count > 1 for count in sink_topics.values()):
+        return None
+    return segment
+
+
+def _compile_node(node: Any, key_enc: int, value_enc: int) -> Step:
+    if isinstance(node, SinkNode):
+        return _compile_sink(node, key_enc, value_enc)
+    if not isinstance(node, ProcessorNode):
+        return BoundaryStep(node, [])
+    supplier = getattr(node, "supplier", None)
+    op = kernel_for_supplier(supplier)
+    if op is None:
+        if isinstance(supplier, FilterSupplier) and callable(supplier.predicate):
+            children = [_compile_node(child, key_enc, value_enc) for child in node.children]
+            return PythonFilterStep(node, children, supplier.predicate, supplier.negate)
+        return BoundaryStep(node, [])
+    if op.name == "pass":
+        return PassThroughStep(node, [_compile_node(c, key_enc, value_enc) for c in node.children])
+    if op.name == "filter":
+        predicate = op.predicate
+        assert predicate is not None
+        if op.negate:
+            predicate = ~predicate
+        if not _predicate_fits(predicate, key_enc, value_enc):
+            return BoundaryStep(node, [])
+        nodes, root = predicate.nodes()
+        return FilterStep(
+            node, [_compile_node(c, key_enc, value_enc) for c in node.children], list(nodes), root
+        )
+    if op.name == "project":
+        expr = op.expr
+        assert expr is not None
+        src_enc = key_enc if expr.side == 0 else value_enc
+        if expr.field is None and expr.side == op.dst_side:
+            return PassThroughStep(node, [_compile_node(c, key_enc, value_enc) for c in node.children])
+        if src_enc != kernels.JSON:
+            return BoundaryStep(node, [])
+        new_key, new_value = (kernels.JSON, value_enc) if op.dst_side == 0 else (key_enc, kernels.JSON)
+        children = [_compile_node(c, new_key, new_value) for c in node.children]
+        return ProjectStep(node, children, expr.side, expr.field, op.dst_side)
+    return _compile_aggregate(node, op, key_enc, value_enc)
+
+
+def _predicate_fits(predicate: Any, key_enc: int, value_enc: int) -> bool:
+    for expr in predicate.expressions():
+        enc = key_enc if expr.side == 0 else value_enc
+        if expr.field is not None and enc != kernels.JSON:
+            return False
+    for node in predicate.nodes()[0]:
+        constant = node[5]
+        if type(constant) is int and not _INT64[0] <= constant <= _INT64[1]:
+            return False
+    return True
+
+
+def _compile_sink(sink: SinkNode, key_enc: int, value_enc: int) -> Step:
+    if sink.topic is None or sink._partition is not None:
+        return BoundaryStep(sink, [])
+    key_dst = encoding_of(sink.key_serializer)
+    value_dst = encoding_of(sink.value_serializer)
+    if key_dst is None or value_dst is None:
+        return BoundaryStep(sink, [])
+    if not kernels.convertible(key_enc, key_dst) or not kernels.convertible(value_enc, value_dst):
+        return BoundaryStep(sink, [])
+    return SinkStep(sink, key_dst, value_dst)
+
+
+def _compile_aggregate(node: ProcessorNode, op: Any, key_enc: int, value_enc: int) -> Step:
+    processor = node.processor
+    metered = getattr(processor, "store", None)
+    forwarder = getattr(processor, "forwarder", None)
+    caching = getattr(metered, "wrapped", None)
+    windowed = op.windows is not None
+    expected = CachingWindowStore if windowed else CachingKeyValueStore
+    if forwarder is None or not forwarder.cached or not isinstance(caching, expected):
+        return BoundaryStep(node, [])
+    store_key = encoding_of(getattr(metered, "key_serde", None))
+    store_value = encoding_of(getattr(metered, "value_serde", None))
+    if store_key != key_enc or key_enc == kernels.JSON:
+        return BoundaryStep(node, [])
+    if op.name == "count":
+        if store_value != kernels.LONG:
+            return BoundaryStep(node, [])
+    elif store_value != value_enc or value_enc not in _NUMERIC:
+        return BoundaryStep(node, [])
+    if windowed and not (hasattr(processor, "observed_stream_time") and hasattr(processor, "dropped")):
+        return BoundaryStep(node, [])
+    assert store_value is not None
+    return AggregateStep(node, _OPS[op.name], op.label, key_enc, value_enc, store_value, caching, op.windows)

@@ -1,0 +1,331 @@
+"""Compiled batch steps: how a batch of one input partition runs through a compiled segment.
+
+A segment is a tree of steps rooted at a source: each step takes a RecordBatch whose key and
+value columns are in known encodings (the built-in serdes, see ``kernels``), runs a kernel over
+the whole batch and hands its result to its children. A step whose kernel reports a record it
+cannot handle exactly like Python (``None`` from the kernel) hands its input batch to its node's
+Python processor record by record instead (the *boundary*), and so does every step made for a
+node that has no kernel; the result is the per-record path's either way.
+
+Steps hold the task's running ``ProcessorNode`` objects: the Python processor behind an
+aggregation step is the same instance the per-record path uses, so state such as a windowed
+aggregation's observed stream time is shared.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import struct
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from kstreams._native import kernels
+from kstreams.processor import Record
+from kstreams.serdes import (
+    BytesSerde,
+    DoubleSerde,
+    FloatSerde,
+    IntegerSerde,
+    JsonSerde,
+    LongSerde,
+    ShortSerde,
+    StringSerde,
+)
+
+if TYPE_CHECKING:
+    from kstreams._native.record_batch import RecordBatch
+    from kstreams.runtime.task import StreamTask
+
+__all__ = [
+    "AggregateStep",
+    "BoundaryStep",
+    "FilterStep",
+    "ProjectStep",
+    "PythonFilterStep",
+    "SinkStep",
+    "Step",
+    "encoding_of",
+]
+
+logger = logging.getLogger(__name__)
+
+_SERDE_ENCODINGS: dict[type, int] = {
+    BytesSerde: kernels.BYTES,
+    StringSerde: kernels.STRING,
+    LongSerde: kernels.LONG,
+    IntegerSerde: kernels.INT,
+    ShortSerde: kernels.SHORT,
+    DoubleSerde: kernels.DOUBLE,
+    FloatSerde: kernels.FLOAT,
+    JsonSerde: kernels.JSON,
+}
+
+# How a boundary turns a column's bytes back into the Python objects the serde would make.
+_DECODERS: dict[int, Any] = {
+    kernels.BYTES: BytesSerde(),
+    kernels.STRING: StringSerde(),
+    kernels.LONG: LongSerde(),
+    kernels.INT: IntegerSerde(),
+    kernels.SHORT: ShortSerde(),
+    kernels.DOUBLE: DoubleSerde(),
+    kernels.FLOAT: FloatSerde(),
+    kernels.JSON: JsonSerde(),
+}
+
+_WINDOW_START = struct.Struct(">q")
+
+
+def encoding_of(serde: Any) -> int | None:
+    """The kernel encoding of a built-in serde (exact type: a subclass may behave differently)."""
+    return _SERDE_ENCODINGS.get(type(serde))
+
+
+class Step:
+    """One node of a compiled segment. ``run`` processes a batch in the given encodings."""
+
+    name: str
+    kernel: str  # what describe() and logs call the kernel; "" for a boundary
+
+    def __init__(self, node: Any, children: list[Step]) -> None:
+        self.node = node
+        self.name = node.name
+        self.children = children
+
+    def run(self, task: StreamTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
+        raise TypeError(f"{type(self).__name__} does not run batches")
+
+    def _forward(self, task: StreamTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
+        if len(batch) == 0:
+            return
+        for child in self.children:
+            child.run(task, batch, key_enc, value_enc)
+
+    def boundary(self, task: StreamTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
+        """Run this step's node record by record (the per-record path from here on)."""
+        run_per_record(task, self.node, batch, key_enc, value_enc)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+def run_per_record(task: StreamTask, node: Any, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
+    """Hand each record of ``batch`` to ``node.process``, decoded as its serdes would."""
+    if len(batch) == 0:
+        return
+    topic = task.context._topic
+    decode_key = _DECODERS[key_enc].deserialize
+    decode_value = _DECODERS[value_enc].deserialize
+    context = task.context
+    process = node.process
+    timestamps = batch.timestamps_array().tolist()
+    offsets = batch.offsets_array().tolist()
+    for k, v, ts, offset in zip(batch.keys(), batch.values(), timestamps, offsets, strict=True):
+        record = Record(decode_key(topic, k), decode_value(topic, v), ts, None)
+        context._offset = offset
+        context._timestamp = ts
+        context._current_node = node
+        process(record)
+
+
+class BoundaryStep(Step):
+    """A node without a kernel: the per-record path from here on."""
+
+    kernel = ""
+
+    def run(self, task: StreamTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
+        self.boundary(task, batch, key_enc, value_enc)
+
+
+class FilterStep(Step):
+    """``filter``/``filter_not`` with a compiled predicate (``kstreams.predicates``)."""
+
+    kernel = "filter"
+
+    def __init__(self, node: Any, children: list[Step], nodes: list[Any], root: int) -> None:
+        super().__init__(node, children)
+        self._nodes = nodes
+        self._root = root
+        self._compiled: dict[tuple[int, int], Any] = {}
+
+    def run(self, task: StreamTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
+        predicate = self._compiled.get((key_enc, value_enc))
+        if predicate is None:
+            predicate = kernels.Predicate(self._nodes, self._root, key_enc, value_enc)
+            self._compiled[(key_enc, value_enc)] = predicate
+        selected = predicate.select(batch)
+        if selected is None:
+            self.boundary(task, batch, key_enc, value_enc)
+            return
+        if len(selected) != len(batch):
+            batch = kernels.take(batch, selected)
+        self._forward(task, batch, key_enc, value_enc)
+
+
+class PythonFilterStep(Step):
+    """``filter`` with a plain Python predicate: called per record with the GIL, but without a
+    Record, a context switch or a forward per record."""
+
+    kernel = "filter[python]"
+
+    def __init__(self, node: Any, children: list[Step], predicate: Callable[[Any, Any], Any], negate: bool):
+        super().__init__(node, children)
+        self._predicate = predicate
+        self._negate = negate
+
+    def run(self, task: StreamTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
+        topic = task.context._topic
+        decode_key = _DECODERS[key_enc].deserialize
+        decode_value = _DECODERS[value_enc].deserialize
+        predicate = self._predicate
+        negate = self._negate
+        keep = [
+            i
+            for i, (k, v) in enumerate(zip(batch.keys(), batch.values(), strict=True))
+            if bool(predicate(decode_key(topic, k), decode_value(topic, v))) != negate
+        ]
+        if len(keep) != len(batch):
+            import numpy as np
+
+            batch = kernels.take(batch, np.asarray(keep, dtype=np.int32))
+        self._forward(task, batch, key_enc, value_enc)
+
+
+class ProjectStep(Step):
+    """``select_key``/``map_values`` with an extractor (``kstreams.predicates``) of a JSON
+    field: the new column holds the field's JSON text."""
+
+    kernel = "project"
+
+    def __init__(self, node: Any, children: list[Step], src_side: int, field: str | None, dst_side: int):
+        super().__init__(node, children)
+        self._src_side = src_side
+        self._field = field
+        self._dst_side = dst_side
+
+    def run(self, task: StreamTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
+        src_enc = key_enc if self._src_side == 0 else value_enc
+        if src_enc != kernels.JSON:
+            if self._field is None:  # key()/value() of another encoding: copy the column
+                if self._src_side == self._dst_side:
+                    self._forward(task, batch, key_enc, value_enc)
+                    return
+            self.boundary(task, batch, key_enc, value_enc)
+            return
+        projected = kernels.project(batch, self._src_side, self._field, self._dst_side)
+        if projected is None:
+            self.boundary(task, batch, key_enc, value_enc)
+            return
+        if self._dst_side == 0:
+            self._forward(task, projected, kernels.JSON, value_enc)
+        else:
+            self._forward(task, projected, key_enc, kernels.JSON)
+
+
+class PassThroughStep(Step):
+    kernel = "pass"
+
+    def run(self, task: StreamTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
+        self._forward(task, batch, key_enc, value_enc)
+
+
+class SinkStep(Step):
+    """A sink to a fixed topic with the default partitioner and built-in serializers: re-encode
+    in bulk, split by partition, hand each partition's batch to the record collector."""
+
+    kernel = "sink"
+
+    def __init__(self, node: Any, key_enc: int, value_enc: int) -> None:
+        super().__init__(node, [])
+        self._key_dst = key_enc
+        self._value_dst = value_enc
+
+    def run(self, task: StreamTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
+        sink = self.node
+        converted = kernels.convert(batch, key_enc, self._key_dst, value_enc, self._value_dst)
+        if converted is None:
+            self.boundary(task, batch, key_enc, value_enc)
+            return
+        topic = sink.topic
+        parts, sink._next_round_robin = kernels.split_partitions(
+            converted, sink._partition_count(topic), sink._next_round_robin
+        )
+        send_batch = sink._collector.send_batch
+        for partition, part in parts:
+            send_batch(topic, partition, part)
+
+
+class AggregateStep(Step):
+    """count, or reduce with ``operator.add``/``min``/``max``, per key (and window) into a cached
+    store, through the ``aggregate`` kernel. Without a cache (or with a cache of size 0) every
+    update must go downstream, so the per-record path runs instead."""
+
+    def __init__(
+        self,
+        node: Any,
+        op: int,
+        kernel: str,
+        key_enc: int,
+        value_enc: int,
+        store_enc: int,
+        caching: Any,
+        windows: Any = None,
+    ) -> None:
+        super().__init__(node, [])
+        self._op = op
+        self.kernel = kernel
+        self._key_enc = key_enc
+        self._value_enc = value_enc
+        self._store_enc = store_enc
+        self._caching = caching
+        self._windows = windows
+        if windows is None:
+            self._load: Callable[[bytes], bytes | None] = caching.wrapped.get
+        else:
+            fetch = caching.wrapped.fetch
+
+            def load(cache_key: bytes) -> bytes | None:
+                return fetch(cache_key[:-8], _WINDOW_START.unpack_from(cache_key, len(cache_key) - 8)[0])  # type: ignore[no-any-return]
+
+            self._load = load
+
+    def run(self, task: StreamTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
+        if key_enc != self._key_enc or (self._op != kernels.COUNT and value_enc != self._value_enc):
+            self.boundary(task, batch, key_enc, value_enc)
+            return
+        caching = self._caching
+        cache = caching._cache()
+        if cache is None or cache.max_bytes == 0:
+            self.boundary(task, batch, key_enc, value_enc)
+            return
+        windows = self._windows
+        if windows is None:
+            result = kernels.aggregate(
+                cache, caching.namespace, batch, self._op, value_enc, self._store_enc, self._load
+            )
+        else:
+            processor = self.node.processor
+            result = kernels.aggregate(
+                cache,
+                caching.namespace,
+                batch,
+                self._op,
+                value_enc,
+                self._store_enc,
+                self._load,
+                True,
+                windows.size_ms,
+                windows.advance_ms,
+                windows.grace_ms,
+                processor.observed_stream_time,
+            )
+            if result is not None:
+                processor.observed_stream_time, dropped = result
+                processor.dropped += dropped
+        if result is None:
+            self.boundary(task, batch, key_enc, value_enc)
+
+
+def decode_json(data: bytes) -> Any:
+    """What a JSON column's bytes stand for (as JsonSerde reads them)."""
+    return json.loads(data)
