@@ -47,6 +47,19 @@ logger = logging.getLogger(__name__)
 # librdkafka serialises group metadata as b"CGMDv2:" + generation id (int32, host byte order) + ...
 _METADATA_MAGIC = b"CGMDv2:"
 _GENERATION = struct.Struct("=i")
+# Errors librdkafka reports in poll and keeps retrying, but that no retry can cure: a Kafka
+# consumer raises them from poll.
+_UNRECOVERABLE = frozenset(
+    {
+        KafkaError._AUTO_OFFSET_RESET,
+        KafkaError.INCONSISTENT_GROUP_PROTOCOL,
+        KafkaError.INVALID_GROUP_ID,
+        KafkaError.GROUP_AUTHORIZATION_FAILED,
+        KafkaError.TOPIC_AUTHORIZATION_FAILED,
+        KafkaError.SASL_AUTHENTICATION_FAILED,
+        KafkaError._AUTHENTICATION,
+    }
+)
 # Commit errors that mean the group no longer counts this consumer as a member of its generation.
 _NOT_A_MEMBER = frozenset(
     {
@@ -449,7 +462,13 @@ class KafkaConsumer:
         if code == KafkaError._PARTITION_EOF:
             return
         where = f"{message.topic()}-{message.partition()}" if message.topic() else self._describe()
-        if error.fatal() or code == KafkaError._AUTO_OFFSET_RESET:
+        if code == KafkaError.INVALID_SESSION_TIMEOUT:
+            raise ClusterError(
+                f"{self._describe()} cannot join its group: the broker refuses its session.timeout.ms "
+                "(outside the broker's group.min.session.timeout.ms..group.max.session.timeout.ms, "
+                "6000..1800000 by default): set session.timeout.ms within that range"
+            )
+        if error.fatal() or code in _UNRECOVERABLE:
             raise cluster_error(f"Fetching {where}", error)
         # Transient (broker down, topic not yet known): librdkafka retries by itself.
         logger.warning("Fetching %s: %s", where, error.str())

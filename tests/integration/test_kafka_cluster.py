@@ -11,7 +11,7 @@ import pytest
 from kstreams.client import KafkaStreams
 from kstreams.cluster.kafka import KafkaCluster
 from kstreams.cluster.kafka_control import control_topic
-from kstreams.cluster.port import ERROR_SHUTDOWN_REQUESTED, TopicPartition
+from kstreams.cluster.port import ERROR_SHUTDOWN_REQUESTED, ClusterError, TopicPartition
 from kstreams.processor import Processor, Record
 from kstreams.serdes import Serdes
 from kstreams.topology.topology import Topology
@@ -26,6 +26,7 @@ class Listener:
     def __init__(self) -> None:
         self.owned: set[TopicPartition] = set()
         self.codes: list[int] = []
+        self.lost: list[list[TopicPartition]] = []
 
     def on_partitions_revoked(self, partitions: list[TopicPartition]) -> None:
         self.owned.difference_update(partitions)
@@ -34,6 +35,7 @@ class Listener:
         self.owned.update(partitions)
 
     def on_partitions_lost(self, partitions: list[TopicPartition]) -> None:
+        self.lost.append(sorted(partitions))
         self.owned.difference_update(partitions)
 
     def on_assignment_error(self, code: int) -> None:
@@ -102,6 +104,35 @@ def test_transactional_offsets_of_an_assigned_group_member_are_committed(kafka_c
         assert [(r.key, r.value) for r in kafka_cluster.read(sink)] == [(b"k", b"v")]
     finally:
         producer.close()
+        consumer.close()
+
+
+def test_a_member_that_stops_polling_loses_its_partitions_and_rejoins(kafka_cluster, app_id):
+    name = f"{app_id}-in"
+    kafka_cluster.create_topic(name, partitions=2)
+    settings = {"session.timeout.ms": 6000, "max.poll.interval.ms": 6000}
+    consumer, listener = kafka_cluster.consumer(app_id, settings), Listener()
+    everything = {TopicPartition(name, 0), TopicPartition(name, 1)}
+    try:
+        consumer.subscribe([name], listener)
+        poll_until([consumer], lambda: listener.owned == everything, "the assignment")
+        # The scenario itself: a poller stalled for longer than max.poll.interval.ms.
+        time.sleep(6.5)
+        poll_until([consumer], lambda: bool(listener.lost) and listener.owned == everything, "loss, rejoin")
+        assert listener.lost == [sorted(everything)]
+    finally:
+        consumer.close()
+
+
+def test_a_session_timeout_the_broker_refuses_fails_the_poll(kafka_cluster, app_id):
+    name = f"{app_id}-in"
+    kafka_cluster.create_topic(name)
+    consumer = kafka_cluster.consumer(app_id, {"session.timeout.ms": 1000, "max.poll.interval.ms": 1000})
+    try:
+        consumer.subscribe([name], Listener())
+        with pytest.raises(ClusterError, match=r"session\.timeout\.ms"):
+            poll_until([consumer], lambda: False, "an error")
+    finally:
         consumer.close()
 
 
