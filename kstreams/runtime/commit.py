@@ -132,6 +132,13 @@ class Committer:
             offsets.update(entry.task.committable_offsets())
         if self._exactly_once:
             self._producer.flush()
+            if not self._still_member():
+                # Kafka's coordinator refuses a transactional offset commit of a stale group
+                # generation (KIP-447); the port cannot carry the generation, so check here.
+                # The next poll reports the partitions lost, and their new owner redoes the work.
+                logger.warning("Not committing: this client was dropped from the group; aborting")
+                self.abort()
+                return
             if offsets:
                 self._producer.send_offsets_to_transaction(offsets, self._group_id)
             self._producer.commit_transaction()
@@ -163,6 +170,14 @@ class Committer:
             if post_commit is not None:
                 post_commit()
         logger.debug("Committed %d tasks (%s): %s", len(entries), reason, offsets)
+
+    def _still_member(self) -> bool:
+        """Whether the group still counts this client's consumer as a member (True when the
+        adapter cannot tell)."""
+        group_assignment = getattr(self._consumer, "group_assignment", None)
+        if group_assignment is None:
+            return True
+        return bool(self._consumer.member_id) and self._consumer.member_id in group_assignment()
 
     def _record_changelog_ends(self, entries: list[TaskEntry]) -> None:
         """After a commit: note where each task's changelogs end, and (at_least_once) write the

@@ -339,7 +339,12 @@ class PollingThread(threading.Thread):
 
     def on_lost(self, partitions: list[TopicPartition]) -> None:
         self._start_rebalance()
-        for task_id in self._tasks.tasks_for_partitions(partitions):
+        lost = set(self._tasks.tasks_for_partitions(partitions))
+        if self._config.exactly_once and any(self._tasks.entry(t) is not None for t in lost):
+            # The open transaction holds the lost tasks' uncommitted work, which their new owner
+            # redoes: abort it, and rewind the tasks that stay here as well.
+            self._rewind_all(drop=lost)
+        for task_id in lost:
             entry = self._tasks.entry(task_id)
             if entry is not None:
                 self.close_dirty(entry)
@@ -414,7 +419,9 @@ class PollingThread(threading.Thread):
         self._paused.difference_update(partitions)
         self._consumer.resume(partitions)
 
-    def _rewind_all(self) -> None:
+    def _rewind_all(self, drop: set[Any] | None = None) -> None:
+        """Abort the open transaction (exactly_once_v2) and restart every task from its last
+        commit; the tasks in ``drop`` (lost to another client) are closed and not restarted."""
         if not self._scheduler.pause_all(60.0):
             logger.warning("Stream threads did not release their tasks in time for an abort")
         try:
@@ -423,9 +430,9 @@ class PollingThread(threading.Thread):
             entries = self._tasks.entries()
             for entry in entries:
                 self.close_dirty(entry)
-            partitions = [tp for entry in entries for tp in entry.buffers]
-            self._rewind(partitions)
-            for entry in entries:
+            kept = [entry for entry in entries if drop is None or entry.task_id not in drop]
+            self._rewind([tp for entry in kept for tp in entry.buffers])
+            for entry in kept:
                 self._start(self._tasks.create(entry.task_id, sorted(entry.buffers)))
         finally:
             self._scheduler.resume_all()
