@@ -144,7 +144,8 @@ class KafkaConsumer:
         # False while closing: librdkafka's final revocation is not passed to the listener.
         self._listener_enabled = True
         self._closed = False
-        self._generation = 0
+        # Assignments counted, for a librdkafka whose group metadata this adapter cannot read.
+        self._generation = -1
 
     # Group membership
 
@@ -182,14 +183,18 @@ class KafkaConsumer:
 
     @property
     def member_id(self) -> str:
+        if self._closed:
+            return ""
         return self._consumer.memberid() or ""
 
     @property
     def group_generation(self) -> int:
         """The generation of the group this member last joined (-1 before it joined)."""
+        if self._closed:
+            return -1
         try:
             metadata = self._consumer.consumer_group_metadata()
-        except KafkaException:
+        except (KafkaException, RuntimeError):
             return self._generation
         if isinstance(metadata, bytes) and metadata.startswith(_METADATA_MAGIC):
             return _GENERATION.unpack_from(metadata, len(_METADATA_MAGIC))[0]
@@ -377,7 +382,7 @@ class KafkaConsumer:
 
     def _on_assign(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
         assigned = sorted(TopicPartition(p.topic, p.partition) for p in partitions)
-        self._generation += 1
+        self._generation = max(self._generation, 0) + 1
         self._assignment = set(assigned)
         self._in_rebalance = True
         try:
