@@ -61,6 +61,9 @@ class KafkaProducer:
         self._transactional_id = transactional_id
         self._timeout = timeout
         self._failures: list[tuple[str, KafkaError]] = []
+        # True from begin_transaction until the transaction is committed or aborted (also after
+        # a failed commit, which must be followed by an abort).
+        self._in_transaction = False
         self._closed = False
 
     def send(self, topic: str, partition: int, batch: RecordBatch) -> None:
@@ -126,6 +129,7 @@ class KafkaProducer:
     def begin_transaction(self) -> None:
         self._require_transactional("begin_transaction")
         self._call("Beginning a transaction", self._producer.begin_transaction)
+        self._in_transaction = True
 
     def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, int], group_id: str) -> None:
         self._require_transactional("send_offsets_to_transaction")
@@ -146,6 +150,7 @@ class KafkaProducer:
         self._require_transactional("commit_transaction")
         self._call("Committing the transaction", self._producer.commit_transaction, self._timeout)
         self._raise_failures()
+        self._in_transaction = False
 
     def abort_transaction(self) -> None:
         self._require_transactional("abort_transaction")
@@ -153,10 +158,22 @@ class KafkaProducer:
         self._failures.clear()
         self._call("Aborting the transaction", self._producer.abort_transaction, self._timeout)
         self._failures.clear()
+        self._in_transaction = False
 
     def close(self) -> None:
+        """Close the producer. An open transaction is aborted: the broker would abort it only after
+        transaction.timeout.ms, and read_committed readers of its partitions would stall until then."""
         if self._closed:
             return
+        if self._in_transaction:
+            try:
+                self.abort_transaction()
+            except ClusterError as exc:
+                logger.warning(
+                    "Closing producer %s: aborting its open transaction failed: %s",
+                    self._transactional_id,
+                    exc,
+                )
         self._closed = True
         remaining = self._producer.flush(self._timeout)
         if remaining:

@@ -580,3 +580,19 @@ def test_request_rejoin_rebalances_and_picks_up_new_partitions(cluster, app_id):
         poll_until([consumer], lambda: listener.owned == set(partitions(name, 4)), what="the new partitions")
     finally:
         consumer.close()
+
+
+def test_closing_a_producer_aborts_its_open_transaction(cluster, app_id):
+    name = f"{app_id}-close"
+    cluster.create_topic(name)
+    tp = TopicPartition(name, 0)
+    producer = cluster.producer({"transactional.id": f"{app_id}-txn"})
+    producer.init_transactions()
+    producer.begin_transaction()
+    producer.send(name, 0, RecordBatch.from_columns([b"k"], [b"never"], [NOW], 0))
+    producer.flush()
+    producer.close()
+    # The last stable offset is the end again: read_committed readers do not stall.
+    admin = cluster.admin()
+    assert admin.list_offsets([tp], "read_committed")[tp] == admin.list_offsets([tp], "read_uncommitted")[tp]
+    assert cluster.read(name) == []
