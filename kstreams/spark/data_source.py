@@ -36,12 +36,11 @@ except ImportError:  # pragma: no cover - older Spark falls back to one micro-ba
     SupportsTriggerAvailableNow = object  # type: ignore[misc,assignment]
 
 from kstreams.spark.topic_reader import (
+    TopicOffsets,
     TopicReaderOptions,
-    list_partitions,
     offset_range,
     read_range,
     resolve_offsets,
-    watermarks,
 )
 
 __all__ = [
@@ -122,6 +121,7 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def __init__(self, options: TopicReaderOptions) -> None:
         self.options = options
+        self._offsets = TopicOffsets(options)
         self._target: dict[tuple[str, int], int] | None = None
 
     def prepareForTriggerAvailableNow(self) -> None:
@@ -129,7 +129,7 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         logger.info("availableNow read of %s up to %s", ",".join(self.options.topics), _to_json(self._target))
 
     def _marks(self) -> dict[tuple[str, int], tuple[int, int]]:
-        return watermarks(self.options, list_partitions(self.options))
+        return self._offsets.watermarks()
 
     def initialOffset(self) -> dict:
         starts = resolve_offsets(self.options.starting, self._marks())
@@ -160,7 +160,7 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ranges
 
     def _low_of(self, tp: tuple[str, int]) -> int:
-        return watermarks(self.options, [tp])[tp][0]
+        return self._offsets.watermarks([tp])[tp][0]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
         return _read(self.options, partition)
@@ -168,6 +168,9 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def commit(self, end: dict) -> None:
         # Progress lives in Spark's checkpoint: nothing to commit to the cluster.
         logger.debug("Micro-batch of %s done up to %s", ",".join(self.options.topics), end)
+
+    def stop(self) -> None:
+        self._offsets.close()
 
 
 def _to_json(offsets: dict[tuple[str, int], int]) -> dict[str, dict[str, int]]:

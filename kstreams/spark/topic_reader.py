@@ -27,8 +27,8 @@ __all__ = [
     "EARLIEST",
     "LATEST",
     "RECORD_SCHEMA",
+    "TopicOffsets",
     "TopicReaderOptions",
-    "list_partitions",
     "offset_range",
     "read_range",
     "resolve_offsets",
@@ -152,43 +152,55 @@ def _consumer(options: TopicReaderOptions) -> Any:
     return Consumer(options.consumer_settings())
 
 
-def list_partitions(options: TopicReaderOptions) -> list[tuple[str, int]]:
-    """Every (topic, partition) of the read, from a full metadata listing."""
-    consumer = _consumer(options)
-    try:
-        metadata = consumer.list_topics(timeout=options.timeout_s)
-    finally:
-        consumer.close()
-    found: list[tuple[str, int]] = []
-    for topic in options.topics:
-        described = metadata.topics.get(topic)
-        if described is None or described.error is not None:
-            raise StreamsException(
-                f"Topic {topic} does not exist on {options.bootstrap_servers}"
-                + (f" ({described.error})" if described is not None else "")
-                + ": create it, or fix the topic option."
-            )
-        found.extend((topic, p) for p in sorted(described.partitions))
-    return found
+class TopicOffsets:
+    """Partitions and watermarks of the read's topics, through one consumer kept open until
+    ``close`` (a streaming query asks for them every micro-batch)."""
 
+    def __init__(self, options: TopicReaderOptions) -> None:
+        self.options = options
+        self._consumer: Any = None
 
-def watermarks(
-    options: TopicReaderOptions, partitions: list[tuple[str, int]]
-) -> dict[tuple[str, int], tuple[int, int]]:
-    """(low, high) offsets of each partition; with read_committed, high is the last stable offset."""
-    from confluent_kafka import TopicPartition
+    def _client(self) -> Any:
+        if self._consumer is None:
+            self._consumer = _consumer(self.options)
+        return self._consumer
 
-    consumer = _consumer(options)
-    try:
+    def partitions(self) -> list[tuple[str, int]]:
+        """Every (topic, partition) of the read, from a full metadata listing."""
+        options = self.options
+        metadata = self._client().list_topics(timeout=options.timeout_s)
+        found: list[tuple[str, int]] = []
+        for topic in options.topics:
+            described = metadata.topics.get(topic)
+            if described is None or described.error is not None:
+                raise StreamsException(
+                    f"Topic {topic} does not exist on {options.bootstrap_servers}"
+                    + (f" ({described.error})" if described is not None else "")
+                    + ": create it, or fix the topic option."
+                )
+            found.extend((topic, p) for p in sorted(described.partitions))
+        return found
+
+    def watermarks(
+        self, partitions: list[tuple[str, int]] | None = None
+    ) -> dict[tuple[str, int], tuple[int, int]]:
+        """(low, high) offsets of each partition (default: all of the read's); with
+        read_committed, high is the last stable offset."""
+        from confluent_kafka import TopicPartition
+
+        consumer = self._client()
         marks = {}
-        for topic, partition in partitions:
+        for topic, partition in self.partitions() if partitions is None else partitions:
             low, high = consumer.get_watermark_offsets(
-                TopicPartition(topic, partition), timeout=options.timeout_s, cached=False
+                TopicPartition(topic, partition), timeout=self.options.timeout_s, cached=False
             )
             marks[(topic, partition)] = (int(low), int(high))
         return marks
-    finally:
-        consumer.close()
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
 
 
 def resolve_offsets(
@@ -217,8 +229,11 @@ def resolve_offsets(
 
 def offset_range(options: TopicReaderOptions) -> dict[tuple[str, int], tuple[int, int]]:
     """For a batch read: (start, end) per partition from the starting and ending options."""
-    partitions = list_partitions(options)
-    marks = watermarks(options, partitions)
+    offsets = TopicOffsets(options)
+    try:
+        marks = offsets.watermarks()
+    finally:
+        offsets.close()
     starts = resolve_offsets(options.starting, marks)
     ends = resolve_offsets(options.ending, marks)
     return {tp: (starts[tp], max(starts[tp], ends[tp])) for tp in marks}
