@@ -94,11 +94,10 @@ class TaskCheckpoint:
         self.offsets = {tp: self._loaded[tp] for tp in self._persistent if tp in self._loaded}
 
     def restore_start(self, tp: TopicPartition) -> int:
-        """Where restoration of a changelog partition starts: the checkpointed offset for a
-        persistent store, else 0 (the beginning)."""
-        if tp in self._persistent:
-            return self.offsets.get(tp, 0)
-        return 0
+        """Where restoration of a changelog partition starts: where the open stores end (the
+        checkpointed offset of a persistent store just opened, a standby's position when it is
+        recycled), else 0, the beginning."""
+        return self.offsets.get(tp, 0)
 
     def advance(self, offsets: Mapping[TopicPartition, int]) -> None:
         """The local stores now reflect the changelogs up to these (next) offsets."""

@@ -1,0 +1,254 @@
+"""Standby replicas (num.standby.replicas): placement on the members that do not own a task,
+standbys kept current from the changelog, failover that turns the standby into the active task and
+restores only the lag, and placement that follows the group as it changes."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kstreams.client import KafkaStreams, StateRestoreListener
+from kstreams.cluster import EmbeddedCluster
+from kstreams.cluster.port import TopicPartition
+from kstreams.processor import TaskId
+from kstreams.runtime.standby import place_standbys
+from kstreams.serdes import Serdes
+from kstreams.topology.dsl import Consumed, Materialized, Produced, StreamsBuilder
+from kstreams.topology.topology import Topology
+
+LONG = Serdes.long()
+STRING = Serdes.string()
+APP = "standby"
+CHANGELOG = f"{APP}-counts-changelog"
+KEYS = 30
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 30.0, what: str = "condition") -> None:
+    """Wait for a condition that other threads make true (checked every 20 ms)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"Timed out after {timeout}s waiting for {what}")
+        time.sleep(0.02)
+
+
+# -- placement ------------------------------------------------------------------------------------
+
+
+def tasks_of(partitions: Any) -> dict[TaskId, list[TopicPartition]]:
+    grouped: dict[TaskId, list[TopicPartition]] = {}
+    for tp in partitions:
+        grouped.setdefault(TaskId(0, tp.partition), []).append(tp)
+    return grouped
+
+
+def assignment(*owned: list[int]) -> dict[str, list[TopicPartition]]:
+    return {f"m{i}": [TopicPartition("in", p) for p in parts] for i, parts in enumerate(owned)}
+
+
+def test_standbys_go_to_the_next_members_after_the_owner() -> None:
+    placed = place_standbys(assignment([0], [1], [2]), 1, tasks_of, lambda task: True)
+    assert placed == {
+        "m0": {TaskId(0, 2): [TopicPartition("in", 2)]},
+        "m1": {TaskId(0, 0): [TopicPartition("in", 0)]},
+        "m2": {TaskId(0, 1): [TopicPartition("in", 1)]},
+    }
+
+
+def test_replicas_are_capped_by_the_other_members_and_never_on_the_owner() -> None:
+    placed = place_standbys(assignment([0, 1], [2]), 5, tasks_of, lambda task: True)
+    assert set(placed["m0"]) == {TaskId(0, 2)}
+    assert set(placed["m1"]) == {TaskId(0, 0), TaskId(0, 1)}
+    two = place_standbys(assignment([0], [1], [2]), 2, tasks_of, lambda task: True)
+    for member, owned in (("m0", 0), ("m1", 1), ("m2", 2)):
+        assert set(two[member]) == {TaskId(0, p) for p in range(3)} - {TaskId(0, owned)}
+
+
+def test_stateless_tasks_and_single_members_get_no_standbys() -> None:
+    assert place_standbys(assignment([0], [1]), 1, tasks_of, lambda task: False) == {"m0": {}, "m1": {}}
+    assert place_standbys(assignment([0, 1]), 1, tasks_of, lambda task: True) == {"m0": {}}
+
+
+# -- through the runtime --------------------------------------------------------------------------
+
+
+def count_topology(store_type: str) -> Topology:
+    builder = StreamsBuilder()
+    (
+        builder.stream("in", Consumed.with_(STRING, STRING))
+        .group_by_key()
+        .count(Materialized.as_("counts").with_store_type(store_type))
+        .to_stream()
+        .to("out", Produced.with_(STRING, LONG))
+    )
+    return builder.build()
+
+
+@pytest.fixture
+def cluster() -> Iterator[EmbeddedCluster]:
+    cluster = EmbeddedCluster()
+    cluster.create_topic("in", 4)
+    cluster.create_topic("out", 4)
+    yield cluster
+    cluster.close()
+
+
+def new_client(
+    cluster: EmbeddedCluster, tmp_path: Path, name: str, store_type: str = "in_memory", **overrides: Any
+) -> KafkaStreams:
+    config: dict[str, Any] = {
+        "application.id": APP,
+        "client.id": f"client-{name}",
+        "num.stream.threads": 1,
+        "num.standby.replicas": 1,
+        "processing.guarantee": "exactly_once_v2",
+        "commit.interval.ms": 100,
+        "session.timeout.ms": 1000,
+        "producer.transaction.timeout.ms": 2000,
+        "state.dir": str(tmp_path / name),
+    }
+    config.update(overrides)
+    return KafkaStreams(count_topology(store_type), config, cluster=cluster)
+
+
+class Input:
+    def __init__(self, cluster: EmbeddedCluster) -> None:
+        self.cluster = cluster
+        self.expected: Counter[str] = Counter()
+        self.produced = 0
+
+    def produce(self, count: int) -> None:
+        for i in range(self.produced, self.produced + count):
+            key = f"key-{i % KEYS}"
+            self.cluster.produce("in", key.encode(), b"v", timestamp=1_000 + i)
+            self.expected[key] += 1
+        self.produced += count
+
+
+def committed_counts(cluster: EmbeddedCluster) -> dict[str, int]:
+    return {r.key.decode(): LONG.deserialize("out", r.value) for r in cluster.read("out")}
+
+
+def active_tasks(streams: KafkaStreams) -> set[TaskId]:
+    return {e.task_id for e in streams._task_manager.running()}
+
+
+def standby_tasks(streams: KafkaStreams) -> set[TaskId]:
+    return streams._state_manager.standby_ids()
+
+
+def changelog_end(cluster: EmbeddedCluster, partition: int) -> int:
+    tp = TopicPartition(CHANGELOG, partition)
+    return cluster.admin().list_offsets([tp])[tp][1]
+
+
+class RestoreRecorder(StateRestoreListener):
+    def __init__(self) -> None:
+        self.starts: dict[TopicPartition, tuple[int, int]] = {}
+        self.totals: dict[TopicPartition, int] = {}
+
+    def on_restore_start(self, topic_partition, store_name, starting_offset, ending_offset):  # type: ignore[no-untyped-def]
+        self.starts[topic_partition] = (starting_offset, ending_offset)
+
+    def on_restore_end(self, topic_partition, store_name, total_restored):  # type: ignore[no-untyped-def]
+        self.totals[topic_partition] = total_restored
+
+
+def updated_records(streams: KafkaStreams) -> float:
+    return sum(v for m, v in streams.metrics().items() if m.name == "update-records-total")
+
+
+@pytest.mark.parametrize("store_type", ["in_memory", "rocks_db"])
+def test_standby_takes_over_after_a_crash_restoring_only_the_lag(
+    cluster: EmbeddedCluster, tmp_path: Path, store_type: str
+) -> None:
+    source = Input(cluster)
+    first = new_client(cluster, tmp_path, "a", store_type)
+    second = new_client(cluster, tmp_path, "b", store_type)
+    recorder = RestoreRecorder()
+    second.set_global_state_restore_listener(recorder)
+    first.start()
+    second.start()
+    try:
+        every = {TaskId(0, p) for p in range(4)}
+        wait_until(
+            lambda: (
+                active_tasks(first) | active_tasks(second) == every
+                and standby_tasks(first) == active_tasks(second)
+                and standby_tasks(second) == active_tasks(first)
+                and active_tasks(first).isdisjoint(active_tasks(second))
+            ),
+            what="each client holding standbys of the other's tasks",
+        )
+        source.produce(2000)
+        wait_until(lambda: committed_counts(cluster) == dict(source.expected), what="exact counts")
+        moved = active_tasks(first)
+        ends = {t: changelog_end(cluster, t.partition) for t in moved}
+        # The standbys follow the changelog of the tasks they replicate.
+        wait_until(lambda: updated_records(second) > 0, what="standby updates")
+        assert updated_records(second) <= sum(ends.values())
+        recorder.starts.clear()
+
+        first._abandon()
+        source.produce(500)
+        wait_until(lambda: active_tasks(second) == every, what="the survivor running every task")
+        wait_until(
+            lambda: committed_counts(cluster) == dict(source.expected), what="exact counts after failover"
+        )
+        assert standby_tasks(second) == set()
+    finally:
+        first.close(timeout=30)
+        second.close(timeout=30)
+    # Every moved task resumed from where its standby was, not from the changelog's beginning.
+    for task in moved:
+        tp = TopicPartition(CHANGELOG, task.partition)
+        if tp in recorder.starts:
+            start, _ = recorder.starts[tp]
+            assert start > 0
+            assert recorder.totals.get(tp, 0) < ends[task]
+
+
+def test_standbys_follow_the_group_as_clients_join_and_leave(
+    cluster: EmbeddedCluster, tmp_path: Path
+) -> None:
+    source = Input(cluster)
+    clients = [
+        new_client(cluster, tmp_path, name, **{"processing.guarantee": "at_least_once"}) for name in "abc"
+    ]
+    started: list[KafkaStreams] = []
+    every = {TaskId(0, p) for p in range(4)}
+
+    def consistent(group: list[KafkaStreams]) -> bool:
+        actives = [active_tasks(s) for s in group]
+        standbys = [standby_tasks(s) for s in group]
+        if set().union(*actives) != every or sum(len(a) for a in actives) != 4:
+            return False
+        for active, standby in zip(actives, standbys, strict=True):
+            if active & standby:
+                return False
+        # One replica per task when there is someone to hold it.
+        held = Counter(t for standby in standbys for t in standby)
+        return all(held[t] == (1 if len(group) > 1 else 0) for t in every) and len(held) == (
+            4 if len(group) > 1 else 0
+        )
+
+    try:
+        for streams in clients:
+            streams.start()
+            started.append(streams)
+            source.produce(200)
+            wait_until(lambda: consistent(started), what=f"placement with {len(started)} clients")
+        for _ in range(2):
+            leaving = started.pop(0)
+            assert leaving.close(timeout=30)
+            wait_until(lambda: consistent(started), what=f"placement with {len(started)} clients")
+        source.produce(100)
+        wait_until(lambda: committed_counts(cluster) == dict(source.expected), what="exact counts")
+    finally:
+        for streams in clients:
+            streams.close(timeout=30)
