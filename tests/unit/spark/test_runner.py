@@ -199,3 +199,45 @@ def test_a_topology_source_without_an_input_dataframe_is_rejected(spark: Any) ->
         run_topology(spark, _word_count(), {})
     with pytest.raises(StreamsException, match="does not read"):
         run_topology(spark, _word_count(), {"sentences": df, "typo": df})
+
+
+def test_stream_table_join_sees_table_updates_in_timestamp_order(spark: Any) -> None:
+    def topology() -> Topology:
+        builder = StreamsBuilder()
+        prices = builder.table("prices", Consumed.with_(STRING, LONG))
+        (
+            builder.stream("orders", Consumed.with_(STRING, LONG))
+            .join(prices, lambda quantity, price: quantity * price)
+            .to("order-totals", Produced.with_(STRING, LONG))
+        )
+        return builder.build()
+
+    rng = random.Random(11)
+    events: list[tuple[str, bytes, bytes, int]] = []
+    for i in range(200):
+        topic = "prices" if i % 4 == 0 else "orders"
+        value = rng.randint(1, 50) if topic == "prices" else rng.randint(1, 5)
+        events.append(
+            (topic, f"item-{rng.randint(0, 4)}".encode(), LONG.serialize(topic, value), 1_000 + i * 10)
+        )
+    config = {"application.id": "joins"}
+    with TopologyTestDriver(topology(), config) as driver:
+        inputs = {t: driver.create_input_topic(t, BYTES, BYTES) for t in ("prices", "orders")}
+        for topic, key, value, timestamp in events:
+            inputs[topic].pipe_input(key, value, timestamp)
+        expected = driver.create_output_topic("order-totals", BYTES, BYTES).read_records_to_list()
+    frames = {
+        topic: spark.createDataFrame(
+            [(k, v, t) for name, k, v, t in events if name == topic],
+            "key binary, value binary, timestamp long",
+        )
+        for topic in ("prices", "orders")
+    }
+
+    outputs = run_topology(spark, topology(), frames, config)
+
+    # Each order is joined with the price its item had at the order's time, as in the driver.
+    assert Counter(_spark_rows(outputs["order-totals"])) == Counter(
+        (r.key, r.value, r.timestamp) for r in expected
+    )
+    assert len(expected) > 100

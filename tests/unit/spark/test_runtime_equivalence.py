@@ -1,0 +1,79 @@
+"""The final aggregates of a topology on Spark equal those of the streaming runtime (KafkaStreams
+with stream threads on the EmbeddedCluster) over the same records."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kstreams import Consumed, Grouped, KafkaStreams, Produced, Serdes, StreamsBuilder, Topology
+from kstreams.spark import run_topology
+
+pytestmark = pytest.mark.spark
+
+STRING = Serdes.string()
+LONG = Serdes.long()
+
+
+def _wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    """Wait for a condition that the runtime's threads make true."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"Timed out after {timeout}s waiting for {what}")
+        time.sleep(0.05)
+
+
+def _word_count() -> Topology:
+    builder = StreamsBuilder()
+    (
+        builder.stream("sentences", Consumed.with_(STRING, STRING))
+        .flat_map_values(lambda line: line.split())
+        .group_by(lambda _key, word: word, Grouped.with_(STRING, STRING))
+        .count()
+        .to_stream()
+        .to("word-counts", Produced.with_(STRING, LONG))
+    )
+    return builder.build()
+
+
+def test_word_count_on_spark_equals_the_streaming_runtime(
+    spark: Any, embedded_cluster: Any, tmp_path: Path
+) -> None:
+    rng = random.Random(5)
+    vocabulary = ["alpha", "beta", "gamma", "delta", "epsilon"]
+    records = [
+        (f"doc-{i % 11}".encode(), " ".join(rng.choices(vocabulary, k=rng.randint(1, 5))).encode(), 1_000 + i)
+        for i in range(500)
+    ]
+    total_words = sum(len(value.split()) for _key, value, _ts in records)
+    embedded_cluster.create_topic("sentences", 3)
+    embedded_cluster.create_topic("word-counts", 3)
+    for key, value, timestamp in records:
+        embedded_cluster.produce("sentences", key, value, timestamp=timestamp)
+
+    def streamed() -> dict[bytes, bytes]:
+        return {r.key: r.value for r in embedded_cluster.read("word-counts")}
+
+    config = {"application.id": "wc-equivalence", "commit.interval.ms": 100, "num.stream.threads": 2}
+    streams = KafkaStreams(_word_count(), {**config, "state.dir": str(tmp_path)}, cluster=embedded_cluster)
+    streams.start()
+    try:
+        _wait_until(
+            lambda: sum(LONG.deserialize("t", v) for v in streamed().values()) == total_words,
+            timeout=60,
+            what=f"the streaming runtime to count all {total_words} words",
+        )
+    finally:
+        streams.close(timeout=30)
+
+    df = spark.createDataFrame(records, "key binary, value binary, timestamp long").repartition(2)
+    outputs = run_topology(spark, _word_count(), {"sentences": df}, config)
+
+    on_spark = {r.key: r.value for r in outputs["word-counts"].collect()}
+    assert on_spark == streamed()
