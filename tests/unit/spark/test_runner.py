@@ -241,3 +241,31 @@ def test_stream_table_join_sees_table_updates_in_timestamp_order(spark: Any) -> 
         (r.key, r.value, r.timestamp) for r in expected
     )
     assert len(expected) > 100
+
+
+def test_a_topic_written_and_read_by_the_topology_is_returned_and_feeds_its_reader(spark: Any) -> None:
+    def topology() -> Topology:
+        builder = StreamsBuilder()
+        builder.stream("in", Consumed.with_(STRING, STRING)).map_values(str.upper).to(
+            "middle", Produced.with_(STRING, STRING)
+        )
+        builder.stream("middle", Consumed.with_(STRING, STRING)).to(
+            lambda _key, value, _metadata: "long-words" if len(value) > 4 else "short-words",
+            Produced.with_(STRING, STRING),
+        )
+        return builder.build()
+
+    words = ["a", "stream", "of", "records", "on", "spark"]
+    df = spark.createDataFrame(
+        [(None, w, 1_000 + i) for i, w in enumerate(words)], "key binary, value string, timestamp long"
+    )
+
+    outputs = run_topology(spark, topology(), {"in": df})
+
+    def values(topic: str) -> list[str]:
+        return sorted(STRING.deserialize(topic, r.value) for r in outputs[topic].collect())
+
+    assert set(outputs) == {"middle", "long-words", "short-words"}
+    assert values("middle") == sorted(w.upper() for w in words)
+    assert values("long-words") == ["RECORDS", "SPARK", "STREAM"]
+    assert values("short-words") == ["A", "OF", "ON"]
