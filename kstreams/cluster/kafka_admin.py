@@ -214,6 +214,23 @@ class KafkaAdmin:
             if p.offset >= 0 and p.error is None
         }
 
+    def group_assignment(self, group_id: str) -> dict[str, list[TopicPartition]]:
+        """{member id: partitions} of the group's current generation, as the group coordinator
+        holds it (members of a rebalance in progress have none yet); {} for an unknown group."""
+        futures = self._client.describe_consumer_groups([group_id], request_timeout=self._timeout)
+        try:
+            description = futures[group_id].result(self._timeout)
+        except KafkaException as exc:
+            err = kafka_error_of(exc)
+            if err is not None and err.code() == KafkaError.GROUP_ID_NOT_FOUND:
+                return {}
+            raise cluster_error(f"Describing group {group_id!r}", exc) from exc
+        result: dict[str, list[TopicPartition]] = {}
+        for member in description.members:
+            assigned = member.assignment.topic_partitions if member.assignment is not None else []
+            result[member.member_id] = sorted(TopicPartition(p.topic, p.partition) for p in assigned)
+        return result
+
     # Internals
 
     def _list(

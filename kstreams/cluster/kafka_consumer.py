@@ -201,6 +201,14 @@ class KafkaConsumer:
         # Another librdkafka serialisation: fall back to counting our own assignments.
         return self._generation
 
+    def group_assignment(self) -> dict[str, list[TopicPartition]]:
+        """Every member's assignment in the group's current generation, from the group
+        coordinator ({} for a consumer outside a group). Asked inside ``on_partitions_assigned``,
+        it is the assignment this member just received, with every other member's."""
+        if self._group_id is None or self._listener is None or self._closed:
+            return {}
+        return self._admin.group_assignment(self._group_id)
+
     def group_metadata(self) -> object:
         """librdkafka's group metadata of this member, for a transactional producer."""
         return self._consumer.consumer_group_metadata()

@@ -596,3 +596,29 @@ def test_closing_a_producer_aborts_its_open_transaction(cluster, app_id):
     admin = cluster.admin()
     assert admin.list_offsets([tp], "read_committed")[tp] == admin.list_offsets([tp], "read_uncommitted")[tp]
     assert cluster.read(name) == []
+
+
+def test_every_member_reads_the_same_group_assignment(cluster, app_id):
+    name = f"{app_id}-members"
+    cluster.create_topic(name, partitions=4)
+    group = f"{app_id}-group"
+    first, first_listener = cluster.consumer(group), RecordingListener()
+    second, second_listener = cluster.consumer(group), RecordingListener()
+    outsider = cluster.consumer(None)
+    try:
+        first.subscribe([name], first_listener)
+        second.subscribe([name], second_listener)
+
+        def settled() -> bool:
+            if len(first_listener.owned) != 2 or len(second_listener.owned) != 2:
+                return False
+            expected = {first.member_id: first.assignment(), second.member_id: second.assignment()}
+            return first.group_assignment() == second.group_assignment() == expected
+
+        # Standby placement relies on this: every member computes from the same answer.
+        poll_until([first, second], settled, what="one group assignment seen by both members")
+        assert outsider.group_assignment() == {}
+    finally:
+        first.close()
+        second.close()
+        outsider.close()

@@ -168,3 +168,37 @@ def test_shutdown_application_stops_every_client_on_kafka(kafka_cluster, app_id,
     finally:
         first.close(timeout=30)
         second.close(timeout=30)
+
+
+def active_tasks(streams: KafkaStreams) -> set:
+    return {entry.task_id for entry in streams._task_manager.running()}
+
+
+def standby_tasks(streams: KafkaStreams) -> set:
+    return streams._state_manager.standby_ids()
+
+
+def test_standby_replicas_are_placed_from_the_group_assignment_on_kafka(kafka_cluster, app_id, tmp_path):
+    source, sink = f"{app_id}-in", f"{app_id}-out"
+    kafka_cluster.create_topic(source, partitions=4)
+    kafka_cluster.create_topic(sink, partitions=4)
+    extra = {"num.standby.replicas": 1, "num.stream.threads": 1}
+    first = new_client(count_topology(source, sink), kafka_cluster, app_id, tmp_path, "a", **extra)
+    second = new_client(count_topology(source, sink), kafka_cluster, app_id, tmp_path, "b", **extra)
+    first.start()
+    second.start()
+    try:
+        wait_until(
+            lambda: (
+                len(active_tasks(first) | active_tasks(second)) == 4
+                and active_tasks(first).isdisjoint(active_tasks(second))
+                and standby_tasks(first) == active_tasks(second)
+                and standby_tasks(second) == active_tasks(first)
+            ),
+            what="each client holding standbys of the other's tasks",
+        )
+        expected = produce_words(kafka_cluster, source, 200, keys=20)
+        wait_until(lambda: latest(kafka_cluster, sink) == dict(expected), what="exact counts")
+    finally:
+        first.close(timeout=30)
+        second.close(timeout=30)
