@@ -12,9 +12,12 @@ from kstreams._native.record_batch import RecordBatch, default_partition
 from kstreams.cluster.kafka import KafkaCluster
 from kstreams.cluster.port import (
     ERROR_SHUTDOWN_REQUESTED,
+    Admin,
+    Cluster,
     ClusterError,
     CommitFailedError,
     Consumer,
+    Producer,
     ProducerFencedError,
     TopicExistsError,
     TopicNotFoundError,
@@ -72,6 +75,18 @@ def poll_until(
 
 def partitions(topic: str, count: int) -> list[TopicPartition]:
     return [TopicPartition(topic, p) for p in range(count)]
+
+
+def test_the_cluster_and_its_clients_implement_the_port(cluster):
+    assert isinstance(cluster, Cluster)
+    assert isinstance(cluster.admin(), Admin)
+    consumer, producer = cluster.consumer(None), cluster.producer()
+    try:
+        assert isinstance(consumer, Consumer)
+        assert isinstance(producer, Producer)
+    finally:
+        consumer.close()
+        producer.close()
 
 
 # Topics
