@@ -9,8 +9,9 @@ Schema: key binary, value binary, timestamp long (epoch ms), partition int, offs
 string. Options: ``bootstrap.servers``, ``topic`` (comma-separated for several),
 ``startingOffsets`` and ``endingOffsets`` ("earliest", "latest", or JSON offsets per partition
 as in Spark's Kafka source), ``isolation.level`` (read_uncommitted | read_committed),
-``timeout.ms`` (how long a read may wait for a record it expects), and ``kafka.*`` settings passed
-to the consumer.
+``maxOffsetsPerTrigger`` (streaming: records per micro-batch at most, shared across partitions by
+backlog), ``timeout.ms`` (how long a read may wait for a record it expects), and ``kafka.*``
+settings passed to the consumer.
 
 A batch read has one input partition per topic partition covering [start, end) from the
 partition's watermarks when the read is planned. A streaming read keeps the next offset of every
@@ -30,10 +31,11 @@ from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
-try:  # Spark 4.2+: availableNow reads up to offsets fixed when the query starts
-    from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
-except ImportError:  # pragma: no cover - older Spark falls back to one micro-batch
-    SupportsTriggerAvailableNow = object  # type: ignore[misc,assignment]
+try:  # Spark 4.2+: read limits, and availableNow reads up to offsets fixed when the query starts
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
+except ImportError:  # pragma: no cover - older Spark: no read limits, availableNow runs one batch
+    ReadAllAvailable = ReadMaxRows = None  # type: ignore[assignment,misc]
+    SupportsTriggerAvailableNow = object  # type: ignore[assignment,misc]
 
 from kstreams.spark.topic_reader import (
     TopicOffsets,
@@ -135,19 +137,52 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         starts = resolve_offsets(self.options.starting, self._marks())
         return _to_json(starts)
 
+    def getDefaultReadLimit(self) -> Any:
+        cap = self.options.max_offsets_per_trigger
+        if cap is not None and ReadMaxRows is not None:
+            return ReadMaxRows(cap)
+        return ReadAllAvailable() if ReadAllAvailable is not None else None
+
     def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:
-        # Spark 4.2+ passes the start offset and a read limit; the default read limit is "all
-        # available", the only one this source offers. Earlier Spark calls this with no arguments.
+        # Spark 4.2+ passes the start offset and the read limit (ours from getDefaultReadLimit, or
+        # "all available" when the trigger needs it); earlier Spark passes nothing, and the
+        # maxOffsetsPerTrigger option is applied here directly.
         if self._target is not None:
             ends = dict(self._target)
         else:
             ends = {tp: high for tp, (_low, high) in self._marks().items()}
-        if start:
+        begins = _from_json(start) if start else {}
+        for tp, offset in begins.items():
             # Never move backwards (a partition whose log was truncated below our position).
-            for tp, offset in _from_json(start).items():
-                if tp in ends and offset > ends[tp]:
-                    ends[tp] = offset
+            if tp in ends and offset > ends[tp]:
+                ends[tp] = offset
+        if ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
+            cap: int | None = limit.max_rows
+        elif limit is None:
+            cap = self.options.max_offsets_per_trigger
+        else:
+            cap = None
+        if cap is not None and start:
+            ends = self._capped(begins, ends, cap)
         return _to_json(ends)
+
+    def _capped(
+        self, begins: dict[tuple[str, int], int], ends: dict[tuple[str, int], int], cap: int
+    ) -> dict[tuple[str, int], int]:
+        """Ends that advance at most ``cap`` offsets in all, shared out in proportion to each
+        partition's backlog (as Spark's Kafka source does)."""
+        froms = {tp: begins[tp] if tp in begins else self._low_of(tp) for tp in ends}
+        backlog = {tp: max(0, ends[tp] - froms[tp]) for tp in ends}
+        total = sum(backlog.values())
+        if total <= cap:
+            return ends
+        take = {tp: lag * cap // total for tp, lag in backlog.items()}
+        # Hand the rounding remainder to the largest backlogs, so every batch makes progress.
+        for tp in sorted(backlog, key=lambda t: backlog[t] - take[t], reverse=True)[
+            : cap - sum(take.values())
+        ]:
+            take[tp] += 1
+        return {tp: froms[tp] + take[tp] for tp in ends}
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         starts = _from_json(start)

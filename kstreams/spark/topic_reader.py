@@ -68,6 +68,7 @@ class TopicReaderOptions:
     isolation_level: str = "read_uncommitted"
     timeout_s: float = 30.0
     consumer_config: dict[str, str] = field(default_factory=dict)
+    max_offsets_per_trigger: int | None = None
 
     @staticmethod
     def from_options(options: Mapping[str, str], streaming: bool) -> TopicReaderOptions:
@@ -110,7 +111,20 @@ class TopicReaderOptions:
                 f"Option timeout.ms must be milliseconds, got {opts['timeout.ms']!r}."
             ) from None
         consumer = {k[len("kafka.") :]: v for k, v in opts.items() if k.startswith("kafka.")}
-        return TopicReaderOptions(bootstrap, topics, starting, ending, isolation, timeout_s, consumer)
+        max_per_trigger = None
+        if "maxoffsetspertrigger" in opts:
+            try:
+                max_per_trigger = int(opts["maxoffsetspertrigger"])
+            except ValueError:
+                max_per_trigger = 0
+            if max_per_trigger < 1:
+                raise ConfigException(
+                    f"Option maxOffsetsPerTrigger must be a positive number of records, got "
+                    f"{opts['maxoffsetspertrigger']!r}."
+                )
+        return TopicReaderOptions(
+            bootstrap, topics, starting, ending, isolation, timeout_s, consumer, max_per_trigger
+        )
 
     def consumer_settings(self) -> dict[str, Any]:
         """confluent-kafka settings for a reading consumer (no group membership, no commits)."""

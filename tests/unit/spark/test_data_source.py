@@ -153,3 +153,25 @@ def test_reading_a_topic_that_does_not_exist_fails_naming_it(spark: Any, bootstr
 
     with pytest.raises(Exception, match=f"Topic {missing} does not exist"):
         df.collect()
+
+
+def test_max_offsets_per_trigger_splits_an_available_now_read_into_bounded_micro_batches(
+    spark: Any, bootstrap: str, topic: str
+) -> None:
+    records = _records(0, 90)
+    _produce(bootstrap, topic, records)
+    table = f"bounded_{uuid.uuid4().hex[:8]}"
+
+    stream = (
+        spark.readStream.format("kstreams")
+        .option("bootstrap.servers", bootstrap)
+        .option("topic", topic)
+        .option("maxOffsetsPerTrigger", "40")
+        .load()
+    )
+    query = stream.writeStream.format("memory").queryName(table).trigger(availableNow=True).start()
+    _await(query)
+
+    sizes = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"] > 0]
+    assert sizes == [40, 40, 10]
+    assert _rows(spark.table(table)) == records
