@@ -1,0 +1,369 @@
+"""End-to-end throughput of kstreams pipelines, beside the interpreter floor.
+
+Pipelines over N records (default 1,000,000; ~100-byte JSON values, 10,000 keys, 2 partitions):
+
+- P1 stateless: deserialize, keep the non-bot half (``json_field("bot").eq(False)``), map the value
+  to its "user" field, serialize, write.
+- P2 stateful: count per key (a logged, cached store) written to a topic, and a windowed count
+  (1-minute tumbling windows, logged store).
+- P3 a sum per key of a long value (``reduce(operator.add)``), written to a topic.
+
+Each runs on the embedded cluster (or, with ``--bootstrap``, a Kafka-protocol broker) with 1 and 2
+stream threads, with compiled processors and (``--paths both``) without them. For each run the
+script prints records/s (input records over the time until the last one was processed), process
+CPU microseconds per input record (``time.process_time`` over the run: every thread of the
+process, the embedded broker included) and peak RSS. Beside them, in the same process, the
+interpreter floor: a hand-written Python loop over plain dicts doing the same work; with
+``--bootstrap``, also a hand-written confluent-kafka consume-process-produce loop.
+
+    python bench/e2e_throughput.py --records 1000000
+    python bench/e2e_throughput.py --pipelines p2 p3 --threads 1 2 --records 5000000
+    python bench/e2e_throughput.py --bootstrap 127.0.0.1:9092 --pipelines p1 p2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import operator
+import os
+import random
+import struct
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from kstreams._native.record_batch import RecordBatch, default_partition
+
+WINDOW_MS = 60_000
+PARTITIONS = 2
+_LONG = struct.Struct(">q")
+# Larger fetches and batches than Kafka's defaults (max.poll.records 1000, 1000 buffered records per
+# partition): with the defaults the polling thread, not processing, bounds throughput.
+RUNTIME_CONFIG: dict[str, Any] = {
+    "max.poll.records": 20_000,
+    "buffered.records.per.partition": 50_000,
+    "processing.batch.size": 5_000,
+    # A paused partition is resumed only after the polling thread's next poll returns; a short
+    # poll keeps a drained buffer from waiting up to the default 100 ms.
+    "poll.ms": 5,
+}
+
+
+@dataclass
+class Data:
+    """The generated input: per-partition batches of JSON values and of long values."""
+
+    json_batches: dict[int, list[RecordBatch]]
+    long_batches: dict[int, list[RecordBatch]]
+    records: int
+
+    def rows(self, pipeline: str) -> Any:
+        """(key, value, timestamp) of every record, as plain Python objects, chunk by chunk."""
+        batches = self.long_batches if pipeline == "p3" else self.json_batches
+        for chunks in batches.values():
+            for chunk in chunks:
+                yield from zip(chunk.keys(), chunk.values(), chunk.timestamps_array().tolist(), strict=True)
+
+
+def generate(records: int, keys: int, seed: int = 11, chunk: int = 20_000) -> Data:
+    rng = random.Random(seed)
+    start = int(time.time() * 1000) - records // 10  # near now: brokers may expire old records
+    pages = ["/", "/search", "/cart", "/checkout", "/product", "/help"]
+    cols: dict[int, tuple[list[bytes], list[bytes], list[bytes], list[int]]] = {
+        p: ([], [], [], []) for p in range(PARTITIONS)
+    }
+    key_names = [f"user-{i:05d}".encode() for i in range(keys)]
+    key_parts = [default_partition(k, PARTITIONS) for k in key_names]
+    for i in range(records):
+        k = rng.randrange(keys)
+        key = key_names[k]
+        value = json.dumps(
+            {
+                "user": key.decode(),
+                "page": pages[i % 6],
+                "bot": rng.random() < 0.5,
+                "ms": rng.randrange(1, 900),
+                "ref": "campaign-0000000000"[: 10 + i % 9],
+            },
+            separators=(",", ":"),
+        ).encode()
+        long_value = _LONG.pack(rng.randrange(-1000, 1000))
+        ts = start + i // 10
+        keys_, values, longs, stamps = cols[key_parts[k]]
+        keys_.append(key)
+        values.append(value)
+        longs.append(long_value)
+        stamps.append(ts)
+    json_batches: dict[int, list[RecordBatch]] = {}
+    long_batches: dict[int, list[RecordBatch]] = {}
+    for p, (ks, vs, ls, ts) in cols.items():
+        json_batches[p] = [
+            RecordBatch.from_columns(ks[i : i + chunk], vs[i : i + chunk], ts[i : i + chunk], p)
+            for i in range(0, len(ks), chunk)
+        ]
+        long_batches[p] = [
+            RecordBatch.from_columns(ks[i : i + chunk], ls[i : i + chunk], ts[i : i + chunk], p)
+            for i in range(0, len(ks), chunk)
+        ]
+    return Data(json_batches, long_batches, records)
+
+
+# --------------------------------------------------------------------------- the topologies
+
+
+def topology(pipeline: str, inp: str, out: str) -> Any:
+    from kstreams import Consumed, Materialized, Produced, Serdes, StreamsBuilder, TimeWindows
+    from kstreams.predicates import json_field
+
+    builder = StreamsBuilder()
+    if pipeline == "p1":
+        stream = builder.stream(inp, Consumed.with_(Serdes.string(), Serdes.json()))
+        (
+            stream.filter(json_field("bot").eq(False))
+            .map_values(json_field("user"))
+            .to(out, Produced.with_(Serdes.string(), Serdes.string()))
+        )
+    elif pipeline == "p2":
+        stream = builder.stream(inp, Consumed.with_(Serdes.string(), Serdes.json()))
+        grouped = stream.group_by_key()
+        grouped.count(Materialized.as_("counts")).to_stream().to(
+            out, Produced.with_(Serdes.string(), Serdes.long())
+        )
+        grouped.windowed_by(TimeWindows.of_size_with_no_grace(WINDOW_MS)).count(
+            Materialized.as_("windowed-counts")
+        )
+    else:
+        stream = builder.stream(inp, Consumed.with_(Serdes.string(), Serdes.long()))
+        stream.group_by_key().reduce(operator.add, Materialized.as_("sums")).to_stream().to(
+            out, Produced.with_(Serdes.string(), Serdes.long())
+        )
+    return builder.build()
+
+
+# --------------------------------------------------------------------------------- floors
+
+
+def python_floor(pipeline: str, data: Data) -> tuple[float, float]:
+    """The same work as a plain Python loop over dicts: (records/s, CPU us/record)."""
+    loads = json.loads
+    unpack = _LONG.unpack
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    if pipeline == "p1":
+        out = []
+        append = out.append
+        for key, value, _ in data.rows(pipeline):
+            doc = loads(value)
+            if doc["bot"] is False:
+                append((key, doc["user"].encode()))
+    elif pipeline == "p2":
+        counts: Counter[bytes] = Counter()
+        windows: Counter[tuple[bytes, int]] = Counter()
+        for key, value, ts in data.rows(pipeline):
+            loads(value)
+            counts[key] += 1
+            windows[(key, ts - ts % WINDOW_MS)] += 1
+        [(k, _LONG.pack(c)) for k, c in counts.items()]
+    else:
+        sums: dict[bytes, int] = {}
+        for key, long_value, _ in data.rows(pipeline):
+            sums[key] = sums.get(key, 0) + unpack(long_value)[0]
+        [(k, _LONG.pack(c)) for k, c in sums.items()]
+    wall = time.perf_counter() - t0
+    cpu = time.process_time() - cpu0
+    return data.records / wall, cpu / data.records * 1e6
+
+
+def confluent_floor(pipeline: str, bootstrap: str, topic: str, records: int) -> tuple[float, float]:
+    """A hand-written confluent-kafka consume-process-produce loop doing the same work."""
+    from confluent_kafka import Consumer, Producer
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"floor-{uuid.uuid4().hex[:8]}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    out = f"{topic}-floor-out"
+    consumer.subscribe([topic])
+    loads = json.loads
+    unpack = _LONG.unpack
+    counts: Counter[bytes] = Counter()
+    windows: Counter[tuple[bytes, int]] = Counter()
+    sums: dict[bytes, int] = {}
+    seen = 0
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    deadline = t0 + 600
+    while seen < records and time.perf_counter() < deadline:
+        messages = consumer.consume(10_000, 1.0)
+        for m in messages:
+            if m.error():
+                continue
+            seen += 1
+            key, value = m.key(), m.value()
+            if pipeline == "p1":
+                doc = loads(value)
+                if doc["bot"] is False:
+                    producer.produce(out, doc["user"].encode(), key)
+            elif pipeline == "p2":
+                loads(value)
+                counts[key] += 1
+                windows[(key, m.timestamp()[1] // WINDOW_MS)] += 1
+            else:
+                sums[key] = sums.get(key, 0) + unpack(value)[0]
+        producer.poll(0)
+    if pipeline != "p1":
+        table = counts if pipeline == "p2" else sums
+        for k, c in table.items():
+            producer.produce(out, _LONG.pack(c), k)
+    producer.flush(60)
+    consumer.commit(asynchronous=False)
+    wall = time.perf_counter() - t0
+    cpu = time.process_time() - cpu0
+    consumer.close()
+    return seen / wall, cpu / max(seen, 1) * 1e6
+
+
+# ----------------------------------------------------------------------------- the runs
+
+
+def _rss_mb() -> float:
+    """Resident set size now, in MB."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def _processed(streams: Any) -> int:
+    return int(
+        sum(
+            v
+            for m, v in streams.metrics().items()
+            if m.name == "process-total" and m.group == "stream-thread-metrics"
+        )
+    )
+
+
+def run_streams(
+    pipeline: str, data: Data, threads: int, compiled: bool, bootstrap: str | None
+) -> dict[str, float]:
+    from kstreams import KafkaStreams
+
+    os.environ["KSTREAMS_COMPILED"] = "1" if compiled else "0"
+    suffix = uuid.uuid4().hex[:6]
+    inp, out = f"{pipeline}-in-{suffix}", f"{pipeline}-out-{suffix}"
+    if bootstrap:
+        from kstreams.cluster import KafkaCluster
+
+        cluster: Any = KafkaCluster(bootstrap)
+    else:
+        from kstreams.cluster import EmbeddedCluster
+
+        cluster = EmbeddedCluster()
+    cluster.create_topic(inp, PARTITIONS)
+    cluster.create_topic(out, PARTITIONS)
+    producer = cluster.producer()
+    batches = data.long_batches if pipeline == "p3" else data.json_batches
+    for partition, chunks in batches.items():
+        for chunk in chunks:
+            producer.send(inp, partition, chunk)
+    producer.flush()
+    with tempfile.TemporaryDirectory(prefix="kstreams-bench-") as state_dir:
+        streams = KafkaStreams(
+            topology(pipeline, inp, out),
+            {
+                "application.id": f"bench-{pipeline}-{suffix}",
+                "num.stream.threads": threads,
+                "state.dir": state_dir,
+                "commit.interval.ms": 5000,
+                **RUNTIME_CONFIG,
+            },
+            cluster=cluster,
+        )
+        rss_before = peak_rss = _rss_mb()
+        cpu0 = time.process_time()
+        started = time.perf_counter()
+        streams.start()
+        deadline = started + max(120.0, data.records / 5_000)
+        seen = 0
+        while time.perf_counter() < deadline:
+            seen = max(seen, _processed(streams))
+            peak_rss = max(peak_rss, _rss_mb())
+            if seen >= data.records:
+                break
+            if streams.wait_for_state(streams.State.ERROR, streams.State.NOT_RUNNING, timeout=0.02):
+                break
+        elapsed = time.perf_counter() - started
+        cpu = time.process_time() - cpu0
+        streams.close(timeout=120)
+    if seen < data.records:
+        print(f"  !! {pipeline} processed only {seen:,} of {data.records:,} records", file=sys.stderr)
+    return {
+        "rate": seen / elapsed,
+        "cpu_us": cpu / max(seen, 1) * 1e6,
+        "rss_before": rss_before,
+        "rss_growth": peak_rss - rss_before,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--keys", type=int, default=10_000)
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--pipelines", nargs="+", default=["p1", "p2", "p3"], choices=["p1", "p2", "p3"])
+    parser.add_argument("--paths", choices=["compiled", "python", "both"], default="compiled")
+    parser.add_argument(
+        "--bootstrap", default=None, help="a Kafka-protocol broker instead of the embedded cluster"
+    )
+    args = parser.parse_args(argv)
+
+    t0 = time.perf_counter()
+    data = generate(args.records, args.keys)
+    where = args.bootstrap or "embedded cluster"
+    print(
+        f"{args.records:,} records, {args.keys:,} keys, {PARTITIONS} partitions, on the {where} "
+        f"(generated in {time.perf_counter() - t0:.1f}s)"
+    )
+    paths = {"compiled": [True], "python": [False], "both": [True, False]}[args.paths]
+    for pipeline in args.pipelines:
+        rate, cpu = python_floor(pipeline, data)
+        print(f"{pipeline} python loop on dicts       : {rate:>12,.0f} rec/s  {cpu:6.2f} us CPU/rec")
+        if args.bootstrap:
+            topic = f"{pipeline}-floor-{uuid.uuid4().hex[:6]}"
+            from kstreams.cluster import KafkaCluster
+
+            cluster = KafkaCluster(args.bootstrap)
+            cluster.create_topic(topic, PARTITIONS)
+            producer = cluster.producer()
+            for partition, chunks in (data.long_batches if pipeline == "p3" else data.json_batches).items():
+                for chunk in chunks:
+                    producer.send(topic, partition, chunk)
+            producer.flush()
+            rate, cpu = confluent_floor(pipeline, args.bootstrap, topic, args.records)
+            print(f"{pipeline} confluent-kafka loop         : {rate:>12,.0f} rec/s  {cpu:6.2f} us CPU/rec")
+        for compiled in paths:
+            for threads in args.threads:
+                r = run_streams(pipeline, data, threads, compiled, args.bootstrap)
+                label = "compiled" if compiled else "per-record"
+                print(
+                    f"{pipeline} kstreams {label:10} {threads} thread(s): {r['rate']:>12,.0f} rec/s  "
+                    f"{r['cpu_us']:6.2f} us CPU/rec  RSS {r['rss_before']:,.0f} MB "
+                    f"+ {r['rss_growth']:,.0f} MB during the run",
+                    flush=True,
+                )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
