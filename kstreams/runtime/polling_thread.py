@@ -127,8 +127,9 @@ class PollingThread(threading.Thread):
         self._deferred: set[TopicPartition] = set()  # assigned, but their task cannot run yet
         tags = {"thread-id": name}
         self.poll_sensor = metrics.sensor("poll", "stream-thread-metrics", tags)
-        self.poll_records = metrics.sensor("poll-records", "stream-thread-metrics", tags, total=False,
-                                           rate=False, avg=True, max_=True)
+        self.poll_records = metrics.sensor(
+            "poll-records", "stream-thread-metrics", tags, total=False, rate=False, avg=True, max_=True
+        )
         self.send_sensor = metrics.sensor("send", "stream-thread-metrics", tags)
         self.closed_cleanly = False
 
@@ -175,7 +176,7 @@ class PollingThread(threading.Thread):
                 self._shutdown_clean()
             else:
                 self._drop_tasks()
-        except BaseException as exc:  # noqa: BLE001 - reported to the uncaught exception handler
+        except BaseException as exc:  # reported to the uncaught exception handler
             logger.error("Polling thread %s failed", self.name, exc_info=exc)
             self._hooks.on_failure(Failure("polling", exc))
         finally:
@@ -230,7 +231,7 @@ class PollingThread(threading.Thread):
                 return
             try:
                 result.append(fn())
-            except BaseException as exc:  # noqa: BLE001 - handed back to the caller
+            except BaseException as exc:  # handed back to the caller
                 result.append(exc)
             done.set()
 
@@ -290,9 +291,11 @@ class PollingThread(threading.Thread):
                 f"Sending or committing failed {self._recoveries} times in a row, the last time with: "
                 f"{exc}. Check that the cluster is reachable and the output topics exist."
             ) from exc
-        logger.warning("Sending or committing failed (%s): %s every task to its last commit", exc,
-                       "aborting the transaction and rewinding" if self._config.exactly_once
-                       else "rewinding")
+        logger.warning(
+            "Sending or committing failed (%s): %s every task to its last commit",
+            exc,
+            "aborting the transaction and rewinding" if self._config.exactly_once else "rewinding",
+        )
         self._rewind_all()
 
     def commit_now(self) -> None:
@@ -372,8 +375,10 @@ class PollingThread(threading.Thread):
             self._start(self._tasks.create(task_id, tps, standby=self._standbys.take(task_id)))
         self._standbys.rebalanced()
         if self._deferred:
-            logger.info("Deferring partitions %s until their internal topics are expanded",
-                        sorted(str(tp) for tp in self._deferred))
+            logger.info(
+                "Deferring partitions %s until their internal topics are expanded",
+                sorted(str(tp) for tp in self._deferred),
+            )
             self._consumer.pause(sorted(self._deferred))
         ready = sorted(previously_deferred - self._deferred)
         if ready:

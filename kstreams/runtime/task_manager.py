@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -46,6 +47,8 @@ RESTORING = "RESTORING"
 RUNNING = "RUNNING"
 FAILED = "FAILED"
 CLOSED = "CLOSED"
+
+LOCK_RETRY_S = 0.1
 
 
 @dataclass(eq=False)
@@ -96,6 +99,7 @@ class TaskManager:
         self._by_handle: dict[int, TaskEntry] = {}
         self._by_partition: dict[TopicPartition, tuple[TaskEntry, RecordBuffer]] = {}
         self._next_handle = 0
+        self._last_lock_retry = 0.0
 
     # -- lookups (any thread) -------------------------------------------------------------
 
@@ -190,7 +194,12 @@ class TaskManager:
         return entry
 
     def retry_locked(self) -> list[TaskEntry]:
-        """Open the tasks that waited for their directory lock and got it; they now restore."""
+        """Open the tasks that waited for their directory lock and got it; they now restore.
+        Tried at most every ``LOCK_RETRY_S`` (each try opens the lock file)."""
+        now = time.monotonic()
+        if now - self._last_lock_retry < LOCK_RETRY_S:
+            return []
+        self._last_lock_retry = now
         opened = []
         for entry in self.entries():
             if entry.state == LOCKED and self._open(entry.task, entry.checkpoint):
