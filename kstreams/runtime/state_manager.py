@@ -280,13 +280,26 @@ class StateManager(threading.Thread):
                 result.append(held.standby)
                 changed = True
             done.set()
+        retry: list[TaskEntry] = []
         for entry in adds:
             try:
                 changed |= self._begin(entry)
+            except ClusterError as exc:
+                if not exc.retriable:
+                    failure = _as_streams_exception(entry, exc)
+                    logger.error("Restoration of task %s could not start", entry.task_id, exc_info=failure)
+                    self._on_failure(entry, failure)
+                    continue
+                logger.warning("Restoration of task %s could not start, retrying: %s", entry.task_id, exc)
+                retry.append(entry)
             except Exception as exc:
                 failure = _as_streams_exception(entry, exc)
                 logger.error("Restoration of task %s could not start", entry.task_id, exc_info=failure)
                 self._on_failure(entry, failure)
+        if retry:
+            with self._lock:
+                self._lock.wait_for(lambda: self._stopping, _RETRY_BACKOFF_S)
+                self._pending_add[:0] = retry
         for standby in standby_adds:
             try:
                 self._begin_standby(standby)

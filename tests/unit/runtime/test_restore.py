@@ -299,3 +299,18 @@ def test_a_failed_restoration_reaches_the_uncaught_exception_handler(
         streams.close(timeout=30)
     assert "listener broke" in str(seen[0]) or "listener broke" in repr(seen[0].__cause__)
     assert "0_" in str(seen[0])
+
+
+def test_restoration_retries_when_the_changelog_end_cannot_be_read(
+    cluster: EmbeddedCluster, tmp_path: Path
+) -> None:
+    expected = produce(cluster, 300, keys=20)
+    run_until_counted(new_client(count_topology(False), cluster, tmp_path / "a", "a"), cluster, expected)
+    listener = RecordingListener()
+    successor = new_client(count_topology(False), cluster, tmp_path / "b", "b")
+    successor.set_global_state_restore_listener(listener)
+    cluster.fail_next("end_offsets", times=3)
+    cluster.fail_next("list_offsets", times=1)
+    expected += produce(cluster, 30, keys=20, start=300)
+    run_until_counted(successor, cluster, expected)
+    assert set(listener.ends) == {TopicPartition(CHANGELOG, p) for p in range(2)}
