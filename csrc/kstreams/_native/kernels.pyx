@@ -497,7 +497,79 @@ cdef struct Val:
     const char* s
     Py_ssize_t n
 
-cdef int _val_from_tok(JTok* tok, Val* v) noexcept nogil:
+cdef void _put_utf8(string& out, uint32_t cp) noexcept nogil:
+    if cp < 0x80:
+        out.push_back(<char>cp)
+    elif cp < 0x800:
+        out.push_back(<char>(0xC0 | (cp >> 6)))
+        out.push_back(<char>(0x80 | (cp & 0x3F)))
+    elif cp < 0x10000:
+        out.push_back(<char>(0xE0 | (cp >> 12)))
+        out.push_back(<char>(0x80 | ((cp >> 6) & 0x3F)))
+        out.push_back(<char>(0x80 | (cp & 0x3F)))
+    else:
+        out.push_back(<char>(0xF0 | (cp >> 18)))
+        out.push_back(<char>(0x80 | ((cp >> 12) & 0x3F)))
+        out.push_back(<char>(0x80 | ((cp >> 6) & 0x3F)))
+        out.push_back(<char>(0x80 | (cp & 0x3F)))
+
+cdef int _hex4(const char* p, uint32_t* out) noexcept nogil:
+    cdef int j, h
+    cdef uint32_t code = 0
+    for j in range(4):
+        h = _hex(p[j])
+        if h < 0:
+            return -1
+        if h >= 16:
+            h -= 6
+        code = code * 16 + <uint32_t>h
+    out[0] = code
+    return 0
+
+cdef int _unescape(const char* p, Py_ssize_t n, string& out) noexcept nogil:
+    """The UTF-8 text of a (validated) JSON string's raw content, as json.loads reads it; -1 for
+    a lone surrogate (Python keeps it; UTF-8 cannot hold it)."""
+    cdef Py_ssize_t i = 0
+    cdef uint32_t cp, low
+    cdef char c
+    out.clear()
+    while i < n:
+        c = p[i]
+        if c != c'\\':
+            out.push_back(c)
+            i += 1
+            continue
+        c = p[i + 1]
+        if c == c'u':
+            if _hex4(p + i + 2, &cp) < 0:
+                return -1
+            i += 6
+            if 0xD800 <= cp <= 0xDBFF:
+                if i + 6 > n or p[i] != c'\\' or p[i + 1] != c'u' or _hex4(p + i + 2, &low) < 0 \
+                        or not (0xDC00 <= low <= 0xDFFF):
+                    return -1
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00)
+                i += 6
+            elif 0xDC00 <= cp <= 0xDFFF:
+                return -1
+            _put_utf8(out, cp)
+            continue
+        if c == c'b':
+            out.push_back(c'\x08')
+        elif c == c'f':
+            out.push_back(c'\x0c')
+        elif c == c'n':
+            out.push_back(c'\n')
+        elif c == c'r':
+            out.push_back(c'\r')
+        elif c == c't':
+            out.push_back(c'\t')
+        else:
+            out.push_back(c)   # " \\ /
+        i += 2
+    return 0
+
+cdef int _val_from_tok(JTok* tok, Val* v, string* scratch) noexcept nogil:
     cdef int t = tok.type
     if t == T_NONE or t == T_NULL:
         v.cat = C_NULL
@@ -518,11 +590,14 @@ cdef int _val_from_tok(JTok* tok, Val* v) noexcept nogil:
         # with a non-number byte or ends at the record boundary, so parse a bounded copy).
         v.d = _parse_double(tok.p, tok.n)
     elif t == T_STR:
-        if tok.escaped:
-            return -1
         v.cat = C_STR
         v.s = tok.p
         v.n = tok.n
+        if tok.escaped:
+            if scratch == NULL or _unescape(tok.p, tok.n, scratch[0]) < 0:
+                return -1
+            v.s = scratch.data()
+            v.n = <Py_ssize_t>scratch.size()
     else:
         v.cat = C_OTHER
     return 0
@@ -540,7 +615,7 @@ cdef double _parse_double_long(const char* p, Py_ssize_t n) noexcept nogil:
     return strtod(s.c_str(), NULL)
 
 cdef int _decode(const char* p, Py_ssize_t n, int enc, const char* field, Py_ssize_t flen,
-                 Val* v) noexcept nogil:
+                 Val* v, string* scratch) noexcept nogil:
     cdef JTok tok
     v.is_int = 0
     if n < 0:
@@ -549,7 +624,7 @@ cdef int _decode(const char* p, Py_ssize_t n, int enc, const char* field, Py_ssi
     if enc == ENC_JSON:
         if j_parse(p, n, field, flen, &tok, NULL) < 0:
             return -1
-        return _val_from_tok(&tok, v)
+        return _val_from_tok(&tok, v, scratch)
     if field != NULL:
         v.cat = C_NULL   # a field of a non-JSON value is None (never reached: compiler checks)
         return 0
@@ -697,6 +772,7 @@ cdef class Predicate:
         cdef PNode* node = &self.nodes[k]
         cdef int r
         cdef Val v
+        cdef string scratch
         cdef const char* field = NULL
         if node.kind == P_TRUE:
             return 1
@@ -715,10 +791,10 @@ cdef class Predicate:
             field = self.fields[k].data()
         if node.side == 0:
             r = _decode(batch.key_ptr(i), batch.key_len(i), self.key_enc, field,
-                        <Py_ssize_t>self.fields[k].size(), &v)
+                        <Py_ssize_t>self.fields[k].size(), &v, &scratch)
         else:
             r = _decode(batch.value_ptr(i), batch.value_len(i), self.value_enc, field,
-                        <Py_ssize_t>self.fields[k].size(), &v)
+                        <Py_ssize_t>self.fields[k].size(), &v, &scratch)
         if r < 0:
             return -1
         return _compare(&v, node, &self.strings[k])
@@ -800,7 +876,7 @@ def project(RecordBatch batch not None, int src_side, str field, int dst_side):
     return builder.finish()
 
 cdef int _convert_one(const char* p, Py_ssize_t n, int src, int dst, char* scratch,
-                      const char** out_p, Py_ssize_t* out_n) noexcept nogil:
+                      string* text, const char** out_p, Py_ssize_t* out_n) noexcept nogil:
     """Bytes of one column value re-encoded from src to dst as the dst serde would write the
     value src's serde read; scratch holds 8 bytes for numbers. -1: needs Python."""
     cdef JTok tok
@@ -821,10 +897,15 @@ cdef int _convert_one(const char* p, Py_ssize_t n, int src, int dst, char* scrat
     if dst == ENC_JSON:
         return 0 if canonical else -1
     if dst == ENC_STRING:
-        if tok.type != T_STR or tok.escaped:
+        if tok.type != T_STR:
             return -1
         out_p[0] = tok.p
         out_n[0] = tok.n
+        if tok.escaped:
+            if _unescape(tok.p, tok.n, text[0]) < 0:
+                return -1
+            out_p[0] = text.data()
+            out_n[0] = <Py_ssize_t>text.size()
         return 0
     if dst == ENC_LONG:
         if tok.type != T_INT or tok.big:
@@ -866,6 +947,7 @@ def convert(RecordBatch batch not None, int key_src, int key_dst, int value_src,
     cdef const char* vp
     cdef char kscratch[8]
     cdef char vscratch[8]
+    cdef string ktext, vtext
     cdef int failed = 0
     cdef int check_only = 0
     if (key_src == key_dst and key_src != ENC_JSON) and (value_src == value_dst and value_src != ENC_JSON):
@@ -875,9 +957,9 @@ def convert(RecordBatch batch not None, int key_src, int key_dst, int value_src,
         builder.reserve(batch.n, batch.c_nbytes())
         for i in range(batch.n):
             if _convert_one(batch.key_ptr(i), batch.key_len(i), key_src, key_dst, kscratch,
-                            &kp, &kn) < 0 or \
+                            &ktext, &kp, &kn) < 0 or \
                     _convert_one(batch.value_ptr(i), batch.value_len(i), value_src, value_dst,
-                                 vscratch, &vp, &vn) < 0:
+                                 vscratch, &vtext, &vp, &vn) < 0:
                 failed = 1
                 break
             builder.append(kp, kn, vp, vn, batch.ts(i), batch.part(i), batch.off(i))
@@ -1194,7 +1276,7 @@ def decode_numbers(RecordBatch batch not None, int side, int enc):
             if n < 0:
                 nv[i] = 1
                 continue
-            if _decode(p, n, enc, NULL, 0, &v) < 0:
+            if _decode(p, n, enc, NULL, 0, &v, NULL) < 0:
                 bad = i
                 break
             if floating:

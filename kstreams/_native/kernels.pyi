@@ -1,0 +1,87 @@
+"""Batch kernels of the compiled processors: whole-batch loops that run without the GIL.
+
+Each kernel gives exactly the per-record Python result (the built-in serdes, the DSL processors,
+``kstreams.predicates``) or reports that it cannot: it returns None (``validate``: an index >= 0)
+and has done nothing, so the caller runs that batch through the per-record path. Column encodings
+are the module constants below; a JSON column holds JSON text.
+"""
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from kstreams._native.record_batch import RecordBatch
+from kstreams._native.record_cache import RecordCache
+
+BYTES: int
+STRING: int
+LONG: int
+INT: int
+SHORT: int
+DOUBLE: int
+FLOAT: int
+JSON: int
+
+COUNT: int
+SUM: int
+MIN: int
+MAX: int
+
+def validate(batch: RecordBatch, key_enc: int, value_enc: int) -> int:
+    """Index of the first record whose key or value its serde would reject, or whose timestamp is
+    negative; -1 when every record is fine."""
+
+class Predicate:
+    """A compiled predicate (``kstreams.predicates.Predicate.nodes()``) over a batch."""
+
+    def __init__(self, nodes: list[tuple[Any, ...]], root: int, key_enc: int, value_enc: int) -> None: ...
+    def select(self, batch: RecordBatch) -> np.ndarray | None:
+        """int32 indices of the records it holds for; None when some record needs Python."""
+
+def take(batch: RecordBatch, indices: np.ndarray) -> RecordBatch:
+    """The records at ``indices`` (int32), in that order (headers are not carried)."""
+
+def project(batch: RecordBatch, src_side: int, field: str | None, dst_side: int) -> RecordBatch | None:
+    """Key (dst_side 0) or value (1) replaced by the JSON text of a top-level field of the JSON key
+    (src_side 0) or value (1); missing, null or non-object -> None. None: needs Python."""
+
+def convertible(src: int, dst: int) -> bool:
+    """Whether ``convert`` can ever re-encode from src to dst."""
+
+def convert(
+    batch: RecordBatch, key_src: int, key_dst: int, value_src: int, value_dst: int
+) -> RecordBatch | None:
+    """Keys and values re-encoded as the dst serdes would write what the src serdes read (the
+    same batch when nothing changes); None when some record needs Python."""
+
+def split_partitions(
+    batch: RecordBatch, num_partitions: int, round_robin: int
+) -> tuple[list[tuple[int, RecordBatch]], int]:
+    """Per output partition (Kafka's default partitioner; null keys round robin from
+    ``round_robin``) the batch of its records in input order, and the next round-robin slot."""
+
+def aggregate(
+    cache: RecordCache,
+    namespace: str,
+    batch: RecordBatch,
+    op: int,
+    value_enc: int,
+    store_enc: int,
+    load: Callable[[bytes], bytes | None],
+    windowed: bool = False,
+    size_ms: int = 0,
+    advance_ms: int = 0,
+    grace_ms: int = 0,
+    observed_time: int = -1,
+) -> tuple[int, int] | None:
+    """COUNT/SUM/MIN/MAX per key (per window) of a batch into a record-cache namespace, as the
+    DSL's aggregate processors would record by record; old aggregates from the cache, else from
+    ``load(cache_key)``. Each key's newest aggregate is put once, in last-update order, with its
+    last record's timestamp. Returns (observed_time, dropped) or None (nothing written)."""
+
+def decode_numbers(batch: RecordBatch, side: int, enc: int) -> tuple[np.ndarray, np.ndarray]:
+    """Keys (side 0) or values (1) of a numeric encoding as int64 or float64, and a null mask."""
+
+def encode_numbers(values: Sequence[Any] | np.ndarray, enc: int) -> list[bytes]:
+    """Each value in LONG, INT or DOUBLE big-endian bytes, as the built-in serdes write them."""

@@ -1,0 +1,312 @@
+"""The batch kernels give the per-record Python result, or say they cannot."""
+
+from __future__ import annotations
+
+import json
+import operator
+import random
+import struct
+
+import numpy as np
+import pytest
+
+from kstreams._native import kernels
+from kstreams._native.record_batch import RecordBatch, default_partition
+from kstreams._native.record_cache import RecordCache
+from kstreams.predicates import json_field, key, value
+from kstreams.serdes import Serdes
+
+LONG = struct.Struct(">q")
+
+
+def batch_of(keys, values, timestamps=None):  # type: ignore[no-untyped-def]
+    if timestamps is None:
+        timestamps = list(range(len(keys)))
+    return RecordBatch.from_columns(keys, values, timestamps, 0, list(range(len(keys))))
+
+
+def docs(n: int, seed: int = 3) -> list[bytes | None]:
+    """JSON values of mixed shapes: fields of every kind, missing fields, non-objects, nulls."""
+    rng = random.Random(seed)
+    kinds = [
+        lambda: rng.randrange(-5, 6),
+        lambda: rng.random() * 10 - 5,
+        lambda: rng.choice([True, False]),
+        lambda: None,
+        lambda: rng.choice(["a", "b", "é", "zz", ""]),
+        lambda: [1, 2],
+        lambda: {"x": 1},
+    ]
+    out: list[bytes | None] = []
+    for i in range(n):
+        if i % 17 == 0:
+            out.append(None)
+            continue
+        if i % 13 == 0:
+            out.append(json.dumps(rng.choice([5, "s", [1], None])).encode())
+            continue
+        doc = {}
+        for name in ("n", "bot", "lang"):
+            if rng.random() < 0.8:
+                doc[name] = rng.choice(kinds)()
+        separators = (",", ":") if i % 2 else (", ", ": ")
+        out.append(json.dumps(doc, separators=separators, ensure_ascii=i % 3 == 0).encode())
+    return out
+
+
+def python_select(predicate, batch, decode_key, decode_value):  # type: ignore[no-untyped-def]
+    return [
+        i
+        for i, (k, v) in enumerate(zip(batch.keys(), batch.values(), strict=True))
+        if predicate(decode_key(k), decode_value(v))
+    ]
+
+
+def _json(data: bytes | None):  # type: ignore[no-untyped-def]
+    return None if data is None else json.loads(data)
+
+
+PREDICATES = [
+    json_field("n").gt(2),
+    json_field("n").le(0.5),
+    json_field("n").eq(1) | json_field("bot").eq(True),
+    json_field("bot").eq(False) & json_field("lang").ne("a"),
+    ~json_field("lang").lt("b"),
+    json_field("lang").ge("é"),
+    json_field("n").is_null(),
+    value().is_null(),
+    value().eq(5),
+    json_field("bot").eq(0),  # a bool never equals a number
+]
+
+
+@pytest.mark.parametrize("predicate", PREDICATES, ids=repr)
+def test_compiled_predicates_select_what_python_selects(predicate) -> None:  # type: ignore[no-untyped-def]
+    values = docs(400)
+    batch = batch_of([b"k"] * len(values), values)
+    nodes, root = predicate.nodes()
+    compiled = kernels.Predicate(nodes, root, kernels.STRING, kernels.JSON)
+    selected = compiled.select(batch)
+    assert selected is not None
+    assert selected.tolist() == python_select(predicate, batch, bytes.decode, _json)
+
+
+def test_long_value_predicate_matches_python() -> None:
+    numbers = [random.Random(1).randrange(-100, 100) for _ in range(300)]
+    values = [LONG.pack(n) for n in numbers] + [None]
+    batch = batch_of([b"k"] * len(values), values)
+    predicate = value().gt(5) & key().eq("k")
+    nodes, root = predicate.nodes()
+    selected = kernels.Predicate(nodes, root, kernels.STRING, kernels.LONG).select(batch)
+    expected = [i for i, n in enumerate(numbers) if n > 5]
+    assert selected.tolist() == expected
+
+
+def test_escaped_strings_compare_by_their_text_and_lone_surrogates_are_left_to_python() -> None:
+    predicate = json_field("lang").eq("a😀")
+    nodes, root = predicate.nodes()
+    compiled = kernels.Predicate(nodes, root, kernels.STRING, kernels.JSON)
+    batch = batch_of([b"k", b"k"], [b'{"lang":"\\u0061\\ud83d\\ude00"}', b'{"lang":"a\\n"}'])
+    assert compiled.select(batch).tolist() == [0]
+    assert compiled.select(batch_of([b"k"], [b'{"lang":"\\ud83d"}'])) is None
+    big = json_field("n").gt(1)
+    nodes, root = big.nodes()
+    compiled = kernels.Predicate(nodes, root, kernels.STRING, kernels.JSON)
+    assert compiled.select(batch_of([b"k"], [b'{"n":123456789012345678901234567890}'])) is None
+
+
+@pytest.mark.parametrize(
+    ("key_enc", "value_enc", "record", "bad"),
+    [
+        (kernels.STRING, kernels.BYTES, (b"\xff", b"x"), True),
+        (kernels.STRING, kernels.LONG, (b"k", b"1234567"), True),
+        (kernels.STRING, kernels.LONG, (b"k", LONG.pack(7)), False),
+        (kernels.STRING, kernels.JSON, (b"k", b'{"a":1,}'), True),
+        (kernels.STRING, kernels.JSON, (b"k", b'{"a":NaN}'), True),  # Python accepts it: its call
+        (kernels.STRING, kernels.JSON, (b"k", b' {"a": [1, 2.5e3, "x"]} '), False),
+        (kernels.STRING, kernels.JSON, (b"k", None), False),
+        (kernels.INT, kernels.DOUBLE, (b"\x00\x00\x00\x01", b"\x00" * 8), False),
+    ],
+)
+def test_validate_flags_what_the_serdes_would_reject(key_enc, value_enc, record, bad) -> None:  # type: ignore[no-untyped-def]
+    batch = batch_of([b"ok", record[0]], [b"1" if value_enc == kernels.JSON else None, record[1]])
+    if key_enc != kernels.STRING:
+        batch = batch.slice(1, 2)
+        assert kernels.validate(batch, key_enc, value_enc) == (0 if bad else -1)
+    else:
+        assert kernels.validate(batch, key_enc, value_enc) == (1 if bad else -1)
+
+
+def test_validate_flags_negative_timestamps() -> None:
+    batch = RecordBatch.from_columns([b"a", b"b"], [b"1", b"2"], [5, -1])
+    assert kernels.validate(batch, kernels.BYTES, kernels.BYTES) == 1
+
+
+def test_project_and_convert_give_what_python_serializes() -> None:
+    values = [
+        b'{"user":"u1","n":3}',
+        b'{"user":"caf\xc3\xa9","n":-4}',
+        b'{"n":5}',
+        b'{"user":null}',
+        b"[1]",
+        None,
+    ]
+    batch = batch_of([b"k"] * len(values), values)
+    projected = kernels.project(batch, 1, "user", 1)
+    converted = kernels.convert(projected, kernels.STRING, kernels.STRING, kernels.JSON, kernels.STRING)
+    string = Serdes.string()
+    expected = [string.serialize("t", json_field("user")(_json(v))) for v in values]
+    assert converted.values() == expected
+    numbers = kernels.convert(
+        kernels.project(batch, 1, "n", 1), kernels.STRING, kernels.STRING, kernels.JSON, kernels.LONG
+    )
+    assert numbers.values() == [Serdes.long().serialize("t", json_field("n")(_json(v))) for v in values]
+    # key from a value field
+    rekeyed = kernels.project(batch, 1, "user", 0)
+    assert rekeyed.keys()[:2] == [b'"u1"', '"café"'.encode()]
+
+
+def test_convert_refuses_what_python_would_write_differently() -> None:
+    spaced = batch_of([b"k"], [b'{"a": 1}'])
+    assert kernels.convert(spaced, kernels.STRING, kernels.STRING, kernels.JSON, kernels.JSON) is None
+    compact = batch_of([b"k"], [b'{"a":1,"b":[true,null,"x"]}'])
+    same = kernels.convert(compact, kernels.STRING, kernels.STRING, kernels.JSON, kernels.JSON)
+    assert same.values() == compact.values()
+    number_as_string = batch_of([b"k"], [b"5"])
+    assert (
+        kernels.convert(number_as_string, kernels.STRING, kernels.STRING, kernels.JSON, kernels.STRING)
+        is None
+    )
+    for doc in (b'{"a":1,"a":2}', b'{"a":1.5}', b'"\\/"', b"-0"):
+        batch = batch_of([b"k"], [doc])
+        assert kernels.convert(batch, kernels.STRING, kernels.STRING, kernels.JSON, kernels.JSON) is None, doc
+
+
+def test_take_keeps_records_in_order_with_their_columns() -> None:
+    batch = RecordBatch.from_columns([b"a", None, b"c"], [b"1", b"2", None], [10, 20, 30], 1, [7, 8, 9])
+    taken = kernels.take(batch, np.array([2, 0], dtype=np.int32))
+    assert taken.to_list() == [(b"c", None, 30, 1, 9, None), (b"a", b"1", 10, 1, 7, None)]
+
+
+def test_split_partitions_uses_the_default_partitioner_and_round_robin() -> None:
+    keys = [f"k{i}".encode() for i in range(50)] + [None, None, None]
+    batch = batch_of(keys, [b"v"] * len(keys))
+    parts, next_rr = kernels.split_partitions(batch, 3, 1)
+    by_offset = {}
+    for partition, part in parts:
+        offsets = [record[4] for record in part]
+        assert offsets == sorted(offsets)  # input order within a partition
+        for record in part:
+            assert record[3] == partition
+            by_offset[record[4]] = partition
+    for offset, k in enumerate(keys[:50]):
+        assert by_offset[offset] == default_partition(k, 3)
+    assert [by_offset[50], by_offset[51], by_offset[52]] == [1, 2, 0]
+    assert next_rr == 1
+    assert sum(len(p) for _, p in parts) == len(keys)
+
+
+def _aggregate(cache, batch, op, value_enc=kernels.LONG, store=None, **window):  # type: ignore[no-untyped-def]
+    store = {} if store is None else store
+    store_enc = kernels.LONG if op == kernels.COUNT else value_enc
+    return kernels.aggregate(
+        cache, "0_0-s", batch, op, value_enc, store_enc, store.get, bool(window), **window
+    )
+
+
+def _flushed(cache):  # type: ignore[no-untyped-def]
+    cache.flush("0_0-s")
+
+
+@pytest.mark.parametrize(
+    ("op", "fold"), [(kernels.SUM, operator.add), (kernels.MIN, min), (kernels.MAX, max)]
+)
+def test_aggregate_reduces_per_key_like_python(op, fold) -> None:  # type: ignore[no-untyped-def]
+    rng = random.Random(op)
+    keys = [f"k{rng.randrange(20)}".encode() for _ in range(500)]
+    numbers = [rng.randrange(-50, 50) for _ in keys]
+    batch = batch_of([*keys, None, b"k1"], [*(LONG.pack(n) for n in numbers), LONG.pack(1), None])
+    flushed: list = []
+    cache = RecordCache(1 << 20)
+    cache.add_namespace("0_0-s", flushed.extend)
+    store = {b"k3": LONG.pack(1000)}  # an aggregate the cache does not hold yet
+    assert _aggregate(cache, batch, op, store=store) == (-1, 0)
+    expected: dict[bytes, int] = {b"k3": 1000}
+    last_ts: dict[bytes, int] = {}
+    for i, (k, n) in enumerate(zip(keys, numbers, strict=True)):
+        expected[k] = fold(expected[k], n) if k in expected else n
+        last_ts[k] = i
+    cache.flush("0_0-s")
+    got = {k: LONG.unpack(v)[0] for k, v, _ in flushed}
+    assert got == expected
+    assert {k: ts for k, _, ts in flushed} == last_ts
+    # dirty order: the order of each key's last update, as record-by-record puts leave it
+    assert [k for k, _, _ in flushed] == sorted(last_ts, key=last_ts.__getitem__)
+
+
+def test_aggregate_counts_and_continues_from_the_cache() -> None:
+    cache = RecordCache(1 << 20)
+    flushed: list = []
+    cache.add_namespace("0_0-s", flushed.extend)
+    batch = batch_of([b"a", b"b", b"a"], [b"x", b"y", b"z"])
+    _aggregate(cache, batch, kernels.COUNT)
+    _aggregate(cache, batch, kernels.COUNT)
+    cache.flush("0_0-s")
+    assert {k: LONG.unpack(v)[0] for k, v, _ in flushed} == {b"a": 4, b"b": 2}
+
+
+def test_windowed_count_buckets_hopping_windows_and_drops_closed_ones() -> None:
+    cache = RecordCache(1 << 20)
+    flushed: list = []
+    cache.add_namespace("0_0-s", flushed.extend)
+    timestamps = [0, 5, 12, 30, 3]  # 3 arrives after stream time 30: windows ending by 30 - grace close
+    batch = batch_of([b"a"] * 5, [b"v"] * 5, timestamps)
+    observed, dropped = _aggregate(
+        cache, batch, kernels.COUNT, size_ms=10, advance_ms=5, grace_ms=2, observed_time=-1
+    )
+    assert observed == 30
+    cache.flush("0_0-s")
+    counts = {struct.unpack(">q", k[-8:])[0]: LONG.unpack(v)[0] for k, v, _ in flushed}
+    expected: dict[int, int] = {}
+    stream_time, expected_dropped = -1, 0
+    for ts in timestamps:
+        stream_time = max(stream_time, ts)
+        start = max(0, ts - 10 + 5) // 5 * 5
+        while start <= ts:
+            if start + 10 <= stream_time - 2:
+                expected_dropped += 1
+            else:
+                expected[start] = expected.get(start, 0) + 1
+            start += 5
+    assert counts == expected
+    assert dropped == expected_dropped
+
+
+def test_aggregate_leaves_overflow_to_python_and_changes_nothing() -> None:
+    cache = RecordCache(1 << 20)
+    cache.add_namespace("0_0-s", lambda entries: None)
+    batch = batch_of([b"a", b"a"], [LONG.pack(2**62), LONG.pack(2**62)])
+    assert _aggregate(cache, batch, kernels.SUM) is None
+    assert cache.namespace_size("0_0-s") == 0
+
+
+def test_aggregate_evictions_flush_through_the_listener() -> None:
+    flushed: list = []
+    cache = RecordCache(200)  # room for about two entries
+    cache.add_namespace("0_0-s", flushed.extend)
+    batch = batch_of([f"key-{i}".encode() for i in range(10)], [b"v"] * 10)
+    _aggregate(cache, batch, kernels.COUNT)
+    assert len(flushed) >= 8
+    assert all(LONG.unpack(v)[0] == 1 for _, v, _ in flushed)
+
+
+def test_numbers_decode_and_encode_for_array_callers() -> None:
+    batch = batch_of([b"a", b"b", b"c"], [LONG.pack(5), None, LONG.pack(-7)])
+    values, nulls = kernels.decode_numbers(batch, 1, kernels.LONG)
+    assert values.tolist() == [5, 0, -7]
+    assert nulls.tolist() == [False, True, False]
+    assert kernels.encode_numbers(np.array([1, -2]), kernels.LONG) == [LONG.pack(1), LONG.pack(-2)]
+    doubles = kernels.encode_numbers(np.array([1.5]), kernels.DOUBLE)
+    assert kernels.decode_numbers(batch_of([b"x"], doubles), 1, kernels.DOUBLE)[0].tolist() == [1.5]
+    with pytest.raises(ValueError):
+        kernels.decode_numbers(batch_of([b"x"], [b"abc"]), 1, kernels.LONG)
