@@ -268,8 +268,9 @@ class StateManager(threading.Thread):
     ) -> bool:
         changed = False
         for entry, done in removes:
-            restoring = self._restoring.pop(entry.task_id, None)
-            if restoring is not None:
+            restoring = self._restoring.get(entry.task_id)
+            if restoring is not None and restoring.entry is entry:
+                del self._restoring[entry.task_id]
                 entry.checkpoint.advance(self._reached(restoring))
                 changed = True
             done.set()
