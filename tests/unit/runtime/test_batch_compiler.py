@@ -1,0 +1,357 @@
+"""Compiled batch segments give the per-record path's results, in the test driver and on the
+threaded runtime, and are chosen for the DSL operations that have kernels."""
+
+from __future__ import annotations
+
+import json
+import operator
+import random
+import struct
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from kstreams import Consumed, Materialized, Produced, Serdes, StreamsBuilder, TimeWindows
+from kstreams._native.record_batch import RecordBatch, default_partition
+from kstreams.client import KafkaStreams
+from kstreams.predicates import json_field, value
+from kstreams.runtime.batch_steps import AggregateStep, BoundaryStep, FilterStep, ProjectStep, SinkStep
+from kstreams.testing import TopologyTestDriver
+
+LONG = struct.Struct(">q")
+STRING, JSON, LONG_SERDE = Serdes.string(), Serdes.json(), Serdes.long()
+
+
+# ---------------------------------------------------------------------------- topologies
+
+
+def stateless() -> Any:
+    builder = StreamsBuilder()
+    stream = builder.stream("in", Consumed.with_(STRING, JSON))
+    stream.filter(json_field("bot").eq(False)).map_values(json_field("user")).to(
+        "out", Produced.with_(STRING, STRING)
+    )
+    return builder.build()
+
+
+def counts() -> Any:
+    builder = StreamsBuilder()
+    grouped = builder.stream("in", Consumed.with_(STRING, JSON)).group_by_key()
+    grouped.count(Materialized.as_("counts")).to_stream().to("out", Produced.with_(STRING, LONG_SERDE))
+    windows = TimeWindows.of_size_and_grace(100, 20).advance_by(50)
+    grouped.windowed_by(windows).count(Materialized.as_("windowed")).to_stream().map(
+        lambda wk, c: (f"{wk.key}@{wk.start}", c)
+    ).to("out-windowed", Produced.with_(STRING, LONG_SERDE))
+    return builder.build()
+
+
+def reductions() -> Any:
+    builder = StreamsBuilder()
+    grouped = builder.stream("longs", Consumed.with_(STRING, LONG_SERDE)).group_by_key()
+    grouped.reduce(operator.add, Materialized.as_("sums")).to_stream().to(
+        "out", Produced.with_(STRING, LONG_SERDE)
+    )
+    grouped.reduce(min, Materialized.as_("mins")).to_stream().to(
+        "out-min", Produced.with_(STRING, LONG_SERDE)
+    )
+    grouped.reduce(max, Materialized.as_("maxs"))
+    return builder.build()
+
+
+def mixed() -> Any:
+    """A compiled filter, then a Python mapper: the per-record path from the mapper on."""
+    builder = StreamsBuilder()
+    stream = builder.stream("longs", Consumed.with_(STRING, LONG_SERDE))
+    stream.filter_not(value().le(0)).map_values(lambda v: v * 2).filter(lambda k, v: v % 3 != 0).to(
+        "out", Produced.with_(STRING, LONG_SERDE)
+    )
+    return builder.build()
+
+
+def rekeyed() -> Any:
+    """select_key from a JSON field, a repartition, then a count in the next subtopology."""
+    builder = StreamsBuilder()
+    stream = builder.stream("in", Consumed.with_(STRING, JSON))
+    stream.select_key(json_field("page")).group_by_key().count(Materialized.as_("pages")).to_stream().to(
+        "out", Produced.with_(STRING, LONG_SERDE)
+    )
+    return builder.build()
+
+
+TOPOLOGIES = {
+    "stateless": stateless,
+    "counts": counts,
+    "reductions": reductions,
+    "mixed": mixed,
+    "rekeyed": rekeyed,
+}
+
+
+def records(n: int, seed: int = 5) -> list[tuple[str, Any, int, int]]:
+    """(key, json value, long value, timestamp); some out of order, some keys repeated often."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        key = f"k{rng.randrange(12)}"
+        doc = {"user": f"u{rng.randrange(5)}", "bot": rng.random() < 0.4, "page": rng.choice("/abc")}
+        if i % 11 == 0:
+            doc["user"] = 'caf\u00e9 "quoted"'
+        ts = 1000 + i * 7 - (60 if i % 9 == 0 else 0)
+        out.append((key, doc, rng.randrange(-20, 40), ts))
+    return out
+
+
+# ------------------------------------------------------------------------------ the driver
+
+
+def run_driver(
+    make: Callable[[], Any], data: list[tuple[str, Any, int, int]], config: dict[str, Any] | None = None
+):  # type: ignore[no-untyped-def]
+    driver = TopologyTestDriver(
+        make(), {"default.key.serde": "string", "default.value.serde": "string", **(config or {})}
+    )
+    try:
+        topics = driver._plan.source_topics
+        if "in" in topics:
+            inp = driver.create_input_topic("in", STRING, JSON)
+            for key, doc, _, ts in data:
+                inp.pipe_input(key, doc, ts)
+        if "longs" in topics:
+            inp = driver.create_input_topic("longs", STRING, LONG_SERDE)
+            for key, _, number, ts in data:
+                inp.pipe_input(key, number, ts)
+        out = {}
+        for topic, serde in (("out", None), ("out-min", LONG_SERDE), ("out-windowed", LONG_SERDE)):
+            if topic in {t for s in driver._plan.subtopologies for t in s.sink_topics}:
+                value_serde = serde or (STRING if make is stateless else LONG_SERDE)
+                out[topic] = driver.create_output_topic(topic, STRING, value_serde).read_key_values_to_list()
+        segments = [task.compiled_segments for task in driver._tasks.values()]
+        return out, segments
+    finally:
+        driver.close()
+
+
+@pytest.mark.parametrize("name", sorted(TOPOLOGIES))
+def test_driver_output_is_the_same_compiled_and_per_record(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = records(300)
+    compiled, segments = run_driver(TOPOLOGIES[name], data)
+    assert any(segments), "expected a compiled segment"
+    monkeypatch.setenv("KSTREAMS_COMPILED", "0")
+    per_record, none = run_driver(TOPOLOGIES[name], data)
+    assert not any(none)
+    assert compiled == per_record
+    assert all(compiled.values())
+
+
+def _kinds(segments: list[dict[str, Any]]) -> list[type]:
+    return [type(step) for seg in segments for s in seg.values() for step in s.steps()]
+
+
+def test_dsl_operations_with_kernels_become_compiled_steps() -> None:
+    _, segments = run_driver(stateless, records(5))
+    assert _kinds(segments) == [FilterStep, ProjectStep, SinkStep]
+    _, segments = run_driver(counts, records(5))
+    steps = [step for seg in segments for s in seg.values() for step in s.steps()]
+    assert sorted(step.kernel for step in steps if isinstance(step, AggregateStep)) == [
+        "count",
+        "windowed-count",
+    ]
+    _, segments = run_driver(mixed, records(5))
+    assert _kinds(segments) == [FilterStep, BoundaryStep]
+
+
+def test_a_store_without_a_cache_gets_every_update_per_record(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = records(100)
+    compiled, _ = run_driver(counts, data, {"statestore.cache.max.bytes": 0})
+    monkeypatch.setenv("KSTREAMS_COMPILED", "0")
+    per_record, _ = run_driver(counts, data, {"statestore.cache.max.bytes": 0})
+    assert compiled == per_record
+    assert len(compiled["out"]) == len(data)
+
+
+# -------------------------------------------------------------------- the threaded runtime
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 30.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"Timed out after {timeout}s waiting for {what}")
+        time.sleep(0.02)
+
+
+def produce(cluster: Any, data: list[tuple[str, Any, int, int]], bad: bool = False) -> None:
+    """Both input topics, in batches of 200 per partition (as a producer would send them)."""
+    columns: dict[tuple[str, int], tuple[list, list, list]] = {}
+    for i, (key, doc, number, ts) in enumerate(data):
+        k = key.encode()
+        p = default_partition(k, 2)
+        doc_bytes = json.dumps(doc, separators=(",", ":"), ensure_ascii=i % 2 == 0).encode()
+        if bad and i == len(data) // 2:
+            doc_bytes = b'{"user": broken'
+        for topic, v in (("in", doc_bytes), ("longs", LONG.pack(number))):
+            ks, vs, ts_ = columns.setdefault((topic, p), ([], [], []))
+            ks.append(k)
+            vs.append(v)
+            ts_.append(ts)
+    producer = cluster.producer()
+    for (topic, p), (ks, vs, ts_) in columns.items():
+        for i in range(0, len(ks), 200):
+            producer.send(
+                topic, p, RecordBatch.from_columns(ks[i : i + 200], vs[i : i + 200], ts_[i : i + 200], p)
+            )
+    producer.flush()
+
+
+def run_runtime(make: Callable[[], Any], cluster: Any, app_id: str, data, threads: int, tmp_path, extra=None):  # type: ignore[no-untyped-def]
+    for topic in ("in", "longs", "out", "out-min", "out-windowed"):
+        if topic not in cluster.topics():
+            cluster.create_topic(topic, 2)
+    extra = dict(extra or {})
+    bad = bool(extra.pop("bad", False))
+    produce(cluster, data, bad=bad)
+    streams = KafkaStreams(
+        make(),
+        {
+            "application.id": app_id,
+            "num.stream.threads": threads,
+            "state.dir": str(tmp_path / app_id),
+            "commit.interval.ms": 100,
+            "processing.batch.size": 700,
+            "default.key.serde": "string",
+            "default.value.serde": "string",
+            **extra,
+        },
+        cluster=cluster,
+    )
+    # records processed: each input record once per subtopology it passes (skipped ones are not counted)
+    expected = len(data) * (2 if make is rekeyed else 1) - (1 if bad else 0)
+    streams.start()
+    try:
+        wait_until(
+            lambda: (
+                sum(
+                    v
+                    for m, v in streams.metrics().items()
+                    if m.name == "process-total" and m.group == "stream-thread-metrics"
+                )
+                >= expected
+            ),
+            what="every record processed",
+        )
+        stores = {}
+        for name in streams.plan.store_builders:
+            if name in ("counts", "sums", "mins", "maxs", "pages"):
+                wait_until(lambda n=name: _safe_all(streams, n) is not None, what=f"store {name}")
+                stores[name] = _safe_all(streams, name)
+    finally:
+        streams.close(timeout=30)
+    return stores
+
+
+def _safe_all(streams: KafkaStreams, name: str) -> dict[Any, Any] | None:
+    try:
+        return dict(streams.store(name).all())
+    except Exception:
+        return None
+
+
+def _final(cluster: Any, topic: str) -> dict[bytes, bytes]:
+    """The newest value per key of a topic (what a compacted topic keeps)."""
+    return {r.key: r.value for r in cluster.read(topic)}
+
+
+@pytest.mark.parametrize("name", ["counts", "reductions", "rekeyed"])
+def test_runtime_aggregates_match_the_per_record_path(name: str, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from kstreams.cluster import EmbeddedCluster
+
+    data = records(3000)
+    outputs = []
+    for compiled in ("1", "0"):
+        monkeypatch.setenv("KSTREAMS_COMPILED", compiled)
+        cluster = EmbeddedCluster()
+        try:
+            app = f"app-{name}-{compiled}"
+            stores = run_runtime(TOPOLOGIES[name], cluster, app, data, 2, tmp_path)
+            topics = {t: _final(cluster, t) for t in ("out", "out-min", "out-windowed")}
+            changelogs = {
+                t: _final(cluster, t)
+                for t in cluster.topics()
+                if t.endswith("-changelog") and "repartition" not in t
+            }
+            outputs.append((stores, topics, {t[len(app) :]: v for t, v in changelogs.items()}))
+        finally:
+            cluster.close()
+    assert outputs[0] == outputs[1]
+    assert outputs[0][0]
+
+
+def test_runtime_stateless_output_is_identical_record_for_record(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from kstreams.cluster import EmbeddedCluster
+
+    data = records(3000)
+    outputs = []
+    for compiled in ("1", "0"):
+        monkeypatch.setenv("KSTREAMS_COMPILED", compiled)
+        cluster = EmbeddedCluster()
+        try:
+            run_runtime(stateless, cluster, f"app-stateless-{compiled}", data, 2, tmp_path)
+            wait_until(lambda c=cluster: len(c.read("out")) > 0, what="output")
+            outputs.append([(r.partition, r.key, r.value, r.timestamp) for r in cluster.read("out")])
+        finally:
+            cluster.close()
+    assert outputs[0] == outputs[1]
+    assert len(outputs[0]) == sum(1 for _, doc, _, _ in data if not doc["bot"])
+
+
+def test_a_bad_record_goes_to_the_deserialization_handler_on_both_paths(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from kstreams.cluster import EmbeddedCluster
+
+    data = records(1000)
+    outputs = []
+    for compiled in ("1", "0"):
+        monkeypatch.setenv("KSTREAMS_COMPILED", compiled)
+        cluster = EmbeddedCluster()
+        try:
+            extra = {
+                "bad": True,
+                "default.deserialization.exception.handler": "kstreams.errors.LogAndContinueExceptionHandler",
+            }
+            stores = run_runtime(counts, cluster, f"app-bad-{compiled}", data, 1, tmp_path, extra)
+            outputs.append(stores)
+        finally:
+            cluster.close()
+    assert outputs[0] == outputs[1]
+    assert sum(outputs[0]["counts"].values()) == len(data) - 1
+
+
+def test_compiled_counts_restore_from_their_changelog(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from kstreams.cluster import EmbeddedCluster
+
+    data = records(2000)
+    cluster = EmbeddedCluster()
+    try:
+        first = run_runtime(counts, cluster, "app-restore", data, 1, tmp_path)
+        # A second instance with an empty state directory restores the store from the changelog.
+        cluster.create_topic("unused", 1)
+        streams = KafkaStreams(
+            counts(),
+            {
+                "application.id": "app-restore",
+                "state.dir": str(tmp_path / "fresh"),
+                "default.key.serde": "string",
+                "default.value.serde": "string",
+            },
+            cluster=cluster,
+        )
+        streams.start()
+        try:
+            wait_until(lambda: _safe_all(streams, "counts") == first["counts"], what="restored counts")
+        finally:
+            streams.close(timeout=30)
+    finally:
+        cluster.close()
