@@ -5,7 +5,7 @@ Each subtopology runs as one Spark stage (``plan_compiler``), in dependency orde
 - a stateless stage runs one ``StreamTask`` per input partition through ``mapInArrow``;
 - a stateful stage (one with stores) first shuffles its records on the serialized key, so every
   record of a key lands in one Spark partition, sorts each partition by timestamp (then input
-  partition and offset), and runs one task per Spark partition with in-memory stores.
+  partition, offset and topic), and runs one task per Spark partition with in-memory stores.
 
 Records a stage writes to a repartition topic (or to any topic another subtopology reads) become
 the input of the reading stage; records for the other topics are returned. Because the task of a
@@ -174,8 +174,10 @@ def _run_stage(stage_input: DataFrame, spec: StageTaskSpec, stateful: bool, part
     if stateful:
         # Every record of a key in one partition, in timestamp order: the task of that partition
         # holds the key's whole state, as the task of its Kafka partition does.
+        # The topic breaks ties last: (partition, offset) is unique within a topic only, and a
+        # total order makes a re-run Spark task process (and write) exactly what the first did.
         stage_input = stage_input.repartition(partitions, "key").sortWithinPartitions(
-            "timestamp", "partition", "offset"
+            "timestamp", "partition", "offset", "topic"
         )
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
