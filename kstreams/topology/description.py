@@ -15,6 +15,11 @@ description can be compared with one printed by a Java application:
 
 Nodes are ordered as Kafka orders them: by the size of the sub-tree below them, largest first,
 then by name. Topic and store sets print in the iteration order of a Java ``HashSet``.
+
+Processors whose DSL operation has a batch kernel carry its name in ``compiled`` (e.g. "filter",
+"count", "windowed-sum"); ``to_string(show_compiled=True)`` marks them (``str()`` keeps Kafka's
+text exactly). The runtime still checks serdes and stores per task and falls back to the
+per-record path where they do not fit a kernel.
 """
 
 from __future__ import annotations
@@ -73,9 +78,15 @@ class SourceDescription(NodeDescription):
 @dataclass(eq=False)
 class ProcessorDescription(NodeDescription):
     stores: list[str] = field(default_factory=list)
+    compiled: str | None = None  # the batch kernel of its DSL operation, if it has one
 
     def __str__(self) -> str:
         return f"Processor: {self.name} (stores: {_java_set(self.stores)}){self._neighbours()}"
+
+    def marked(self) -> str:
+        """The Kafka line, with ``[compiled: <kernel>]`` after the stores when it has a kernel."""
+        mark = f" [compiled: {self.compiled}]" if self.compiled else ""
+        return f"Processor: {self.name} (stores: {_java_set(self.stores)}){mark}{self._neighbours()}"
 
 
 @dataclass(eq=False)
@@ -99,7 +110,14 @@ class SubtopologyDescription:
     nodes: list[NodeDescription]
 
     def __str__(self) -> str:
-        body = "".join(f"    {node}\n" for node in self.nodes)
+        return self.to_string()
+
+    def to_string(self, show_compiled: bool = False) -> str:
+        lines = (
+            node.marked() if show_compiled and isinstance(node, ProcessorDescription) else str(node)
+            for node in self.nodes
+        )
+        body = "".join(f"    {line}\n" for line in lines)
         return f"Sub-topology: {self.id}\n{body}\n"
 
 
@@ -111,8 +129,21 @@ class TopologyDescription:
     global_stores: list[Any] = field(default_factory=list)
 
     def __str__(self) -> str:
+        return self.to_string()
+
+    def to_string(self, show_compiled: bool = False) -> str:
+        """Kafka's text; with ``show_compiled``, processors with a batch kernel are marked."""
         # Kafka's format: one space after the header, then two before every subtopology.
-        return "Topologies:\n " + "".join(f"  {sub}" for sub in self.subtopologies)
+        return "Topologies:\n " + "".join(f"  {sub.to_string(show_compiled)}" for sub in self.subtopologies)
+
+    def compiled_nodes(self) -> dict[str, str]:
+        """Processor name -> the batch kernel its DSL operation compiles to."""
+        return {
+            node.name: node.compiled
+            for sub in self.subtopologies
+            for node in sub.nodes
+            if isinstance(node, ProcessorDescription) and node.compiled
+        }
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, TopologyDescription) and str(self) == str(other)
@@ -133,7 +164,9 @@ def describe_topology(topology: Topology) -> TopologyDescription:
             if isinstance(spec, SourceNodeSpec):
                 described[name] = SourceDescription(name, topic_set=java_hash_set_order(spec.topics))
             elif isinstance(spec, ProcessorNodeSpec):
-                described[name] = ProcessorDescription(name, stores=java_hash_set_order(spec.stores))
+                described[name] = ProcessorDescription(
+                    name, stores=java_hash_set_order(spec.stores), compiled=_kernel_label(spec.supplier)
+                )
             elif isinstance(spec, SinkNodeSpec):
                 described[name] = SinkDescription(
                     name, topic=spec.topic, topic_name_extractor=spec.topic_extractor
@@ -155,6 +188,14 @@ def describe_topology(topology: Topology) -> TopologyDescription:
             node.successors.sort(key=_node_order)
         subtopologies.append(SubtopologyDescription(group_id, sorted(described.values(), key=_node_order)))
     return TopologyDescription(subtopologies)
+
+
+def _kernel_label(supplier: Any) -> str | None:
+    # Imported here: the DSL imports this module's package, so a top-level import would be circular.
+    from kstreams.topology.compiled_ops import kernel_for_supplier
+
+    kernel = kernel_for_supplier(supplier)
+    return kernel.label if kernel is not None else None
 
 
 def _node_order(node: NodeDescription) -> tuple[int, str]:
