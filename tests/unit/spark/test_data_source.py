@@ -175,3 +175,34 @@ def test_max_offsets_per_trigger_splits_an_available_now_read_into_bounded_micro
     sizes = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"] > 0]
     assert sizes == [40, 40, 10]
     assert _rows(spark.table(table)) == records
+
+
+def test_read_committed_skips_aborted_transactions(spark: Any, bootstrap: str, topic: str) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"tx-{uuid.uuid4().hex[:8]}"})
+    producer.init_transactions(30)
+    for outcome in ("commit", "abort", "commit"):
+        producer.begin_transaction()
+        for i in range(PARTITIONS * 4):
+            producer.produce(topic, key=b"k", value=f"{outcome}-{i}".encode(), partition=i % PARTITIONS)
+        if outcome == "commit":
+            producer.commit_transaction(30)
+        else:
+            producer.flush(30)  # the aborted records reach the log (abort alone drops unsent ones)
+            producer.abort_transaction(30)
+
+    def values(isolation: str) -> list[str]:
+        df = (
+            spark.read.format("kstreams")
+            .option("bootstrap.servers", bootstrap)
+            .option("topic", topic)
+            .option("isolation.level", isolation)
+            .load()
+        )
+        return sorted(r.value.decode() for r in df.collect())
+
+    committed = values("read_committed")
+    assert len(committed) == 2 * PARTITIONS * 4
+    assert all(v.startswith("commit-") for v in committed)
+    assert len(values("read_uncommitted")) == 3 * PARTITIONS * 4
