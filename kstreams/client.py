@@ -755,7 +755,7 @@ def _default_cluster(config: StreamsConfig) -> Cluster:
     if config["bootstrap.servers"]:
         from kstreams.cluster import KafkaCluster
 
-        return KafkaCluster(str(config["bootstrap.servers"]), config.client_configs("admin"))  # type: ignore[no-any-return]
+        return KafkaCluster(str(config["bootstrap.servers"]), config.cluster_configs())  # type: ignore[no-any-return]
     from kstreams.cluster import EmbeddedCluster
 
     return EmbeddedCluster()  # type: ignore[no-any-return]

@@ -258,6 +258,9 @@ PRODUCER_KEYS = frozenset(
     }
 )
 
+# Connection and security settings every client of one cluster shares.
+_SHARED_PREFIXES = ("security.", "sasl.", "ssl.", "client.dns.", "socket.")
+
 DEFAULT_CACHE_MAX_BYTES = 10 * 1024 * 1024
 
 
@@ -351,13 +354,21 @@ class StreamsConfig(Mapping[str, Any]):
         """
         is_consumer = client.endswith("consumer")
         plain = CONSUMER_KEYS if is_consumer else PRODUCER_KEYS if client == "producer" else frozenset()
-        result = {k: v for k, v in self._values.items() if k in plain}
+        result = {k: v for k, v in self._values.items() if k in plain or k.startswith(_SHARED_PREFIXES)}
         if "bootstrap.servers" in self._values:
             result["bootstrap.servers"] = self._values["bootstrap.servers"]
         prefixes = (["consumer."] if is_consumer else []) + [client + "."]
         for prefix in prefixes:
             result.update({k[len(prefix) :]: v for k, v in self._values.items() if k.startswith(prefix)})
         return result
+
+    def cluster_configs(self) -> dict[str, Any]:
+        """Settings for a KafkaCluster: the shared connection and security keys unprefixed (every
+        client needs them), and admin-only settings under ``admin.`` (the adapter's prefix for its
+        admin client). Consumer and producer settings are passed when those clients are created."""
+        shared = {k: v for k, v in self._values.items() if k.startswith(_SHARED_PREFIXES)}
+        admin = {f"admin.{k[len('admin.') :]}": v for k, v in self._values.items() if k.startswith("admin.")}
+        return {**shared, **admin}
 
     def deserialization_exception_handler(self) -> Any:
         """An instance of the configured deserialization exception handler, configured."""
@@ -369,8 +380,9 @@ class StreamsConfig(Mapping[str, Any]):
             isinstance(handler_class, type) and issubclass(handler_class, DeserializationExceptionHandler)
         ):
             raise ConfigException(
-                f"default.deserialization.exception.handler={spec!r} is not a DeserializationExceptionHandler; "
-                "use kstreams.errors.LogAndFailExceptionHandler or LogAndContinueExceptionHandler."
+                f"default.deserialization.exception.handler={spec!r} is not a "
+                "DeserializationExceptionHandler; use kstreams.errors.LogAndFailExceptionHandler or "
+                "LogAndContinueExceptionHandler."
             )
         handler = handler_class()
         handler.configure(self.originals())

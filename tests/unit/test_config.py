@@ -1,0 +1,111 @@
+"""StreamsConfig: validation with clear errors, defaults, precedence and client passthrough."""
+
+from __future__ import annotations
+
+import pytest
+
+from kstreams.config import StreamsConfig
+from kstreams.errors import (
+    ConfigException,
+    LogAndContinueExceptionHandler,
+    LogAndFailExceptionHandler,
+)
+
+
+def config(**values: object) -> StreamsConfig:
+    return StreamsConfig({"application.id": "app", **{k.replace("_", "."): v for k, v in values.items()}})
+
+
+def test_application_id_is_required_and_named_in_the_error() -> None:
+    with pytest.raises(ConfigException, match=r"application\.id"):
+        StreamsConfig({})
+    with pytest.raises(ConfigException, match="may only contain"):
+        StreamsConfig({"application.id": "has space"})
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("num.stream.threads", -1, "must be at least 0"),
+        ("num.stream.threads", "two", "expected an integer"),
+        ("processing.guarantee", "exactly_once", "must be one of at_least_once, exactly_once_v2"),
+        ("internal.topics.setup", "sometimes", "must be one of automatic, manual"),
+        ("partition.autoscaling.enabled", "yes", "expected true or false"),
+        ("statestore.cache.max.bytes", -5, "must be at least 0"),
+    ],
+)
+def test_bad_values_name_the_key_the_value_and_what_is_allowed(key: str, value: object, message: str) -> None:
+    with pytest.raises(ConfigException) as info:
+        StreamsConfig({"application.id": "app", key: value})
+    text = str(info.value)
+    assert key in text and repr(value) in text and message in text
+
+
+def test_strings_are_coerced_like_kafka_properties() -> None:
+    c = StreamsConfig(
+        {"application.id": "app", "num.stream.threads": "3", "partition.autoscaling.enabled": "true"}
+    )
+    assert c["num.stream.threads"] == 3
+    assert c["partition.autoscaling.enabled"] is True
+
+
+def test_defaults_follow_kafka_streams() -> None:
+    c = config()
+    assert c["num.stream.threads"] == 1
+    assert c.commit_interval_ms == 30000
+    assert config(processing_guarantee="exactly_once_v2").commit_interval_ms == 100
+    assert c.cache_max_bytes == 10 * 1024 * 1024
+    assert c["internal.topics.setup"] == "automatic"
+    assert c["partition.autoscaling.enabled"] is False
+    assert c["partition.autoscaling.timeout.ms"] == 900000
+
+
+def test_the_new_cache_key_wins_over_the_deprecated_one() -> None:
+    both = StreamsConfig(
+        {"application.id": "app", "statestore.cache.max.bytes": 100, "cache.max.bytes.buffering": 200}
+    )
+    assert both.cache_max_bytes == 100
+    old = StreamsConfig({"application.id": "app", "cache.max.bytes.buffering": 200})
+    assert old.cache_max_bytes == 200
+
+
+def test_client_configs_pass_through_with_kafka_streams_prefixes() -> None:
+    c = StreamsConfig(
+        {
+            "application.id": "app",
+            "bootstrap.servers": "b:9092",
+            "fetch.max.bytes": 1,
+            "consumer.fetch.max.bytes": 2,
+            "main.consumer.fetch.max.bytes": 3,
+            "acks": "all",
+            "producer.linger.ms": 5,
+            "security.protocol": "SASL_SSL",
+            "admin.request.timeout.ms": 7,
+        }
+    )
+    assert c.client_configs("main.consumer")["fetch.max.bytes"] == 3
+    assert c.client_configs("restore.consumer")["fetch.max.bytes"] == 2
+    producer = c.client_configs("producer")
+    assert producer["acks"] == "all" and producer["linger.ms"] == 5 and "fetch.max.bytes" not in producer
+    assert producer["security.protocol"] == "SASL_SSL"
+    assert c.cluster_configs() == {"security.protocol": "SASL_SSL", "admin.request.timeout.ms": 7}
+
+
+def test_topic_prefix_configs_go_to_internal_topics() -> None:
+    c = StreamsConfig({"application.id": "app", "topic.min.insync.replicas": 2})
+    assert c.topic_configs() == {"min.insync.replicas": "2"}
+
+
+def test_deserialization_handler_from_a_class_or_a_name() -> None:
+    assert isinstance(config().deserialization_exception_handler(), LogAndFailExceptionHandler)
+    by_name = StreamsConfig(
+        {
+            "application.id": "app",
+            "default.deserialization.exception.handler": "LogAndContinueExceptionHandler",
+        }
+    )
+    assert isinstance(by_name.deserialization_exception_handler(), LogAndContinueExceptionHandler)
+    with pytest.raises(ConfigException, match="names no importable class"):
+        StreamsConfig(
+            {"application.id": "app", "default.deserialization.exception.handler": "nope.Missing"}
+        ).deserialization_exception_handler()
