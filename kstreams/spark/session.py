@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import site
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -31,16 +32,18 @@ def local_session(
     shuffle_partitions: int = 4,
     conf: Mapping[str, Any] | None = None,
 ) -> SparkSession:
-    """A ``local[cores]`` SparkSession whose Python workers run this interpreter.
+    """A ``local[cores]`` SparkSession whose Python workers run this interpreter (it sets
+    PYSPARK_PYTHON and PYSPARK_DRIVER_PYTHON to ``sys.executable``) and import this kstreams.
 
     ``conf`` adds or overrides Spark settings. If a session is already running in this process,
     Spark returns it (with ``conf`` applied to its runtime SQL settings only).
     """
-    # Workers are forked by the JVM from these variables; set them before the JVM starts.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    # The JVM starts Python workers from these variables: set them before it starts. Workers must
+    # run this interpreter, or they would not have the same kstreams, numpy and pyarrow.
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     python_path = os.environ.get("PYTHONPATH", "")
-    if _PACKAGE_ROOT not in python_path.split(os.pathsep):
+    if _PACKAGE_ROOT not in _site_paths() and _PACKAGE_ROOT not in python_path.split(os.pathsep):
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, python_path) if p)
     settings: dict[str, Any] = {
         "spark.master": f"local[{cores}]",
@@ -50,9 +53,10 @@ def local_session(
         "spark.sql.shuffle.partitions": str(shuffle_partitions),
         "spark.default.parallelism": str(cores),
         "spark.sql.execution.arrow.pyspark.enabled": "true",
-        "spark.executorEnv.PYTHONPATH": os.environ["PYTHONPATH"],
         "spark.sql.session.timeZone": "UTC",
     }
+    if os.environ.get("PYTHONPATH"):
+        settings["spark.executorEnv.PYTHONPATH"] = os.environ["PYTHONPATH"]
     settings.update({k: str(v) for k, v in (conf or {}).items()})
     builder = SparkSession.builder
     for key, value in settings.items():
@@ -60,3 +64,12 @@ def local_session(
     session = builder.getOrCreate()
     logger.info("Spark session %s on %s (Spark %s)", app_name, settings["spark.master"], session.version)
     return session
+
+
+def _site_paths() -> set[str]:
+    """Directories every interpreter of this installation searches (an installed kstreams)."""
+    paths = set(site.getsitepackages())
+    user_site = site.getusersitepackages()
+    if isinstance(user_site, str):
+        paths.add(user_site)
+    return {str(Path(p).resolve()) for p in paths}
