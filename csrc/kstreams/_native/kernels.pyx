@@ -15,7 +15,7 @@ never while calling Python (store loads and flush listeners run after it is rele
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cython.operator cimport dereference as deref, preincrement as inc
-from libc.stdint cimport INT32_MAX, INT32_MIN, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport INT32_MAX, INT32_MIN, INT64_MIN, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport strtod
 from libc.string cimport memcmp, memcpy
 from libcpp.string cimport string
@@ -1013,17 +1013,72 @@ def split_partitions(RecordBatch batch not None, int num_partitions, int64_t rou
 
 # ---------------------------------------------------------------------------- aggregation
 
-cdef struct Slot:
-    int state           # 0 unknown (read the store), 1 absent, 2 present
-    int64_t i
-    double d
-    int64_t ts
-    Py_ssize_t last     # index in the update list of the key's newest update
+cdef extern from * nogil:
+    """
+    #include <functional>
+    #include <string_view>
+    #include <unordered_map>
+
+    /* The running aggregate of one cache key during one batch. */
+    struct ks_Slot {
+        int state = 0;          /* 0 unknown (read the store), 1 absent, 2 present */
+        int64_t i = 0;
+        double d = 0.0;
+        int64_t ts = 0;
+        Py_ssize_t last = -1;   /* index in the update list of the key's newest update */
+    };
+
+    /* A cache key without building it: the record key (a view into the batch) and the window
+       start (INT64_MIN when not windowed). Slots are looked up per record without allocating. */
+    struct ks_SlotKey {
+        std::string_view key;
+        int64_t start;
+        bool operator==(const ks_SlotKey& o) const { return start == o.start && key == o.key; }
+    };
+    struct ks_SlotKeyHash {
+        size_t operator()(const ks_SlotKey& k) const {
+            return std::hash<std::string_view>()(k.key) ^ ((uint64_t)k.start * 0x9E3779B97F4A7C15ULL);
+        }
+    };
+    typedef std::unordered_map<ks_SlotKey, ks_Slot, ks_SlotKeyHash> ks_SlotMap;
+    typedef std::pair<const ks_SlotKey, ks_Slot> ks_SlotEntry;
+
+    static inline ks_SlotEntry* ks_slot_for(ks_SlotMap& m, const char* k, size_t n, int64_t start) {
+        ks_SlotKey key{std::string_view(k, n), start};
+        auto it = m.try_emplace(key).first;
+        return &*it;
+    }
+    """
+    cppclass ks_Slot:
+        int state
+        int64_t i
+        double d
+        int64_t ts
+        Py_ssize_t last
+    cppclass ks_SlotKey:
+        string_view key
+        int64_t start
+    cppclass ks_SlotEntry:
+        ks_SlotKey first
+        ks_Slot second
+    cppclass ks_SlotMap:
+        cppclass iterator:
+            ks_SlotEntry& operator*()
+            iterator operator++()
+            bint operator!=(iterator)
+            bint operator==(iterator)
+        iterator begin()
+        iterator end()
+        void reserve(size_t)
+        void clear()
+        size_t size()
+    ks_SlotEntry* ks_slot_for(ks_SlotMap& m, const char* k, size_t n, int64_t start)
 
 cdef struct Update:
-    Slot* slot
+    ks_SlotEntry* entry
     Py_ssize_t record
-    const string* key   # the map's key (stable: unordered_map nodes do not move)
+
+cdef int64_t _NO_WINDOW = INT64_MIN
 
 cdef int _decode_number(const char* p, Py_ssize_t n, int enc, int64_t* i, double* d) noexcept nogil:
     if enc == ENC_LONG and n == 8:
@@ -1036,7 +1091,7 @@ cdef int _decode_number(const char* p, Py_ssize_t n, int enc, int64_t* i, double
         return -1
     return 0
 
-cdef int _slot_from_bytes(Slot* slot, const char* p, Py_ssize_t n, int enc) noexcept nogil:
+cdef int _slot_from_bytes(ks_Slot* slot, const char* p, Py_ssize_t n, int enc) noexcept nogil:
     if n < 0:
         slot.state = 1
         return 0
@@ -1045,23 +1100,13 @@ cdef int _slot_from_bytes(Slot* slot, const char* p, Py_ssize_t n, int enc) noex
     slot.state = 2
     return 0
 
-cdef inline string _window_key(const char* k, Py_ssize_t kn, int64_t start) noexcept nogil:
-    cdef string key = string(k, kn)
+cdef inline void _cache_key(const ks_SlotKey* key, string& out) noexcept nogil:
+    """The record cache's key of a slot: the record key, then the window start when windowed."""
     cdef char suffix[8]
-    _put_be64(suffix, <uint64_t>start)
-    key.append(suffix, 8)
-    return key
-
-cdef inline void _add_update(unordered_map[string, Slot]& slots, vector[Update]& updates,
-                             const string& ck, Py_ssize_t record, Slot* fresh) noexcept nogil:
-    cdef Update u
-    it = slots.find(ck)
-    if it == slots.end():
-        it = slots.insert(pair[string, Slot](ck, fresh[0])).first
-    u.slot = &deref(it).second
-    u.key = &deref(it).first
-    u.record = record
-    updates.push_back(u)
+    out.assign(key.key.data(), key.key.size())
+    if key.start != _NO_WINDOW:
+        _put_be64(suffix, <uint64_t>key.start)
+        out.append(suffix, 8)
 
 def aggregate(RecordCache cache not None, str namespace not None, RecordBatch batch not None,
               int op, int value_enc, int store_enc, load, bint windowed=False,
@@ -1082,12 +1127,14 @@ def aggregate(RecordCache cache not None, str namespace not None, RecordBatch ba
     """
     cdef bytes ns_bytes = namespace.encode("utf-8")
     cdef string name = string(PyBytes_AS_STRING(ns_bytes), PyBytes_GET_SIZE(ns_bytes))
-    cdef unordered_map[string, Slot] slots
+    cdef ks_SlotMap slots
     cdef vector[Update] updates
-    cdef vector[const string*] missing
+    cdef vector[ks_SlotEntry*] missing
     cdef Update u
-    cdef Slot* slot
-    cdef Slot fresh
+    cdef ks_Slot* slot
+    cdef ks_SlotEntry* entry
+    cdef ks_SlotMap.iterator sit
+    cdef unordered_map[string_view, ks_CacheEntry*].iterator cit
     cdef ks_NamedCache* nc
     cdef ks_CacheEntry* e
     cdef Py_ssize_t i, j, kn, vn
@@ -1100,86 +1147,86 @@ def aggregate(RecordCache cache not None, str namespace not None, RecordBatch ba
     cdef vector[ks_PendingFlush] pending
     cdef string wkey, wval
     cdef char buf[8]
-    cdef unordered_map[string, Slot].iterator sit
-    cdef unordered_map[string_view, ks_CacheEntry*].iterator cit
     if windowed and (size_ms <= 0 or advance_ms <= 0):
         raise ValueError("windowed aggregation needs a positive size and advance")
-    fresh.state = 0
-    fresh.i = 0
-    fresh.d = 0.0
-    fresh.ts = 0
-    fresh.last = -1
-    # Pass 1 (cache mutex, no GIL): the cache keys each record updates, and the cached aggregates.
+    # Pass 1 (no GIL): the slots each record updates; then, under the cache mutex, the cached
+    # aggregates of those slots.
     with nogil:
-        cache._mutex.lock()
-        nc = cache._find(name)
-        if nc == NULL:
-            unknown_ns = 1
-        else:
-            for i in range(batch.n):
-                kn = batch.key_len(i)
-                if kn < 0:
-                    continue
-                vn = batch.value_len(i)
-                if vn < 0 and not (windowed and op == OP_COUNT):
-                    if windowed:
-                        failed = 1   # a windowed reduce of a null value: leave it to Python
-                        break
-                    continue
-                kp = batch.key_ptr(i)
-                ts = batch.ts(i)
-                if not windowed:
-                    ck = string(kp, kn)
-                    _add_update(slots, updates, ck, i, &fresh)
-                    continue
-                if ts > observed:
-                    observed = ts
-                start = ts - size_ms + advance_ms
-                if start < 0:
-                    start = 0
-                start = (start // advance_ms) * advance_ms
-                while start <= ts:
-                    if start + size_ms <= observed - grace_ms:
-                        dropped += 1
-                    else:
-                        ck = _window_key(kp, kn, start)
-                        _add_update(slots, updates, ck, i, &fresh)
-                    start += advance_ms
-            if not failed:
+        slots.reserve(<size_t>batch.n)
+        updates.reserve(<size_t>batch.n)
+        for i in range(batch.n):
+            kn = batch.key_len(i)
+            if kn < 0:
+                continue
+            vn = batch.value_len(i)
+            if vn < 0 and not (windowed and op == OP_COUNT):
+                if windowed:
+                    failed = 1   # a windowed reduce of a null value: leave it to Python
+                    break
+                continue
+            kp = batch.key_ptr(i)
+            if not windowed:
+                u.entry = ks_slot_for(slots, kp, <size_t>kn, _NO_WINDOW)
+                u.record = i
+                updates.push_back(u)
+                continue
+            ts = batch.ts(i)
+            if ts > observed:
+                observed = ts
+            start = ts - size_ms + advance_ms
+            if start < 0:
+                start = 0
+            start = (start // advance_ms) * advance_ms
+            while start <= ts:
+                if start + size_ms <= observed - grace_ms:
+                    dropped += 1
+                else:
+                    u.entry = ks_slot_for(slots, kp, <size_t>kn, start)
+                    u.record = i
+                    updates.push_back(u)
+                start += advance_ms
+        if not failed:
+            cache._mutex.lock()
+            nc = cache._find(name)
+            if nc == NULL:
+                unknown_ns = 1
+            else:
                 sit = slots.begin()
                 while sit != slots.end():
-                    slot = &deref(sit).second
-                    cit = nc.index.find(string_view(deref(sit).first.data(), deref(sit).first.size()))
+                    entry = &deref(sit)
+                    _cache_key(&entry.first, ck)
+                    cit = nc.index.find(string_view(ck.data(), ck.size()))
                     if cit == nc.index.end():
-                        missing.push_back(&deref(sit).first)
+                        missing.push_back(entry)
                     else:
                         e = deref(cit).second
                         if e.tombstone:
-                            slot.state = 1
-                        elif _slot_from_bytes(slot, e.value.data(), <Py_ssize_t>e.value.size(),
-                                              store_enc) < 0:
+                            entry.second.state = 1
+                        elif _slot_from_bytes(&entry.second, e.value.data(),
+                                              <Py_ssize_t>e.value.size(), store_enc) < 0:
                             failed = 1
                             break
                     inc(sit)
-        cache._mutex.unlock()
+            cache._mutex.unlock()
     if unknown_ns:
         raise KeyError(f"record cache has no namespace {namespace!r}; add it with add_namespace() first")
     if failed:
         return None
     # Keys the cache does not hold: read the store below (Python, with the GIL).
     for j in range(<Py_ssize_t>missing.size()):
-        stored = load(PyBytes_FromStringAndSize(missing[j].data(), missing[j].size()))
-        slot = &slots[deref(missing[j])]
+        entry = missing[j]
+        _cache_key(&entry.first, ck)
+        stored = load(PyBytes_FromStringAndSize(ck.data(), ck.size()))
         if stored is None:
-            slot.state = 1
+            entry.second.state = 1
         elif type(stored) is not bytes or _slot_from_bytes(
-                slot, PyBytes_AS_STRING(stored), PyBytes_GET_SIZE(stored), store_enc) < 0:
+                &entry.second, PyBytes_AS_STRING(stored), PyBytes_GET_SIZE(stored), store_enc) < 0:
             return None
     # Pass 2 (no GIL, no lock): the aggregates, record by record, in the slots.
     with nogil:
         for j in range(<Py_ssize_t>updates.size()):
             u = updates[j]
-            slot = u.slot
+            slot = &u.entry.second
             i = u.record
             if op == OP_COUNT:
                 slot.i = (slot.i if slot.state == 2 else 0) + 1
@@ -1218,28 +1265,33 @@ def aggregate(RecordCache cache not None, str namespace not None, RecordBatch ba
             slot.last = j
     if failed:
         return None
-    # Pass 3 (cache mutex, no GIL): each key's newest aggregate, in last-update order.
+    # Pass 3 (cache mutex, no GIL): each key's newest aggregate, in last-update order; then the
+    # batch's maps are freed, still without the GIL.
     with nogil:
         cache._mutex.lock()
         nc = cache._find(name)
         if nc != NULL:
             for j in range(<Py_ssize_t>updates.size()):
                 u = updates[j]
-                if u.slot.last != j:
+                slot = &u.entry.second
+                if slot.last != j:
                     continue
                 if store_enc == ENC_DOUBLE:
-                    _put_be64(buf, _double_bits(u.slot.d))
+                    _put_be64(buf, _double_bits(slot.d))
                     wval.assign(buf, 8)
                 elif store_enc == ENC_INT:
-                    _put_be32(buf, <uint32_t><int32_t>u.slot.i)
+                    _put_be32(buf, <uint32_t><int32_t>slot.i)
                     wval.assign(buf, 4)
                 else:
-                    _put_be64(buf, <uint64_t>u.slot.i)
+                    _put_be64(buf, <uint64_t>slot.i)
                     wval.assign(buf, 8)
-                wkey = deref(u.key)
-                cache._upsert(nc, wkey, wval, False, u.slot.ts, True)
+                _cache_key(&u.entry.first, wkey)
+                cache._upsert(nc, wkey, wval, False, slot.ts, True)
                 cache._evict_while_over(nc, flushes, pending)
         cache._mutex.unlock()
+        slots.clear()
+        updates.clear()
+        updates.shrink_to_fit()
     if not flushes.empty():
         cache._deliver(flushes, pending)
     return observed, dropped
