@@ -42,7 +42,7 @@ extensions = [
         + ([("CYTHON_TRACE_NOGIL", "1")] if debug else []),
     )
     for name in NATIVE_MODULES
-    if (not only or name in only) and os.path.exists(f"csrc/kstreams/_native/{name}.pyx")
+    if not only or name in only
 ]
 
 setup(
