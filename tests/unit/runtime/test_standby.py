@@ -252,3 +252,65 @@ def test_standbys_follow_the_group_as_clients_join_and_leave(
     finally:
         for streams in clients:
             streams.close(timeout=30)
+
+
+def test_standby_checkpoints_let_a_restarted_standby_resume_from_them(
+    cluster: EmbeddedCluster, tmp_path: Path
+) -> None:
+    from kstreams.state.checkpoint import OffsetCheckpoint
+
+    source = Input(cluster)
+    first = new_client(cluster, tmp_path, "a", "rocks_db")
+    second = new_client(cluster, tmp_path, "b", "rocks_db")
+    first.start()
+    second.start()
+    try:
+        wait_until(
+            lambda: len(standby_tasks(second)) == 2 and standby_tasks(second) == active_tasks(first),
+            what="standbys on the second client",
+        )
+        source.produce(1000)
+        wait_until(lambda: committed_counts(cluster) == dict(source.expected), what="exact counts")
+        replicated = standby_tasks(second)
+        ends = {t: changelog_end(cluster, t.partition) for t in replicated}
+        wait_until(lambda: updated_records(second) > 0, what="standby updates")
+        gauges = {m.name: v for m, v in second.metrics().items() if m.group == "stream-state-updater-metrics"}
+        assert gauges["standby-updating-tasks"] == 2
+        # Once the standbys caught up, closing writes their positions to their checkpoints.
+        wait_until(
+            lambda: all(
+                second._state_manager._standbys[t].positions[TopicPartition(CHANGELOG, t.partition)]
+                >= ends[t]
+                for t in replicated
+            ),
+            what="standbys caught up",
+        )
+        assert second.close(timeout=30)
+        for task in replicated:
+            path = tmp_path / "b" / APP / str(task) / ".checkpoint"
+            tp = TopicPartition(CHANGELOG, task.partition)
+            assert OffsetCheckpoint(str(path)).read() == {tp: ends[task]}
+
+        restarted = new_client(cluster, tmp_path, "b", "rocks_db")
+        restarted.start()
+        try:
+            wait_until(lambda: standby_tasks(restarted) == replicated, what="standbys again")
+            source.produce(100)
+            wait_until(lambda: committed_counts(cluster) == dict(source.expected), what="exact counts again")
+            grown = {t: changelog_end(cluster, t.partition) for t in replicated}
+            wait_until(
+                lambda: all(
+                    restarted._state_manager._standbys[t].positions[TopicPartition(CHANGELOG, t.partition)]
+                    >= grown[t]
+                    for t in replicated
+                ),
+                what="the standbys following the changelog",
+            )
+            assert updated_records(restarted) > 0
+            # Only what the changelogs gained since the checkpoints was read again.
+            assert updated_records(restarted) <= sum(grown[t] - ends[t] for t in replicated)
+        finally:
+            assert restarted.close(timeout=30)
+    finally:
+        first.close(timeout=30)
+        second.close(timeout=30)
