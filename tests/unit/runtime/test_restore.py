@@ -164,6 +164,7 @@ def test_restore_listener_sees_every_changelog_record_and_metrics_count_them(
         assert sum(n for _, n in batches) == changelog_records[tp]
         assert listener.ends[tp] == ("counts", changelog_records[tp])
     assert metrics["restore-records-total"] == sum(changelog_records.values())
+    assert metrics["restore-records-rate"] > 0
     assert metrics["records-remaining"] == 0
     assert metrics["restoring-tasks"] == 0
 
