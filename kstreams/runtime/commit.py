@@ -172,8 +172,12 @@ class Committer:
         logger.debug("Committed %d tasks (%s): %s", len(entries), reason, offsets)
 
     def _still_member(self) -> bool:
-        """Whether the group still counts this client's consumer as a member (True when the
-        adapter cannot tell)."""
+        """Whether the group still counts this client's consumer as a member. Adapters whose
+        transactions carry the consumer's group metadata (Kafka's, through ``group_metadata``)
+        are fenced by the coordinator itself, so they are not asked (it would cost a request per
+        commit)."""
+        if hasattr(self._consumer, "group_metadata"):
+            return True
         group_assignment = getattr(self._consumer, "group_assignment", None)
         if group_assignment is None:
             return True
