@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from kstreams.cluster.port import TopicPartition
+from kstreams.cluster.port import ClusterError, TopicPartition
 from kstreams.processor import TaskId
 
 if TYPE_CHECKING:
@@ -159,7 +159,12 @@ class StandbyPlacer:
                         self._replicas,
                     )
                 return
-            assignment = group_assignment()
+            try:
+                assignment = group_assignment()
+            except ClusterError as exc:
+                # Standbys are an optimisation: keep the current ones until the next rebalance.
+                logger.warning("Could not read the group's assignment to place standby tasks: %s", exc)
+                return
             member = self._consumer.member_id
             placed = place_standbys(
                 assignment, self._replicas, self._tasks.tasks_for_partitions, self._tasks.is_stateful
@@ -175,6 +180,12 @@ class StandbyPlacer:
         for task_id, partitions in sorted(wanted.items()):
             if task_id in held or self._tasks.entry(task_id) is not None:
                 continue
-            standby = self._tasks.create_standby(task_id, partitions)
+            try:
+                standby = self._tasks.create_standby(task_id, partitions)
+            except Exception:
+                logger.warning(
+                    "Could not create standby task %s; the next rebalance tries again", task_id, exc_info=True
+                )
+                continue
             if standby is not None:
                 self._state_manager.add_standby(standby)
