@@ -7,6 +7,10 @@ Each subtopology runs as one Spark stage (``plan_compiler``), in dependency orde
   record of a key lands in one Spark partition, sorts each partition by timestamp (then input
   partition, offset and topic), and runs one task per Spark partition with in-memory stores.
 
+A task gets its records through ``StreamTask.process`` in batches, as on the streaming runtime:
+operations with compiled kernels run over whole batches, and the rest (Python lambdas and
+processors included, as they are) run record by record in Spark's Python workers.
+
 Records a stage writes to a repartition topic (or to any topic another subtopology reads) become
 the input of the reading stage; records for the other topics are returned. Because the task of a
 key sees all of that key's records in timestamp order, the final aggregates equal those of the
@@ -90,7 +94,7 @@ def run_topology(
         isinstance(spec, SinkNodeSpec) and spec.topic is None for spec in topology.nodes.values()
     )
 
-    normalized = {topic: normalize_input(df, topic) for topic, df in inputs.items()}
+    normalized = {topic: _normalize_input(df, topic) for topic, df in inputs.items()}
     produced: dict[str, list[DataFrame]] = {}
     outputs: dict[str, list[DataFrame]] = {}
     for stage in execution.stages:
@@ -121,7 +125,7 @@ def run_topology(
     return {topic: reduce(DataFrame.unionByName, frames) for topic, frames in outputs.items()}
 
 
-def normalize_input(df: DataFrame, topic: str) -> DataFrame:
+def _normalize_input(df: DataFrame, topic: str) -> DataFrame:
     """``df`` with the columns of ``INPUT_COLUMNS`` and their types (see ``run_topology``)."""
     fields = {f.name: f.dataType for f in df.schema.fields}
     missing = [c for c in ("key", "value", "timestamp") if c not in fields]
