@@ -315,3 +315,26 @@ def test_restoration_retries_when_the_changelog_end_cannot_be_read(
     expected += produce(cluster, 30, keys=20, start=300)
     run_until_counted(successor, cluster, expected)
     assert set(listener.ends) == {TopicPartition(CHANGELOG, p) for p in range(2)}
+
+
+def test_two_clients_sharing_a_state_directory_hand_tasks_over(
+    cluster: EmbeddedCluster, tmp_path: Path
+) -> None:
+    first = new_client(count_topology(True), cluster, tmp_path / "shared", "a")
+    second = new_client(count_topology(True), cluster, tmp_path / "shared", "b")
+    first.start()
+    second.start()
+    try:
+        expected = produce(cluster, 400, keys=20)
+        wait_until(lambda: latest(cluster) == dict(expected), what="exact counts with two clients")
+        owned = [{e.task_id for e in s._task_manager.entries()} for s in (first, second)]
+        assert owned[0].isdisjoint(owned[1]) and len(owned[0] | owned[1]) == 2
+        assert first.close(timeout=30)
+        # The survivor locks the directories the first client released and resumes from their
+        # checkpoints.
+        expected += produce(cluster, 100, keys=20, start=400)
+        wait_until(lambda: latest(cluster) == dict(expected), what="exact counts after the hand-over")
+        assert {str(e.task_id) for e in second._task_manager.entries()} == {"0_0", "0_1"}
+    finally:
+        first.close(timeout=30)
+        second.close(timeout=30)
