@@ -206,3 +206,26 @@ def test_read_committed_skips_aborted_transactions(spark: Any, bootstrap: str, t
     assert len(committed) == 2 * PARTITIONS * 4
     assert all(v.startswith("commit-") for v in committed)
     assert len(values("read_uncommitted")) == 3 * PARTITIONS * 4
+
+
+def test_a_topic_read_through_the_data_source_backfills_a_topology(
+    spark: Any, bootstrap: str, topic: str
+) -> None:
+    from kstreams import Consumed, Grouped, Produced, Serdes, StreamsBuilder
+    from kstreams.spark import run_topology
+
+    builder = StreamsBuilder()
+    (
+        builder.stream(topic, Consumed.with_(Serdes.string(), Serdes.string()))
+        .group_by(lambda _key, value: value.split("-")[0], Grouped.with_(Serdes.string(), Serdes.string()))
+        .count()
+        .to_stream()
+        .to("per-prefix", Produced.with_(Serdes.string(), Serdes.long()))
+    )
+    _produce(bootstrap, topic, _records(0, 90))  # values "value-<i>"
+    df = spark.read.format("kstreams").option("bootstrap.servers", bootstrap).option("topic", topic).load()
+
+    outputs = run_topology(spark, builder.build(), {topic: df})
+
+    final = {r.key: Serdes.long().deserialize("t", r.value) for r in outputs["per-prefix"].collect()}
+    assert final == {b"value": 90}
