@@ -19,6 +19,10 @@ processes each input partition in offset order, so a record with a timestamp old
 time arrives late there (and windowed operations may drop it after the grace period), while here
 every record is processed in timestamp order and is never late.
 
+State is partitioned by the key a stage's records arrive with, as the key's partition does on
+Kafka: a processor that keeps state under other keys needs its records re-keyed (repartitioned)
+by those keys first, on Spark as on a multi-partition topic.
+
 Output rows of one key appear in the order the task wrote them, so the last row of a key in a
 DataFrame's row order (``collect()``, or Parquet files read back in order) is its final value.
 """

@@ -269,3 +269,18 @@ def test_a_topic_written_and_read_by_the_topology_is_returned_and_feeds_its_read
     assert values("middle") == sorted(w.upper() for w in words)
     assert values("long-words") == ["RECORDS", "SPARK", "STREAM"]
     assert values("short-words") == ["A", "OF", "ON"]
+
+
+def test_a_failing_processor_fails_the_spark_job_naming_the_processor_and_record(spark: Any) -> None:
+    builder = StreamsBuilder()
+    (
+        builder.stream("numbers", Consumed.with_(STRING, STRING))
+        .map_values(lambda value: str(100 // int(value)), named="divide")
+        .to("quotients", Produced.with_(STRING, STRING))
+    )
+    df = spark.createDataFrame([("a", "5", 1), ("b", "0", 2)], "key string, value string, timestamp long")
+
+    outputs = run_topology(spark, builder.build(), {"numbers": df})
+
+    with pytest.raises(Exception, match=r"(?s)processor=divide.*topic=numbers.*ZeroDivisionError"):
+        outputs["quotients"].collect()
