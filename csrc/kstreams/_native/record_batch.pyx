@@ -113,9 +113,9 @@ cdef class RecordBatch:
             raise ValueError("offsets must be an int or have one entry per record")
         if headers is not None and len(headers) != n:
             raise ValueError("headers must have one entry per record")
-        cdef int64_t[::1] tsv = np.ascontiguousarray(timestamps, dtype=np.int64)
-        cdef int32_t[::1] pv
-        cdef int64_t[::1] ov
+        cdef const int64_t[::1] tsv = np.ascontiguousarray(timestamps, dtype=np.int64)
+        cdef const int32_t[::1] pv
+        cdef const int64_t[::1] ov
         cdef int32_t pfill = 0
         cdef int64_t ofill = 0
         if scalar_part:

@@ -270,3 +270,21 @@ def test_slices_and_concat_behave_like_list_slices(a: list, b: list, start: int,
     assert partitions_for_keys(joined, 3).tolist() == [
         -1 if r[0] is None else default_partition(r[0], 3) for r in a[lo:hi] + b + a[lo:hi]
     ]
+
+
+def test_from_columns_accepts_read_only_arrays() -> None:
+    """Arrow hands out read-only numpy views; building a batch must not need a copy of them."""
+    import numpy as np
+
+    timestamps = np.arange(3, dtype=np.int64)
+    partitions = np.zeros(3, dtype=np.int32)
+    for array in (timestamps, partitions):
+        array.setflags(write=False)
+    batch = RecordBatch.from_columns(
+        [b"a", b"b", None], [b"1", None, b"3"], timestamps, partitions, timestamps
+    )
+    assert batch.to_list() == [
+        (b"a", b"1", 0, 0, 0, None),
+        (b"b", None, 1, 0, 1, None),
+        (None, b"3", 2, 0, 2, None),
+    ]
