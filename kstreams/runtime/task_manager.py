@@ -266,8 +266,9 @@ class TaskManager:
     def remove(self, entry: TaskEntry, clean: bool) -> None:
         """Unschedule and close a task. The caller holds the commit barrier or the task is failed,
         so no stream thread processes it; a clean close has been committed already, and writes the
-        task's checkpoint. A dirty close leaves the checkpoint of the last commit (at_least_once) or
-        none (exactly_once_v2), and releases the task directory either way."""
+        task's checkpoint, as does closing a task that was still restoring. A dirty close of a
+        processing task leaves the checkpoint of the last commit (at_least_once) or none
+        (exactly_once_v2). The task directory is released either way."""
         if entry.state == RUNNING or entry.state == FAILED:
             self._scheduler.unregister(entry.handle)
         with self._lock:
@@ -278,6 +279,9 @@ class TaskManager:
                 if self._by_partition.get(tp, (None,))[0] is entry:
                     del self._by_partition[tp]
             locked_out = entry.state == LOCKED
+            # A restoring task's stores hold nothing but changelog records up to where the restore
+            # thread left them (its checkpoint says where): worth keeping even on a dirty close.
+            keep_checkpoint = clean or entry.state == RESTORING
             entry.state = CLOSED
         for buffer in entry.buffers.values():
             buffer.clear()
@@ -286,7 +290,7 @@ class TaskManager:
             return
         try:
             entry.task.close(clean)
-            if clean:
+            if keep_checkpoint:
                 entry.checkpoint.write()
         except Exception:
             if clean:

@@ -338,3 +338,73 @@ def test_two_clients_sharing_a_state_directory_hand_tasks_over(
     finally:
         first.close(timeout=30)
         second.close(timeout=30)
+
+
+class PausingListener(RecordingListener):
+    """Holds the restore thread inside its first batch until the test lets it go."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first_batch = threading.Event()
+        self.proceed = threading.Event()
+
+    def on_batch_restored(self, topic_partition, store_name, batch_end_offset, num_restored):  # type: ignore[no-untyped-def]
+        super().on_batch_restored(topic_partition, store_name, batch_end_offset, num_restored)
+        self.first_batch.set()
+        assert self.proceed.wait(30)
+
+
+def test_closing_during_restoration_checkpoints_how_far_it_got(
+    cluster: EmbeddedCluster, tmp_path: Path
+) -> None:
+    from kstreams._native.record_batch import RecordBatch
+
+    cluster.create_topic(CHANGELOG, 2, {"cleanup.policy": "compact"})
+    producer = cluster.producer()
+    for partition in range(2):
+        for chunk in range(6):
+            keys = [f"key-{partition}-{chunk}-{i}".encode() for i in range(10_000)]
+            values = [LONG.serialize(CHANGELOG, 1)] * len(keys)
+            producer.send(
+                CHANGELOG, partition, RecordBatch.from_columns(keys, values, [0] * len(keys), partition)
+            )
+    ends = changelog_ends(cluster)
+
+    listener = PausingListener()
+    streams = new_client(count_topology(True), cluster, tmp_path / "a", "a")
+    streams.set_global_state_restore_listener(listener)
+    streams.start()
+    closing = threading.Thread(target=streams.close, kwargs={"timeout": 60})
+    try:
+        assert listener.first_batch.wait(30)
+        closing.start()
+        # The polling thread, closing, asks the restore thread to let go of its tasks.
+        wait_until(
+            lambda: bool(streams._state_manager._pending_remove), what="the close to reach restoration"
+        )
+        listener.proceed.set()
+        closing.join(60)
+    finally:
+        listener.proceed.set()
+        streams.close(timeout=30)
+    checkpointed: dict[TopicPartition, int] = {}
+    for partition in range(2):
+        checkpointed.update(
+            OffsetCheckpoint(str(tmp_path / "a" / APP / f"0_{partition}" / ".checkpoint")).read()
+        )
+    assert any(0 < offset < ends[tp] for tp, offset in checkpointed.items())
+
+    resumed = RecordingListener()
+    restarted = new_client(count_topology(True), cluster, tmp_path / "a", "a2")
+    restarted.set_global_state_restore_listener(resumed)
+    restarted.start()
+    try:
+        wait_until(
+            lambda: set(resumed.ends) == {tp for tp in ends if checkpointed.get(tp, 0) < ends[tp]},
+            what="restoration to finish",
+        )
+    finally:
+        assert restarted.close(timeout=30)
+    for tp, (_, start, end) in resumed.starts.items():
+        assert start == checkpointed.get(tp, 0)
+        assert end == ends[tp]
