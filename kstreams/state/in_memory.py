@@ -1,4 +1,5 @@
-"""In-memory inner stores: a key-value store and a window store, both holding bytes.
+"""In-memory inner stores: a key-value store and a window store, both holding bytes, and the
+time buckets the in-memory window and session stores keep their entries in.
 
 Neither survives a restart: a logged in-memory store is rebuilt from its changelog when its task
 starts. Each registers a restore callback at init that writes changelog records straight into it.
@@ -14,15 +15,12 @@ import logging
 from collections.abc import Container, Iterator
 from typing import Any
 
-from kstreams.errors import TopologyException
-from kstreams.state.store import KeyValueStore, StateStore, StateStoreContext, WindowedKey, WindowStore
-from kstreams.state.window_key_schema import from_changelog_key
+from kstreams.state.inner_windowed import NO_TIMESTAMP, InnerWindowStore
+from kstreams.state.store import KeyValueStore, StateStore, StateStoreContext, WindowedKey
 
-__all__ = ["InMemoryKeyValueStore", "InMemoryWindowStore"]
+__all__ = ["InMemoryKeyValueStore", "InMemoryWindowStore", "TimeBuckets"]
 
 logger = logging.getLogger(__name__)
-
-_NO_TIMESTAMP = -1
 
 
 class _SortedKeys:
@@ -180,112 +178,118 @@ class InMemoryKeyValueStore(KeyValueStore[bytes, bytes]):
                 yield key, value
 
 
-class InMemoryWindowStore(WindowStore[bytes, bytes]):
-    """A window store: per window start, a dict of record key to value.
+class TimeBuckets:
+    """The entries of an in-memory windowed store grouped by a timestamp (a window's start, a
+    session's end): one dict per timestamp, the timestamps kept sorted.
 
-    Windows older than (observed stream time - retention) are dropped as stream time advances, and
-    writes to them are ignored, as Kafka's in-memory window store does. With ``retain_duplicates``
-    (stream-stream joins), each put appends a value under a new sequence number and None is ignored.
+    Stream time is the largest timestamp written; as it advances, buckets whose timestamp is at or
+    before (stream time - retention) are dropped whole, and writes to them are refused, as Kafka's
+    in-memory window and session stores do.
     """
 
-    def __init__(self, name: str, retention_ms: int, window_size_ms: int, retain_duplicates: bool) -> None:
-        if retention_ms < 0 or window_size_ms < 0:
-            raise TopologyException(
-                f"Window store {name}: retention ({retention_ms} ms) and window size ({window_size_ms} ms) "
-                "must not be negative."
-            )
-        if retention_ms < window_size_ms:
-            raise TopologyException(
-                f"Window store {name}: the retention period ({retention_ms} ms) must be no smaller than "
-                f"its window size ({window_size_ms} ms); raise the retention (grace + window size)."
-            )
-        self._name = name
-        self._retention_ms = retention_ms
-        self._window_size_ms = window_size_ms
-        self._retain_duplicates = retain_duplicates
-        # window start -> {key -> value}, or with duplicates {key -> {seq -> value}}
-        self._windows: dict[int, dict[bytes, Any]] = {}
-        self._starts: list[int] = []
-        self._observed_stream_time = _NO_TIMESTAMP
-        self._seq = 0
-        self._open = False
+    __slots__ = ("_buckets", "_times", "observed_stream_time", "retention_ms")
 
-    @property
-    def name(self) -> str:
-        return self._name
+    def __init__(self, retention_ms: int) -> None:
+        self.retention_ms = retention_ms
+        self.observed_stream_time = NO_TIMESTAMP
+        self._buckets: dict[int, dict[bytes, Any]] = {}
+        self._times: list[int] = []
+
+    def min_live(self) -> int:
+        """The oldest timestamp still within the retention."""
+        return self.observed_stream_time - self.retention_ms + 1
+
+    def advance(self, timestamp: int) -> bool:
+        """Advance stream time to ``timestamp`` when it is later, drop the buckets that expire, and
+        say whether ``timestamp`` itself is still within the retention."""
+        if timestamp > self.observed_stream_time:
+            self.observed_stream_time = timestamp
+        min_live = self.min_live()
+        times = self._times
+        if times and times[0] < min_live:
+            cut = bisect.bisect_left(times, min_live)
+            for expired in times[:cut]:
+                del self._buckets[expired]
+            del times[:cut]
+        return timestamp >= min_live
+
+    def get(self, timestamp: int) -> dict[bytes, Any] | None:
+        return self._buckets.get(timestamp)
+
+    def live(self, timestamp: int) -> dict[bytes, Any] | None:
+        """The bucket of ``timestamp`` when it exists and is within the retention."""
+        if timestamp < self.min_live():
+            return None
+        return self._buckets.get(timestamp)
+
+    def create(self, timestamp: int) -> dict[bytes, Any]:
+        """A new, empty bucket for ``timestamp`` (which has none)."""
+        bucket: dict[bytes, Any] = {}
+        self._buckets[timestamp] = bucket
+        times = self._times
+        if not times or timestamp > times[-1]:
+            times.append(timestamp)
+        else:
+            bisect.insort(times, timestamp)
+        return bucket
+
+    def remove(self, timestamp: int) -> None:
+        """Drop the bucket of ``timestamp`` (once it is empty)."""
+        del self._buckets[timestamp]
+        del self._times[bisect.bisect_left(self._times, timestamp)]
+
+    def between(self, time_from: int, time_to: int) -> list[int]:
+        """A snapshot of the live timestamps in [time_from, time_to], ascending."""
+        time_from = max(time_from, self.min_live())
+        if time_from > time_to:
+            return []
+        times = self._times
+        return times[bisect.bisect_left(times, time_from) : bisect.bisect_right(times, time_to)]
+
+    def clear(self) -> None:
+        self._buckets.clear()
+        self._times.clear()
+
+
+class InMemoryWindowStore(InnerWindowStore):
+    """A window store: per window start, a dict of record key to value (with duplicates retained,
+    of record key to {sequence number: value})."""
+
+    def __init__(self, name: str, retention_ms: int, window_size_ms: int, retain_duplicates: bool) -> None:
+        super().__init__(name, retention_ms, window_size_ms, retain_duplicates)
+        self._windows = TimeBuckets(retention_ms)
+        self._open = False
 
     @property
     def is_open(self) -> bool:
         return self._open
 
     @property
-    def retention_ms(self) -> int:
-        return self._retention_ms
-
-    @property
-    def window_size_ms(self) -> int:
-        return self._window_size_ms
-
-    @property
-    def retain_duplicates(self) -> bool:
-        return self._retain_duplicates
-
-    @property
     def observed_stream_time(self) -> int:
         """The largest window start written so far (-1 before the first write)."""
-        return self._observed_stream_time
+        return self._windows.observed_stream_time
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         context.register(root, self.restore_batch)
         self._open = True
-
-    def restore_batch(self, records: list[tuple[bytes, bytes | None]]) -> None:
-        """Apply changelog records, whose keys are (record key, window start, sequence number)."""
-        for store_key, value in records:
-            key, start, seq = from_changelog_key(store_key)
-            self._write(key, value, start, seq)
 
     def flush(self) -> None:
         pass
 
     def close(self) -> None:
         self._windows.clear()
-        self._starts.clear()
         self._open = False
 
-    def next_seq(self) -> int:
-        """The sequence number the next duplicate-retaining put gets (wraps like Kafka's int)."""
-        self._seq = (self._seq + 1) & 0x7FFFFFFF
-        return self._seq
-
-    def put(self, key: bytes, value: bytes | None, window_start: int) -> None:
-        if self._retain_duplicates:
-            if value is None:
-                return
-            self._write(key, value, window_start, self.next_seq())
-        else:
-            self._write(key, value, window_start, 0)
-
-    def put_with_seq(self, key: bytes, value: bytes | None, window_start: int, seq: int) -> None:
-        """Write under an explicit sequence number (the change-logging layer numbers duplicates)."""
-        self._write(key, value, window_start, seq)
-
     def _write(self, key: bytes, value: bytes | None, start: int, seq: int) -> None:
-        self._observed_stream_time = max(self._observed_stream_time, start)
-        self._expire()
-        if start <= self._observed_stream_time - self._retention_ms:
+        windows = self._windows
+        if not windows.advance(start):
             logger.debug("Store %s: skipping a write to expired window %d.", self._name, start)
             return
-        window = self._windows.get(start)
+        window = windows.get(start)
         if window is None:
             if value is None:
                 return
-            window = {}
-            self._windows[start] = window
-            if not self._starts or start > self._starts[-1]:
-                self._starts.append(start)
-            else:
-                bisect.insort(self._starts, start)
+            window = windows.create(start)
         if self._retain_duplicates:
             values = window.get(key)
             if value is None:
@@ -303,25 +307,10 @@ class InMemoryWindowStore(WindowStore[bytes, bytes]):
         else:
             window[key] = value
         if not window:
-            del self._windows[start]
-            del self._starts[bisect.bisect_left(self._starts, start)]
-
-    def _expire(self) -> None:
-        min_live = self._observed_stream_time - self._retention_ms + 1
-        starts = self._starts
-        if starts and starts[0] < min_live:
-            cut = bisect.bisect_left(starts, min_live)
-            for start in starts[:cut]:
-                del self._windows[start]
-            del starts[:cut]
-
-    def _min_live(self) -> int:
-        return self._observed_stream_time - self._retention_ms + 1
+            windows.remove(start)
 
     def fetch(self, key: bytes, window_start: int) -> bytes | None:
-        if window_start < self._min_live():
-            return None
-        window = self._windows.get(window_start)
+        window = self._windows.live(window_start)
         if window is None:
             return None
         value = window.get(key)
@@ -331,8 +320,9 @@ class InMemoryWindowStore(WindowStore[bytes, bytes]):
         return value
 
     def fetch_range(self, key: bytes, time_from: int, time_to: int) -> Iterator[tuple[int, bytes]]:
-        for start in self._starts_between(time_from, time_to):
-            window = self._windows.get(start)
+        windows = self._windows
+        for start in windows.between(time_from, time_to):
+            window = windows.get(start)
             if window is None:
                 continue
             value = window.get(key)
@@ -347,8 +337,9 @@ class InMemoryWindowStore(WindowStore[bytes, bytes]):
     def fetch_all(self, time_from: int, time_to: int) -> Iterator[tuple[WindowedKey[bytes], bytes]]:
         """Every window with time_from <= start <= time_to, by window start then key bytes."""
         size = self._window_size_ms
-        for start in self._starts_between(time_from, time_to):
-            window = self._windows.get(start)
+        windows = self._windows
+        for start in windows.between(time_from, time_to):
+            window = windows.get(start)
             if window is None:
                 continue
             for key in sorted(window):
@@ -361,14 +352,3 @@ class InMemoryWindowStore(WindowStore[bytes, bytes]):
                         yield windowed, value[seq]
                 else:
                     yield windowed, value
-
-    def all(self) -> Iterator[tuple[WindowedKey[bytes], bytes]]:
-        return self.fetch_all(self._min_live(), 2**63 - 1)
-
-    def _starts_between(self, time_from: int, time_to: int) -> list[int]:
-        """A snapshot of the live window starts in [time_from, time_to], ascending."""
-        time_from = max(time_from, self._min_live())
-        if time_from > time_to:
-            return []
-        starts = self._starts
-        return starts[bisect.bisect_left(starts, time_from) : bisect.bisect_right(starts, time_to)]

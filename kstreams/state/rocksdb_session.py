@@ -11,35 +11,24 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
-from kstreams.errors import TopologyException
+from kstreams.state.inner_windowed import MAX_LONG, InnerSessionStore
 from kstreams.state.rocksdb import rocksdb_path
 from kstreams.state.segments import Segments, default_segment_interval
-from kstreams.state.store import SessionStore, StateStore, StateStoreContext, WindowedKey
+from kstreams.state.store import StateStore, StateStoreContext, WindowedKey
 from kstreams.state.window_key_schema import SESSION_SUFFIX, from_session_key, session_key
 
 __all__ = ["RocksDBSessionStore"]
 
 logger = logging.getLogger(__name__)
 
-_MAX_LONG = 2**63 - 1
 
-
-class RocksDBSessionStore(SessionStore[bytes, bytes]):
+class RocksDBSessionStore(InnerSessionStore):
     """A persistent session store of bytes, segmented by session end."""
 
     def __init__(self, name: str, retention_ms: int, segment_interval_ms: int | None = None) -> None:
-        if retention_ms < 0:
-            raise TopologyException(
-                f"Session store {name}: the retention ({retention_ms} ms) must not be negative."
-            )
-        self._name = name
-        self._retention_ms = retention_ms
+        super().__init__(name, retention_ms)
         interval = segment_interval_ms or default_segment_interval(retention_ms)
         self._segments = Segments(name, retention_ms, interval)
-
-    @property
-    def name(self) -> str:
-        return self._name
 
     @property
     def persistent(self) -> bool:
@@ -50,10 +39,6 @@ class RocksDBSessionStore(SessionStore[bytes, bytes]):
         return self._segments.is_open
 
     @property
-    def retention_ms(self) -> int:
-        return self._retention_ms
-
-    @property
     def observed_stream_time(self) -> int:
         return self._segments.observed_stream_time
 
@@ -62,24 +47,11 @@ class RocksDBSessionStore(SessionStore[bytes, bytes]):
         context.register(root, self.restore_batch)
         logger.debug("Opened RocksDB session store %s (%d segments)", self._name, len(self._segments.ids()))
 
-    def restore_batch(self, records: list[tuple[bytes, bytes | None]]) -> None:
-        """Apply changelog records (keys: ``session_key``) in batches."""
-        for store_key, value in records:
-            key, start, end = from_session_key(store_key)
-            self._write(key, start, end, value)
-        self._segments.flush()
-
     def flush(self) -> None:
         self._segments.flush()
 
     def close(self) -> None:
         self._segments.close()
-
-    def put(self, session: WindowedKey[bytes], aggregate: bytes | None) -> None:
-        self._write(session.key, session.start, session.end, aggregate)
-
-    def remove(self, session: WindowedKey[bytes]) -> None:
-        self._write(session.key, session.start, session.end, None)
 
     def _write(self, key: bytes, start: int, end: int, value: bytes | None) -> None:
         segment = self._segments.for_write(end)
@@ -99,9 +71,9 @@ class RocksDBSessionStore(SessionStore[bytes, bytes]):
     ) -> Iterator[tuple[WindowedKey[bytes], bytes]]:
         first = max(earliest_session_end, self._segments.min_live(), 0)
         lo = session_key(key, 0, first)
-        hi = session_key(key, _MAX_LONG, _MAX_LONG)
+        hi = session_key(key, MAX_LONG, MAX_LONG)
         expected = len(key) + SESSION_SUFFIX
-        for segment in self._segments.between(first, _MAX_LONG):
+        for segment in self._segments.between(first, MAX_LONG):
             for store_key, value in segment.scan(lo, hi):
                 # A longer record key that begins with ``key`` can sort inside the range: skip it.
                 if len(store_key) != expected:
@@ -109,6 +81,3 @@ class RocksDBSessionStore(SessionStore[bytes, bytes]):
                 _, start, end = from_session_key(store_key)
                 if start <= latest_session_start:
                     yield WindowedKey(key, start, end), value
-
-    def fetch(self, key: bytes) -> Iterator[tuple[WindowedKey[bytes], bytes]]:
-        return self.find_sessions(key, 0, _MAX_LONG)

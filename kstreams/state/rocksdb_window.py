@@ -12,10 +12,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
-from kstreams.errors import TopologyException
+from kstreams.state.inner_windowed import InnerWindowStore
 from kstreams.state.rocksdb import RocksDBDatabase, rocksdb_path
 from kstreams.state.segments import Segments, default_segment_interval
-from kstreams.state.store import StateStore, StateStoreContext, WindowedKey, WindowStore
+from kstreams.state.store import StateStore, StateStoreContext, WindowedKey
 from kstreams.state.window_key_schema import (
     SEQ_SIZE,
     TIMESTAMP_SIZE,
@@ -32,12 +32,8 @@ logger = logging.getLogger(__name__)
 _MAX_SEQ_SUFFIX = b"\xff" * SEQ_SIZE
 
 
-class RocksDBWindowStore(WindowStore[bytes, bytes]):
-    """A persistent window store of bytes, segmented by window start.
-
-    With ``retain_duplicates`` (stream-stream joins) each put appends a value under a new sequence
-    number and a None value is ignored.
-    """
+class RocksDBWindowStore(InnerWindowStore):
+    """A persistent window store of bytes, segmented by window start."""
 
     def __init__(
         self,
@@ -47,29 +43,11 @@ class RocksDBWindowStore(WindowStore[bytes, bytes]):
         retain_duplicates: bool,
         segment_interval_ms: int | None = None,
     ) -> None:
-        if retention_ms < 0 or window_size_ms < 0:
-            raise TopologyException(
-                f"Window store {name}: retention ({retention_ms} ms) and window size ({window_size_ms} ms) "
-                "must not be negative."
-            )
-        if retention_ms < window_size_ms:
-            raise TopologyException(
-                f"Window store {name}: the retention period ({retention_ms} ms) must be no smaller than "
-                f"its window size ({window_size_ms} ms); raise the retention (grace + window size)."
-            )
-        self._name = name
-        self._retention_ms = retention_ms
-        self._window_size_ms = window_size_ms
-        self._retain_duplicates = retain_duplicates
+        super().__init__(name, retention_ms, window_size_ms, retain_duplicates)
         self._suffix = TIMESTAMP_SIZE + (SEQ_SIZE if retain_duplicates else 0)
         self._segments = Segments(
             name, retention_ms, segment_interval_ms or default_segment_interval(retention_ms)
         )
-        self._seq = 0
-
-    @property
-    def name(self) -> str:
-        return self._name
 
     @property
     def persistent(self) -> bool:
@@ -78,18 +56,6 @@ class RocksDBWindowStore(WindowStore[bytes, bytes]):
     @property
     def is_open(self) -> bool:
         return self._segments.is_open
-
-    @property
-    def retention_ms(self) -> int:
-        return self._retention_ms
-
-    @property
-    def window_size_ms(self) -> int:
-        return self._window_size_ms
-
-    @property
-    def retain_duplicates(self) -> bool:
-        return self._retain_duplicates
 
     @property
     def segment_interval_ms(self) -> int:
@@ -108,35 +74,11 @@ class RocksDBWindowStore(WindowStore[bytes, bytes]):
         context.register(root, self.restore_batch)
         logger.debug("Opened RocksDB window store %s (%d segments)", self._name, len(self._segments.ids()))
 
-    def restore_batch(self, records: list[tuple[bytes, bytes | None]]) -> None:
-        """Apply changelog records (keys: record key, window start, sequence number) in batches."""
-        for store_key, value in records:
-            key, start, seq = from_changelog_key(store_key)
-            self._write(key, value, start, seq)
-        self.flush()
-
     def flush(self) -> None:
         self._segments.flush()
 
     def close(self) -> None:
         self._segments.close()
-
-    def next_seq(self) -> int:
-        """The sequence number the next duplicate-retaining put gets (wraps like Kafka's int)."""
-        self._seq = (self._seq + 1) & 0x7FFFFFFF
-        return self._seq
-
-    def put(self, key: bytes, value: bytes | None, window_start: int) -> None:
-        if self._retain_duplicates:
-            if value is None:
-                return
-            self._write(key, value, window_start, self.next_seq())
-        else:
-            self._write(key, value, window_start, 0)
-
-    def put_with_seq(self, key: bytes, value: bytes | None, window_start: int, seq: int) -> None:
-        """Write under an explicit sequence number (the change-logging layer numbers duplicates)."""
-        self._write(key, value, window_start, seq)
 
     def _write(self, key: bytes, value: bytes | None, start: int, seq: int) -> None:
         segment = self._segments.for_write(start)
@@ -201,6 +143,3 @@ class RocksDBWindowStore(WindowStore[bytes, bytes]):
                 key, start = self._split(store_key)
                 if time_from <= start <= time_to:
                     yield WindowedKey(key, start, start + size), value
-
-    def all(self) -> Iterator[tuple[WindowedKey[bytes], bytes]]:
-        return self.fetch_all(self._segments.min_live(), 2**63 - 1)

@@ -14,13 +14,12 @@ import logging
 import os
 
 from kstreams.errors import ProcessorStateException
+from kstreams.state.inner_windowed import NO_TIMESTAMP
 from kstreams.state.rocksdb import RocksDBDatabase
 
-__all__ = ["NO_TIMESTAMP", "Segments", "default_segment_interval"]
+__all__ = ["Segments", "default_segment_interval"]
 
 logger = logging.getLogger(__name__)
-
-NO_TIMESTAMP = -1
 
 
 def default_segment_interval(retention_ms: int) -> int:
