@@ -34,6 +34,7 @@ from kstreams.state.changelogging import (
     ChangeLoggingSessionStore,
     ChangeLoggingWindowStore,
 )
+from kstreams.state.layer import SessionLayer, StoreLayer, WindowLayer
 from kstreams.state.store import (
     KeyValueStore,
     SessionStore,
@@ -43,6 +44,8 @@ from kstreams.state.store import (
     WindowStore,
 )
 from kstreams.state.window_key_schema import (
+    MAX_LONG,
+    MIN_LONG,
     SESSION_SUFFIX,
     TIMESTAMP_SIZE,
     from_session_key,
@@ -76,29 +79,17 @@ def _filling_allowed() -> bool:
     return not getattr(_query_reads, "active", False)
 
 
-class _Caching:
-    """Namespace and cache lookup that both caching layers share."""
+class _Caching(StoreLayer):
+    """Namespace and cache lookup that all caching layers share."""
 
     # Each layer defines how a flushed entry reaches its store.
     _on_flush: Callable[[CacheEntries], None]
 
     def __init__(self, wrapped: StateStore) -> None:
-        self.wrapped = wrapped
+        super().__init__(wrapped)
         self._context: StateStoreContext | None = None
         self._namespace = ""
         self._listener: Callable[[Any, bytes | None, bytes | None, int], None] | None = None
-
-    @property
-    def name(self) -> str:
-        return self.wrapped.name
-
-    @property
-    def persistent(self) -> bool:
-        return self.wrapped.persistent
-
-    @property
-    def is_open(self) -> bool:
-        return self.wrapped.is_open
 
     @property
     def namespace(self) -> str:
@@ -132,6 +123,23 @@ class _Caching:
     def _timestamp(self) -> int:
         context = self._context
         return 0 if context is None else context.current_timestamp()
+
+    def _put(self, cache_key: bytes, value: bytes | None) -> None:
+        """Write an entry into the cache (None: a tombstone) stamped with the current timestamp."""
+        cache = self._cache()
+        if cache is None:
+            # No cache: write through at once, still telling the listener (processors rely on it).
+            self._on_flush([(cache_key, value, self._timestamp())])
+        else:
+            cache.put(self._namespace, cache_key, value, self._timestamp())
+
+    def _cached(self, cache_key: bytes) -> tuple[bytes | None, ...] | None:
+        """The cache's entry for ``cache_key`` (its value first, None for a tombstone), or None on a
+        miss or without a cache. Never fills the cache."""
+        cache = self._cache()
+        if cache is None:
+            return None
+        return cache.get(self._namespace, cache_key)  # type: ignore[no-any-return]
 
     def flush(self) -> None:
         cache = self._cache() if self._context is not None else None
@@ -231,12 +239,7 @@ class CachingKeyValueStore(_Caching, KeyValueStore[bytes, bytes]):
         return value
 
     def put(self, key: bytes, value: bytes | None) -> None:
-        cache = self._cache()
-        if cache is None:
-            # No cache: write through at once, still telling the listener (processors rely on it).
-            self._on_flush([(key, value, self._timestamp())])
-        else:
-            cache.put(self._namespace, key, value, self._timestamp())
+        self._put(key, value)
 
     def put_if_absent(self, key: bytes, value: bytes) -> bytes | None:
         existing = self.get(key)
@@ -281,13 +284,11 @@ class CachingKeyValueStore(_Caching, KeyValueStore[bytes, bytes]):
         return self.wrapped.approximate_num_entries()
 
 
-class CachingWindowStore(_Caching, WindowStore[bytes, bytes]):
+class CachingWindowStore(_Caching, WindowLayer, WindowStore[bytes, bytes]):
     """A record-cache layer over a window store of bytes; cache keys are ``window_key(key, start)``.
 
     Flushed entries reach the listener as (WindowedKey[bytes], new, old, timestamp).
     """
-
-    wrapped: WindowStore[bytes, bytes]
 
     def __init__(self, wrapped: WindowStore[bytes, bytes]) -> None:
         super().__init__(wrapped)
@@ -295,14 +296,6 @@ class CachingWindowStore(_Caching, WindowStore[bytes, bytes]):
             self._write: Callable[[bytes, bytes | None, int, int], None] = wrapped.put_timestamped
         else:
             self._write = lambda key, value, start, _timestamp: wrapped.put(key, value, start)
-
-    @property
-    def retention_ms(self) -> int:
-        return self.wrapped.retention_ms
-
-    @property
-    def window_size_ms(self) -> int:
-        return self.wrapped.window_size_ms
 
     def _on_flush(self, entries: CacheEntries) -> None:
         listener = self._listener
@@ -320,19 +313,12 @@ class CachingWindowStore(_Caching, WindowStore[bytes, bytes]):
             listener(WindowedKey(key, start, start + size), value, old, timestamp)
 
     def put(self, key: bytes, value: bytes | None, window_start: int) -> None:
-        cache = self._cache()
-        if cache is None:
-            # No cache: write through at once, still telling the listener (processors rely on it).
-            self._on_flush([(window_key(key, window_start), value, self._timestamp())])
-        else:
-            cache.put(self._namespace, window_key(key, window_start), value, self._timestamp())
+        self._put(window_key(key, window_start), value)
 
     def fetch(self, key: bytes, window_start: int) -> bytes | None:
-        cache = self._cache()
-        if cache is not None:
-            hit = cache.get(self._namespace, window_key(key, window_start))
-            if hit is not None:
-                return hit[0]  # type: ignore[no-any-return]
+        hit = self._cached(window_key(key, window_start))
+        if hit is not None:
+            return hit[0]
         return self.wrapped.fetch(key, window_start)
 
     def fetch_range(self, key: bytes, time_from: int, time_to: int) -> Iterator[tuple[int, bytes]]:
@@ -375,19 +361,14 @@ class CachingWindowStore(_Caching, WindowStore[bytes, bytes]):
         )
 
     def all(self) -> Iterator[tuple[WindowedKey[bytes], bytes]]:
-        return self.fetch_all(-(2**63), 2**63 - 1)
+        return self.fetch_all(MIN_LONG, MAX_LONG)
 
 
-_MAX_LONG = 2**63 - 1
-
-
-class CachingSessionStore(_Caching, SessionStore[bytes, bytes]):
+class CachingSessionStore(_Caching, SessionLayer, SessionStore[bytes, bytes]):
     """A record-cache layer over a session store of bytes; cache keys are ``session_key``s.
 
     Flushed entries reach the listener as (WindowedKey[bytes] session, new, old, timestamp).
     """
-
-    wrapped: SessionStore[bytes, bytes]
 
     def __init__(self, wrapped: SessionStore[bytes, bytes]) -> None:
         super().__init__(wrapped)
@@ -395,10 +376,6 @@ class CachingSessionStore(_Caching, SessionStore[bytes, bytes]):
             self._write: Callable[[WindowedKey[bytes], bytes | None, int], None] = wrapped.put_timestamped
         else:
             self._write = lambda session, value, _timestamp: wrapped.put(session, value)
-
-    @property
-    def retention_ms(self) -> int:
-        return self.wrapped.retention_ms
 
     def _on_flush(self, entries: CacheEntries) -> None:
         listener = self._listener
@@ -416,23 +393,15 @@ class CachingSessionStore(_Caching, SessionStore[bytes, bytes]):
             listener(session, value, old, timestamp)
 
     def put(self, session: WindowedKey[bytes], aggregate: bytes | None) -> None:
-        cache_key = session_key(session.key, session.start, session.end)
-        cache = self._cache()
-        if cache is None:
-            # No cache: write through at once, still telling the listener (processors rely on it).
-            self._on_flush([(cache_key, aggregate, self._timestamp())])
-        else:
-            cache.put(self._namespace, cache_key, aggregate, self._timestamp())
+        self._put(session_key(session.key, session.start, session.end), aggregate)
 
     def remove(self, session: WindowedKey[bytes]) -> None:
         self.put(session, None)
 
     def fetch_session(self, key: bytes, session_start: int, session_end: int) -> bytes | None:
-        cache = self._cache()
-        if cache is not None:
-            hit = cache.get(self._namespace, session_key(key, session_start, session_end))
-            if hit is not None:
-                return hit[0]  # type: ignore[no-any-return]
+        hit = self._cached(session_key(key, session_start, session_end))
+        if hit is not None:
+            return hit[0]
         return self.wrapped.fetch_session(key, session_start, session_end)
 
     def find_sessions(
@@ -444,7 +413,7 @@ class CachingSessionStore(_Caching, SessionStore[bytes, bytes]):
             return stored
         # Session times are never negative; a negative bound would sort above the positive ones.
         lo = session_key(key, 0, max(earliest_session_end, 0))
-        hi = session_key(key, _MAX_LONG, _MAX_LONG)
+        hi = session_key(key, MAX_LONG, MAX_LONG)
         expected = len(key) + SESSION_SUFFIX
         cached = [
             (cache_key, value)
@@ -458,4 +427,4 @@ class CachingSessionStore(_Caching, SessionStore[bytes, bytes]):
         )
 
     def fetch(self, key: bytes) -> Iterator[tuple[WindowedKey[bytes], bytes]]:
-        return self.find_sessions(key, 0, _MAX_LONG)
+        return self.find_sessions(key, 0, MAX_LONG)

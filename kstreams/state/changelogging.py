@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 from kstreams.errors import ProcessorStateException
+from kstreams.state.layer import SessionLayer, StoreLayer, WindowLayer
 from kstreams.state.store import (
     KeyValueStore,
     SessionStore,
@@ -47,38 +48,20 @@ class SequencedWindowStore(Protocol):
     def put_with_seq(self, key: bytes, value: bytes | None, window_start: int, seq: int) -> None: ...
 
 
-class _ChangeLogging:
-    """The context handling both change-logging layers share."""
+class _ChangeLogging(StoreLayer):
+    """The context handling all change-logging layers share."""
 
     def __init__(self, wrapped: StateStore) -> None:
-        self.wrapped = wrapped
+        super().__init__(wrapped)
+        # Bound once: logging runs for every write.
         self._store_name = wrapped.name
         self._log_change: Callable[[str, bytes, bytes | None, int], None] = self._not_initialized
         self._current_timestamp: Callable[[], int] = lambda: 0
 
-    @property
-    def name(self) -> str:
-        return self.wrapped.name
-
-    @property
-    def persistent(self) -> bool:
-        return self.wrapped.persistent
-
-    @property
-    def is_open(self) -> bool:
-        return self.wrapped.is_open
-
     def init(self, context: StateStoreContext, root: StateStore) -> None:
-        # Bound once: logging runs for every write.
         self._log_change = context.log_change
         self._current_timestamp = context.current_timestamp
         self.wrapped.init(context, root)
-
-    def flush(self) -> None:
-        self.wrapped.flush()
-
-    def close(self) -> None:
-        self.wrapped.close()
 
     def _log(self, key: bytes, value: bytes | None, timestamp: int | None) -> None:
         if timestamp is None:
@@ -95,9 +78,6 @@ class ChangeLoggingKeyValueStore(_ChangeLogging, KeyValueStore[bytes, bytes]):
     """Logs every put and delete of a key-value store of bytes."""
 
     wrapped: KeyValueStore[bytes, bytes]
-
-    def __init__(self, wrapped: KeyValueStore[bytes, bytes]) -> None:
-        super().__init__(wrapped)
 
     def put_timestamped(self, key: bytes, value: bytes | None, timestamp: int | None) -> None:
         """Put, logging the change with an explicit timestamp (a cache flushing an entry)."""
@@ -143,22 +123,12 @@ class ChangeLoggingKeyValueStore(_ChangeLogging, KeyValueStore[bytes, bytes]):
         return self.wrapped.approximate_num_entries()
 
 
-class ChangeLoggingWindowStore(_ChangeLogging, WindowStore[bytes, bytes]):
+class ChangeLoggingWindowStore(_ChangeLogging, WindowLayer, WindowStore[bytes, bytes]):
     """Logs every put of a window store of bytes, keyed by (key, window start, sequence number)."""
-
-    wrapped: WindowStore[bytes, bytes]
 
     def __init__(self, wrapped: WindowStore[bytes, bytes]) -> None:
         super().__init__(wrapped)
         self._sequenced: SequencedWindowStore = wrapped  # type: ignore[assignment]
-
-    @property
-    def retention_ms(self) -> int:
-        return self.wrapped.retention_ms
-
-    @property
-    def window_size_ms(self) -> int:
-        return self.wrapped.window_size_ms
 
     @property
     def retain_duplicates(self) -> bool:
@@ -195,17 +165,8 @@ class ChangeLoggingWindowStore(_ChangeLogging, WindowStore[bytes, bytes]):
         return self.wrapped.all()
 
 
-class ChangeLoggingSessionStore(_ChangeLogging, SessionStore[bytes, bytes]):
+class ChangeLoggingSessionStore(_ChangeLogging, SessionLayer, SessionStore[bytes, bytes]):
     """Logs every put and remove of a session store of bytes, keyed by ``session_key``."""
-
-    wrapped: SessionStore[bytes, bytes]
-
-    def __init__(self, wrapped: SessionStore[bytes, bytes]) -> None:
-        super().__init__(wrapped)
-
-    @property
-    def retention_ms(self) -> int:
-        return self.wrapped.retention_ms
 
     def put(self, session: WindowedKey[bytes], aggregate: bytes | None) -> None:
         self.put_timestamped(session, aggregate, None)

@@ -12,8 +12,9 @@ import logging
 from collections.abc import Iterator
 
 from kstreams.state.in_memory import TimeBuckets
-from kstreams.state.inner_windowed import MAX_LONG, InnerSessionStore
+from kstreams.state.inner_windowed import InnerSessionStore
 from kstreams.state.store import StateStore, StateStoreContext, WindowedKey
+from kstreams.state.window_key_schema import MAX_LONG
 
 __all__ = ["InMemorySessionStore"]
 

@@ -15,11 +15,9 @@ from collections.abc import Iterator
 
 from kstreams.errors import TopologyException
 from kstreams.state.store import SessionStore, WindowedKey, WindowStore
-from kstreams.state.window_key_schema import from_changelog_key, from_session_key
+from kstreams.state.window_key_schema import MAX_LONG, MIN_LONG, from_changelog_key, from_session_key
 
 __all__ = [
-    "MAX_LONG",
-    "MIN_LONG",
     "NO_TIMESTAMP",
     "InnerSessionStore",
     "InnerWindowStore",
@@ -28,8 +26,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-MIN_LONG = -(2**63)
-MAX_LONG = 2**63 - 1
 # A windowed store's stream time before its first write.
 NO_TIMESTAMP = -1
 

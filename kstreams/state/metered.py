@@ -20,6 +20,7 @@ from typing import Any, Generic, TypeVar
 
 from kstreams.errors import SerializationException
 from kstreams.serdes import serde_from_config
+from kstreams.state.layer import SessionLayer, StoreLayer, WindowLayer
 from kstreams.state.store import (
     FlushListener,
     KeyValueStore,
@@ -38,27 +39,15 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 
-class _Metered(Generic[K, V]):
-    """Serdes and locking shared by both metered layers."""
+class _Metered(StoreLayer, Generic[K, V]):
+    """Serdes and locking shared by all metered layers."""
 
-    def __init__(self, wrapped: StateStore, key_serde: Any, value_serde: Any) -> None:
-        self.wrapped = wrapped
+    def __init__(self, wrapped: StateStore, key_serde: Any = None, value_serde: Any = None) -> None:
+        super().__init__(wrapped)
         self.key_serde = key_serde
         self.value_serde = value_serde
         self.query_lock = threading.RLock()
         self._topic: str | None = None
-
-    @property
-    def name(self) -> str:
-        return self.wrapped.name
-
-    @property
-    def persistent(self) -> bool:
-        return self.wrapped.persistent
-
-    @property
-    def is_open(self) -> bool:
-        return self.wrapped.is_open
 
     @property
     def changelog_topic(self) -> str | None:
@@ -128,16 +117,25 @@ class _Metered(Generic[K, V]):
         serde = self.value_serde
         return data if serde is None else serde.deserialize(self._topic, data)  # type: ignore[return-value]
 
+    def _windowed(self, windowed: WindowedKey[bytes]) -> WindowedKey[K]:
+        return WindowedKey(self._key(windowed.key), windowed.start, windowed.end)
+
+    def _set_windowed_flush_listener(self, listener: FlushListener) -> bool:
+        """Hand the listener typed windows (or sessions) and values of every entry the cache below
+        flushes; True when there is such a cache."""
+
+        def forward(
+            windowed: WindowedKey[bytes], new: bytes | None, old: bytes | None, timestamp: int
+        ) -> None:
+            listener(self._windowed(windowed), self._value(new), self._value(old), timestamp)
+
+        return self.wrapped.set_flush_listener(forward)
+
 
 class MeteredKeyValueStore(_Metered[K, V], KeyValueStore[K, V]):
     """The typed key-value store processors and queries use."""
 
     wrapped: KeyValueStore[bytes, bytes]
-
-    def __init__(
-        self, wrapped: KeyValueStore[bytes, bytes], key_serde: Any = None, value_serde: Any = None
-    ) -> None:
-        super().__init__(wrapped, key_serde, value_serde)
 
     def set_flush_listener(self, listener: FlushListener) -> bool:
         def forward(key: bytes, new: bytes | None, old: bytes | None, timestamp: int) -> None:
@@ -207,32 +205,11 @@ class MeteredKeyValueStore(_Metered[K, V], KeyValueStore[K, V]):
             yield key(key_bytes), value(value_bytes)  # type: ignore[misc]
 
 
-class MeteredWindowStore(_Metered[K, V], WindowStore[K, V]):
+class MeteredWindowStore(_Metered[K, V], WindowLayer, WindowStore[K, V]):
     """The typed window store processors and queries use."""
 
-    wrapped: WindowStore[bytes, bytes]
-
-    def __init__(
-        self, wrapped: WindowStore[bytes, bytes], key_serde: Any = None, value_serde: Any = None
-    ) -> None:
-        super().__init__(wrapped, key_serde, value_serde)
-
-    @property
-    def retention_ms(self) -> int:
-        return self.wrapped.retention_ms
-
-    @property
-    def window_size_ms(self) -> int:
-        return self.wrapped.window_size_ms
-
     def set_flush_listener(self, listener: FlushListener) -> bool:
-        def forward(
-            windowed: WindowedKey[bytes], new: bytes | None, old: bytes | None, timestamp: int
-        ) -> None:
-            key = WindowedKey(self._key(windowed.key), windowed.start, windowed.end)
-            listener(key, self._value(new), self._value(old), timestamp)
-
-        return self.wrapped.set_flush_listener(forward)
+        return self._set_windowed_flush_listener(listener)
 
     def put(self, key: K, value: V | None, window_start: int) -> None:
         key_bytes = self._key_bytes(key)
@@ -257,33 +234,16 @@ class MeteredWindowStore(_Metered[K, V], WindowStore[K, V]):
     def _typed(
         self, entries: Iterator[tuple[WindowedKey[bytes], bytes]]
     ) -> Iterator[tuple[WindowedKey[K], V]]:
-        key, value = self._key, self._value
-        for windowed, value_bytes in entries:
-            yield WindowedKey(key(windowed.key), windowed.start, windowed.end), value(value_bytes)  # type: ignore[misc]
+        windowed, value = self._windowed, self._value
+        for window, value_bytes in entries:
+            yield windowed(window), value(value_bytes)  # type: ignore[misc]
 
 
-class MeteredSessionStore(_Metered[K, V], SessionStore[K, V]):
+class MeteredSessionStore(_Metered[K, V], SessionLayer, SessionStore[K, V]):
     """The typed session store processors and queries use; sessions are ``WindowedKey[K]``."""
 
-    wrapped: SessionStore[bytes, bytes]
-
-    def __init__(
-        self, wrapped: SessionStore[bytes, bytes], key_serde: Any = None, value_serde: Any = None
-    ) -> None:
-        super().__init__(wrapped, key_serde, value_serde)
-
-    @property
-    def retention_ms(self) -> int:
-        return self.wrapped.retention_ms
-
     def set_flush_listener(self, listener: FlushListener) -> bool:
-        def forward(
-            session: WindowedKey[bytes], new: bytes | None, old: bytes | None, timestamp: int
-        ) -> None:
-            typed = WindowedKey(self._key(session.key), session.start, session.end)
-            listener(typed, self._value(new), self._value(old), timestamp)
-
-        return self.wrapped.set_flush_listener(forward)
+        return self._set_windowed_flush_listener(listener)
 
     def _session_bytes(self, session: WindowedKey[K]) -> WindowedKey[bytes]:
         return WindowedKey(self._key_bytes(session.key), session.start, session.end)

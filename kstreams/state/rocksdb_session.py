@@ -11,11 +11,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
-from kstreams.state.inner_windowed import MAX_LONG, InnerSessionStore
+from kstreams.state.inner_windowed import InnerSessionStore
 from kstreams.state.rocksdb import rocksdb_path
 from kstreams.state.segments import Segments, default_segment_interval
 from kstreams.state.store import StateStore, StateStoreContext, WindowedKey
-from kstreams.state.window_key_schema import SESSION_SUFFIX, from_session_key, session_key
+from kstreams.state.window_key_schema import MAX_LONG, SESSION_SUFFIX, from_session_key, session_key
 
 __all__ = ["RocksDBSessionStore"]
 

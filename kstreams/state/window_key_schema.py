@@ -20,6 +20,8 @@ import logging
 import struct
 
 __all__ = [
+    "MAX_LONG",
+    "MIN_LONG",
     "SEQ_SIZE",
     "SESSION_SUFFIX",
     "TIMESTAMP_SIZE",
@@ -35,6 +37,9 @@ logger = logging.getLogger(__name__)
 
 TIMESTAMP_SIZE = 8
 SEQ_SIZE = 4
+# The bounds of an 8-byte signed long: the widest time range a reader can ask for.
+MIN_LONG = -(2**63)
+MAX_LONG = 2**63 - 1
 
 _TS = struct.Struct(">q")
 _TS_SEQ = struct.Struct(">qi")
