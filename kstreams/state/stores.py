@@ -13,8 +13,9 @@ Logging is on and caching off by default, as in Kafka.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from kstreams.errors import TopologyException
 from kstreams.state.caching import CachingKeyValueStore, CachingSessionStore, CachingWindowStore
@@ -25,12 +26,13 @@ from kstreams.state.changelogging import (
 )
 from kstreams.state.in_memory import InMemoryKeyValueStore, InMemoryWindowStore
 from kstreams.state.in_memory_session import InMemorySessionStore
+from kstreams.state.inner_windowed import check_window_retention
 from kstreams.state.metered import MeteredKeyValueStore, MeteredSessionStore, MeteredWindowStore
 from kstreams.state.rocksdb import RocksDBKeyValueStore
 from kstreams.state.rocksdb_session import RocksDBSessionStore
 from kstreams.state.rocksdb_window import RocksDBWindowStore
 from kstreams.state.segments import default_segment_interval
-from kstreams.state.store import KeyValueStore, SessionStore, StoreBuilder, WindowStore
+from kstreams.state.store import KeyValueStore, SessionStore, StateStore, StoreBuilder, WindowStore
 
 __all__ = [
     "KeyValueBytesStoreSupplier",
@@ -45,6 +47,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 Millis = int | timedelta
+S = TypeVar("S", bound=StateStore)
 
 
 def _millis(value: Millis, what: str, store: str) -> int:
@@ -54,22 +57,37 @@ def _millis(value: Millis, what: str, store: str) -> int:
     return ms
 
 
-def _check_name(name: str) -> None:
-    if not isinstance(name, str) or not name:
-        raise TopologyException(f"A store needs a non-empty name, got {name!r}.")
+def _window_supplier(
+    name: str, retention_ms: Millis, window_size_ms: Millis, retain_duplicates: bool, persistent: bool
+) -> WindowBytesStoreSupplier:
+    return WindowBytesStoreSupplier(
+        name,
+        _millis(retention_ms, "retention", name),
+        _millis(window_size_ms, "window size", name),
+        retain_duplicates,
+        persistent,
+    )
 
 
-class KeyValueBytesStoreSupplier:
-    """Makes inner key-value stores of bytes: in-memory or RocksDB."""
+class _BytesStoreSupplier:
+    """Makes inner stores of bytes of one kind, in memory or in RocksDB (``persistent``)."""
+
+    # What follows "rocksdb" / "in-memory" in the metrics scope of this kind of store.
+    _scope_suffix = ""
 
     def __init__(self, name: str, persistent: bool) -> None:
-        _check_name(name)
+        if not isinstance(name, str) or not name:
+            raise TopologyException(f"A store needs a non-empty name, got {name!r}.")
         self.name = name
         self.persistent = persistent
 
     @property
     def metrics_scope(self) -> str:
-        return "rocksdb" if self.persistent else "in-memory"
+        return ("rocksdb" if self.persistent else "in-memory") + self._scope_suffix
+
+
+class KeyValueBytesStoreSupplier(_BytesStoreSupplier):
+    """Makes inner key-value stores of bytes: in-memory or RocksDB."""
 
     def get(self) -> KeyValueStore[bytes, bytes]:
         """A new inner store."""
@@ -79,31 +97,23 @@ class KeyValueBytesStoreSupplier:
         return f"KeyValueBytesStoreSupplier({self.name!r}, {self.metrics_scope})"
 
 
-class WindowBytesStoreSupplier:
+class WindowBytesStoreSupplier(_BytesStoreSupplier):
     """Makes inner window stores of bytes: in-memory or RocksDB (segmented)."""
+
+    _scope_suffix = "-window"
 
     def __init__(
         self, name: str, retention_ms: int, window_size_ms: int, retain_duplicates: bool, persistent: bool
     ) -> None:
-        _check_name(name)
-        if retention_ms < window_size_ms:
-            raise TopologyException(
-                f"Window store {name}: the retention period ({retention_ms} ms) must be no smaller than its "
-                f"window size ({window_size_ms} ms); raise the retention (grace + window size)."
-            )
-        self.name = name
+        super().__init__(name, persistent)
+        check_window_retention(name, retention_ms, window_size_ms)
         self.retention_ms = retention_ms
         self.window_size_ms = window_size_ms
         self.retain_duplicates = retain_duplicates
-        self.persistent = persistent
 
     @property
     def segment_interval_ms(self) -> int:
         return default_segment_interval(self.retention_ms)
-
-    @property
-    def metrics_scope(self) -> str:
-        return "rocksdb-window" if self.persistent else "in-memory-window"
 
     def get(self) -> WindowStore[bytes, bytes]:
         """A new inner store."""
@@ -118,67 +128,78 @@ class WindowBytesStoreSupplier:
         )
 
 
-class SessionBytesStoreSupplier:
+class SessionBytesStoreSupplier(_BytesStoreSupplier):
     """Makes inner session stores of bytes: in-memory or RocksDB (segmented by session end)."""
 
+    _scope_suffix = "-session"
+
     def __init__(self, name: str, retention_ms: int, persistent: bool) -> None:
-        _check_name(name)
-        self.name = name
+        super().__init__(name, persistent)
         self.retention_ms = retention_ms
-        self.persistent = persistent
 
     @property
     def segment_interval_ms(self) -> int:
         return default_segment_interval(self.retention_ms)
 
-    @property
-    def metrics_scope(self) -> str:
-        return "rocksdb-session" if self.persistent else "in-memory-session"
-
     def get(self) -> SessionStore[bytes, bytes]:
         """A new inner store."""
-        if self.persistent:
-            return RocksDBSessionStore(self.name, self.retention_ms)
-        return InMemorySessionStore(self.name, self.retention_ms)
+        cls = RocksDBSessionStore if self.persistent else InMemorySessionStore
+        return cls(self.name, self.retention_ms)
 
     def __repr__(self) -> str:
         scope = self.metrics_scope
         return f"SessionBytesStoreSupplier({self.name!r}, {scope}, retention_ms={self.retention_ms})"
 
 
-class KeyValueStoreBuilder(StoreBuilder):
-    """Builds typed key-value stores (store_type "keyvalue": a compacted changelog)."""
+class _LayeredStoreBuilder(StoreBuilder, Generic[S]):
+    """Builds, per task, the supplier's inner store wrapped in change-logging (when enabled), then
+    caching (when enabled), then the metered layer with the builder's serdes."""
 
-    def __init__(self, supplier: KeyValueBytesStoreSupplier, key_serde: Any, value_serde: Any) -> None:
+    _change_logging_layer: Callable[[Any], Any]
+    _caching_layer: Callable[[Any], Any]
+    _metered_layer: Callable[[Any, Any, Any], S]
+
+    def __init__(self, supplier: Any, key_serde: Any, value_serde: Any) -> None:
         super().__init__(supplier.name)
         self.supplier = supplier
         self.key_serde = key_serde
         self.value_serde = value_serde
+
+    def _caches(self) -> bool:
+        return self.caching_enabled
+
+    def build(self) -> S:
+        store = self.supplier.get()
+        if self.logging_enabled:
+            store = self._change_logging_layer(store)
+        if self._caches():
+            store = self._caching_layer(store)
+        return self._metered_layer(store, self.key_serde, self.value_serde)
+
+
+class KeyValueStoreBuilder(_LayeredStoreBuilder[MeteredKeyValueStore[Any, Any]]):
+    """Builds typed key-value stores (store_type "keyvalue": a compacted changelog)."""
+
+    supplier: KeyValueBytesStoreSupplier
+    _change_logging_layer = ChangeLoggingKeyValueStore
+    _caching_layer = CachingKeyValueStore
+    _metered_layer = MeteredKeyValueStore
 
     @property
     def store_type(self) -> str:
         return "keyvalue"
 
-    def build(self) -> MeteredKeyValueStore[Any, Any]:
-        store: KeyValueStore[bytes, bytes] = self.supplier.get()
-        if self.logging_enabled:
-            store = ChangeLoggingKeyValueStore(store)
-        if self.caching_enabled:
-            store = CachingKeyValueStore(store)
-        return MeteredKeyValueStore(store, self.key_serde, self.value_serde)
 
-
-class WindowStoreBuilder(StoreBuilder):
+class WindowStoreBuilder(_LayeredStoreBuilder[MeteredWindowStore[Any, Any]]):
     """Builds typed window stores (store_type "window": a compacted and time-retained changelog).
 
     A store that retains duplicates is never cached: a cache keeps one value per key and window.
     """
 
-    def __init__(self, supplier: WindowBytesStoreSupplier, key_serde: Any, value_serde: Any) -> None:
-        super().__init__(supplier.name)
-        self.supplier = supplier
-        self.key_serde = key_serde
-        self.value_serde = value_serde
+    supplier: WindowBytesStoreSupplier
+    _change_logging_layer = ChangeLoggingWindowStore
+    _caching_layer = CachingWindowStore
+    _metered_layer = MeteredWindowStore
 
     @property
     def store_type(self) -> str:
@@ -196,23 +217,18 @@ class WindowStoreBuilder(StoreBuilder):
             return self
         return super().with_caching_enabled()
 
-    def build(self) -> MeteredWindowStore[Any, Any]:
-        store: WindowStore[bytes, bytes] = self.supplier.get()
-        if self.logging_enabled:
-            store = ChangeLoggingWindowStore(store)
-        if self.caching_enabled and not self.supplier.retain_duplicates:
-            store = CachingWindowStore(store)
-        return MeteredWindowStore(store, self.key_serde, self.value_serde)
+    def _caches(self) -> bool:
+        # Checked again here: caching_enabled may be set directly, or the supplier replaced later.
+        return self.caching_enabled and not self.supplier.retain_duplicates
 
 
-class SessionStoreBuilder(StoreBuilder):
+class SessionStoreBuilder(_LayeredStoreBuilder[MeteredSessionStore[Any, Any]]):
     """Builds typed session stores (store_type "session": a compacted and time-retained changelog)."""
 
-    def __init__(self, supplier: SessionBytesStoreSupplier, key_serde: Any, value_serde: Any) -> None:
-        super().__init__(supplier.name)
-        self.supplier = supplier
-        self.key_serde = key_serde
-        self.value_serde = value_serde
+    supplier: SessionBytesStoreSupplier
+    _change_logging_layer = ChangeLoggingSessionStore
+    _caching_layer = CachingSessionStore
+    _metered_layer = MeteredSessionStore
 
     @property
     def store_type(self) -> str:
@@ -221,14 +237,6 @@ class SessionStoreBuilder(StoreBuilder):
     @property
     def retention_ms(self) -> int:
         return self.supplier.retention_ms
-
-    def build(self) -> MeteredSessionStore[Any, Any]:
-        store: SessionStore[bytes, bytes] = self.supplier.get()
-        if self.logging_enabled:
-            store = ChangeLoggingSessionStore(store)
-        if self.caching_enabled:
-            store = CachingSessionStore(store)
-        return MeteredSessionStore(store, self.key_serde, self.value_serde)
 
 
 class Stores:
@@ -246,25 +254,13 @@ class Stores:
     def in_memory_window_store(
         name: str, retention_ms: Millis, window_size_ms: Millis, retain_duplicates: bool = False
     ) -> WindowBytesStoreSupplier:
-        return WindowBytesStoreSupplier(
-            name,
-            _millis(retention_ms, "retention", name),
-            _millis(window_size_ms, "window size", name),
-            retain_duplicates,
-            persistent=False,
-        )
+        return _window_supplier(name, retention_ms, window_size_ms, retain_duplicates, persistent=False)
 
     @staticmethod
     def persistent_window_store(
         name: str, retention_ms: Millis, window_size_ms: Millis, retain_duplicates: bool = False
     ) -> WindowBytesStoreSupplier:
-        return WindowBytesStoreSupplier(
-            name,
-            _millis(retention_ms, "retention", name),
-            _millis(window_size_ms, "window size", name),
-            retain_duplicates,
-            persistent=True,
-        )
+        return _window_supplier(name, retention_ms, window_size_ms, retain_duplicates, persistent=True)
 
     @staticmethod
     def in_memory_session_store(name: str, retention_ms: Millis) -> SessionBytesStoreSupplier:
