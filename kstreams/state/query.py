@@ -28,11 +28,14 @@ logger = logging.getLogger(__name__)
 K = TypeVar("K")
 V = TypeVar("V")
 S = TypeVar("S", bound=StateStore)
+T = TypeVar("T")
 
 _MAX_LONG = 2**63 - 1
 
 
 class _View(Generic[S]):
+    """The local instances of one store, and how a read goes over them."""
+
     def __init__(self, store_name: str, provider: Callable[[], Sequence[S]] | Sequence[S]) -> None:
         self.store_name = store_name
         self._provider = provider
@@ -53,17 +56,38 @@ class _View(Generic[S]):
         with lock if lock is not None else contextlib.nullcontext(), no_cache_fill():
             yield
 
+    def _first_value(self, read: Callable[[S], T | None]) -> T | None:
+        """The first instance's non-None answer (a key lives in at most one instance)."""
+        for store in self._stores():
+            with self._reading(store):
+                value = read(store)
+            if value is not None:
+                return value
+        return None
+
+    def _first_found(self, read: Callable[[S], Iterator[T]]) -> Iterator[T]:
+        """The entries of the first instance that has any for the key, read in full."""
+        for store in self._stores():
+            with self._reading(store):
+                found = list(read(store))
+            if found:
+                return iter(found)
+        return iter(())
+
+    def _collect(self, read: Callable[[S], Iterator[T]]) -> Iterator[T]:
+        """Every instance's entries, one instance after the other, read in full."""
+        results: list[T] = []
+        for store in self._stores():
+            with self._reading(store):
+                results.extend(read(store))
+        return iter(results)
+
 
 class ReadOnlyKeyValueStore(_View[KeyValueStore[K, V]], Generic[K, V]):
     """Reads of a key-value store: get, range, reverse_range, all, prefix_scan, approximate_num_entries."""
 
     def get(self, key: K) -> V | None:
-        for store in self._stores():
-            with self._reading(store):
-                value = store.get(key)
-            if value is not None:
-                return value
-        return None
+        return self._first_value(lambda store: store.get(key))
 
     def range(self, from_key: K | None, to_key: K | None) -> Iterator[tuple[K, V]]:
         return self._collect(lambda store: store.range(from_key, to_key))
@@ -89,74 +113,36 @@ class ReadOnlyKeyValueStore(_View[KeyValueStore[K, V]], Generic[K, V]):
                 total += store.approximate_num_entries()
         return min(total, _MAX_LONG)
 
-    def _collect(self, read: Callable[[KeyValueStore[K, V]], Iterator[tuple[K, V]]]) -> Iterator[tuple[K, V]]:
-        results: list[tuple[K, V]] = []
-        for store in self._stores():
-            with self._reading(store):
-                results.extend(read(store))
-        return iter(results)
-
 
 class ReadOnlyWindowStore(_View[WindowStore[K, V]], Generic[K, V]):
     """Reads of a window store: fetch, fetch_range, fetch_all, all."""
 
     def fetch(self, key: K, window_start: int) -> V | None:
-        for store in self._stores():
-            with self._reading(store):
-                value = store.fetch(key, window_start)
-            if value is not None:
-                return value
-        return None
+        return self._first_value(lambda store: store.fetch(key, window_start))
 
     def fetch_range(self, key: K, time_from: int, time_to: int) -> Iterator[tuple[int, V]]:
         """One key's windows with time_from <= start <= time_to, ascending by start."""
-        for store in self._stores():
-            with self._reading(store):
-                found = list(store.fetch_range(key, time_from, time_to))
-            if found:
-                return iter(found)
-        return iter(())
+        return self._first_found(lambda store: store.fetch_range(key, time_from, time_to))
 
     def fetch_all(self, time_from: int, time_to: int) -> Iterator[tuple[WindowedKey[K], V]]:
-        results: list[tuple[WindowedKey[K], V]] = []
-        for store in self._stores():
-            with self._reading(store):
-                results.extend(store.fetch_all(time_from, time_to))
-        return iter(results)
+        return self._collect(lambda store: store.fetch_all(time_from, time_to))
 
     def all(self) -> Iterator[tuple[WindowedKey[K], V]]:
-        results: list[tuple[WindowedKey[K], V]] = []
-        for store in self._stores():
-            with self._reading(store):
-                results.extend(store.all())
-        return iter(results)
+        return self._collect(lambda store: store.all())
 
 
 class ReadOnlySessionStore(_View[SessionStore[K, V]], Generic[K, V]):
     """Reads of a session store: fetch (every session of a key), find_sessions, fetch_session."""
 
     def fetch(self, key: K) -> Iterator[tuple[WindowedKey[K], V]]:
-        for store in self._stores():
-            with self._reading(store):
-                found = list(store.fetch(key))
-            if found:
-                return iter(found)
-        return iter(())
+        return self._first_found(lambda store: store.fetch(key))
 
     def find_sessions(
         self, key: K, earliest_session_end: int, latest_session_start: int
     ) -> Iterator[tuple[WindowedKey[K], V]]:
-        for store in self._stores():
-            with self._reading(store):
-                found = list(store.find_sessions(key, earliest_session_end, latest_session_start))
-            if found:
-                return iter(found)
-        return iter(())
+        return self._first_found(
+            lambda store: store.find_sessions(key, earliest_session_end, latest_session_start)
+        )
 
     def fetch_session(self, key: K, session_start: int, session_end: int) -> V | None:
-        for store in self._stores():
-            with self._reading(store):
-                value = store.fetch_session(key, session_start, session_end)
-            if value is not None:
-                return value
-        return None
+        return self._first_value(lambda store: store.fetch_session(key, session_start, session_end))
