@@ -9,6 +9,7 @@ repartition topic named after ``Grouped.as_`` when given, else after the store
 
 from __future__ import annotations
 
+import abc
 import logging
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -18,7 +19,11 @@ from kstreams.topology.dsl import naming
 from kstreams.topology.dsl.internal_builder import InternalStreamsBuilder
 from kstreams.topology.dsl.kstream import named_as
 from kstreams.topology.dsl.ktable import KTable
-from kstreams.topology.dsl.materialize import key_value_store_builder, window_store_builder
+from kstreams.topology.dsl.materialize import (
+    key_value_store_builder,
+    materialized_store,
+    window_store_builder,
+)
 from kstreams.topology.dsl.parameters import Materialized, Named
 from kstreams.topology.dsl.processors.aggregate import (
     AggregateKind,
@@ -44,8 +49,9 @@ def _split_args(first: Any, named: Named | str | None) -> tuple[Materialized, st
     return first or Materialized(), named_as(named)
 
 
-class _Grouping:
-    """What a grouped stream knows: where it is, its serdes, and whether to repartition."""
+class _Grouping(abc.ABC):
+    """What a grouped stream knows (where it is, its serdes, and whether to repartition) and its
+    aggregations; plain and windowed grouped streams differ in the store and processor they add."""
 
     def __init__(
         self,
@@ -65,32 +71,11 @@ class _Grouping:
         self._grouped_name = grouped_name
         self._source_nodes = frozenset(source_nodes)
 
-    def _parent_for(self, store_name: str) -> tuple[str, frozenset[str]]:
-        """The node the aggregation reads from, after a repartition when one is needed."""
-        if not self._repartition_required:
-            return self._name, self._source_nodes
-        prefix = self._grouped_name if self._grouped_name is not None else store_name
-        source = self._builder.repartition(self._name, prefix, self._key_serde, self._value_serde)
-        return source, frozenset((source,))
-
-    def _materialized(
-        self, materialized: Materialized, prefix: str, value_serde_default: Any
-    ) -> tuple[Materialized, str, Any, Any]:
-        store_name = materialized.store_name or self._builder.new_store_name(prefix)
-        key_serde = materialized.key_serde if materialized.key_serde is not None else self._key_serde
-        value_serde = (
-            materialized.value_serde if materialized.value_serde is not None else value_serde_default
-        )
-        return materialized, store_name, key_serde, value_serde
-
-
-class KGroupedStream(_Grouping):
-    """A stream grouped by key, ready to aggregate. Create one with ``group_by_key``/``group_by``."""
-
     def count(
         self, materialized: Materialized | Named | None = None, named: Named | str | None = None
     ) -> KTable:
-        """The number of records per key (null-key and null-value records are not counted)."""
+        """The number of records per key (per key and window, once ``windowed_by``). Records with
+        a null key are not counted, nor, unless windowed, records with a null value."""
         mat, name = _split_args(materialized, named)
         return self._aggregate(
             "count", naming.AGGREGATE, mat, name, count_initializer, count_aggregator, Serdes.long()
@@ -102,7 +87,8 @@ class KGroupedStream(_Grouping):
         materialized: Materialized | Named | None = None,
         named: Named | str | None = None,
     ) -> KTable:
-        """Per key, ``reducer(aggregate, value)`` over the records (the first value starts it)."""
+        """Per key (and window), ``reducer(aggregate, value)`` over the records (the first value
+        starts it)."""
         mat, name = _split_args(materialized, named)
         return self._aggregate("reduce", naming.REDUCE, mat, name, None, reducer, self._value_serde)
 
@@ -113,9 +99,35 @@ class KGroupedStream(_Grouping):
         materialized: Materialized | Named | None = None,
         named: Named | str | None = None,
     ) -> KTable:
-        """Per key, ``aggregator(key, value, aggregate)`` starting from ``initializer()``."""
+        """Per key (and window), ``aggregator(key, value, aggregate)`` starting from ``initializer()``."""
         mat, name = _split_args(materialized, named)
         return self._aggregate("aggregate", naming.AGGREGATE, mat, name, initializer, aggregator, None)
+
+    @abc.abstractmethod
+    def _aggregate(
+        self,
+        kind: AggregateKind,
+        prefix: str,
+        materialized: Materialized,
+        name: str | None,
+        initializer: Callable[[], Any] | None,
+        aggregator: Callable[..., Any],
+        value_serde_default: Any,
+    ) -> KTable:
+        """Add the aggregation's processor (after a repartition when needed) and its store; the
+        table of its results."""
+
+    def _parent_for(self, store_name: str) -> tuple[str, frozenset[str]]:
+        """The node the aggregation reads from, after a repartition when one is needed."""
+        if not self._repartition_required:
+            return self._name, self._source_nodes
+        prefix = self._grouped_name if self._grouped_name is not None else store_name
+        source = self._builder.repartition(self._name, prefix, self._key_serde, self._value_serde)
+        return source, frozenset((source,))
+
+
+class KGroupedStream(_Grouping):
+    """A stream grouped by key, ready to aggregate. Create one with ``group_by_key``/``group_by``."""
 
     def windowed_by(self, windows: TimeWindows) -> TimeWindowedKStream:
         """Aggregate per time window (tumbling or hopping) instead of over all time."""
@@ -142,14 +154,16 @@ class KGroupedStream(_Grouping):
         aggregator: Callable[..., Any],
         value_serde_default: Any,
     ) -> KTable:
-        mat, store_name, key_serde, value_serde = self._materialized(
-            materialized, prefix, value_serde_default
+        store_name, key_serde, value_serde = materialized_store(
+            self._builder, materialized, prefix, self._key_serde, value_serde_default
         )
         processor = self._builder.name_or_generate(name, prefix)
         parent, sources = self._parent_for(store_name)
         supplier = StreamAggregateSupplier(kind, store_name, initializer, aggregator, key_serde, value_serde)
         self._builder.add_processor(processor, supplier, parent)
-        self._builder.add_store(key_value_store_builder(mat, store_name, key_serde, value_serde), processor)
+        self._builder.add_store(
+            key_value_store_builder(materialized, store_name, key_serde, value_serde), processor
+        )
         return KTable(
             self._builder,
             processor,
@@ -181,36 +195,6 @@ class TimeWindowedKStream(_Grouping):
         )
         self.windows = windows
 
-    def count(
-        self, materialized: Materialized | Named | None = None, named: Named | str | None = None
-    ) -> KTable:
-        """The number of records per key and window."""
-        mat, name = _split_args(materialized, named)
-        return self._aggregate(
-            "count", naming.AGGREGATE, mat, name, count_initializer, count_aggregator, Serdes.long()
-        )
-
-    def reduce(
-        self,
-        reducer: Callable[[Any, Any], Any],
-        materialized: Materialized | Named | None = None,
-        named: Named | str | None = None,
-    ) -> KTable:
-        """Per key and window, ``reducer(aggregate, value)`` over the records."""
-        mat, name = _split_args(materialized, named)
-        return self._aggregate("reduce", naming.REDUCE, mat, name, None, reducer, self._value_serde)
-
-    def aggregate(
-        self,
-        initializer: Callable[[], Any],
-        aggregator: Callable[[Any, Any, Any], Any],
-        materialized: Materialized | Named | None = None,
-        named: Named | str | None = None,
-    ) -> KTable:
-        """Per key and window, ``aggregator(key, value, aggregate)`` from ``initializer()``."""
-        mat, name = _split_args(materialized, named)
-        return self._aggregate("aggregate", naming.AGGREGATE, mat, name, initializer, aggregator, None)
-
     def _aggregate(
         self,
         kind: AggregateKind,
@@ -221,12 +205,14 @@ class TimeWindowedKStream(_Grouping):
         aggregator: Callable[..., Any],
         value_serde_default: Any,
     ) -> KTable:
-        mat, store_name, key_serde, value_serde = self._materialized(
-            materialized, prefix, value_serde_default
+        store_name, key_serde, value_serde = materialized_store(
+            self._builder, materialized, prefix, self._key_serde, value_serde_default
         )
         windows = self.windows
         minimum_retention = windows.size_ms + windows.grace_ms
-        retention_ms = mat.retention_ms if mat.retention_ms is not None else minimum_retention
+        retention_ms = (
+            materialized.retention_ms if materialized.retention_ms is not None else minimum_retention
+        )
         if retention_ms < minimum_retention:
             raise ValueError(
                 f"The retention of window store {store_name} ({retention_ms} ms) must be at least the "
@@ -245,11 +231,11 @@ class TimeWindowedKStream(_Grouping):
             windows.size_ms,
             key_serde,
             value_serde,
-            store_type=mat.store_type,
-            caching=mat.caching_enabled,
-            logging_enabled=mat.logging_enabled,
-            log_config=mat.log_config,
-            supplier=mat.store_supplier,
+            store_type=materialized.store_type,
+            caching=materialized.caching_enabled,
+            logging_enabled=materialized.logging_enabled,
+            log_config=materialized.log_config,
+            supplier=materialized.store_supplier,
         )
         self._builder.add_store(store_builder, processor)
         return KTable(

@@ -17,8 +17,9 @@ from kstreams.topology.dsl import naming
 from kstreams.topology.dsl.internal_builder import InternalStreamsBuilder
 from kstreams.topology.dsl.kstream import named_as
 from kstreams.topology.dsl.ktable import KTable
-from kstreams.topology.dsl.materialize import key_value_store_builder
+from kstreams.topology.dsl.materialize import key_value_store_builder, materialized_store
 from kstreams.topology.dsl.parameters import Materialized, Named
+from kstreams.topology.dsl.processors.aggregate import count_aggregator, count_initializer
 from kstreams.topology.dsl.processors.table import StoreValueGetterSupplier
 from kstreams.topology.dsl.processors.table_aggregate import (
     ChangeSerde,
@@ -31,16 +32,8 @@ __all__ = ["KGroupedTable"]
 logger = logging.getLogger(__name__)
 
 
-def _count_adder(key: Any, value: Any, count: int) -> int:
-    return count + 1
-
-
 def _count_subtractor(key: Any, value: Any, count: int) -> int:
     return count - 1
-
-
-def _zero() -> int:
-    return 0
 
 
 class KGroupedTable:
@@ -71,8 +64,8 @@ class KGroupedTable:
             naming.KTABLE_AGGREGATE,
             materialized,
             named,
-            _zero,
-            _count_adder,
+            count_initializer,
+            count_aggregator,
             _count_subtractor,
             Serdes.long(),
         )
@@ -119,9 +112,9 @@ class KGroupedTable:
             raise TypeError(f"Expected a Materialized, got {materialized!r}.")
         mat = materialized or Materialized()
         builder = self._builder
-        store_name = mat.store_name or builder.new_store_name(prefix)
-        key_serde = mat.key_serde if mat.key_serde is not None else self._key_serde
-        value_serde = mat.value_serde if mat.value_serde is not None else value_serde_default
+        store_name, key_serde, value_serde = materialized_store(
+            builder, mat, prefix, self._key_serde, value_serde_default
+        )
         name = named_as(named)
         sink = f"{name}-sink" if name else builder.new_processor_name(naming.SINK)
         source = f"{name}-source" if name else builder.new_processor_name(naming.SOURCE)

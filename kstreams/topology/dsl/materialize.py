@@ -12,7 +12,7 @@ from typing import Any
 
 from kstreams.topology.dsl.parameters import Materialized, StoreType
 
-__all__ = ["key_value_store_builder", "window_store_builder"]
+__all__ = ["key_value_store_builder", "materialized_store", "window_store_builder"]
 
 logger = logging.getLogger(__name__)
 
@@ -23,6 +23,19 @@ def _stores() -> Any:
     from kstreams.state.stores import Stores
 
     return Stores
+
+
+def materialized_store(
+    builder: Any, materialized: Materialized, prefix: str, key_serde: Any, value_serde: Any
+) -> tuple[str, Any, Any]:
+    """The name and serdes of the store ``materialized`` asks for: its name, else a new one generated
+    from ``prefix`` by the DSL's ``builder``; its serdes, else ``key_serde`` and ``value_serde``."""
+    store_name = materialized.store_name or builder.new_store_name(prefix)
+    return (
+        store_name,
+        materialized.key_serde if materialized.key_serde is not None else key_serde,
+        materialized.value_serde if materialized.value_serde is not None else value_serde,
+    )
 
 
 def _persistent(store_type: StoreType | None) -> bool:
