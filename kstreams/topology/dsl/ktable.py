@@ -17,7 +17,7 @@ from kstreams.errors import TopologyException
 from kstreams.topology.dsl import naming
 from kstreams.topology.dsl.internal_builder import InternalStreamsBuilder
 from kstreams.topology.dsl.kstream import KStream, named_as
-from kstreams.topology.dsl.materialize import key_value_store_builder
+from kstreams.topology.dsl.materialize import key_value_store_builder, materialized_store
 from kstreams.topology.dsl.parameters import Grouped, Materialized, Named
 from kstreams.topology.dsl.processors.table import (
     FilterValueGetterSupplier,
@@ -114,12 +114,49 @@ class KTable:
         for parent in self._parents:
             parent._enable_sending_old_values()
 
-    def _materialized(self, materialized: Materialized | None, prefix: str) -> tuple[str | None, Any, Any]:
+    def _store_for(
+        self, materialized: Materialized | None, prefix: str, value_serde_default: Any = None
+    ) -> tuple[str, Any, Any] | None:
+        """The name and serdes of the store a derived table is kept in (None: not materialized)."""
         if materialized is None:
-            return None, self._key_serde, self._value_serde
-        store_name = materialized.store_name or self._builder.new_store_name(prefix)
-        key_serde = materialized.key_serde if materialized.key_serde is not None else self._key_serde
-        return store_name, key_serde, materialized.value_serde
+            return None
+        return materialized_store(self._builder, materialized, prefix, self._key_serde, value_serde_default)
+
+    def _derived_table(
+        self,
+        name: str,
+        supplier: Any,
+        materialized: Materialized | None,
+        store: tuple[str, Any, Any] | None,
+        value_serde: Any,
+        getter_factory: GetterFactory,
+        sources: frozenset[str],
+        parents: tuple[KTable, ...],
+        old_value_suppliers: tuple[Any, ...],
+    ) -> KTable:
+        """The table coming out of processor ``name``: kept in ``store`` with the store's serdes when
+        materialized (and then queryable only under a name the user chose, as in Kafka), else
+        computed on lookup through ``getter_factory``, with ``value_serde``."""
+        getter: ValueGetterSupplier | GetterFactory = getter_factory
+        key_serde, queryable_store_name = self._key_serde, None
+        if store is not None and materialized is not None:
+            store_name, key_serde, value_serde = store
+            self._builder.add_store(
+                key_value_store_builder(materialized, store_name, key_serde, value_serde), name
+            )
+            getter, queryable_store_name = StoreValueGetterSupplier(store_name), materialized.store_name
+        return KTable(
+            self._builder,
+            name,
+            key_serde,
+            value_serde,
+            sources,
+            supplier,
+            getter,
+            queryable_store_name,
+            parents=parents,
+            old_value_suppliers=old_value_suppliers,
+        )
 
     def _derive(
         self,
@@ -131,38 +168,20 @@ class KTable:
         value_serde: Any,
         store_value_serde_default: Any = None,
     ) -> KTable:
-        store_name, key_serde, store_value_serde = self._materialized(materialized, prefix)
-        if store_value_serde is None:
-            store_value_serde = store_value_serde_default
+        store = self._store_for(materialized, prefix, store_value_serde_default)
         name = self._builder.name_or_generate(named_as(named), prefix)
-        supplier = make_supplier(store_name)
+        supplier = make_supplier(store[0] if store is not None else None)
         self._builder.add_processor(name, supplier, self._name)
-        if store_name is not None and materialized is not None:
-            self._builder.add_store(
-                key_value_store_builder(materialized, store_name, key_serde, store_value_serde), name
-            )
-            return KTable(
-                self._builder,
-                name,
-                key_serde,
-                store_value_serde,
-                self._source_nodes,
-                supplier,
-                StoreValueGetterSupplier(store_name),
-                materialized.store_name,  # queryable only under a name the user chose, as in Kafka
-                parents=(self,),
-                old_value_suppliers=(supplier,),
-            )
-        return KTable(
-            self._builder,
+        return self._derived_table(
             name,
-            key_serde,
-            value_serde,
-            self._source_nodes,
             supplier,
+            materialized,
+            store,
+            value_serde,
             getter_factory,
-            parents=(self,),
-            old_value_suppliers=(supplier,),
+            self._source_nodes,
+            (self,),
+            (supplier,),
         )
 
     # --- stateless -------------------------------------------------------------------------
@@ -282,7 +301,7 @@ class KTable:
         if not isinstance(other, KTable):
             raise TypeError(f"A KTable joins another KTable here, got {other!r}.")
         builder = self._builder
-        store_name, key_serde, store_value_serde = self._materialized(materialized, naming.KTABLE_MERGE)
+        store = self._store_for(materialized, naming.KTABLE_MERGE)
         base = named_as(named)
         merge = builder.name_or_generate(base, naming.KTABLE_MERGE)
         sources = self._source_nodes | other._source_nodes
@@ -299,35 +318,20 @@ class KTable:
         )
         builder.add_processor(join_this, this_join, self._name)
         builder.add_processor(join_other, other_join, other._name)
-        lineage: dict[str, Any] = {"parents": (self, other), "old_value_suppliers": (this_join, other_join)}
         builder.connect_stores(join_this, other_getter.store_names())
         builder.connect_stores(join_other, this_getter.store_names())
-        supplier = TableMergeSupplier(store_name)
+        supplier = TableMergeSupplier(store[0] if store is not None else None)
         builder.add_processor(merge, supplier, join_this, join_other)
-        if store_name is not None and materialized is not None:
-            builder.add_store(
-                key_value_store_builder(materialized, store_name, key_serde, store_value_serde), merge
-            )
-            return KTable(
-                builder,
-                merge,
-                key_serde,
-                store_value_serde,
-                sources,
-                supplier,
-                StoreValueGetterSupplier(store_name),
-                materialized.store_name,  # queryable only under a name the user chose, as in Kafka
-                **lineage,
-            )
-        return KTable(
-            builder,
+        return self._derived_table(
             merge,
-            self._key_serde,
-            None,
-            sources,
             supplier,
+            materialized,
+            store,
+            None,
             lambda: JoinValueGetterSupplier(this_getter, other_getter, joiner, left_outer, right_outer),
-            **lineage,
+            sources,
+            (self, other),
+            (this_join, other_join),
         )
 
     # --- re-grouping -----------------------------------------------------------------------
