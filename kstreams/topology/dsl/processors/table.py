@@ -38,6 +38,34 @@ logger = logging.getLogger(__name__)
 ValueGetter = Callable[[Any], Any]
 
 
+def _filtered(predicate: Callable[[Any, Any], bool], negate: bool, key: Any, value: Any) -> Any:
+    """A row's value in a filtered table: the value when it passes, else None (no row)."""
+    if value is None or bool(predicate(key, value)) == negate:
+        return None
+    return value
+
+
+def _mapped(mapper: Callable[..., Any], with_key: bool, key: Any, value: Any) -> Any:
+    """A row's value in a mapped table (no row stays no row)."""
+    if value is None:
+        return None
+    return mapper(key, value) if with_key else mapper(value)
+
+
+def _joined(
+    joiner: Callable[[Any, Any], Any], left: Any, right: Any, left_outer: bool, right_outer: bool
+) -> Any:
+    """A row's value in a table-table join of rows ``left`` and ``right`` (None: no row): a side
+    may be missing only when the join is outer on the other side."""
+    if left is None and right is None:
+        return None
+    if left is None and not right_outer:
+        return None
+    if right is None and not left_outer:
+        return None
+    return joiner(left, right)
+
+
 class ValueGetterSupplier(abc.ABC):
     """Makes, for one task, a function key -> current table value (None when absent)."""
 
@@ -79,10 +107,7 @@ class FilterValueGetterSupplier(ValueGetterSupplier):
         parent = self.parent.get(context)
 
         def get(key: Any) -> Any:
-            value = parent(key)
-            if value is None or bool(self.predicate(key, value)) == self.negate:
-                return None
-            return value
+            return _filtered(self.predicate, self.negate, key, parent(key))
 
         return get
 
@@ -102,10 +127,7 @@ class MapValuesGetterSupplier(ValueGetterSupplier):
         parent = self.parent.get(context)
 
         def get(key: Any) -> Any:
-            value = parent(key)
-            if value is None:
-                return None
-            return self.mapper(key, value) if self.with_key else self.mapper(value)
+            return _mapped(self.mapper, self.with_key, key, parent(key))
 
         return get
 
@@ -135,15 +157,7 @@ class JoinValueGetterSupplier(ValueGetterSupplier):
         right = self.right.get(context)
 
         def get(key: Any) -> Any:
-            left_value = left(key)
-            right_value = right(key)
-            if left_value is None and right_value is None:
-                return None
-            if left_value is None and not self.right_outer:
-                return None
-            if right_value is None and not self.left_outer:
-                return None
-            return self.joiner(left_value, right_value)
+            return _joined(self.joiner, left(key), right(key), self.left_outer, self.right_outer)
 
         return get
 
@@ -217,9 +231,7 @@ class _TableFilter(_Materializing):
         self.store_name = spec.store_name
 
     def _keep(self, key: Any, value: Any) -> Any:
-        if value is None or bool(self.spec.predicate(key, value)) == self.spec.negate:
-            return None
-        return value
+        return _filtered(self.spec.predicate, self.spec.negate, key, value)
 
     def process(self, record: Record[Any, Any]) -> None:
         change: Change[Any] = record.value
@@ -257,9 +269,7 @@ class _TableMapValues(_Materializing):
         self.store_name = spec.store_name
 
     def _map(self, key: Any, value: Any) -> Any:
-        if value is None:
-            return None
-        return self.spec.mapper(key, value) if self.spec.with_key else self.spec.mapper(value)
+        return _mapped(self.spec.mapper, self.spec.with_key, key, value)
 
     def process(self, record: Record[Any, Any]) -> None:
         change: Change[Any] = record.value
@@ -339,15 +349,10 @@ class _TableJoin(Processor[Any, Any, Any, Any]):
         self.other = self.spec.other.get(context)
 
     def _join(self, this: Any, other: Any) -> Any:
-        if this is None and other is None:
-            return None
-        if this is None and not self.spec.other_outer:
-            return None
-        if other is None and not self.spec.this_outer:
-            return None
-        if self.spec.this_is_left:
-            return self.spec.joiner(this, other)
-        return self.spec.joiner(other, this)
+        spec = self.spec
+        if spec.this_is_left:
+            return _joined(spec.joiner, this, other, spec.this_outer, spec.other_outer)
+        return _joined(spec.joiner, other, this, spec.other_outer, spec.this_outer)
 
     def process(self, record: Record[Any, Any]) -> None:
         if record.key is None:
