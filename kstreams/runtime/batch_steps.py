@@ -179,6 +179,7 @@ class PythonFilterStep(Step):
         decode_value = _DECODERS[value_enc].deserialize
         predicate = self._predicate
         negate = self._negate
+        task.context._current_node = self.node  # an exception then names this processor
         keep = [
             i
             for i, (k, v) in enumerate(zip(batch.keys(), batch.values(), strict=True))
