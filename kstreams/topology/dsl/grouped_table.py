@@ -19,11 +19,10 @@ from kstreams.topology.dsl.kstream import named_as
 from kstreams.topology.dsl.ktable import KTable
 from kstreams.topology.dsl.materialize import key_value_store_builder, materialized_store
 from kstreams.topology.dsl.parameters import Materialized, Named
-from kstreams.topology.dsl.processors.aggregate import count_aggregator, count_initializer
+from kstreams.topology.dsl.processors.aggregate import AggregateKind, count_aggregator, count_initializer
 from kstreams.topology.dsl.processors.table import StoreValueGetterSupplier
 from kstreams.topology.dsl.processors.table_aggregate import (
     ChangeSerde,
-    TableAggregateKind,
     TableAggregateSupplier,
 )
 
@@ -99,7 +98,7 @@ class KGroupedTable:
 
     def _aggregate(
         self,
-        kind: TableAggregateKind,
+        kind: AggregateKind,
         prefix: str,
         materialized: Materialized | None,
         named: Named | str | None,

@@ -22,6 +22,7 @@ __all__ = [
     "AggregateKind",
     "StreamAggregateSupplier",
     "WindowedAggregateSupplier",
+    "combine",
     "count_aggregator",
     "count_initializer",
 ]
@@ -37,6 +38,22 @@ def count_initializer() -> int:
 
 def count_aggregator(key: Any, value: Any, aggregate: int) -> int:
     return aggregate + 1
+
+
+def combine(
+    kind: AggregateKind,
+    initializer: Callable[[], Any] | None,
+    aggregator: Callable[..., Any],
+    key: Any,
+    value: Any,
+    aggregate: Any,
+) -> Any:
+    """``aggregate`` (None: none yet) updated with one value. reduce: ``aggregator(aggregate,
+    value)``, the first value starting the aggregate; count and aggregate: ``aggregator(key, value,
+    aggregate)``, starting from ``initializer()``."""
+    if kind == "reduce":
+        return value if aggregate is None else aggregator(aggregate, value)
+    return aggregator(key, value, initializer() if aggregate is None else aggregate)  # type: ignore[misc]
 
 
 class _AggregationSpec:
@@ -62,10 +79,7 @@ class _AggregationSpec:
         self.value_serde = value_serde
 
     def _apply(self, key: Any, value: Any, old: Any) -> Any:
-        if self.kind == "reduce":
-            return value if old is None else self.aggregator(old, value)
-        aggregate = self.initializer() if old is None else old  # type: ignore[misc]
-        return self.aggregator(key, value, aggregate)
+        return combine(self.kind, self.initializer, self.aggregator, key, value, old)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(kind={self.kind!r}, store={self.store_name!r})"

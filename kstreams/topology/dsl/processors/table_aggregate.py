@@ -12,11 +12,12 @@ from __future__ import annotations
 import logging
 import struct
 from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from typing import Any
 
 from kstreams.errors import SerializationException
 from kstreams.processor import Processor, ProcessorContext, Record
 from kstreams.serdes import serde_from_config
+from kstreams.topology.dsl.processors.aggregate import AggregateKind, combine
 from kstreams.topology.dsl.processors.forwarding import ChangeForwarder
 from kstreams.topology.dsl.processors.store_access import get_store
 from kstreams.topology.dsl.records import Change
@@ -144,9 +145,6 @@ class _TableSelect(Processor[Any, Any, Any, Any]):
             self.context.forward(Record(new[0], Change(new[1], None), record.timestamp, record.headers))
 
 
-TableAggregateKind = Literal["count", "reduce", "aggregate"]
-
-
 class TableAggregateSupplier:
     """Aggregates re-grouped table changes per key: subtract the old value, then add the new one.
 
@@ -157,7 +155,7 @@ class TableAggregateSupplier:
 
     def __init__(
         self,
-        kind: TableAggregateKind,
+        kind: AggregateKind,
         store_name: str,
         initializer: Callable[[], Any] | None,
         adder: Callable[..., Any],
@@ -166,7 +164,7 @@ class TableAggregateSupplier:
         key_serde: Any = None,
         value_serde: Any = None,
     ) -> None:
-        self.kind: TableAggregateKind = kind
+        self.kind: AggregateKind = kind
         self.store_name = store_name
         self.initializer = initializer
         self.adder = adder
@@ -197,18 +195,14 @@ class _TableAggregate(Processor[Any, Any, Any, Any]):
             return
         change: Change[Any] = record.value
         spec = self.spec
-        old_aggregate = self.store.get(record.key)
+        key = record.key
+        old_aggregate = self.store.get(key)
         aggregate = old_aggregate
         if change.old_value is not None and aggregate is not None:
-            if spec.kind == "reduce":
-                aggregate = spec.subtractor(aggregate, change.old_value)
-            else:
-                aggregate = spec.subtractor(record.key, change.old_value, aggregate)
+            aggregate = combine(
+                spec.kind, spec.initializer, spec.subtractor, key, change.old_value, aggregate
+            )
         if change.new_value is not None:
-            if spec.kind == "reduce":
-                aggregate = change.new_value if aggregate is None else spec.adder(aggregate, change.new_value)
-            else:
-                start = spec.initializer() if aggregate is None else aggregate  # type: ignore[misc]
-                aggregate = spec.adder(record.key, change.new_value, start)
-        self.store.put(record.key, aggregate)
-        self.forwarder.maybe_forward(record.key, aggregate, old_aggregate, record.timestamp)
+            aggregate = combine(spec.kind, spec.initializer, spec.adder, key, change.new_value, aggregate)
+        self.store.put(key, aggregate)
+        self.forwarder.maybe_forward(key, aggregate, old_aggregate, record.timestamp)
