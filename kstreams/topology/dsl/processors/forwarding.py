@@ -31,11 +31,9 @@ class ChangeForwarder:
         self,
         store: Any,
         context: ProcessorContext[Any, Any],
-        send_old_values: bool = True,
         key_mapper: Callable[[Any], Any] | None = None,
     ) -> None:
         self._context = context
-        self._send_old_values = send_old_values
         self._key_mapper = key_mapper
         # A cache flushes at commit or on eviction, outside this processor's process(); the
         # context then has to be told which node forwards (created in init, so it is this one).
@@ -47,7 +45,7 @@ class ChangeForwarder:
     def _on_flush(self, key: Any, new: Any, old: Any, timestamp: int) -> None:
         if self._key_mapper is not None:
             key = self._key_mapper(key)
-        record = Record(key, Change(new, old if self._send_old_values else None), timestamp)
+        record = Record(key, Change(new, old), timestamp)
         if self._forward_from is not None and self._node_name is not None:
             self._forward_from(self._node_name, record)
         else:
@@ -56,4 +54,4 @@ class ChangeForwarder:
     def maybe_forward(self, key: Any, new: Any, old: Any, timestamp: int) -> None:
         """Forward the update now unless the store's cache will forward it when it flushes."""
         if not self.cached:
-            self._context.forward(Record(key, Change(new, old if self._send_old_values else None), timestamp))
+            self._context.forward(Record(key, Change(new, old), timestamp))
