@@ -130,10 +130,6 @@ class ChangeLoggingWindowStore(_ChangeLogging, WindowLayer, WindowStore[bytes, b
         super().__init__(wrapped)
         self._sequenced: SequencedWindowStore = wrapped  # type: ignore[assignment]
 
-    @property
-    def retain_duplicates(self) -> bool:
-        return self._sequenced.retain_duplicates
-
     def put(self, key: bytes, value: bytes | None, window_start: int) -> None:
         self.put_timestamped(key, value, window_start, None)
 

@@ -264,11 +264,6 @@ class InMemoryWindowStore(InnerWindowStore):
     def is_open(self) -> bool:
         return self._open
 
-    @property
-    def observed_stream_time(self) -> int:
-        """The largest window start written so far (-1 before the first write)."""
-        return self._windows.observed_stream_time
-
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         context.register(root, self.restore_batch)
         self._open = True

@@ -33,11 +33,6 @@ class InMemorySessionStore(InnerSessionStore):
     def is_open(self) -> bool:
         return self._open
 
-    @property
-    def observed_stream_time(self) -> int:
-        """The latest session end written so far (-1 before the first write)."""
-        return self._sessions.observed_stream_time
-
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         context.register(root, self.restore_batch)
         self._open = True

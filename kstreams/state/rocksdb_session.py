@@ -38,10 +38,6 @@ class RocksDBSessionStore(InnerSessionStore):
     def is_open(self) -> bool:
         return self._segments.is_open
 
-    @property
-    def observed_stream_time(self) -> int:
-        return self._segments.observed_stream_time
-
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         self._segments.open(rocksdb_path(context, self._name))
         context.register(root, self.restore_batch)

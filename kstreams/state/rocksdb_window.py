@@ -57,18 +57,6 @@ class RocksDBWindowStore(InnerWindowStore):
     def is_open(self) -> bool:
         return self._segments.is_open
 
-    @property
-    def segment_interval_ms(self) -> int:
-        return self._segments.interval
-
-    @property
-    def observed_stream_time(self) -> int:
-        return self._segments.observed_stream_time
-
-    def segment_ids(self) -> list[int]:
-        """The ids of the segments open now, ascending."""
-        return self._segments.ids()
-
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         self._segments.open(rocksdb_path(context, self._name))
         context.register(root, self.restore_batch)
