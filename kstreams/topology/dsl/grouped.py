@@ -9,7 +9,6 @@ repartition topic named after ``Grouped.as_`` when given, else after the store
 
 from __future__ import annotations
 
-import abc
 import logging
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -49,9 +48,11 @@ def _split_args(first: Any, named: Named | str | None) -> tuple[Materialized, st
     return first or Materialized(), named_as(named)
 
 
-class _Grouping(abc.ABC):
-    """What a grouped stream knows (where it is, its serdes, and whether to repartition) and its
-    aggregations; plain and windowed grouped streams differ in the store and processor they add."""
+class _Grouping:
+    """What a grouped stream knows (where it is, its serdes, whether to repartition, and its
+    windows when windowed) and its aggregations."""
+
+    windows: TimeWindows | None = None
 
     def __init__(
         self,
@@ -103,7 +104,6 @@ class _Grouping(abc.ABC):
         mat, name = _split_args(materialized, named)
         return self._aggregate("aggregate", naming.AGGREGATE, mat, name, initializer, aggregator, None)
 
-    @abc.abstractmethod
     def _aggregate(
         self,
         kind: AggregateKind,
@@ -114,8 +114,39 @@ class _Grouping(abc.ABC):
         aggregator: Callable[..., Any],
         value_serde_default: Any,
     ) -> KTable:
-        """Add the aggregation's processor (after a repartition when needed) and its store; the
-        table of its results."""
+        """Add the aggregation's processor (after a repartition when needed) and its key-value or
+        window store; the table of its results."""
+        builder = self._builder
+        store_name, key_serde, value_serde = materialized_store(
+            builder, materialized, prefix, self._key_serde, value_serde_default
+        )
+        windows = self.windows
+        supplier: StreamAggregateSupplier | WindowedAggregateSupplier
+        if windows is None:
+            store_builder = key_value_store_builder(materialized, store_name, key_serde, value_serde)
+            supplier = StreamAggregateSupplier(
+                kind, store_name, initializer, aggregator, key_serde, value_serde
+            )
+        else:
+            store_builder = _window_store_builder(materialized, store_name, windows, key_serde, value_serde)
+            supplier = WindowedAggregateSupplier(
+                kind, store_name, windows, initializer, aggregator, key_serde, value_serde
+            )
+        processor = builder.name_or_generate(name, prefix)
+        parent, sources = self._parent_for(store_name)
+        builder.add_processor(processor, supplier, parent)
+        builder.add_store(store_builder, processor)
+        return KTable(
+            builder,
+            processor,
+            key_serde if windows is None else None,
+            value_serde,
+            sources,
+            supplier,
+            # A windowed table's keys are windows: it cannot be looked up by key.
+            StoreValueGetterSupplier(store_name) if windows is None else None,
+            queryable_store_name=materialized.store_name,
+        )
 
     def _parent_for(self, store_name: str) -> tuple[str, frozenset[str]]:
         """The node the aggregation reads from, after a repartition when one is needed."""
@@ -144,37 +175,6 @@ class KGroupedStream(_Grouping):
             windows,
         )
 
-    def _aggregate(
-        self,
-        kind: AggregateKind,
-        prefix: str,
-        materialized: Materialized,
-        name: str | None,
-        initializer: Callable[[], Any] | None,
-        aggregator: Callable[..., Any],
-        value_serde_default: Any,
-    ) -> KTable:
-        store_name, key_serde, value_serde = materialized_store(
-            self._builder, materialized, prefix, self._key_serde, value_serde_default
-        )
-        processor = self._builder.name_or_generate(name, prefix)
-        parent, sources = self._parent_for(store_name)
-        supplier = StreamAggregateSupplier(kind, store_name, initializer, aggregator, key_serde, value_serde)
-        self._builder.add_processor(processor, supplier, parent)
-        self._builder.add_store(
-            key_value_store_builder(materialized, store_name, key_serde, value_serde), processor
-        )
-        return KTable(
-            self._builder,
-            processor,
-            key_serde,
-            value_serde,
-            sources,
-            supplier,
-            StoreValueGetterSupplier(store_name),
-            queryable_store_name=materialized.store_name,
-        )
-
 
 class TimeWindowedKStream(_Grouping):
     """A grouped stream aggregated per time window; results are keyed by ``WindowedKey``."""
@@ -195,56 +195,31 @@ class TimeWindowedKStream(_Grouping):
         )
         self.windows = windows
 
-    def _aggregate(
-        self,
-        kind: AggregateKind,
-        prefix: str,
-        materialized: Materialized,
-        name: str | None,
-        initializer: Callable[[], Any] | None,
-        aggregator: Callable[..., Any],
-        value_serde_default: Any,
-    ) -> KTable:
-        store_name, key_serde, value_serde = materialized_store(
-            self._builder, materialized, prefix, self._key_serde, value_serde_default
+
+def _window_store_builder(
+    materialized: Materialized, store_name: str, windows: TimeWindows, key_serde: Any, value_serde: Any
+) -> Any:
+    """The window store of a windowed aggregation: retention of window size plus grace unless
+    ``materialized`` sets a longer one (a shorter one is refused)."""
+    minimum_retention = windows.size_ms + windows.grace_ms
+    retention_ms = materialized.retention_ms
+    if retention_ms is None:
+        retention_ms = minimum_retention
+    if retention_ms < minimum_retention:
+        raise ValueError(
+            f"The retention of window store {store_name} ({retention_ms} ms) must be at least the "
+            f"window size plus grace ({windows.size_ms} + {windows.grace_ms} ms): raise it with "
+            "Materialized.with_retention(...)."
         )
-        windows = self.windows
-        minimum_retention = windows.size_ms + windows.grace_ms
-        retention_ms = (
-            materialized.retention_ms if materialized.retention_ms is not None else minimum_retention
-        )
-        if retention_ms < minimum_retention:
-            raise ValueError(
-                f"The retention of window store {store_name} ({retention_ms} ms) must be at least the "
-                f"window size plus grace ({windows.size_ms} + {windows.grace_ms} ms): raise it with "
-                "Materialized.with_retention(...)."
-            )
-        processor = self._builder.name_or_generate(name, prefix)
-        parent, sources = self._parent_for(store_name)
-        supplier = WindowedAggregateSupplier(
-            kind, store_name, windows, initializer, aggregator, key_serde, value_serde
-        )
-        self._builder.add_processor(processor, supplier, parent)
-        store_builder = window_store_builder(
-            store_name,
-            retention_ms,
-            windows.size_ms,
-            key_serde,
-            value_serde,
-            store_type=materialized.store_type,
-            caching=materialized.caching_enabled,
-            logging_enabled=materialized.logging_enabled,
-            log_config=materialized.log_config,
-            supplier=materialized.store_supplier,
-        )
-        self._builder.add_store(store_builder, processor)
-        return KTable(
-            self._builder,
-            processor,
-            None,
-            value_serde,
-            sources,
-            supplier,
-            None,
-            queryable_store_name=materialized.store_name,
-        )
+    return window_store_builder(
+        store_name,
+        retention_ms,
+        windows.size_ms,
+        key_serde,
+        value_serde,
+        store_type=materialized.store_type,
+        caching=materialized.caching_enabled,
+        logging_enabled=materialized.logging_enabled,
+        log_config=materialized.log_config,
+        supplier=materialized.store_supplier,
+    )
