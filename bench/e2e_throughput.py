@@ -55,6 +55,13 @@ RUNTIME_CONFIG: dict[str, Any] = {
     # poll keeps a drained buffer from waiting up to the default 100 ms.
     "poll.ms": 5,
 }
+# noida-db answers a fetch with more than librdkafka's 100 MB receive limit when the backlog is
+# large; bound the fetch and raise the limit.
+BROKER_CONFIG: dict[str, Any] = {
+    "main.consumer.fetch.max.bytes": 16 << 20,
+    "main.consumer.max.partition.fetch.bytes": 4 << 20,
+    "main.consumer.receive.message.max.bytes": 256 << 20,
+}
 
 
 @dataclass
@@ -298,6 +305,7 @@ def run_streams(
                 "state.dir": state_dir,
                 "commit.interval.ms": 5000,
                 **RUNTIME_CONFIG,
+                **(BROKER_CONFIG if bootstrap else {}),
             },
             cluster=cluster,
         )

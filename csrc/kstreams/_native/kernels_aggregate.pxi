@@ -1,0 +1,287 @@
+# Included by kernels.pyx (one extension module; see its docstring).
+# Count/sum/min/max per key (and window) into a record-cache namespace.
+
+# ---------------------------------------------------------------------------- aggregation
+
+cdef extern from * nogil:
+    """
+    #include <functional>
+    #include <string_view>
+    #include <unordered_map>
+
+    /* The running aggregate of one cache key during one batch. */
+    struct ks_Slot {
+        int state = 0;          /* 0 unknown (read the store), 1 absent, 2 present */
+        int64_t i = 0;
+        double d = 0.0;
+        int64_t ts = 0;
+        Py_ssize_t last = -1;   /* index in the update list of the key's newest update */
+    };
+
+    /* A cache key without building it: the record key (a view into the batch) and the window
+       start (INT64_MIN when not windowed). Slots are looked up per record without allocating. */
+    struct ks_SlotKey {
+        std::string_view key;
+        int64_t start;
+        bool operator==(const ks_SlotKey& o) const { return start == o.start && key == o.key; }
+    };
+    struct ks_SlotKeyHash {
+        size_t operator()(const ks_SlotKey& k) const {
+            return std::hash<std::string_view>()(k.key) ^ ((uint64_t)k.start * 0x9E3779B97F4A7C15ULL);
+        }
+    };
+    typedef std::unordered_map<ks_SlotKey, ks_Slot, ks_SlotKeyHash> ks_SlotMap;
+    typedef std::pair<const ks_SlotKey, ks_Slot> ks_SlotEntry;
+
+    static inline ks_SlotEntry* ks_slot_for(ks_SlotMap& m, const char* k, size_t n, int64_t start) {
+        ks_SlotKey key{std::string_view(k, n), start};
+        auto it = m.try_emplace(key).first;
+        return &*it;
+    }
+    """
+    cppclass ks_Slot:
+        int state
+        int64_t i
+        double d
+        int64_t ts
+        Py_ssize_t last
+    cppclass ks_SlotKey:
+        string_view key
+        int64_t start
+    cppclass ks_SlotEntry:
+        ks_SlotKey first
+        ks_Slot second
+    cppclass ks_SlotMap:
+        cppclass iterator:
+            ks_SlotEntry& operator*()
+            iterator operator++()
+            bint operator!=(iterator)
+            bint operator==(iterator)
+        iterator begin()
+        iterator end()
+        void reserve(size_t)
+        void clear()
+        size_t size()
+    ks_SlotEntry* ks_slot_for(ks_SlotMap& m, const char* k, size_t n, int64_t start)
+
+cdef struct Update:
+    ks_SlotEntry* entry
+    Py_ssize_t record
+
+cdef int64_t _NO_WINDOW = INT64_MIN
+
+cdef int _decode_number(const char* p, Py_ssize_t n, int enc, int64_t* i, double* d) noexcept nogil:
+    if enc == ENC_LONG and n == 8:
+        i[0] = <int64_t>_be64(p)
+    elif enc == ENC_INT and n == 4:
+        i[0] = <int32_t>_be32(p)
+    elif enc == ENC_DOUBLE and n == 8:
+        d[0] = _as_double(_be64(p))
+    else:
+        return -1
+    return 0
+
+cdef int _slot_from_bytes(ks_Slot* slot, const char* p, Py_ssize_t n, int enc) noexcept nogil:
+    if n < 0:
+        slot.state = 1
+        return 0
+    if _decode_number(p, n, enc, &slot.i, &slot.d) < 0:
+        return -1
+    slot.state = 2
+    return 0
+
+cdef inline void _cache_key(const ks_SlotKey* key, string& out) noexcept nogil:
+    """The record cache's key of a slot: the record key, then the window start when windowed."""
+    cdef char suffix[8]
+    out.assign(key.key.data(), key.key.size())
+    if key.start != _NO_WINDOW:
+        _put_be64(suffix, <uint64_t>key.start)
+        out.append(suffix, 8)
+
+def aggregate(RecordCache cache not None, str namespace not None, RecordBatch batch not None,
+              int op, int value_enc, int store_enc, load, bint windowed=False,
+              int64_t size_ms=0, int64_t advance_ms=0, int64_t grace_ms=0,
+              int64_t observed_time=-1):
+    """Count, sum, min or max per key (per window when ``windowed``) of a batch into the store's
+    record-cache namespace, exactly as the DSL's aggregate processors would record by record.
+
+    Records with a null key are skipped; records with a null value are skipped unless windowed
+    counting (Kafka's rules). Old aggregates come from the cache, else from ``load(cache_key)``
+    (the store below the cache: bytes or None). Each key's newest aggregate is written to the
+    cache once per batch, in the order of the keys' last updates (so the cache's dirty order is
+    the per-record path's), with the timestamp of its last record; evictions flush through the
+    namespace's listener as usual. ``store_enc`` encodes the aggregate (LONG for counts).
+
+    Returns ``(observed_time, dropped)`` (windowed: the largest timestamp seen and the records
+    dropped for closed windows), or None when some record needs the Python path.
+    """
+    cdef bytes ns_bytes = namespace.encode("utf-8")
+    cdef string name = string(PyBytes_AS_STRING(ns_bytes), PyBytes_GET_SIZE(ns_bytes))
+    cdef ks_SlotMap slots
+    cdef vector[Update] updates
+    cdef vector[ks_SlotEntry*] missing
+    cdef Update u
+    cdef ks_Slot* slot
+    cdef ks_SlotEntry* entry
+    cdef ks_SlotMap.iterator sit
+    cdef unordered_map[string_view, ks_CacheEntry*].iterator cit
+    cdef ks_NamedCache* nc
+    cdef ks_CacheEntry* e
+    cdef Py_ssize_t i, j, kn, vn
+    cdef const char* kp
+    cdef int failed = 0, unknown_ns = 0
+    cdef int64_t ts, start, dropped = 0, observed = observed_time, vi = 0, acc
+    cdef double vd = 0.0
+    cdef string ck
+    cdef vector[ks_FlushBatch] flushes
+    cdef vector[ks_PendingFlush] pending
+    cdef string wkey, wval
+    cdef char buf[8]
+    if windowed and (size_ms <= 0 or advance_ms <= 0):
+        raise ValueError("windowed aggregation needs a positive size and advance")
+    # Pass 1 (no GIL): the slots each record updates; then, under the cache mutex, the cached
+    # aggregates of those slots.
+    with nogil:
+        slots.reserve(<size_t>batch.n)
+        updates.reserve(<size_t>batch.n)
+        for i in range(batch.n):
+            kn = batch.key_len(i)
+            if kn < 0:
+                continue
+            vn = batch.value_len(i)
+            if vn < 0 and not (windowed and op == OP_COUNT):
+                if windowed:
+                    failed = 1   # a windowed reduce of a null value: leave it to Python
+                    break
+                continue
+            kp = batch.key_ptr(i)
+            if not windowed:
+                u.entry = ks_slot_for(slots, kp, <size_t>kn, _NO_WINDOW)
+                u.record = i
+                updates.push_back(u)
+                continue
+            ts = batch.ts(i)
+            if ts > observed:
+                observed = ts
+            start = ts - size_ms + advance_ms
+            if start < 0:
+                start = 0
+            start = (start // advance_ms) * advance_ms
+            while start <= ts:
+                if start + size_ms <= observed - grace_ms:
+                    dropped += 1
+                else:
+                    u.entry = ks_slot_for(slots, kp, <size_t>kn, start)
+                    u.record = i
+                    updates.push_back(u)
+                start += advance_ms
+        if not failed:
+            cache._mutex.lock()
+            nc = cache._find(name)
+            if nc == NULL:
+                unknown_ns = 1
+            else:
+                sit = slots.begin()
+                while sit != slots.end():
+                    entry = &deref(sit)
+                    _cache_key(&entry.first, ck)
+                    cit = nc.index.find(string_view(ck.data(), ck.size()))
+                    if cit == nc.index.end():
+                        missing.push_back(entry)
+                    else:
+                        e = deref(cit).second
+                        if e.tombstone:
+                            entry.second.state = 1
+                        elif _slot_from_bytes(&entry.second, e.value.data(),
+                                              <Py_ssize_t>e.value.size(), store_enc) < 0:
+                            failed = 1
+                            break
+                    inc(sit)
+            cache._mutex.unlock()
+    if unknown_ns:
+        raise KeyError(f"record cache has no namespace {namespace!r}; add it with add_namespace() first")
+    if failed:
+        return None
+    # Keys the cache does not hold: read the store below (Python, with the GIL).
+    for j in range(<Py_ssize_t>missing.size()):
+        entry = missing[j]
+        _cache_key(&entry.first, ck)
+        stored = load(PyBytes_FromStringAndSize(ck.data(), ck.size()))
+        if stored is None:
+            entry.second.state = 1
+        elif type(stored) is not bytes or _slot_from_bytes(
+                &entry.second, PyBytes_AS_STRING(stored), PyBytes_GET_SIZE(stored), store_enc) < 0:
+            return None
+    # Pass 2 (no GIL, no lock): the aggregates, record by record, in the slots.
+    with nogil:
+        for j in range(<Py_ssize_t>updates.size()):
+            u = updates[j]
+            slot = &u.entry.second
+            i = u.record
+            if op == OP_COUNT:
+                slot.i = (slot.i if slot.state == 2 else 0) + 1
+            else:
+                if _decode_number(batch.value_ptr(i), batch.value_len(i), value_enc, &vi, &vd) < 0:
+                    failed = 1
+                    break
+                if value_enc == ENC_DOUBLE:
+                    if slot.state != 2:
+                        slot.d = vd
+                    elif op == OP_SUM:
+                        slot.d = slot.d + vd
+                    elif op == OP_MIN:
+                        if vd < slot.d:
+                            slot.d = vd
+                    elif vd > slot.d:
+                        slot.d = vd
+                else:
+                    if slot.state != 2:
+                        slot.i = vi
+                    elif op == OP_SUM:
+                        if ks_add_overflow(slot.i, vi, &acc):
+                            failed = 1   # Python's int would not fit the long serde either
+                            break
+                        slot.i = acc
+                    elif op == OP_MIN:
+                        if vi < slot.i:
+                            slot.i = vi
+                    elif vi > slot.i:
+                        slot.i = vi
+                    if store_enc == ENC_INT and (slot.i < INT32_MIN or slot.i > INT32_MAX):
+                        failed = 1
+                        break
+            slot.state = 2
+            slot.ts = batch.ts(i)
+            slot.last = j
+    if failed:
+        return None
+    # Pass 3 (cache mutex, no GIL): each key's newest aggregate, in last-update order; then the
+    # batch's maps are freed, still without the GIL.
+    with nogil:
+        cache._mutex.lock()
+        nc = cache._find(name)
+        if nc != NULL:
+            for j in range(<Py_ssize_t>updates.size()):
+                u = updates[j]
+                slot = &u.entry.second
+                if slot.last != j:
+                    continue
+                if store_enc == ENC_DOUBLE:
+                    _put_be64(buf, _double_bits(slot.d))
+                    wval.assign(buf, 8)
+                elif store_enc == ENC_INT:
+                    _put_be32(buf, <uint32_t><int32_t>slot.i)
+                    wval.assign(buf, 4)
+                else:
+                    _put_be64(buf, <uint64_t>slot.i)
+                    wval.assign(buf, 8)
+                _cache_key(&u.entry.first, wkey)
+                cache._upsert(nc, wkey, wval, False, slot.ts, True)
+                cache._evict_while_over(nc, flushes, pending)
+        cache._mutex.unlock()
+        slots.clear()
+        updates.clear()
+        updates.shrink_to_fit()
+    if not flushes.empty():
+        cache._deliver(flushes, pending)
+    return observed, dropped
