@@ -10,15 +10,16 @@ meanwhile is skipped, a value changed meanwhile is returned as it is now).
 
 from __future__ import annotations
 
+import abc
 import bisect
 import logging
-from collections.abc import Container, Iterator
+from collections.abc import Callable, Container, Iterator
 from typing import Any
 
 from kstreams.state.inner_windowed import NO_TIMESTAMP, InnerWindowStore
 from kstreams.state.store import KeyValueStore, StateStore, StateStoreContext, WindowedKey
 
-__all__ = ["InMemoryKeyValueStore", "InMemoryWindowStore", "TimeBuckets"]
+__all__ = ["InMemoryKeyValueStore", "InMemoryLifecycle", "InMemoryWindowStore", "TimeBuckets"]
 
 logger = logging.getLogger(__name__)
 
@@ -71,18 +72,13 @@ class _SortedKeys:
         return self._keys
 
 
-class InMemoryKeyValueStore(KeyValueStore[bytes, bytes]):
-    """A key-value store in a dict, with ranges in key byte order."""
+class InMemoryLifecycle(abc.ABC):
+    """Opening and closing of an in-memory store: ``init`` registers its restore callback (what
+    the store holds comes from its changelog alone), ``flush`` has nothing to write, and ``close``
+    drops the contents."""
 
-    def __init__(self, name: str) -> None:
-        self._name = name
-        self._map: dict[bytes, bytes] = {}
-        self._index = _SortedKeys()
-        self._open = False
-
-    @property
-    def name(self) -> str:
-        return self._name
+    _open = False
+    restore_batch: Callable[[list[tuple[bytes, bytes | None]]], None]
 
     @property
     def is_open(self) -> bool:
@@ -92,19 +88,39 @@ class InMemoryKeyValueStore(KeyValueStore[bytes, bytes]):
         context.register(root, self.restore_batch)
         self._open = True
 
+    def flush(self) -> None:
+        """Nothing to write: every write is already in memory."""
+        return
+
+    def close(self) -> None:
+        self._clear()
+        self._open = False
+
+    @abc.abstractmethod
+    def _clear(self) -> None:
+        """Drop everything the store holds."""
+
+
+class InMemoryKeyValueStore(InMemoryLifecycle, KeyValueStore[bytes, bytes]):
+    """A key-value store in a dict, with ranges in key byte order."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._map: dict[bytes, bytes] = {}
+        self._index = _SortedKeys()
+
+    @property
+    def name(self) -> str:
+        return self._name
+
     def restore_batch(self, records: list[tuple[bytes, bytes | None]]) -> None:
         """Apply changelog records (a None value deletes the key)."""
         for key, value in records:
             self.put(key, value)
 
-    def flush(self) -> None:
-        # Nothing is buffered: every write is already in the dict.
-        pass
-
-    def close(self) -> None:
+    def _clear(self) -> None:
         self._map.clear()
         self._index.clear()
-        self._open = False
 
     def get(self, key: bytes) -> bytes | None:
         return self._map.get(key)
@@ -251,29 +267,16 @@ class TimeBuckets:
         self._times.clear()
 
 
-class InMemoryWindowStore(InnerWindowStore):
+class InMemoryWindowStore(InMemoryLifecycle, InnerWindowStore):
     """A window store: per window start, a dict of record key to value (with duplicates retained,
     of record key to {sequence number: value})."""
 
     def __init__(self, name: str, retention_ms: int, window_size_ms: int, retain_duplicates: bool) -> None:
         super().__init__(name, retention_ms, window_size_ms, retain_duplicates)
         self._windows = TimeBuckets(retention_ms)
-        self._open = False
 
-    @property
-    def is_open(self) -> bool:
-        return self._open
-
-    def init(self, context: StateStoreContext, root: StateStore) -> None:
-        context.register(root, self.restore_batch)
-        self._open = True
-
-    def flush(self) -> None:
-        pass
-
-    def close(self) -> None:
+    def _clear(self) -> None:
         self._windows.clear()
-        self._open = False
 
     def _write(self, key: bytes, value: bytes | None, start: int, seq: int) -> None:
         windows = self._windows

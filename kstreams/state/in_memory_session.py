@@ -11,9 +11,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
-from kstreams.state.in_memory import TimeBuckets
+from kstreams.state.in_memory import InMemoryLifecycle, TimeBuckets
 from kstreams.state.inner_windowed import InnerSessionStore
-from kstreams.state.store import StateStore, StateStoreContext, WindowedKey
+from kstreams.state.store import WindowedKey
 from kstreams.state.window_key_schema import MAX_LONG
 
 __all__ = ["InMemorySessionStore"]
@@ -21,28 +21,15 @@ __all__ = ["InMemorySessionStore"]
 logger = logging.getLogger(__name__)
 
 
-class InMemorySessionStore(InnerSessionStore):
+class InMemorySessionStore(InMemoryLifecycle, InnerSessionStore):
     """A session store of bytes held in dicts: end -> key -> start -> aggregate."""
 
     def __init__(self, name: str, retention_ms: int) -> None:
         super().__init__(name, retention_ms)
         self._sessions = TimeBuckets(retention_ms)
-        self._open = False
 
-    @property
-    def is_open(self) -> bool:
-        return self._open
-
-    def init(self, context: StateStoreContext, root: StateStore) -> None:
-        context.register(root, self.restore_batch)
-        self._open = True
-
-    def flush(self) -> None:
-        pass
-
-    def close(self) -> None:
+    def _clear(self) -> None:
         self._sessions.clear()
-        self._open = False
 
     def _write(self, key: bytes, start: int, end: int, value: bytes | None) -> None:
         sessions = self._sessions

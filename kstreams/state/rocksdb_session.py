@@ -12,9 +12,8 @@ import logging
 from collections.abc import Iterator
 
 from kstreams.state.inner_windowed import InnerSessionStore
-from kstreams.state.rocksdb import rocksdb_path
-from kstreams.state.segments import Segments, default_segment_interval
-from kstreams.state.store import StateStore, StateStoreContext, WindowedKey
+from kstreams.state.segments import SegmentedLifecycle, Segments, default_segment_interval
+from kstreams.state.store import WindowedKey
 from kstreams.state.window_key_schema import MAX_LONG, SESSION_SUFFIX, from_session_key, session_key
 
 __all__ = ["RocksDBSessionStore"]
@@ -22,32 +21,15 @@ __all__ = ["RocksDBSessionStore"]
 logger = logging.getLogger(__name__)
 
 
-class RocksDBSessionStore(InnerSessionStore):
+class RocksDBSessionStore(SegmentedLifecycle, InnerSessionStore):
     """A persistent session store of bytes, segmented by session end."""
+
+    _kind = "session"
 
     def __init__(self, name: str, retention_ms: int, segment_interval_ms: int | None = None) -> None:
         super().__init__(name, retention_ms)
         interval = segment_interval_ms or default_segment_interval(retention_ms)
         self._segments = Segments(name, retention_ms, interval)
-
-    @property
-    def persistent(self) -> bool:
-        return True
-
-    @property
-    def is_open(self) -> bool:
-        return self._segments.is_open
-
-    def init(self, context: StateStoreContext, root: StateStore) -> None:
-        self._segments.open(rocksdb_path(context, self._name))
-        context.register(root, self.restore_batch)
-        logger.debug("Opened RocksDB session store %s (%d segments)", self._name, len(self._segments.ids()))
-
-    def flush(self) -> None:
-        self._segments.flush()
-
-    def close(self) -> None:
-        self._segments.close()
 
     def _write(self, key: bytes, start: int, end: int, value: bytes | None) -> None:
         segment = self._segments.for_write(end)

@@ -13,9 +13,9 @@ import logging
 from collections.abc import Iterator
 
 from kstreams.state.inner_windowed import InnerWindowStore
-from kstreams.state.rocksdb import RocksDBDatabase, rocksdb_path
-from kstreams.state.segments import Segments, default_segment_interval
-from kstreams.state.store import StateStore, StateStoreContext, WindowedKey
+from kstreams.state.rocksdb import RocksDBDatabase
+from kstreams.state.segments import SegmentedLifecycle, Segments, default_segment_interval
+from kstreams.state.store import WindowedKey
 from kstreams.state.window_key_schema import (
     SEQ_SIZE,
     TIMESTAMP_SIZE,
@@ -32,8 +32,10 @@ logger = logging.getLogger(__name__)
 _MAX_SEQ_SUFFIX = b"\xff" * SEQ_SIZE
 
 
-class RocksDBWindowStore(InnerWindowStore):
+class RocksDBWindowStore(SegmentedLifecycle, InnerWindowStore):
     """A persistent window store of bytes, segmented by window start."""
+
+    _kind = "window"
 
     def __init__(
         self,
@@ -48,25 +50,6 @@ class RocksDBWindowStore(InnerWindowStore):
         self._segments = Segments(
             name, retention_ms, segment_interval_ms or default_segment_interval(retention_ms)
         )
-
-    @property
-    def persistent(self) -> bool:
-        return True
-
-    @property
-    def is_open(self) -> bool:
-        return self._segments.is_open
-
-    def init(self, context: StateStoreContext, root: StateStore) -> None:
-        self._segments.open(rocksdb_path(context, self._name))
-        context.register(root, self.restore_batch)
-        logger.debug("Opened RocksDB window store %s (%d segments)", self._name, len(self._segments.ids()))
-
-    def flush(self) -> None:
-        self._segments.flush()
-
-    def close(self) -> None:
-        self._segments.close()
 
     def _write(self, key: bytes, value: bytes | None, start: int, seq: int) -> None:
         segment = self._segments.for_write(start)

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 
 from kstreams.errors import ProcessorStateException
 from kstreams.state.inner_windowed import NO_TIMESTAMP
-from kstreams.state.rocksdb import RocksDBDatabase
+from kstreams.state.rocksdb import RocksDBDatabase, rocksdb_path
+from kstreams.state.store import StateStore, StateStoreContext
 
-__all__ = ["Segments", "default_segment_interval"]
+__all__ = ["SegmentedLifecycle", "Segments", "default_segment_interval"]
 
 logger = logging.getLogger(__name__)
 
@@ -110,3 +112,36 @@ class Segments:
         self._directory = None
         for segment in segments:
             segment.close()
+
+
+class SegmentedLifecycle:
+    """Opening and closing of a persistent store kept in ``Segments`` under
+    ``<task state dir>/rocksdb/<store>/``: ``init`` opens the segments already there and registers
+    the store's restore callback; ``flush`` and ``close`` reach every segment."""
+
+    _name: str
+    _segments: Segments
+    # What the store is, for the log: "window" or "session".
+    _kind: str
+    restore_batch: Callable[[list[tuple[bytes, bytes | None]]], None]
+
+    @property
+    def persistent(self) -> bool:
+        return True
+
+    @property
+    def is_open(self) -> bool:
+        return self._segments.is_open
+
+    def init(self, context: StateStoreContext, root: StateStore) -> None:
+        self._segments.open(rocksdb_path(context, self._name))
+        context.register(root, self.restore_batch)
+        logger.debug(
+            "Opened RocksDB %s store %s (%d segments)", self._kind, self._name, len(self._segments.ids())
+        )
+
+    def flush(self) -> None:
+        self._segments.flush()
+
+    def close(self) -> None:
+        self._segments.close()
