@@ -79,26 +79,23 @@ def stream_stream_join(
         "logging_enabled": joined.logging_enabled,
         "log_config": joined.log_config,
     }
+
+    def side_store(name: str, value_serde: Any) -> Any:
+        # Each side keeps every record of the join window: duplicates retained.
+        return window_store_builder(
+            name,
+            retention_ms,
+            windows.size(),
+            key_serde,
+            value_serde,
+            retain_duplicates=True,
+            **store_options,
+        )
+
     this_store = (f"{joined.store_name}{this_suffix}" if joined.store_name else this_generated) + "-store"
     other_store = (f"{joined.store_name}{other_suffix}" if joined.store_name else other_generated) + "-store"
-    this_store_builder = window_store_builder(
-        this_store,
-        retention_ms,
-        windows.size(),
-        key_serde,
-        this_value_serde,
-        retain_duplicates=True,
-        **store_options,
-    )
-    other_store_builder = window_store_builder(
-        other_store,
-        retention_ms,
-        windows.size(),
-        key_serde,
-        other_value_serde,
-        retain_duplicates=True,
-        **store_options,
-    )
+    this_store_builder = side_store(this_store, this_value_serde)
+    other_store_builder = side_store(other_store, other_value_serde)
     outer_store: str | None = None
     outer_serdes: tuple[Any, ...] = ()
     outer_store_builder = None
