@@ -143,9 +143,14 @@ def _compile_node(node: Any, key_enc: int, value_enc: int) -> Step:
         if not _predicate_fits(predicate, key_enc, value_enc):
             return BoundaryStep(node, [])
         nodes, root = predicate.nodes()
-        return FilterStep(
-            node, [_compile_node(c, key_enc, value_enc) for c in node.children], list(nodes), root
-        )
+        try:
+            compiled = kernels.Predicate(list(nodes), root, key_enc, value_enc)
+        except (ValueError, TypeError, OverflowError, UnicodeError) as exc:
+            # e.g. a str constant UTF-8 cannot hold: Python compares it, the kernel cannot
+            logger.debug("Filter %s stays per record: %r", node.name, exc)
+            return BoundaryStep(node, [])
+        children = [_compile_node(c, key_enc, value_enc) for c in node.children]
+        return FilterStep(node, children, compiled, key_enc, value_enc)
     if op.name == "project":
         expr = op.expr
         assert expr is not None

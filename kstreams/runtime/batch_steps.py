@@ -14,11 +14,12 @@ aggregation's observed stream time is shared.
 
 from __future__ import annotations
 
-import json
 import logging
 import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from kstreams._native import kernels
 from kstreams.processor import Record
@@ -41,6 +42,7 @@ __all__ = [
     "AggregateStep",
     "BoundaryStep",
     "FilterStep",
+    "PassThroughStep",
     "ProjectStep",
     "PythonFilterStep",
     "SinkStep",
@@ -138,22 +140,18 @@ class BoundaryStep(Step):
 
 
 class FilterStep(Step):
-    """``filter``/``filter_not`` with a compiled predicate (``kstreams.predicates``)."""
+    """``filter``/``filter_not`` with a compiled predicate (``kstreams.predicates``), built for
+    the encodings the compiler determined for this step."""
 
     kernel = "filter"
 
-    def __init__(self, node: Any, children: list[Step], nodes: list[Any], root: int) -> None:
+    def __init__(self, node: Any, children: list[Step], predicate: Any, key_enc: int, value_enc: int) -> None:
         super().__init__(node, children)
-        self._nodes = nodes
-        self._root = root
-        self._compiled: dict[tuple[int, int], Any] = {}
+        self._predicate = predicate
+        self._encodings = (key_enc, value_enc)
 
     def run(self, task: StreamTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
-        predicate = self._compiled.get((key_enc, value_enc))
-        if predicate is None:
-            predicate = kernels.Predicate(self._nodes, self._root, key_enc, value_enc)
-            self._compiled[(key_enc, value_enc)] = predicate
-        selected = predicate.select(batch)
+        selected = self._predicate.select(batch) if (key_enc, value_enc) == self._encodings else None
         if selected is None:
             self.boundary(task, batch, key_enc, value_enc)
             return
@@ -186,8 +184,6 @@ class PythonFilterStep(Step):
             if bool(predicate(decode_key(topic, k), decode_value(topic, v))) != negate
         ]
         if len(keep) != len(batch):
-            import numpy as np
-
             batch = kernels.take(batch, np.asarray(keep, dtype=np.int32))
         self._forward(task, batch, key_enc, value_enc)
 
@@ -325,8 +321,3 @@ class AggregateStep(Step):
                 processor.dropped += dropped
         if result is None:
             self.boundary(task, batch, key_enc, value_enc)
-
-
-def decode_json(data: bytes) -> Any:
-    """What a JSON column's bytes stand for (as JsonSerde reads them)."""
-    return json.loads(data)
