@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import struct
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -276,6 +277,11 @@ class AggregateStep(Step):
         self._store_enc = store_enc
         self._caching = caching
         self._windows = windows
+        # Writes hold the metered layer's query lock, as its put does, so an interactive query
+        # never reads the store in the middle of a batch's update.
+        self._query_lock = (
+            getattr(getattr(node.processor, "store", None), "query_lock", None) or nullcontext()
+        )
         if windows is None:
             self._load: Callable[[bytes], bytes | None] = caching.wrapped.get
         else:
@@ -295,29 +301,34 @@ class AggregateStep(Step):
         if cache is None or cache.max_bytes == 0:
             self.boundary(task, batch, key_enc, value_enc)
             return
-        windows = self._windows
-        if windows is None:
-            result = kernels.aggregate(
-                cache, caching.namespace, batch, self._op, value_enc, self._store_enc, self._load
-            )
-        else:
-            processor = self.node.processor
-            result = kernels.aggregate(
-                cache,
-                caching.namespace,
-                batch,
-                self._op,
-                value_enc,
-                self._store_enc,
-                self._load,
-                True,
-                windows.size_ms,
-                windows.advance_ms,
-                windows.grace_ms,
-                processor.observed_stream_time,
-            )
-            if result is not None:
-                processor.observed_stream_time, dropped = result
-                processor.dropped += dropped
+        with self._query_lock:
+            result = self._aggregate(cache, batch, value_enc)
         if result is None:
             self.boundary(task, batch, key_enc, value_enc)
+
+    def _aggregate(self, cache: Any, batch: RecordBatch, value_enc: int) -> Any:
+        caching = self._caching
+        windows = self._windows
+        if windows is None:
+            return kernels.aggregate(
+                cache, caching.namespace, batch, self._op, value_enc, self._store_enc, self._load
+            )
+        processor = self.node.processor
+        result = kernels.aggregate(
+            cache,
+            caching.namespace,
+            batch,
+            self._op,
+            value_enc,
+            self._store_enc,
+            self._load,
+            True,
+            windows.size_ms,
+            windows.advance_ms,
+            windows.grace_ms,
+            processor.observed_stream_time,
+        )
+        if result is not None:
+            processor.observed_stream_time, dropped = result
+            processor.dropped += dropped
+        return result
