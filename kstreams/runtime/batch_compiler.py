@@ -26,13 +26,19 @@ from kstreams.runtime.batch_steps import (
     PassThroughStep,
     ProjectStep,
     PythonFilterStep,
+    PythonMapStep,
     SinkStep,
     Step,
     encoding_of,
 )
 from kstreams.state.caching import CachingKeyValueStore, CachingWindowStore
 from kstreams.topology.compiled_ops import kernel_for_supplier
-from kstreams.topology.dsl.processors.stateless import FilterSupplier
+from kstreams.topology.dsl.processors.stateless import (
+    FilterSupplier,
+    MapSupplier,
+    MapValuesSupplier,
+    SelectKeySupplier,
+)
 from kstreams.topology.graph import ProcessorNode, SinkNode, SourceNode
 
 if TYPE_CHECKING:
@@ -116,6 +122,7 @@ def _compile_source(source: SourceNode) -> CompiledSource | None:
     # Batch order differs from record order only across branches: two sinks writing one topic
     # from different branches would interleave differently, so such trees stay per record.
     sink_topics = Counter(step.node.topic for step in steps if isinstance(step, SinkStep))
+    sink_topics.update(sink.topic for step in steps if isinstance(step, PythonMapStep) for sink in step.sinks)
     if any(count > 1 for count in sink_topics.values()):
         return None
     return segment
@@ -132,7 +139,7 @@ def _compile_node(node: Any, key_enc: int, value_enc: int) -> Step:
         if isinstance(supplier, FilterSupplier) and callable(supplier.predicate):
             children = [_compile_node(child, key_enc, value_enc) for child in node.children]
             return PythonFilterStep(node, children, supplier.predicate, supplier.negate)
-        return BoundaryStep(node, [])
+        return _compile_python_map(node, supplier)
     if op.name == "pass":
         return PassThroughStep(node, [_compile_node(c, key_enc, value_enc) for c in node.children])
     if op.name == "filter":
@@ -163,6 +170,30 @@ def _compile_node(node: Any, key_enc: int, value_enc: int) -> Step:
         children = [_compile_node(c, new_key, new_value) for c in node.children]
         return ProjectStep(node, children, expr.side, expr.field, op.dst_side)
     return _compile_aggregate(node, op, key_enc, value_enc)
+
+
+def _compile_python_map(node: ProcessorNode, supplier: Any) -> Step:
+    """A Python mapper whose records go only to sinks (fixed topic, default partitioner) runs in
+    batch form; anything else is a boundary."""
+    if isinstance(supplier, MapSupplier):
+        shape = "map"
+        mapper = supplier.mapper
+    elif isinstance(supplier, MapValuesSupplier):
+        shape = "values_with_key" if supplier.with_key else "values"
+        mapper = supplier.mapper
+    elif isinstance(supplier, SelectKeySupplier):
+        shape = "key"
+        mapper = supplier.selector
+    else:
+        return BoundaryStep(node, [])
+    sinks = node.children
+    if len({getattr(sink, "topic", None) for sink in sinks}) != len(sinks):
+        return BoundaryStep(node, [])  # two sinks of one topic: per-record order interleaves them
+    if not sinks or not all(
+        isinstance(sink, SinkNode) and sink.topic is not None and sink._partition is None for sink in sinks
+    ):
+        return BoundaryStep(node, [])
+    return PythonMapStep(node, list(sinks), mapper, shape)
 
 
 def _predicate_fits(predicate: Any, key_enc: int, value_enc: int) -> bool:

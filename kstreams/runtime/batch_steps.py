@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kstreams._native import kernels
+from kstreams._native.record_batch import RecordBatch
 from kstreams.processor import Record
 from kstreams.serdes import (
     BytesSerde,
@@ -36,7 +37,6 @@ from kstreams.serdes import (
 )
 
 if TYPE_CHECKING:
-    from kstreams._native.record_batch import RecordBatch
     from kstreams.runtime.task import StreamTask
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "PassThroughStep",
     "ProjectStep",
     "PythonFilterStep",
+    "PythonMapStep",
     "SinkStep",
     "Step",
     "encoding_of",
@@ -187,6 +188,69 @@ class PythonFilterStep(Step):
         if len(keep) != len(batch):
             batch = kernels.take(batch, np.asarray(keep, dtype=np.int32))
         self._forward(task, batch, key_enc, value_enc)
+
+
+class PythonMapStep(Step):
+    """``map``/``map_values``/``select_key`` with a plain Python function, straight into sinks:
+    the function runs per record with the GIL, but the results are serialized for each sink and
+    sent as one batch per partition, without a Record or a forward per record."""
+
+    kernel = "map[python]"
+
+    def __init__(self, node: Any, sinks: list[Any], mapper: Callable[..., Any], shape: str) -> None:
+        super().__init__(node, [])
+        self.sinks = sinks
+        self._mapper = mapper
+        self._shape = shape  # "map" -> (key, value); "values", "values_with_key"; "key"
+
+    def run(self, task: StreamTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
+        topic = task.context._topic
+        decode_key = _DECODERS[key_enc].deserialize
+        decode_value = _DECODERS[value_enc].deserialize
+        mapper = self._mapper
+        shape = self._shape
+        task.context._current_node = self.node  # an exception then names this processor
+        keys = [decode_key(topic, k) for k in batch.keys()]
+        values = [decode_value(topic, v) for v in batch.values()]
+        if shape == "map":
+            pairs = [_key_value(mapper(k, v)) for k, v in zip(keys, values, strict=True)]
+            keys = [k for k, _ in pairs]
+            values = [v for _, v in pairs]
+        elif shape == "values":
+            values = [mapper(v) for v in values]
+        elif shape == "values_with_key":
+            values = [mapper(k, v) for k, v in zip(keys, values, strict=True)]
+        else:
+            keys = [mapper(k, v) for k, v in zip(keys, values, strict=True)]
+        timestamps = batch.timestamps_array()
+        offsets = batch.offsets_array()
+        for sink in self.sinks:
+            out_topic = sink.topic
+            task.context._current_node = sink
+            try:
+                key_bytes = [sink._key_serialize(out_topic, k) for k in keys]
+            except Exception as exc:
+                raise sink._serialization_error("key", sink.key_serializer, out_topic, exc) from exc
+            try:
+                value_bytes = [sink._value_serialize(out_topic, v) for v in values]
+            except Exception as exc:
+                raise sink._serialization_error("value", sink.value_serializer, out_topic, exc) from exc
+            serialized = RecordBatch.from_columns(key_bytes, value_bytes, timestamps, 0, offsets)
+            parts, sink._next_round_robin = kernels.split_partitions(
+                serialized, sink._partition_count(out_topic), sink._next_round_robin
+            )
+            for partition, part in parts:
+                sink._collector.send_batch(out_topic, partition, part)
+
+
+def _key_value(result: Any) -> tuple[Any, Any]:
+    try:
+        key, value = result
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"The mapper of map must return a KeyValue (or a (key, value) tuple), got {result!r}."
+        ) from None
+    return key, value
 
 
 class ProjectStep(Step):
