@@ -8,7 +8,9 @@ the client's threads goes to the uncaught exception handler (KIP-671).
 
 Lock order: ``KafkaStreams._state_lock`` (state machine) -> ``KafkaStreams._threads_lock`` (the
 stream thread list) -> the task manager's lock -> compiled leaves. State listeners are called with
-no lock held.
+no lock held. ``KafkaStreams._sensors_lock`` (the per-task sensors) is a leaf that stream threads
+take while holding a task, so it must never be ``_threads_lock``: a thread being added holds that
+across the cache resize, whose barrier waits for every held task to be released.
 """
 
 from __future__ import annotations
@@ -137,6 +139,7 @@ class KafkaStreams:
         self._restore_listener: StateRestoreListener | None = None
         self._stream_threads: list[StreamThread] = []
         self._task_sensors: dict[Any, Sensor] = {}
+        self._sensors_lock = threading.Lock()
         self._failed_threads = 0
         self._shutdown_logged = False
         self._polling: PollingThread | None = None
@@ -670,7 +673,7 @@ class KafkaStreams:
 
     def _task_sensor(self, task_id: Any) -> Sensor:
         """The process sensor of one task (stream-task-metrics), created on first use."""
-        with self._threads_lock:
+        with self._sensors_lock:
             sensor = self._task_sensors.get(task_id)
             if sensor is None:
                 tags = {"client-id": self.client_id, "task-id": str(task_id)}
@@ -686,7 +689,7 @@ class KafkaStreams:
         task_manager = getattr(self, "_task_manager", None)
         if task_manager is not None:
             live = {str(t) for t in task_manager.task_ids()}
-            with self._threads_lock:
+            with self._sensors_lock:
                 for gone in [t for t in self._task_sensors if str(t) not in live]:
                     del self._task_sensors[gone]
             self._metrics.remove(
