@@ -6,6 +6,8 @@ Records are grouped by a timestamp (a window's start, a session's end) into segm
 written; once a segment ends more than the retention before it, the whole segment is closed and
 deleted, so expiry costs one directory removal rather than a scan. Writes older than the retention
 are refused, and readers ask ``min_live()`` for the oldest timestamp they may return.
+
+``SegmentedLifecycle`` is how the segmented stores (window and session) open, flush and close.
 """
 
 from __future__ import annotations
