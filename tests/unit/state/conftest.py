@@ -6,7 +6,7 @@ writes so tests can assert what a store layer does with them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,3 +53,18 @@ def make_context(tmp_path: Path) -> Callable[..., RecordingContext]:
         return RecordingContext(state_dir or tmp_path / "task", cache=cache, task_id=task_id)
 
     return make
+
+
+@pytest.fixture
+def open_store(make_context: Callable[..., RecordingContext]) -> Iterator[Callable[[Any], Any]]:
+    """open_store(store) -> store: initialised with a fresh context, closed after the test."""
+    opened: list[Any] = []
+
+    def open_(store: Any) -> Any:
+        store.init(make_context(), store)
+        opened.append(store)
+        return store
+
+    yield open_
+    for store in opened:
+        store.close()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -26,19 +26,13 @@ def kind(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def make_store(kind: str, make_context: Callable[..., Any]) -> Iterator[Callable[..., SessionStore]]:
-    opened: list[SessionStore] = []
-
+def make_store(kind: str, open_store: Callable[[Any], Any]) -> Callable[..., SessionStore]:
     def make(retention_ms: int = 1000) -> SessionStore:
         cls = InMemorySessionStore if kind == "in_memory" else RocksDBSessionStore
-        store: SessionStore = cls("s", retention_ms)
-        store.init(make_context(), store)
-        opened.append(store)
+        store: SessionStore = open_store(cls("s", retention_ms))
         return store
 
-    yield make
-    for store in opened:
-        store.close()
+    return make
 
 
 def test_put_fetch_session_and_remove(make_store: Callable[..., SessionStore]) -> None:

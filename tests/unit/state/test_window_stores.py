@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -17,21 +17,15 @@ Factory = Callable[..., WindowStore]
 
 
 @pytest.fixture(params=["in_memory", "rocksdb"])
-def make_store(request: pytest.FixtureRequest, make_context: Callable[..., Any]) -> Iterator[Factory]:
-    opened: list[WindowStore] = []
-
+def make_store(request: pytest.FixtureRequest, open_store: Callable[[Any], Any]) -> Factory:
     def make(
         retention_ms: int = 1000, window_size_ms: int = 100, retain_duplicates: bool = False
     ) -> WindowStore:
         cls = InMemoryWindowStore if request.param == "in_memory" else RocksDBWindowStore
-        store: WindowStore = cls("w", retention_ms, window_size_ms, retain_duplicates)
-        store.init(make_context(), store)
-        opened.append(store)
+        store: WindowStore = open_store(cls("w", retention_ms, window_size_ms, retain_duplicates))
         return store
 
-    yield make
-    for store in opened:
-        store.close()
+    return make
 
 
 def test_fetch_returns_the_value_of_one_window(make_store: Factory) -> None:
