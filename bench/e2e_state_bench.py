@@ -129,6 +129,13 @@ def run_count(
                 elapsed = time.perf_counter() - started
             finally:
                 streams.close(timeout=60)
+        # The newest count of every key, summed, is the input size: nothing lost or counted twice.
+        from kstreams import Serdes
+
+        long = Serdes.long()
+        latest = {r.key: long.deserialize("out", r.value) for r in cluster.read("out")}
+        if sum(latest.values()) != records:
+            raise RuntimeError(f"P2 counted {sum(latest.values())} records, expected {records}")
     finally:
         cluster.close()
     return records / elapsed

@@ -48,6 +48,8 @@ logger = logging.getLogger(__name__)
 # Sends and commits that fail in a row (each followed by an abort and a rewind of every task)
 # before the failure goes to the uncaught exception handler.
 MAX_CONSECUTIVE_RECOVERIES = 5
+# Longest poll while some partitions are paused because their tasks' buffers are full.
+PAUSED_POLL_S = 0.001
 
 
 @dataclass(frozen=True)
@@ -188,7 +190,12 @@ class PollingThread(threading.Thread):
         for entry in self._tasks.retry_locked():
             self._state_manager.add(entry)
         idle = len(self._collector) == 0
-        polled = self._consumer.poll(self._poll_s if idle else 0.0, self._max_poll_records)
+        timeout = self._poll_s if idle else 0.0
+        if self._paused:
+            # Full buffers paused their partitions: a long poll would sleep through the stream
+            # threads draining them (resumed only between polls), so fetching would stall.
+            timeout = min(timeout, PAUSED_POLL_S)
+        polled = self._consumer.poll(timeout, self._max_poll_records)
         self.poll_sensor.record()
         if self._in_rebalance:
             self._finish_rebalance()
