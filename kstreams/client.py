@@ -21,6 +21,7 @@ import os
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -33,6 +34,7 @@ from kstreams.config import StreamsConfig
 from kstreams.errors import (
     IllegalStateException,
     InvalidStateStoreException,
+    ProcessorStateException,
     UnknownStateStoreException,
 )
 from kstreams.runtime.commit import Committer
@@ -43,6 +45,7 @@ from kstreams.runtime.polling_thread import Failure, PollingThread, RuntimeHooks
 from kstreams.runtime.state_manager import StateManager, StateRestoreListener
 from kstreams.runtime.stream_thread import StreamThread, ThreadState
 from kstreams.runtime.task_manager import TaskManager
+from kstreams.state.directory import StateDirectory
 from kstreams.topology.topology import Topology
 
 __all__ = [
@@ -127,7 +130,7 @@ class KafkaStreams:
         self.config = config if isinstance(config, StreamsConfig) else StreamsConfig(config)
         self._topology = topology
         self.plan = topology.build(self.config.application_id, self.config)
-        self.process_id = uuid.uuid4()
+        self.process_id = _claim_process_id(self, self.config)
         self.client_id = self.config.client_id(self.process_id)
         self.cluster = cluster if cluster is not None else _default_cluster(self.config)
         self._metrics = MetricsRegistry()
@@ -752,6 +755,34 @@ class _Hooks(RuntimeHooks):
     def on_assignment(self) -> Any:
         self._streams._partition_counts.clear()
         return self._streams.internal_topics.setup_for_rebalance()
+
+
+# Process ids claimed by the live clients of this Python process (guarded by _claimed_lock).
+_claimed: weakref.WeakValueDictionary[uuid.UUID, KafkaStreams] = weakref.WeakValueDictionary()
+_claimed_lock = threading.Lock()
+
+
+def _claim_process_id(streams: KafkaStreams, config: StreamsConfig) -> uuid.UUID:
+    """The process id kept in the state directory, as Kafka Streams keeps it (KAFKA-10716).
+
+    A restarted process thereby keeps its exactly_once_v2 transactional.id, and initializing
+    transactions under it fences a crashed predecessor and aborts the transaction it left open;
+    with a fresh id, read_committed readers (restoration included) wait for the broker to time that
+    transaction out, which some brokers never do. Two live clients of one Python process sharing a
+    state directory would fence each other under one id, so the second gets a fresh one.
+    """
+    try:
+        stored = StateDirectory(str(config["state.dir"]), config.application_id).process_id()
+    except (OSError, ProcessorStateException) as exc:
+        logger.warning(
+            "Cannot keep the process id in state.dir %s (%s); using a fresh one", config["state.dir"], exc
+        )
+        return uuid.uuid4()
+    with _claimed_lock:
+        if stored in _claimed:
+            return uuid.uuid4()
+        _claimed[stored] = streams
+    return stored
 
 
 def _default_cluster(config: StreamsConfig) -> Cluster:
