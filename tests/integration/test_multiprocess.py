@@ -1,0 +1,294 @@
+"""Two OS processes of one application on a real broker: a worker killed with SIGKILL has its tasks
+taken over by the other with exact counts (exactly_once_v2), and SHUTDOWN_APPLICATION raised in one
+process stops both.
+
+Each worker is ``streams_worker.py`` beside this file: a count-per-key KafkaStreams application
+that reports its state changes on stdout and logs to a file.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+
+from kstreams.serdes import Serdes
+
+pytestmark = pytest.mark.integration
+
+logger = logging.getLogger(__name__)
+
+WORKER = Path(__file__).with_name("streams_worker.py")
+LONG = Serdes.long()
+PARTITIONS = 4
+KEYS = 20
+SHUTDOWN_DETECTED = "Detected that shutdown was requested. All clients in this app will now begin to shutdown"
+
+
+def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    """Wait for a condition that the workers make true (checked every 100 ms)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"Timed out after {timeout}s waiting for {what}")
+        time.sleep(0.1)
+
+
+class Worker:
+    """One ``streams_worker.py`` process; its stdout events are collected by a reader thread."""
+
+    def __init__(self, name: str, args: list[str], workdir: Path, state: str) -> None:
+        self.name = name
+        self.log_path = workdir / f"{name}.log"
+        self._log = open(self.log_path, "wb")  # closed in stop()
+        self.events: list[str] = []
+        self._changed = threading.Condition()
+        self.process = subprocess.Popen(
+            [sys.executable, str(WORKER), "--name", name, "--state-dir", str(workdir / state), *args],
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            stdin=subprocess.DEVNULL,
+            text=True,
+        )
+        self._reader = threading.Thread(target=self._read, name=f"{name}-stdout", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            with self._changed:
+                self.events.append(line.strip())
+                self._changed.notify_all()
+        with self._changed:
+            self.events.append("EOF")
+            self._changed.notify_all()
+
+    def wait_event(self, event: str, timeout: float) -> None:
+        """Wait until the worker printed ``event``; fail with its log tail if it exits first."""
+        with self._changed:
+            found = self._changed.wait_for(lambda: event in self.events or "EOF" in self.events, timeout)
+            if found and event in self.events:
+                return
+        raise AssertionError(
+            f"Worker {self.name} did not print {event!r} within {timeout}s; events {self.events}\n"
+            f"{self.log_tail()}"
+        )
+
+    def log_text(self) -> str:
+        self._log.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def log_tail(self, lines: int = 30) -> str:
+        return "\n".join(self.log_text().splitlines()[-lines:])
+
+    def kill(self) -> None:
+        """SIGKILL: no commit, no close, no leave-group; an open transaction stays open."""
+        os.kill(self.process.pid, signal.SIGKILL)
+        self.process.wait(10)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
+        self._reader.join(10)
+        self._log.close()
+
+
+@pytest.fixture
+def workers(tmp_path: Path, kafka_broker: str, app_id: str) -> Iterator[Callable[..., Worker]]:
+    """Starts workers of the application ``app_id``; every one is killed at the end."""
+    started: list[Worker] = []
+
+    def start(name: str, *extra: str, state: str | None = None) -> Worker:
+        """Start worker ``name``; ``state`` names its state directory (default: its own)."""
+        args = [
+            "--bootstrap",
+            kafka_broker,
+            "--application-id",
+            app_id,
+            "--source",
+            f"{app_id}-in",
+            "--sink",
+            f"{app_id}-out",
+            *extra,
+        ]
+        worker = Worker(name, args, tmp_path, state or name)
+        started.append(worker)
+        return worker
+
+    try:
+        yield start
+    finally:
+        for worker in started:
+            worker.stop()
+
+
+@pytest.fixture
+def admin(kafka_broker: str) -> AdminClient:
+    return AdminClient({"bootstrap.servers": kafka_broker})
+
+
+def latest(cluster, topic: str) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    """The newest count per key that read_committed readers see."""
+    return {r.key.decode(): LONG.deserialize(topic, r.value) for r in cluster.read(topic, "read_committed")}
+
+
+def produce(cluster, topic: str, count: int, start: int, kill: Worker | None = None) -> Counter[str]:  # type: ignore[no-untyped-def]
+    """Produce ``count`` records over KEYS keys; with ``kill``, SIGKILL that worker half way, so
+    it dies while records are arriving (its last transaction most likely open)."""
+    expected: Counter[str] = Counter()
+    now = int(time.time() * 1000)  # noida-db deletes records with old timestamps within seconds
+    for i in range(start, start + count):
+        if kill is not None and i == start + count // 2:
+            kill.kill()
+        key = f"key-{i % KEYS}"
+        cluster.produce(topic, key.encode(), f"value-{i}".encode(), timestamp=now + i - start)
+        expected[key] += 1
+    return expected
+
+
+def owners(admin: AdminClient, app_id: str) -> set[str]:
+    """The workers whose main consumer owns input partitions in the group's current generation
+    (a worker's consumer has client.id ``<app_id>-<worker>-consumer``)."""
+    try:
+        group = admin.describe_consumer_groups([app_id])[app_id].result(10)
+    except KafkaException:
+        return set()
+    return {
+        m.client_id[len(app_id) + 1 :].removesuffix("-consumer")
+        for m in group.members
+        if m.assignment is not None and m.assignment.topic_partitions
+    }
+
+
+def wait_owners(
+    admin: AdminClient, app_id: str, expected: set[str], timeout: float, *workers: Worker
+) -> None:
+    try:
+        wait_until(lambda: owners(admin, app_id) == expected, timeout, f"partitions owned by {expected}")
+    except AssertionError as exc:
+        assignment = owners(admin, app_id)
+        logs = "\n".join(f"--- {w.name} {w.events}\n{w.log_tail()}" for w in workers)
+        raise AssertionError(f"{exc}; group assignment {assignment}\n{logs}") from None
+
+
+def wait_exact(cluster, sink: str, expected: Counter[str], timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
+    seen: dict[str, int] = {}
+
+    def exact() -> bool:
+        nonlocal seen
+        seen = latest(cluster, sink)
+        return seen == dict(expected)
+
+    try:
+        wait_until(exact, timeout, what)
+    except AssertionError:
+        wrong = {k: (seen.get(k), n) for k, n in expected.items() if seen.get(k) != n}
+        raise AssertionError(f"{what}: counts differ (key: (seen, expected)): {wrong}") from None
+
+
+def create_topics(cluster, app_id: str) -> tuple[str, str]:  # type: ignore[no-untyped-def]
+    source, sink = f"{app_id}-in", f"{app_id}-out"
+    cluster.create_topic(source, partitions=PARTITIONS)
+    cluster.create_topic(sink, partitions=PARTITIONS)
+    return source, sink
+
+
+def test_killed_static_member_is_replaced_by_its_restart_with_exact_counts(  # type: ignore[no-untyped-def]
+    kafka_cluster, admin, app_id, workers
+) -> None:
+    """Each worker is a static group member (group.instance.id): a restarted process takes the
+    killed one's place in the group at once, without waiting for its session to time out. It
+    restarts on the killed one's state directory, so it keeps its process id and with it its
+    transactional.id: initializing transactions fences the killed process and aborts the
+    transaction it left open (noida-db never times such a transaction out)."""
+    source, sink = create_topics(kafka_cluster, app_id)
+    first = workers("w1", "--instance-id", "i1")
+    second = workers("w2", "--instance-id", "i2")
+    wait_owners(admin, app_id, {"w1", "w2"}, 60, first, second)
+    expected = produce(kafka_cluster, source, 400, start=0)
+    wait_exact(kafka_cluster, sink, expected, 60, "exact counts from two workers")
+
+    # Kill the first mid-stream, go on producing, restart it.
+    expected += produce(kafka_cluster, source, 400, start=400, kill=first)
+    restarted = workers("w1b", "--instance-id", "i1", state="w1")
+    wait_owners(admin, app_id, {"w1b", "w2"}, 60, restarted, second)
+    wait_exact(kafka_cluster, sink, expected, 90, "exact counts after the first restart")
+
+    # And again with the other worker.
+    expected += produce(kafka_cluster, source, 400, start=800, kill=second)
+    replacement = workers("w2b", "--instance-id", "i2", state="w2")
+    wait_owners(admin, app_id, {"w1b", "w2b"}, 60, restarted, replacement)
+    wait_exact(kafka_cluster, sink, expected, 90, "exact counts after the second restart")
+    for worker in (restarted, replacement):
+        assert worker.process.poll() is None, worker.log_tail()
+
+
+@pytest.mark.xfail(
+    not os.environ.get("KSTREAMS_BOOTSTRAP"),
+    reason=(
+        "noida-db 0.2.3 never expires the session of a killed member (still listed after 5 minutes "
+        "with session.timeout.ms=6000), and a member joining then leaves the group in "
+        "PREPARING_REBALANCE for good: the survivor cannot take over. Runs against a Kafka broker "
+        "given by KSTREAMS_BOOTSTRAP."
+    ),
+    run=False,
+    strict=True,
+)
+def test_killed_worker_tasks_are_taken_over_by_the_survivor_with_exact_counts(  # type: ignore[no-untyped-def]
+    kafka_cluster, admin, app_id, workers
+) -> None:
+    source, sink = create_topics(kafka_cluster, app_id)
+    first = workers("w1")
+    second = workers("w2")
+    wait_owners(admin, app_id, {"w1", "w2"}, 60, first, second)
+    expected = produce(kafka_cluster, source, 400, start=0)
+    wait_exact(kafka_cluster, sink, expected, 60, "exact counts from two workers")
+
+    # Kill the first mid-stream: records arrive before, while and after it dies.
+    expected += produce(kafka_cluster, source, 400, start=400, kill=first)
+    # The survivor takes every partition once the dead worker's session times out (6 s), and
+    # restores the counts once the dead worker's open transaction is aborted (10 s timeout).
+    wait_owners(admin, app_id, {"w2"}, 60, second)
+    wait_exact(kafka_cluster, sink, expected, 90, "exact counts after the takeover")
+
+    # A restarted worker joins; then the survivor is killed, and the restarted one takes over.
+    third = workers("w3")
+    wait_owners(admin, app_id, {"w2", "w3"}, 60, second, third)
+    expected += produce(kafka_cluster, source, 400, start=800, kill=second)
+    wait_owners(admin, app_id, {"w3"}, 60, third)
+    wait_exact(kafka_cluster, sink, expected, 90, "exact counts after the second takeover")
+    assert third.process.poll() is None, third.log_tail()
+
+
+def test_shutdown_application_stops_both_processes(kafka_cluster, admin, app_id, workers) -> None:  # type: ignore[no-untyped-def]
+    source, sink = create_topics(kafka_cluster, app_id)
+    options = ("--poison", "poison", "--handler", "SHUTDOWN_APPLICATION")
+    first = workers("w1", *options)
+    second = workers("w2", *options)
+    wait_owners(admin, app_id, {"w1", "w2"}, 60, first, second)
+    expected = produce(kafka_cluster, source, 100, start=0)
+    wait_exact(kafka_cluster, sink, expected, 60, "both workers processing")
+
+    # One poison record: whichever worker owns its partition raises and asks for the shutdown.
+    kafka_cluster.produce(source, b"key-0", b"poison", timestamp=int(time.time() * 1000))
+    for worker in (first, second):
+        worker.wait_event("FINAL ERROR", 60)
+        assert worker.process.wait(30) == 0, worker.log_tail()
+    for worker in (first, second):
+        log = worker.log_text()
+        assert log.count(SHUTDOWN_DETECTED) == 1, worker.log_tail()
+        assert "STATE ERROR PENDING_ERROR" in worker.events
+    raised = [w for w in (first, second) if "PoisonRecordError" in w.log_text()]
+    assert len(raised) == 1
