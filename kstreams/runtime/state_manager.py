@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from kstreams.cluster.port import Admin, ClusterError, Consumer, TopicPartition
 from kstreams.errors import ProcessorStateException, StreamsException
+from kstreams.runtime.restore_listener import StateRestoreListener
 
 if TYPE_CHECKING:
     from kstreams.processor import TaskId
@@ -54,26 +55,6 @@ _IDLE_WAIT_S = 0.5
 _RETRY_BACKOFF_S = 0.2
 _PROGRESS_LOG_S = 10.0
 _STANDBY_CHECKPOINT_S = 5.0
-
-
-class StateRestoreListener:
-    """Watches restoration of active tasks (Kafka's StateRestoreListener, snake_case). Override
-    what you need; the callbacks run on the restore thread, and an exception fails the task's
-    restoration."""
-
-    def on_restore_start(
-        self, topic_partition: TopicPartition, store_name: str, starting_offset: int, ending_offset: int
-    ) -> None:
-        """Restoration of one changelog partition begins: records from ``starting_offset`` up to
-        (excluding) ``ending_offset`` are to be applied."""
-
-    def on_batch_restored(
-        self, topic_partition: TopicPartition, store_name: str, batch_end_offset: int, num_restored: int
-    ) -> None:
-        """A batch of ``num_restored`` records, the last at ``batch_end_offset``, was written to the store."""
-
-    def on_restore_end(self, topic_partition: TopicPartition, store_name: str, total_restored: int) -> None:
-        """The changelog partition is restored up to its end offset (``total_restored`` records)."""
 
 
 @dataclass(eq=False)
