@@ -16,6 +16,7 @@ across the cache resize, whose barrier waits for every held task to be released.
 from __future__ import annotations
 
 import enum
+import fcntl
 import logging
 import os
 import threading
@@ -757,9 +758,8 @@ class _Hooks(RuntimeHooks):
         return self._streams.internal_topics.setup_for_rebalance()
 
 
-# Process ids claimed by the live clients of this Python process (guarded by _claimed_lock).
-_claimed: weakref.WeakValueDictionary[uuid.UUID, KafkaStreams] = weakref.WeakValueDictionary()
-_claimed_lock = threading.Lock()
+# Held (flock) by the client that uses the process id kept beside it, for the client's lifetime.
+_PROCESS_LOCK_FILE = ".process.lock"
 
 
 def _claim_process_id(streams: KafkaStreams, config: StreamsConfig) -> uuid.UUID:
@@ -768,21 +768,32 @@ def _claim_process_id(streams: KafkaStreams, config: StreamsConfig) -> uuid.UUID
     A restarted process thereby keeps its exactly_once_v2 transactional.id, and initializing
     transactions under it fences a crashed predecessor and aborts the transaction it left open;
     with a fresh id, read_committed readers (restoration included) wait for the broker to time that
-    transaction out, which some brokers never do. Two live clients of one Python process sharing a
-    state directory would fence each other under one id, so the second gets a fresh one.
+    transaction out, which some brokers never do. Two live clients sharing a state directory (in
+    one process or two) would fence each other under one id: the client holding the lock beside
+    the id keeps it until it is garbage collected or its process dies, and any other gets a fresh one.
     """
+    directory = StateDirectory(str(config["state.dir"]), config.application_id)
     try:
-        stored = StateDirectory(str(config["state.dir"]), config.application_id).process_id()
+        fd = os.open(
+            os.path.join(directory.application_dir, _PROCESS_LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644
+        )
     except (OSError, ProcessorStateException) as exc:
         logger.warning(
             "Cannot keep the process id in state.dir %s (%s); using a fresh one", config["state.dir"], exc
         )
         return uuid.uuid4()
-    with _claimed_lock:
-        if stored in _claimed:
-            return uuid.uuid4()
-        _claimed[stored] = streams
-    return stored
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        process_id = directory.process_id()
+    except BlockingIOError:
+        os.close(fd)
+        logger.info("Another client uses the process id in %s; using a fresh one", directory.application_dir)
+        return uuid.uuid4()
+    except BaseException:
+        os.close(fd)
+        raise
+    weakref.finalize(streams, os.close, fd)
+    return process_id
 
 
 def _default_cluster(config: StreamsConfig) -> Cluster:
