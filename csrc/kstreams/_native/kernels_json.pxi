@@ -90,6 +90,12 @@ cdef int _utf8_valid(const char* data, Py_ssize_t n) noexcept nogil:
         p += k
     return 1
 
+# Bytes a string scan must look at: the quote, the backslash, control characters (invalid) and
+# the lead bytes of multi-byte UTF-8 (validated); every other byte is skipped with one lookup.
+cdef unsigned char _STRING_SPECIAL[256]
+for _b in range(256):
+    _STRING_SPECIAL[_b] = 1 if (_b < 0x20 or _b == 0x22 or _b == 0x5C or _b >= 0x80) else 0
+
 cdef int _j_string(JScan* s, JTok* tok) noexcept nogil:
     """At the opening quote. Fills tok (p/n = raw content); -1 when invalid."""
     cdef const char* start
@@ -100,6 +106,9 @@ cdef int _j_string(JScan* s, JTok* tok) noexcept nogil:
     start = s.p
     tok.escaped = 0
     while s.p < s.end:
+        if not _STRING_SPECIAL[<uint8_t>s.p[0]]:
+            s.p += 1
+            continue
         c = s.p[0]
         if c == c'"':
             tok.type = T_STR
