@@ -354,7 +354,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--bootstrap", default=None, help="a Kafka-protocol broker instead of the embedded cluster"
     )
+    parser.add_argument(
+        "--config",
+        nargs="*",
+        default=[],
+        metavar="KEY=VALUE",
+        help="streams config overriding the benchmark's (e.g. poll.ms=100 max.poll.records=1000)",
+    )
+    parser.add_argument(
+        "--kafka-defaults", action="store_true", help="run with the runtime defaults, not RUNTIME_CONFIG"
+    )
     args = parser.parse_args(argv)
+    if args.kafka_defaults:
+        RUNTIME_CONFIG.clear()
+    for item in args.config:
+        key, _, value = item.partition("=")
+        RUNTIME_CONFIG[key] = int(value) if value.lstrip("-").isdigit() else value
 
     t0 = time.perf_counter()
     data = generate(args.records, args.keys, args.pipelines)
