@@ -277,7 +277,6 @@ def run_streams(
 ) -> dict[str, float]:
     from kstreams import KafkaStreams
 
-    os.environ["KSTREAMS_COMPILED"] = "1" if compiled else "0"
     suffix = uuid.uuid4().hex[:6]
     inp, out = f"{pipeline}-in-{suffix}", f"{pipeline}-out-{suffix}"
     if bootstrap:
@@ -306,6 +305,7 @@ def run_streams(
                 "commit.interval.ms": 5000,
                 **RUNTIME_CONFIG,
                 **(BROKER_CONFIG if bootstrap else {}),
+                "processing.compiled": compiled,
             },
             cluster=cluster,
         )

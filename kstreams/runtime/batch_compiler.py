@@ -7,14 +7,13 @@ partitioner, an aggregation over a cached store whose serdes match the stream. A
 a boundary: from there on its records go record by record through the Python processors, exactly
 as without compilation. A source whose subtree has no kernel at all gets no segment.
 
-``KSTREAMS_COMPILED=0`` in the environment turns compilation off (every batch per record), which
-is how tests compare both paths on the same input.
+The config ``processing.compiled=false`` turns compilation off (every batch per record), which is
+how tests and benchmarks compare both paths on the same input.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
@@ -54,8 +53,9 @@ _OPS = {"count": kernels.COUNT, "sum": kernels.SUM, "min": kernels.MIN, "max": k
 _NUMERIC = (kernels.LONG, kernels.INT, kernels.DOUBLE)
 
 
-def compilation_enabled() -> bool:
-    return os.environ.get("KSTREAMS_COMPILED", "1") not in ("0", "false", "no")
+def compilation_enabled(config: Any) -> bool:
+    """Whether the application lets tasks run compiled segments (``processing.compiled``)."""
+    return bool(config["processing.compiled"])
 
 
 class CompiledSource:
@@ -94,7 +94,7 @@ class CompiledSource:
 
 def compile_segments(task: StreamTask) -> dict[str, CompiledSource]:
     """Source topic -> compiled segment, for the sources of the task's graph that have kernels."""
-    if not compilation_enabled():
+    if not compilation_enabled(task.config):
         return {}
     segments: dict[str, CompiledSource] = {}
     for source in {id(s): s for s in task.graph.sources_by_topic.values()}.values():

@@ -118,6 +118,13 @@ def records(n: int, seed: int = 5) -> list[tuple[str, Any, int, int]]:
 # ------------------------------------------------------------------------------ the driver
 
 
+PER_RECORD = {"processing.compiled": False}
+
+
+def mode(compiled: str) -> dict[str, Any]:
+    return {} if compiled == "1" else dict(PER_RECORD)
+
+
 def run_driver(
     make: Callable[[], Any], data: list[tuple[str, Any, int, int]], config: dict[str, Any] | None = None
 ):  # type: ignore[no-untyped-def]
@@ -147,13 +154,12 @@ def run_driver(
 
 @pytest.mark.parametrize("name", sorted(TOPOLOGIES))
 def test_driver_output_is_the_same_compiled_and_per_record(
-    name: str, monkeypatch: pytest.MonkeyPatch
+    name: str,
 ) -> None:
     data = records(300)
     compiled, segments = run_driver(TOPOLOGIES[name], data)
     assert any(segments), "expected a compiled segment"
-    monkeypatch.setenv("KSTREAMS_COMPILED", "0")
-    per_record, none = run_driver(TOPOLOGIES[name], data)
+    per_record, none = run_driver(TOPOLOGIES[name], data, PER_RECORD)
     assert not any(none)
     assert compiled == per_record
     assert all(compiled.values())
@@ -178,11 +184,10 @@ def test_dsl_operations_with_kernels_become_compiled_steps() -> None:
     assert sorted(t.__name__ for t in _kinds(segments)) == ["FilterStep", "PythonMapStep", "PythonMapStep"]
 
 
-def test_a_store_without_a_cache_gets_every_update_per_record(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_store_without_a_cache_gets_every_update_per_record() -> None:
     data = records(100)
     compiled, _ = run_driver(counts, data, {"statestore.cache.max.bytes": 0})
-    monkeypatch.setenv("KSTREAMS_COMPILED", "0")
-    per_record, _ = run_driver(counts, data, {"statestore.cache.max.bytes": 0})
+    per_record, _ = run_driver(counts, data, {"statestore.cache.max.bytes": 0, **PER_RECORD})
     assert compiled == per_record
     assert len(compiled["out"]) == len(data)
 
@@ -280,17 +285,16 @@ def _final(cluster: Any, topic: str) -> dict[bytes, bytes]:
 
 
 @pytest.mark.parametrize("name", ["counts", "reductions", "rekeyed", "python_mappers"])
-def test_runtime_aggregates_match_the_per_record_path(name: str, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_runtime_aggregates_match_the_per_record_path(name: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
     from kstreams.cluster import EmbeddedCluster
 
     data = records(3000)
     outputs = []
     for compiled in ("1", "0"):
-        monkeypatch.setenv("KSTREAMS_COMPILED", compiled)
         cluster = EmbeddedCluster()
         try:
             app = f"app-{name}-{compiled}"
-            stores = run_runtime(TOPOLOGIES[name], cluster, app, data, 2, tmp_path)
+            stores = run_runtime(TOPOLOGIES[name], cluster, app, data, 2, tmp_path, mode(compiled))
             topics = {t: _final(cluster, t) for t in ("out", "out-min", "out-windowed")}
             changelogs = {
                 t: _final(cluster, t)
@@ -304,16 +308,15 @@ def test_runtime_aggregates_match_the_per_record_path(name: str, tmp_path, monke
     assert outputs[0][0] or outputs[0][1]["out"]
 
 
-def test_runtime_stateless_output_is_identical_record_for_record(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_runtime_stateless_output_is_identical_record_for_record(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from kstreams.cluster import EmbeddedCluster
 
     data = records(3000)
     outputs = []
     for compiled in ("1", "0"):
-        monkeypatch.setenv("KSTREAMS_COMPILED", compiled)
         cluster = EmbeddedCluster()
         try:
-            run_runtime(stateless, cluster, f"app-stateless-{compiled}", data, 2, tmp_path)
+            run_runtime(stateless, cluster, f"app-stateless-{compiled}", data, 2, tmp_path, mode(compiled))
             wait_until(lambda c=cluster: len(c.read("out")) > 0, what="output")
             outputs.append([(r.partition, r.key, r.value, r.timestamp) for r in cluster.read("out")])
         finally:
@@ -322,16 +325,16 @@ def test_runtime_stateless_output_is_identical_record_for_record(tmp_path, monke
     assert len(outputs[0]) == sum(1 for _, doc, _, _ in data if not doc["bot"])
 
 
-def test_a_bad_record_goes_to_the_deserialization_handler_on_both_paths(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_bad_record_goes_to_the_deserialization_handler_on_both_paths(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from kstreams.cluster import EmbeddedCluster
 
     data = records(1000)
     outputs = []
     for compiled in ("1", "0"):
-        monkeypatch.setenv("KSTREAMS_COMPILED", compiled)
         cluster = EmbeddedCluster()
         try:
             extra = {
+                **mode(compiled),
                 "bad": True,
                 "default.deserialization.exception.handler": "kstreams.errors.LogAndContinueExceptionHandler",
             }
@@ -343,7 +346,7 @@ def test_a_bad_record_goes_to_the_deserialization_handler_on_both_paths(tmp_path
     assert sum(outputs[0]["counts"].values()) == len(data) - 1
 
 
-def test_compiled_counts_restore_from_their_changelog(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_compiled_counts_restore_from_their_changelog(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from kstreams.cluster import EmbeddedCluster
 
     data = records(2000)
