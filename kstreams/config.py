@@ -176,7 +176,13 @@ _KEYS: tuple[ConfigKey, ...] = (
         _at_least(1),
     ),
     ConfigKey(
-        "processing.batch.size", int, 500, "Records a stream thread pops from a task at once.", _at_least(1)
+        "processing.batch.size", int, 2000, "Records a stream thread pops from a task at once.", _at_least(1)
+    ),
+    ConfigKey(
+        "processing.compiled",
+        bool,
+        True,
+        "Run DSL operations with compiled kernels over whole batches where they allow it.",
     ),
     ConfigKey("session.timeout.ms", int, 45000, "Group session timeout of the main consumer.", _at_least(1)),
     ConfigKey(
