@@ -1,9 +1,10 @@
-"""Two OS processes of one application on a real broker: a worker killed with SIGKILL has its tasks
-taken over by the other with exact counts (exactly_once_v2), and SHUTDOWN_APPLICATION raised in one
-process stops both.
+"""Two OS processes of one application on a real broker, with exactly_once_v2: a worker killed
+with SIGKILL mid-stream has its tasks taken over with exact counts (by its restart, or by the other
+worker once the dead one's session times out), and SHUTDOWN_APPLICATION raised in one process
+stops both.
 
 Each worker is ``streams_worker.py`` beside this file: a count-per-key KafkaStreams application
-that reports its state changes on stdout and logs to a file.
+that reports its state changes on stdout and logs to a file. Every worker is killed at the end.
 """
 
 from __future__ import annotations
@@ -172,18 +173,45 @@ def owners(admin: AdminClient, app_id: str) -> set[str]:
     }
 
 
+class WorkerExited(AssertionError):
+    """A worker that should be running has exited: waiting on is pointless."""
+
+
+def running(condition: Callable[[], bool], workers: tuple[Worker, ...]) -> Callable[[], bool]:
+    """``condition``, failing at once with the worker's log if one of ``workers`` has exited."""
+
+    def check() -> bool:
+        for worker in workers:
+            if worker.process.poll() is not None:
+                raise WorkerExited(
+                    f"Worker {worker.name} exited ({worker.process.returncode}); events {worker.events}\n"
+                    f"{worker.log_tail()}"
+                )
+        return condition()
+
+    return check
+
+
 def wait_owners(
     admin: AdminClient, app_id: str, expected: set[str], timeout: float, *workers: Worker
 ) -> None:
+    """Wait until exactly ``expected`` own the input partitions, while ``workers`` keep running."""
+    condition = running(lambda: owners(admin, app_id) == expected, workers)
     try:
-        wait_until(lambda: owners(admin, app_id) == expected, timeout, f"partitions owned by {expected}")
+        wait_until(condition, timeout, f"partitions owned by {expected}")
+    except WorkerExited:
+        raise
     except AssertionError as exc:
-        assignment = owners(admin, app_id)
+        now = owners(admin, app_id)
         logs = "\n".join(f"--- {w.name} {w.events}\n{w.log_tail()}" for w in workers)
-        raise AssertionError(f"{exc}; group assignment {assignment}\n{logs}") from None
+        raise AssertionError(f"{exc}; owners now {now}\n{logs}") from None
 
 
-def wait_exact(cluster, sink: str, expected: Counter[str], timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
+def wait_exact(  # type: ignore[no-untyped-def]
+    cluster, sink: str, expected: Counter[str], timeout: float, what: str, *workers: Worker
+) -> None:
+    """Wait until the newest committed count of every key is the true count, while ``workers``
+    keep running."""
     seen: dict[str, int] = {}
 
     def exact() -> bool:
@@ -192,10 +220,23 @@ def wait_exact(cluster, sink: str, expected: Counter[str], timeout: float, what:
         return seen == dict(expected)
 
     try:
-        wait_until(exact, timeout, what)
+        wait_until(running(exact, workers), timeout, what)
+    except WorkerExited:
+        raise
     except AssertionError:
         wrong = {k: (seen.get(k), n) for k, n in expected.items() if seen.get(k) != n}
         raise AssertionError(f"{what}: counts differ (key: (seen, expected)): {wrong}") from None
+
+
+def assert_each_count_committed_once(cluster, sink: str, expected: Counter[str]) -> None:  # type: ignore[no-untyped-def]
+    """Exactly once, seen by a read_committed reader: each key's committed counts are 1, 2, ..., n
+    in order, so no record was counted twice or lost, and nothing a killed worker wrote after its
+    last commit is visible."""
+    counts: dict[str, list[int]] = {}
+    for record in cluster.read(sink, "read_committed"):
+        counts.setdefault(record.key.decode(), []).append(LONG.deserialize(sink, record.value))
+    wrong = {k: v for k, v in counts.items() if v != list(range(1, expected[k] + 1))}
+    assert set(counts) == set(expected) and not wrong, f"committed counts per key: {wrong}"
 
 
 def create_topics(cluster, app_id: str) -> tuple[str, str]:  # type: ignore[no-untyped-def]
@@ -218,19 +259,22 @@ def test_killed_static_member_is_replaced_by_its_restart_with_exact_counts(  # t
     second = workers("w2", "--instance-id", "i2")
     wait_owners(admin, app_id, {"w1", "w2"}, 60, first, second)
     expected = produce(kafka_cluster, source, 400, start=0)
-    wait_exact(kafka_cluster, sink, expected, 60, "exact counts from two workers")
+    wait_exact(kafka_cluster, sink, expected, 60, "exact counts from two workers", first, second)
 
     # Kill the first mid-stream, go on producing, restart it.
     expected += produce(kafka_cluster, source, 400, start=400, kill=first)
     restarted = workers("w1b", "--instance-id", "i1", state="w1")
     wait_owners(admin, app_id, {"w1b", "w2"}, 60, restarted, second)
-    wait_exact(kafka_cluster, sink, expected, 90, "exact counts after the first restart")
+    wait_exact(kafka_cluster, sink, expected, 90, "exact counts after the first restart", restarted, second)
 
     # And again with the other worker.
     expected += produce(kafka_cluster, source, 400, start=800, kill=second)
     replacement = workers("w2b", "--instance-id", "i2", state="w2")
     wait_owners(admin, app_id, {"w1b", "w2b"}, 60, restarted, replacement)
-    wait_exact(kafka_cluster, sink, expected, 90, "exact counts after the second restart")
+    wait_exact(
+        kafka_cluster, sink, expected, 90, "exact counts after the second restart", restarted, replacement
+    )
+    assert_each_count_committed_once(kafka_cluster, sink, expected)
     for worker in (restarted, replacement):
         assert worker.process.poll() is None, worker.log_tail()
 
@@ -254,21 +298,22 @@ def test_killed_worker_tasks_are_taken_over_by_the_survivor_with_exact_counts(  
     second = workers("w2")
     wait_owners(admin, app_id, {"w1", "w2"}, 60, first, second)
     expected = produce(kafka_cluster, source, 400, start=0)
-    wait_exact(kafka_cluster, sink, expected, 60, "exact counts from two workers")
+    wait_exact(kafka_cluster, sink, expected, 60, "exact counts from two workers", first, second)
 
     # Kill the first mid-stream: records arrive before, while and after it dies.
     expected += produce(kafka_cluster, source, 400, start=400, kill=first)
     # The survivor takes every partition once the dead worker's session times out (6 s), and
     # restores the counts once the dead worker's open transaction is aborted (10 s timeout).
     wait_owners(admin, app_id, {"w2"}, 60, second)
-    wait_exact(kafka_cluster, sink, expected, 90, "exact counts after the takeover")
+    wait_exact(kafka_cluster, sink, expected, 90, "exact counts after the takeover", second)
 
     # A restarted worker joins; then the survivor is killed, and the restarted one takes over.
     third = workers("w3")
     wait_owners(admin, app_id, {"w2", "w3"}, 60, second, third)
     expected += produce(kafka_cluster, source, 400, start=800, kill=second)
     wait_owners(admin, app_id, {"w3"}, 60, third)
-    wait_exact(kafka_cluster, sink, expected, 90, "exact counts after the second takeover")
+    wait_exact(kafka_cluster, sink, expected, 90, "exact counts after the second takeover", third)
+    assert_each_count_committed_once(kafka_cluster, sink, expected)
     assert third.process.poll() is None, third.log_tail()
 
 
@@ -279,7 +324,7 @@ def test_shutdown_application_stops_both_processes(kafka_cluster, admin, app_id,
     second = workers("w2", *options)
     wait_owners(admin, app_id, {"w1", "w2"}, 60, first, second)
     expected = produce(kafka_cluster, source, 100, start=0)
-    wait_exact(kafka_cluster, sink, expected, 60, "both workers processing")
+    wait_exact(kafka_cluster, sink, expected, 60, "both workers processing", first, second)
 
     # One poison record: whichever worker owns its partition raises and asks for the shutdown.
     kafka_cluster.produce(source, b"key-0", b"poison", timestamp=int(time.time() * 1000))
