@@ -125,7 +125,29 @@ def _compile_source(source: SourceNode) -> CompiledSource | None:
     sink_topics.update(sink.topic for step in steps if isinstance(step, PythonMapStep) for sink in step.sinks)
     if any(count > 1 for count in sink_topics.values()):
         return None
+    # Kafka runs each record depth first through every branch before the next record. A batch
+    # runs through one branch after another instead, which is only the same when at most one
+    # branch at each fork can have effects another branch may observe: a store written by an
+    # aggregation and read by a join in a sibling branch would see the whole batch's updates.
+    if _stateful_branches_fork(children):
+        logger.debug("Source %s stays per record: stateful branches fork below it", source.name)
+        return None
     return segment
+
+
+def _contains(step: Step, kinds: tuple[type, ...]) -> bool:
+    return isinstance(step, kinds) or any(_contains(child, kinds) for child in step.children)
+
+
+def _stateful_branches_fork(children: list[Step]) -> bool:
+    """At some fork, a branch of Python processors (which may read any store of the task) runs
+    beside another branch that writes state (an aggregation) or runs Python too. Sibling
+    aggregations alone never observe each other: each writes its own store."""
+    python = sum(1 for child in children if _contains(child, (BoundaryStep,)))
+    stateful = sum(1 for child in children if _contains(child, (BoundaryStep, AggregateStep)))
+    if python >= 1 and stateful >= 2:
+        return True
+    return any(_stateful_branches_fork(child.children) for child in children)
 
 
 def _compile_node(node: Any, key_enc: int, value_enc: int) -> Step:

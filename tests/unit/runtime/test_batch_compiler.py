@@ -372,3 +372,36 @@ def test_compiled_counts_restore_from_their_changelog(tmp_path) -> None:  # type
             streams.close(timeout=30)
     finally:
         cluster.close()
+
+
+def test_a_join_beside_an_aggregation_of_the_same_stream_sees_counts_record_by_record() -> None:
+    """Kafka runs each record through every branch before the next; a batch through the count
+    branch first would let the join see counts of records that come after it."""
+    from kstreams import Grouped
+    from kstreams.cluster.port import TopicPartition
+
+    builder = StreamsBuilder()
+    clicks = builder.stream("in", Consumed.with_(STRING, STRING))
+    counts = clicks.group_by_key(Grouped.with_(STRING, STRING)).count(Materialized.as_("clicks"))
+    clicks.left_join(counts, lambda click, count: f"{click}:{count}").to(
+        "out", Produced.with_(STRING, STRING)
+    )
+    driver = TopologyTestDriver(
+        builder.build(), {"default.key.serde": "string", "default.value.serde": "string"}
+    )
+    try:
+        task = next(iter(driver._tasks.values()))
+        # Feed one batch straight to the task, as the runtime does.
+        batch = RecordBatch.from_columns([b"p"] * 3, [b"a", b"b", b"c"], [1, 2, 3], 0, [0, 1, 2])
+        task.process(TopicPartition("in", 0), batch)
+        task.flush()
+        assert task.compiled_segments == {}
+        out = [
+            STRING.deserialize("out", value)
+            for topic, _, written in driver._collector.drain()
+            if topic == "out"
+            for _, value, *_ in written
+        ]
+    finally:
+        driver.close()
+    assert out == ["a:1", "b:2", "c:3"]
