@@ -16,7 +16,6 @@ across the cache resize, whose barrier waits for every held task to be released.
 from __future__ import annotations
 
 import enum
-import fcntl
 import logging
 import os
 import threading
@@ -38,6 +37,7 @@ from kstreams.errors import (
     ProcessorStateException,
     UnknownStateStoreException,
 )
+from kstreams.runtime.client_state import State, check_transition
 from kstreams.runtime.commit import Committer
 from kstreams.runtime.init_parameters import InitParameters
 from kstreams.runtime.internal_topics import InternalTopicManager
@@ -69,39 +69,6 @@ class StreamsUncaughtExceptionResponse(enum.Enum):
     SHUTDOWN_APPLICATION = "SHUTDOWN_APPLICATION"
 
 
-class State(enum.Enum):
-    """The client's states; ``is_running_or_rebalancing`` is True in RUNNING and REBALANCING."""
-
-    CREATED = "CREATED"
-    REBALANCING = "REBALANCING"
-    RUNNING = "RUNNING"
-    PENDING_SHUTDOWN = "PENDING_SHUTDOWN"
-    NOT_RUNNING = "NOT_RUNNING"
-    PENDING_ERROR = "PENDING_ERROR"
-    ERROR = "ERROR"
-
-    def is_running_or_rebalancing(self) -> bool:
-        return self in (State.RUNNING, State.REBALANCING)
-
-
-_VALID = {
-    State.CREATED: {State.REBALANCING, State.PENDING_SHUTDOWN},
-    State.REBALANCING: {State.RUNNING, State.PENDING_SHUTDOWN, State.PENDING_ERROR},
-    State.RUNNING: {State.REBALANCING, State.RUNNING, State.PENDING_SHUTDOWN, State.PENDING_ERROR},
-    State.PENDING_SHUTDOWN: {State.NOT_RUNNING},
-    State.NOT_RUNNING: set(),
-    State.PENDING_ERROR: {State.ERROR},
-    State.ERROR: set(),
-}
-# Transitions refused without an error, as Kafka refuses them (a race with a concurrent change).
-_SILENTLY_REFUSED = {
-    State.PENDING_SHUTDOWN: set(State) - {State.NOT_RUNNING},
-    State.NOT_RUNNING: {State.PENDING_SHUTDOWN, State.NOT_RUNNING},
-    State.REBALANCING: {State.REBALANCING},
-    State.ERROR: {State.PENDING_ERROR, State.ERROR, State.PENDING_SHUTDOWN},
-    State.PENDING_ERROR: set(State) - {State.ERROR},
-}
-
 ClientState = State
 UncaughtExceptionHandler = Callable[[BaseException], StreamsUncaughtExceptionResponse]
 StateListener = Callable[[State, State], None]
@@ -131,7 +98,11 @@ class KafkaStreams:
         self.config = config if isinstance(config, StreamsConfig) else StreamsConfig(config)
         self._topology = topology
         self.plan = topology.build(self.config.application_id, self.config)
-        self.process_id = _claim_process_id(self, self.config)
+        self.process_id, process_lock = _claim_process_id(self.config)
+        # The id stays this client's until it closes (or is collected, or its process dies).
+        self._release_process_id = (
+            weakref.finalize(self, os.close, process_lock) if process_lock is not None else None
+        )
         self.client_id = self.config.client_id(self.process_id)
         self.cluster = cluster if cluster is not None else _default_cluster(self.config)
         self._metrics = MetricsRegistry()
@@ -177,13 +148,8 @@ class KafkaStreams:
     def _set_state(self, new: ClientState) -> bool:
         with self._state_lock:
             old = self._state
-            if new in _SILENTLY_REFUSED.get(old, set()):
+            if not check_transition(self.client_id, old, new):
                 return False
-            if new not in _VALID[old]:
-                raise IllegalStateException(
-                    f"Stream-client {self.client_id}: unexpected state transition from {old.name} to "
-                    f"{new.name}."
-                )
             self._state = new
             self._state_lock.notify_all()
         logger.info("Stream-client %s: state transition from %s to %s", self.client_id, old.name, new.name)
@@ -421,6 +387,8 @@ class KafkaStreams:
                     client.close()
                 except Exception:
                     logger.warning("Closing the %s failed", name.strip("_"), exc_info=True)
+        if ok and self._release_process_id is not None:
+            self._release_process_id()  # a successor client may now take over the process id
         return ok
 
     def _abandon(self) -> None:
@@ -758,42 +726,14 @@ class _Hooks(RuntimeHooks):
         return self._streams.internal_topics.setup_for_rebalance()
 
 
-# Held (flock) by the client that uses the process id kept beside it, for the client's lifetime.
-_PROCESS_LOCK_FILE = ".process.lock"
-
-
-def _claim_process_id(streams: KafkaStreams, config: StreamsConfig) -> uuid.UUID:
-    """The process id kept in the state directory, as Kafka Streams keeps it (KAFKA-10716).
-
-    A restarted process thereby keeps its exactly_once_v2 transactional.id, and initializing
-    transactions under it fences a crashed predecessor and aborts the transaction it left open;
-    with a fresh id, read_committed readers (restoration included) wait for the broker to time that
-    transaction out, which some brokers never do. Two live clients sharing a state directory (in
-    one process or two) would fence each other under one id: the client holding the lock beside
-    the id keeps it until it is garbage collected or its process dies, and any other gets a fresh one.
-    """
-    directory = StateDirectory(str(config["state.dir"]), config.application_id)
+def _claim_process_id(config: StreamsConfig) -> tuple[uuid.UUID, int | None]:
     try:
-        fd = os.open(
-            os.path.join(directory.application_dir, _PROCESS_LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644
-        )
+        return StateDirectory(str(config["state.dir"]), config.application_id).claim_process_id()
     except (OSError, ProcessorStateException) as exc:
         logger.warning(
             "Cannot keep the process id in state.dir %s (%s); using a fresh one", config["state.dir"], exc
         )
-        return uuid.uuid4()
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        process_id = directory.process_id()
-    except BlockingIOError:
-        os.close(fd)
-        logger.info("Another client uses the process id in %s; using a fresh one", directory.application_dir)
-        return uuid.uuid4()
-    except BaseException:
-        os.close(fd)
-        raise
-    weakref.finalize(streams, os.close, fd)
-    return process_id
+        return uuid.uuid4(), None
 
 
 def _default_cluster(config: StreamsConfig) -> Cluster:

@@ -32,6 +32,7 @@ logger = logging.getLogger(__name__)
 
 LOCK_FILE_NAME = ".lock"
 CHECKPOINT_FILE_NAME = ".checkpoint"
+_PROCESS_LOCK_FILE_NAME = ".process.lock"
 _PROCESS_FILE_NAME = "kafka-streams-process-metadata"
 _TASK_DIR = re.compile(r"\d+_\d+")
 
@@ -200,6 +201,26 @@ class StateDirectory:
             os.fsync(file.fileno())
         os.replace(temp, path)
         return process_id
+
+    def claim_process_id(self) -> tuple[uuid.UUID, int | None]:
+        """The process id kept here, as Kafka Streams keeps it (KAFKA-10716), with the file lock
+        that makes it this client's (release it with ``os.close``); or a fresh id and None when
+        another live client, in this process or another, holds it.
+
+        A restarted process thereby keeps its exactly_once_v2 transactional.id, so initializing
+        transactions under it fences a crashed predecessor and aborts the transaction it left open
+        (with a fresh id, read_committed readers would wait for the broker to time that transaction
+        out, which some brokers never do). Two live clients under one id would fence each other.
+        """
+        fd = self._try_flock(os.path.join(self.application_dir, _PROCESS_LOCK_FILE_NAME))
+        if fd is None:
+            logger.info("Another client uses the process id in %s; using a fresh one", self.application_dir)
+            return uuid.uuid4(), None
+        try:
+            return self.process_id(), fd
+        except BaseException:
+            os.close(fd)
+            raise
 
     @staticmethod
     def _try_flock(path: str) -> int | None:

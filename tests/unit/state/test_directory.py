@@ -94,3 +94,19 @@ def test_a_task_locked_here_cannot_be_locked_by_another_process(tmp_path: Path) 
     assert subprocess.run([sys.executable, "-c", probe], timeout=60).returncode == 3
     directory.unlock("0_0")
     assert subprocess.run([sys.executable, "-c", probe], timeout=60).returncode == 0
+
+
+def test_a_claimed_process_id_is_one_live_clients_until_released(tmp_path: Path) -> None:
+    import os
+
+    kept = StateDirectory(str(tmp_path), "app").process_id()
+    first, lock = StateDirectory(str(tmp_path), "app").claim_process_id()
+    assert first == kept and lock is not None
+    # A second live client would fence the first under one transactional.id: it gets a fresh id.
+    second, no_lock = StateDirectory(str(tmp_path), "app").claim_process_id()
+    assert second != kept and no_lock is None
+    os.close(lock)
+    again, lock = StateDirectory(str(tmp_path), "app").claim_process_id()
+    assert again == kept
+    assert lock is not None
+    os.close(lock)
