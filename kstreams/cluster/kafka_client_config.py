@@ -86,7 +86,8 @@ def build_client(factory: Callable[[Any], ClientT], settings: dict[str, object],
     try:
         return factory(settings)
     except (KafkaException, ValueError, TypeError) as exc:
-        shown = {k: v for k, v in settings.items() if k != "logger" and "password" not in k}
+        # Callables (the logger, the delivery callback) are not settings a user can fix.
+        shown = {k: v for k, v in settings.items() if not callable(v) and "password" not in k}
         raise ConfigException(
             f"Cannot create the {role}: librdkafka rejected its settings ({exc}). Settings were "
             f"{shown}; fix or remove the offending key (librdkafka names differ from the Java client's "

@@ -1,10 +1,10 @@
 """The ``Producer`` of a ``KafkaCluster``: confluent-kafka's Producer behind the port.
 
 Producers are idempotent unless configured otherwise; with ``transactional.id`` they are
-transactional. A batch is produced record by record into librdkafka's queue, with a delivery
-callback that records the first failure; ``flush`` (and ``commit_transaction``) raise it. A newer
-producer with the same transactional id fences this one: every call then raises
-``ProducerFencedError``.
+transactional. A batch is produced record by record into librdkafka's queue; the client's one
+delivery callback (``DeliveryFailures``) hears of failed records only and keeps them, and ``flush``
+(and ``commit_transaction``) raise the first. A newer producer with the same transactional id
+fences this one: every call then raises ``ProducerFencedError``.
 
 Offsets sent to a transaction carry the group metadata (generation and member id) of the group
 member that owns the partitions, found in the cluster's ``GroupMembers``, so the group coordinator
@@ -29,7 +29,7 @@ from kstreams.cluster.kafka_consumer import GroupMembers
 from kstreams.cluster.kafka_errors import cluster_error
 from kstreams.cluster.port import ClusterError, TopicNotFoundError, TopicPartition
 
-__all__ = ["KafkaProducer"]
+__all__ = ["DeliveryFailures", "KafkaProducer"]
 
 logger = logging.getLogger(__name__)
 
@@ -37,11 +37,27 @@ logger = logging.getLogger(__name__)
 _QUEUE_FULL_WAIT = 0.1
 
 
+class DeliveryFailures:
+    """A producer's delivery callback (librdkafka's ``on_delivery`` setting, set when the client
+    is built): it keeps the failed deliveries for ``flush`` and ``commit_transaction`` to raise.
+    With ``delivery.report.only.error`` librdkafka calls it for failed records only, so a record
+    that is delivered costs no Python call."""
+
+    def __init__(self) -> None:
+        # Appended by librdkafka's callback inside poll/flush, on the thread using the producer.
+        self.failures: list[tuple[str, KafkaError]] = []
+
+    def __call__(self, error: KafkaError | None, message: Message) -> None:
+        if error is not None:
+            self.failures.append((f"{message.topic()}-{message.partition()}", error))
+
+
 class KafkaProducer:
     """A ``Producer`` over one confluent-kafka Producer.
 
     ``group_only_metadata(group_id)`` gives librdkafka group metadata that names only a group, for
-    offsets whose owner is not a member in this process.
+    offsets whose owner is not a member in this process; ``delivery`` is the delivery callback the
+    client was built with.
     """
 
     def __init__(
@@ -51,6 +67,7 @@ class KafkaProducer:
         members: GroupMembers,
         group_only_metadata: Callable[[str], object],
         *,
+        delivery: DeliveryFailures,
         transactional_id: str | None,
         timeout: float = 30.0,
     ) -> None:
@@ -60,7 +77,8 @@ class KafkaProducer:
         self._group_only_metadata = group_only_metadata
         self._transactional_id = transactional_id
         self._timeout = timeout
-        self._failures: list[tuple[str, KafkaError]] = []
+        # The same list the client's delivery callback fills.
+        self._failures = delivery.failures
         # True from begin_transaction until the transaction is committed or aborted (also after
         # a failed commit, which must be followed by an abort).
         self._in_transaction = False
@@ -73,33 +91,61 @@ class KafkaProducer:
             return
         keys = batch.keys()
         values = batch.values()
-        timestamps = batch.timestamps_array().tolist()
-        has_headers = batch.has_headers
+        # librdkafka takes 0 as "now"; a batch's -1 means the record has no timestamp.
+        timestamps = batch.timestamps_array().clip(min=0).tolist()
         produce = self._producer.produce
-        on_delivery = self._on_delivery
+        # Positional arguments (topic, value, key, partition, on_delivery, callback, timestamp,
+        # headers): keyword parsing cost as much as the rest of the call. No per-message callback:
+        # the client's one delivery callback hears of failures only (delivery.report.only.error).
         i = 0
-        while i < count:
-            # librdkafka takes 0 as "now"; a batch's -1 means the record has no timestamp.
-            timestamp = timestamps[i] if timestamps[i] >= 0 else 0
+        try:
+            if batch.has_headers:
+                headers = batch.headers
+                for i in range(count):
+                    produce(topic, values[i], keys[i], partition, None, None, timestamps[i], headers(i))
+            else:
+                for i in range(count):
+                    produce(topic, values[i], keys[i], partition, None, None, timestamps[i])
+        except BufferError:
+            self._send_slowly(topic, partition, batch, keys, values, timestamps, i)
+        except KafkaException as exc:
+            raise cluster_error(f"Producing to {topic}-{partition}", exc) from exc
+        self._producer.poll(0)
+        self._raise_failures()
+
+    def _send_slowly(
+        self,
+        topic: str,
+        partition: int,
+        batch: RecordBatch,
+        keys: list[bytes | None],
+        values: list[bytes | None],
+        timestamps: list[int],
+        start: int,
+    ) -> None:
+        """Send records [start:] of a batch while librdkafka's queue is full, serving delivery
+        reports until each record finds room."""
+        produce = self._producer.produce
+        has_headers = batch.has_headers
+        i = start
+        while i < len(keys):
             try:
                 produce(
                     topic,
                     values[i],
                     keys[i],
-                    partition=partition,
-                    timestamp=timestamp,
-                    headers=cast(list, batch.headers(i)) if has_headers else None,
-                    on_delivery=on_delivery,
+                    partition,
+                    None,
+                    None,
+                    timestamps[i],
+                    cast(list, batch.headers(i)) if has_headers else None,
                 )
             except BufferError:
-                # librdkafka's queue is full: serve delivery reports until there is room.
                 self._producer.poll(_QUEUE_FULL_WAIT)
                 continue
             except KafkaException as exc:
                 raise cluster_error(f"Producing to {topic}-{partition}", exc) from exc
             i += 1
-        self._producer.poll(0)
-        self._raise_failures()
 
     def flush(self, timeout: float | None = None) -> None:
         self._check_usable()
@@ -181,10 +227,6 @@ class KafkaProducer:
         logger.debug("Closed producer %s", self._transactional_id or "")
 
     # Internals
-
-    def _on_delivery(self, error: KafkaError | None, message: Message) -> None:
-        if error is not None:
-            self._failures.append((f"{message.topic()}-{message.partition()}", error))
 
     def _raise_failures(self) -> None:
         if not self._failures:
