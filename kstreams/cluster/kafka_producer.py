@@ -100,7 +100,8 @@ class KafkaProducer:
         i = 0
         try:
             if batch.has_headers:
-                headers = batch.headers
+                # The same header lists librdkafka takes (list is invariant, hence the cast).
+                headers = cast(Callable[[int], list], batch.headers)
                 for i in range(count):
                     produce(topic, values[i], keys[i], partition, None, None, timestamps[i], headers(i))
             else:
