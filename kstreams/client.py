@@ -273,7 +273,6 @@ class KafkaStreams:
             on_restored=lambda entry: self._polling.restored(entry) if self._polling else None,
             on_failure=self._on_restore_failure,
             metrics=self._metrics,
-            client_id=self.client_id,
             admin=self._admin,
         )
         if self._restore_listener is not None:
@@ -485,13 +484,11 @@ class KafkaStreams:
         index = self._next_thread_index(reserved)
         thread = StreamThread(
             self._thread_name(index),
-            index,
             self._scheduler,
             self._task_manager,
             cache_bytes,
             self._on_stream_failure,
             self._metrics,
-            self.client_id,
             batch_size=int(self.config["processing.batch.size"]),
             time_slice_ms=int(self.config["task.time.slice.ms"]),
             task_sensor=self._task_sensor,

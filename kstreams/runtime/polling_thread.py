@@ -119,7 +119,6 @@ class PollingThread(threading.Thread):
         self._commit_interval_s = config.commit_interval_ms / 1000.0
         self._last_commit = time.monotonic()
         self._in_rebalance = False
-        self.rebalance_seen = False
         self._followup_at: float | None = None
         self._abandoned = False
         self._recoveries = 0
@@ -217,10 +216,11 @@ class PollingThread(threading.Thread):
             sent = 0
         if sent:
             self.send_sensor.record(sent, sent)
-        self._signal_punctuations()
+        running = self._tasks.running()
+        self._signal_punctuations(running)
         self._drain_failures()
         try:
-            self._maybe_commit()
+            self._maybe_commit(running)
         except ClusterError as exc:
             if isinstance(exc, CommitFailedError):
                 raise
@@ -273,16 +273,16 @@ class PollingThread(threading.Thread):
             if live:
                 self._consumer.resume(live)
 
-    def _signal_punctuations(self) -> None:
+    def _signal_punctuations(self, running: list[TaskEntry]) -> None:
         now_ms = int(time.time() * 1000)
-        for entry in self._tasks.running():
+        for entry in running:
             due = entry.task.next_wall_clock_punctuation_ms()
             if due is not None and due <= now_ms:
                 self._scheduler.signal(entry.handle)
 
-    def _maybe_commit(self) -> None:
+    def _maybe_commit(self, running: list[TaskEntry]) -> None:
         now = time.monotonic()
-        requested = any(e.task.commit_requested for e in self._tasks.running())
+        requested = any(e.task.commit_requested for e in running)
         if requested or now - self._last_commit >= self._commit_interval_s:
             self.committer.commit_all("requested" if requested else "interval")
             self._last_commit = time.monotonic()
@@ -305,10 +305,6 @@ class PollingThread(threading.Thread):
         )
         self._rewind_all()
 
-    def commit_now(self) -> None:
-        self.committer.commit_all("requested")
-        self._last_commit = time.monotonic()
-
     # -- rebalances (inside consumer.poll) ------------------------------------------------------
 
     def _start_rebalance(self) -> None:
@@ -319,7 +315,6 @@ class PollingThread(threading.Thread):
     def _finish_rebalance(self) -> None:
         if self._state_manager.restoring_count() == 0 and not self._has_unrestored():
             self._in_rebalance = False
-            self.rebalance_seen = True
             self._hooks.on_rebalance_finished()
 
     def _has_unrestored(self) -> bool:

@@ -87,7 +87,6 @@ class StateManager(threading.Thread):
         on_restored: Callable[[TaskEntry], None],
         on_failure: Callable[[TaskEntry | None, BaseException], None],
         metrics: MetricsRegistry,
-        client_id: str,
         admin: Admin | None = None,
     ) -> None:
         super().__init__(name=name, daemon=True)

@@ -48,19 +48,16 @@ class StreamThread(threading.Thread):
     def __init__(
         self,
         name: str,
-        index: int,
         scheduler: TaskScheduler,
         task_manager: TaskManager,
         cache_bytes: int,
         on_failure: Callable[[StreamThread, int, BaseException], None],
         metrics: MetricsRegistry,
-        client_id: str,
         batch_size: int = 500,
         time_slice_ms: int = 100,
         task_sensor: Callable[[Any], Sensor] | None = None,
     ) -> None:
         super().__init__(name=name, daemon=True)
-        self.index = index
         self._scheduler = scheduler
         self._task_manager = task_manager
         self.cache = RecordCache(cache_bytes)
@@ -92,7 +89,6 @@ class StreamThread(threading.Thread):
             "cache-max-bytes", "stream-record-cache-metrics", cache_tags, lambda: float(self.cache.max_bytes)
         )
         self._task_sensor = task_sensor
-        self.failure: BaseException | None = None
 
     # -- control (any thread) -------------------------------------------------------------
 
@@ -101,10 +97,6 @@ class StreamThread(threading.Thread):
         self._set_state(ThreadState.PENDING_SHUTDOWN)
         self._stop_requested.set()
         self._scheduler.wake_all()
-
-    @property
-    def stop_requested(self) -> bool:
-        return self._stop_requested.is_set()
 
     def wait_dead(self, timeout: float | None) -> bool:
         with self._state_changed:
@@ -140,7 +132,6 @@ class StreamThread(threading.Thread):
                     if entry is not None:
                         self._process(entry)
                 except BaseException as exc:
-                    self.failure = exc
                     self._task_manager.mark_failed(handle)
                     self._scheduler.release(handle)
                     logger.error(
