@@ -181,6 +181,13 @@ class KafkaAdmin:
         ends = self._list(partitions, OffsetSpec.latest(), level)
         return {tp: (starts[tp], ends[tp]) for tp in partitions}
 
+    def end_offset_later(self, partition: TopicPartition) -> Future:
+        """Ask for the end offset of one partition without waiting: a future of the
+        ListOffsets result, whose ``.offset`` is the end (read_uncommitted)."""
+        request = {KafkaTopicPartition(partition.topic, partition.partition): OffsetSpec.latest()}
+        futures = self._client.list_offsets(request, request_timeout=self._timeout)
+        return next(iter(futures.values()))  # type: ignore[no-any-return]
+
     def delete_records(self, before: Mapping[TopicPartition, int]) -> None:
         """Advance log start offsets; -1 means "up to the end", as in Kafka's DeleteRecords."""
         if not before:

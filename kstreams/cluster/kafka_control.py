@@ -7,6 +7,14 @@ consumer of the group reads that partition with its own manually assigned reader
 starting at the end offset it had when the consumer subscribed, so each member sees every signal
 sent while it is a member, its own included, and none sent before it joined.
 
+Signals are rare, so the reader does not fetch all the time: a consumer assigned to a quiet
+partition costs nothing on a Kafka broker (its fetches wait there), but on a broker that answers
+empty fetches at once it spins, which cost more CPU than processing the records. The reader stays
+paused; every ``check_interval`` seconds the channel asks for the partition's end offset without
+waiting for the answer, and only when the end has moved past what it read does it resume and read
+up to it. A signal therefore arrives within about one interval (Kafka Streams' own signal needs a
+rebalance, seconds).
+
 The internal topic manager creates the control topic with the application's other internal
 topics; a channel creates it itself (one partition) if it is missing, so a plain group of
 consumers works too.
@@ -18,7 +26,10 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable
+from concurrent.futures import Future
+from typing import cast
 
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
@@ -37,6 +48,8 @@ _FORMAT = 1
 _KIND_ERROR = "assignment-error"
 # As the internal topic manager creates it: a signal matters only to the members of the moment.
 _TOPIC_CONFIG = {"cleanup.policy": "delete", "retention.ms": "3600000"}
+# How often a listening channel asks whether a signal arrived.
+CHECK_INTERVAL = 0.5
 
 
 def control_topic(group_id: str) -> str:
@@ -58,6 +71,7 @@ class ControlChannel:
         consumer_settings: Callable[[], dict[str, object]],
         producer_settings: Callable[[], dict[str, object]],
         timeout: float = 30.0,
+        check_interval: float = CHECK_INTERVAL,
     ) -> None:
         self.group_id = group_id
         self.topic = control_topic(group_id)
@@ -66,8 +80,13 @@ class ControlChannel:
         self._consumer_settings = consumer_settings
         self._producer_settings = producer_settings
         self._timeout = timeout
+        self._check_interval = check_interval
         self._reader: Consumer | None = None
         self._sender: Producer | None = None
+        self._next = 0  # the offset of the next signal to read
+        self._reading_to: int | None = None  # resumed until the position reaches this end
+        self._probe: Future | None = None
+        self._probe_at = 0.0
 
     def listen(self) -> None:
         """Start reading signals from the control topic's current end; idempotent."""
@@ -78,16 +97,24 @@ class ControlChannel:
         reader = build_client(
             Consumer, self._consumer_settings(), f"control reader of group {self.group_id!r}"
         )
-        reader.assign([KafkaTopicPartition(self.topic, 0, start)])
+        ktp = KafkaTopicPartition(self.topic, 0, start)
+        reader.assign([ktp])
+        reader.pause([ktp])
         self._reader = reader
+        self._next = start
+        self._probe_at = time.monotonic() + self._check_interval
         logger.debug("Group %s: reading signals from %s at offset %d", self.group_id, self.topic, start)
 
     def received_error_codes(self) -> list[int]:
         """Error codes signalled since the last call, in the order they were sent (no waiting)."""
-        if self._reader is None:
+        reader = self._reader
+        if reader is None:
             return []
+        if self._reading_to is None:
+            self._check_end()
         try:
-            messages = self._reader.consume(100, 0)
+            # Also returns what was fetched before a pause took effect.
+            messages = reader.consume(100, 0)
         except KafkaException as exc:
             raise cluster_error(f"Reading signals of group {self.group_id!r} from {self.topic}", exc) from exc
         codes = []
@@ -95,6 +122,7 @@ class ControlChannel:
             if message.error() is not None:
                 logger.warning("Group %s: control topic %s: %s", self.group_id, self.topic, message.error())
                 continue
+            self._next = max(self._next, cast(int, message.offset()) + 1)
             signal = _decode(message.value())
             if signal is not None and signal.get("kind") == _KIND_ERROR:
                 logger.info(
@@ -104,7 +132,32 @@ class ControlChannel:
                     signal.get("code"),
                 )
                 codes.append(int(signal["code"]))
+        if self._reading_to is not None and self._next >= self._reading_to:
+            reader.pause([KafkaTopicPartition(self.topic, 0)])
+            self._reading_to = None
+            self._probe_at = time.monotonic() + self._check_interval
         return codes
+
+    def _check_end(self) -> None:
+        """Ask for the end offset every check interval; resume the reader once it moved."""
+        if self._probe is None:
+            if time.monotonic() >= self._probe_at:
+                self._probe = self._admin.end_offset_later(self._partition)
+            return
+        if not self._probe.done():
+            return
+        probe, self._probe = self._probe, None
+        self._probe_at = time.monotonic() + self._check_interval
+        try:
+            end = int(probe.result().offset)
+        except KafkaException as exc:
+            # Asked again at the next interval: a signal waits in the topic meanwhile.
+            logger.warning("Group %s: cannot get the end of %s: %s", self.group_id, self.topic, exc)
+            return
+        if end > self._next:
+            assert self._reader is not None
+            self._reader.resume([KafkaTopicPartition(self.topic, 0)])
+            self._reading_to = end
 
     def signal_error(self, code: int, member_id: str) -> None:
         """Send an error code to every listening member; returns once the broker has it."""

@@ -10,7 +10,7 @@ import pytest
 
 from kstreams.client import KafkaStreams
 from kstreams.cluster.kafka import KafkaCluster
-from kstreams.cluster.kafka_control import control_topic
+from kstreams.cluster.kafka_control import ControlChannel, control_topic
 from kstreams.cluster.port import ERROR_SHUTDOWN_REQUESTED, ClusterError, TopicPartition
 from kstreams.processor import Processor, Record
 from kstreams.serdes import Serdes
@@ -79,6 +79,64 @@ def test_a_member_that_joins_later_does_not_see_earlier_signals(kafka_cluster, a
     finally:
         early.close()
         late.close()
+
+
+def channel(kafka_cluster: KafkaCluster, group_id: str, check_interval: float = 0.2) -> ControlChannel:
+    bootstrap = {"bootstrap.servers": kafka_cluster.bootstrap_servers}
+    return ControlChannel(
+        group_id,
+        kafka_cluster.admin(),
+        lambda: {**bootstrap, "group.id": f"{group_id}-reader", "auto.offset.reset": "earliest"},
+        lambda: dict(bootstrap),
+        check_interval=check_interval,
+    )
+
+
+def receive(channels: list[ControlChannel], count: int) -> list[list[int]]:
+    received: list[list[int]] = [[] for _ in channels]
+    deadline = time.monotonic() + WAIT
+    while any(len(codes) < count for codes in received):
+        assert time.monotonic() < deadline, f"{count} signals not received within {WAIT}s: {received}"
+        for codes, ch in zip(received, channels, strict=True):
+            codes.extend(ch.received_error_codes())
+        time.sleep(0.01)
+    return received
+
+
+def test_every_listener_receives_every_later_signal_in_order_and_only_once(kafka_cluster, app_id):
+    early, late = channel(kafka_cluster, app_id), channel(kafka_cluster, app_id)
+    try:
+        early.listen()
+        early.signal_error(ERROR_SHUTDOWN_REQUESTED, "member-a")
+        assert receive([early], 1) == [[ERROR_SHUTDOWN_REQUESTED]]
+        late.listen()
+        for code in (7, 8, 9):
+            early.signal_error(code, "member-a")
+        assert receive([early, late], 3) == [[7, 8, 9], [7, 8, 9]]
+        # Nothing more arrives over a few check intervals: each signal is read once.
+        later = time.monotonic() + 1.0
+        while time.monotonic() < later:
+            assert early.received_error_codes() == late.received_error_codes() == []
+            time.sleep(0.01)
+    finally:
+        early.close()
+        late.close()
+
+
+def test_a_listening_channel_does_not_fetch_while_the_topic_is_quiet(kafka_cluster, app_id):
+    """noida-db answers an empty fetch at once: a reader assigned to the quiet control partition
+    spun, at ~0.6 of a core, more than processing the records cost."""
+    quiet = channel(kafka_cluster, app_id)
+    try:
+        quiet.listen()
+        cpu, wall = time.process_time(), time.monotonic()
+        while time.monotonic() - wall < 2.0:
+            assert quiet.received_error_codes() == []
+            time.sleep(0.005)
+        share = (time.process_time() - cpu) / (time.monotonic() - wall)
+        assert share < 0.2, f"a quiet control channel used {share:.0%} of a core"
+    finally:
+        quiet.close()
 
 
 def test_transactional_offsets_of_an_assigned_group_member_are_committed(kafka_cluster, app_id):
