@@ -35,7 +35,7 @@ from confluent_kafka.admin import AdminClient
 from kstreams._native.record_batch import default_partition
 from kstreams.cluster.kafka_admin import KafkaAdmin
 from kstreams.cluster.kafka_client_config import ASSIGN_ONLY_GROUP_ID, build_client, client_settings
-from kstreams.cluster.kafka_consumer import GroupMembers, KafkaConsumer, message_partition
+from kstreams.cluster.kafka_consumer import DEFAULT_HOLD_BYTES, GroupMembers, KafkaConsumer, message_partition
 from kstreams.cluster.kafka_control import ControlChannel
 from kstreams.cluster.kafka_errors import cluster_error
 from kstreams.cluster.kafka_producer import DeliveryFailures, KafkaProducer
@@ -132,6 +132,7 @@ class KafkaCluster:
             members=self._members,
             auto_offset_reset=reset,
             timeout=self._timeout,
+            hold_bytes=int(settings.get("queued.max.messages.kbytes", DEFAULT_HOLD_BYTES // 1024)) * 1024,  # type: ignore[call-overload]
         )
 
     def producer(self, config: Mapping[str, object] | None = None) -> KafkaProducer:

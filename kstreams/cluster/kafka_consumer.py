@@ -42,10 +42,13 @@ from kstreams.cluster.kafka_control import ControlChannel
 from kstreams.cluster.kafka_errors import cluster_error, kafka_error_of
 from kstreams.cluster.port import ClusterError, CommitFailedError, GroupListener, TopicPartition
 
-__all__ = ["GroupMembers", "KafkaConsumer", "message_partition"]
+__all__ = ["DEFAULT_HOLD_BYTES", "GroupMembers", "KafkaConsumer", "message_partition"]
 
 logger = logging.getLogger(__name__)
 
+# librdkafka's default queued.max.messages.kbytes, in bytes: how much a consumer holds of paused
+# partitions' records unless that setting says otherwise.
+DEFAULT_HOLD_BYTES = 65_536 * 1024
 # librdkafka serialises group metadata as b"CGMDv2:" + generation id (int32, host byte order) + ...
 _METADATA_MAGIC = b"CGMDv2:"
 _GENERATION = struct.Struct("=i")
@@ -137,6 +140,7 @@ class KafkaConsumer:
         members: GroupMembers,
         auto_offset_reset: str,
         timeout: float = 30.0,
+        hold_bytes: int = DEFAULT_HOLD_BYTES,
     ) -> None:
         self._consumer = consumer
         self._admin = admin
@@ -148,7 +152,15 @@ class KafkaConsumer:
         self._listener: GroupListener | None = None
         self._topics: list[str] = []
         self._assignment: set[TopicPartition] = set()
+        # Paused as the runtime sees it. librdkafka drops what it fetched for a partition it
+        # pauses and fetches it again on resume, so a pause only holds the partition's records
+        # back here (``_held``); librdkafka pauses it too (``_stopped``) once ``hold_bytes`` are
+        # held, as much as librdkafka's own queue of fetched records holds.
         self._paused: set[TopicPartition] = set()
+        self._held: dict[TopicPartition, list[RecordBatch]] = {}
+        self._held_bytes = 0
+        self._stopped: set[TopicPartition] = set()
+        self._hold_bytes = hold_bytes
         # Offsets set by seek or assignment that librdkafka has not taken up yet (its position is
         # unknown until it fetches), by partition.
         self._start: dict[TopicPartition, int] = {}
@@ -260,14 +272,16 @@ class KafkaConsumer:
     def poll(self, timeout: float, max_records: int = 10000) -> list[tuple[TopicPartition, RecordBatch]]:
         self._check_open()
         self._retry_pending_seeks()
+        released = self._release_held()
         try:
-            messages = self._consumer.consume(max(1, max_records), max(0.0, timeout))
+            # Held records are ready now: no waiting for more.
+            messages = self._consumer.consume(max(1, max_records), 0.0 if released else max(0.0, timeout))
         except KafkaException as exc:
             raise cluster_error(f"Polling {self._describe()}", exc) from exc
         if self._control is not None and self._listener is not None:
             for code in self._control.received_error_codes():
                 self._listener.on_assignment_error(code)
-        return self._batches(messages)
+        return released + self._batches(messages) if released else self._batches(messages)
 
     def seek(self, partition: TopicPartition, offset: int) -> None:
         self._check_open()
@@ -277,6 +291,7 @@ class KafkaConsumer:
             raise ClusterError(f"Cannot seek {partition}: it is not assigned to {self._describe()}")
         self._start[partition] = offset
         self._pending_seeks.pop(partition, None)
+        self._drop_held(partition)
         if self._in_rebalance:
             # Inside on_partitions_assigned: the offset becomes the start of the assignment.
             return
@@ -294,6 +309,9 @@ class KafkaConsumer:
             raise ClusterError(f"Cannot get the position of {partition}: it is not assigned to this consumer")
         if partition in self._pending_seeks:
             return self._pending_seeks[partition]
+        held = self._held.get(partition)
+        if held:
+            return held[0].first_offset
         try:
             fetched = self._consumer.position([_ktp(partition)])[0].offset
         except KafkaException as exc:
@@ -307,24 +325,20 @@ class KafkaConsumer:
         return self._initial_position(partition)
 
     def pause(self, partitions: Sequence[TopicPartition]) -> None:
-        targets = [tp for tp in partitions if tp in self._assignment]
-        if not targets:
-            return
-        try:
-            self._consumer.pause([_ktp(tp) for tp in targets])
-        except KafkaException as exc:
-            raise cluster_error(f"Pausing {targets}", exc) from exc
-        self._paused.update(targets)
+        self._paused.update(tp for tp in partitions if tp in self._assignment)
 
     def resume(self, partitions: Sequence[TopicPartition]) -> None:
         targets = [tp for tp in partitions if tp in self._paused]
         if not targets:
             return
-        try:
-            self._consumer.resume([_ktp(tp) for tp in targets])
-        except KafkaException as exc:
-            raise cluster_error(f"Resuming {targets}", exc) from exc
         self._paused.difference_update(targets)
+        stopped = [tp for tp in targets if tp in self._stopped]
+        if stopped:
+            try:
+                self._consumer.resume([_ktp(tp) for tp in stopped])
+            except KafkaException as exc:
+                raise cluster_error(f"Resuming {stopped}", exc) from exc
+            self._stopped.difference_update(stopped)
 
     def paused(self) -> list[TopicPartition]:
         return sorted(self._paused)
@@ -417,9 +431,10 @@ class KafkaConsumer:
             start = [_ktp(tp, self._start.get(tp, OFFSET_INVALID)) for tp in assigned]
             consumer.assign(start)
             # So do its pauses: librdkafka starts every newly assigned partition unpaused.
-            paused = [_ktp(tp) for tp in assigned if tp in self._paused]
+            paused = [tp for tp in assigned if tp in self._paused]
             if paused:
-                consumer.pause(paused)
+                consumer.pause([_ktp(tp) for tp in paused])
+                self._stopped.update(paused)
 
     def _on_revoke(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
         self._end_assignment(consumer, partitions, lost=False)
@@ -475,12 +490,6 @@ class KafkaConsumer:
         result = []
         for (topic, partition), run in runs.items():
             tp = TopicPartition(topic, partition)
-            if tp in self._paused:
-                # Fetched before the pause took effect: fetch it again after the resume.
-                first = cast(int, run[0].offset())
-                self._start[tp] = first
-                self._seek_now(tp, first)
-                continue
             if tp in self._pending_seeks or tp not in self._assignment:
                 # Fetched before a seek or a revocation took effect.
                 continue
@@ -493,9 +502,37 @@ class KafkaConsumer:
                 list(map(_offset_of, run)),
                 None if headers.count(None) == len(headers) else headers,
             )
-            result.append((tp, batch))
             self._start.pop(tp, None)
+            if tp in self._paused:
+                self._hold(tp, batch)
+            else:
+                result.append((tp, batch))
         return result
+
+    def _hold(self, tp: TopicPartition, batch: RecordBatch) -> None:
+        """Keep a paused partition's records until it resumes; once ``hold_bytes`` are held, stop
+        librdkafka fetching the partition (it fetches again from after the held records)."""
+        self._held.setdefault(tp, []).append(batch)
+        self._held_bytes += batch.nbytes
+        if tp not in self._stopped and self._held_bytes >= self._hold_bytes:
+            try:
+                self._consumer.pause([_ktp(tp)])
+            except KafkaException as exc:
+                raise cluster_error(f"Pausing {tp}", exc) from exc
+            self._stopped.add(tp)
+
+    def _release_held(self) -> list[tuple[TopicPartition, RecordBatch]]:
+        """The held records of partitions resumed since, oldest first."""
+        if not self._held:
+            return []
+        ready = [tp for tp in self._held if tp not in self._paused]
+        released = [(tp, batch) for tp in ready for batch in self._held.pop(tp)]
+        self._held_bytes -= sum(batch.nbytes for _, batch in released)
+        return released
+
+    def _drop_held(self, tp: TopicPartition) -> None:
+        for batch in self._held.pop(tp, ()):
+            self._held_bytes -= batch.nbytes
 
     def _on_message_error(self, message: Message, error: KafkaError) -> None:
         code = error.code()
@@ -530,7 +567,7 @@ class KafkaConsumer:
                 self._consumer.incremental_assign([_ktp(partition, offset)])
             except KafkaException as exc:
                 raise cluster_error(f"Seeking {partition} to offset {offset}", exc) from exc
-            if partition in self._paused:
+            if partition in self._stopped:
                 self._consumer.pause([_ktp(partition)])
         else:
             self._pending_seeks[partition] = offset
@@ -560,6 +597,8 @@ class KafkaConsumer:
     def _forget(self, partitions: Sequence[TopicPartition] | set[TopicPartition]) -> None:
         for tp in partitions:
             self._paused.discard(tp)
+            self._stopped.discard(tp)
+            self._drop_held(tp)
             self._pending_seeks.pop(tp, None)
             self._start.pop(tp, None)
 

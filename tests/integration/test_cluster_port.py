@@ -256,6 +256,56 @@ def test_manually_assigned_consumer_polls_seeks_and_pauses(cluster, app_id):
         consumer.close()
 
 
+@pytest.mark.parametrize("hold", ["default", "small"])
+def test_pausing_and_resuming_mid_stream_delivers_every_record_once_in_order(cluster, app_id, hold):
+    # The runtime pauses a partition whenever its task's buffer is full, many times a second.
+    # The Kafka adapter holds a paused partition's records, and stops librdkafka fetching it once
+    # queued.max.messages.kbytes are held ("small": almost at once).
+    name = f"{app_id}-paused"
+    cluster.create_topic(name, partitions=2)
+    producer = cluster.producer()
+    for partition in (0, 1):
+        rows = [(None, f"p{partition}-{i}".encode(), NOW + i, partition, i, None) for i in range(3000)]
+        producer.send(name, partition, RecordBatch.from_records(rows))
+    producer.flush()
+    tp0, tp1 = partitions(name, 2)
+    config: dict[str, object] = {"auto.offset.reset": "earliest"}
+    if hold == "small":
+        if not isinstance(cluster, KafkaCluster):
+            pytest.skip("only the Kafka adapter holds paused partitions' records")
+        config["queued.max.messages.kbytes"] = 1
+    consumer = cluster.consumer(None, config)
+    seen: dict[TopicPartition, list[int]] = {tp0: [], tp1: []}
+    try:
+        consumer.assign([tp0, tp1])
+        deadline = time.monotonic() + WAIT
+        turn = 0
+        while len(seen[tp0]) < 3000 or len(seen[tp1]) < 3000:
+            assert time.monotonic() < deadline, f"got {len(seen[tp0])} and {len(seen[tp1])} of 3000 each"
+            paused = set(consumer.paused())
+            for tp, batch in consumer.poll(0.05, 100):
+                assert tp not in paused, f"a poll returned records of paused {tp}"
+                seen[tp].extend(batch.offsets_array().tolist())
+            turn += 1
+            # Pause p0 for two polls in every three, p1 for one poll in every two.
+            consumer.resume([tp for tp in (tp0, tp1) if tp in paused])
+            consumer.pause([tp for tp, now in ((tp0, turn % 3 != 0), (tp1, turn % 2 == 0)) if now])
+            for tp in (tp0, tp1):
+                # The position is the next record this consumer returns, paused or not.
+                assert consumer.position(tp) == len(seen[tp])
+        assert seen == {tp0: list(range(3000)), tp1: list(range(3000))}
+
+        # A seek while paused starts the partition over from the seek offset on resume.
+        consumer.pause([tp0])
+        consumer.seek(tp0, 2990)
+        consumer.resume([tp0])
+        again = poll_until([consumer], lambda: consumer.position(tp0) == 3000, what="records after the seek")
+        assert [r[4] for r in again[tp0]] == list(range(2990, 3000))
+    finally:
+        consumer.close()
+        producer.close()
+
+
 def test_group_assignment_and_rebalance_on_join_and_leave(cluster, app_id):
     a, b = f"{app_id}-a", f"{app_id}-b"
     cluster.create_topic(a, partitions=4)
