@@ -256,11 +256,18 @@ def test_manually_assigned_consumer_polls_seeks_and_pauses(cluster, app_id):
         consumer.close()
 
 
-@pytest.mark.parametrize("hold", ["default", "small"])
-def test_pausing_and_resuming_mid_stream_delivers_every_record_once_in_order(cluster, app_id, hold):
+def test_pausing_and_resuming_mid_stream_delivers_every_record_once_in_order(cluster, app_id):
     # The runtime pauses a partition whenever its task's buffer is full, many times a second.
-    # The Kafka adapter holds a paused partition's records, and stops librdkafka fetching it once
-    # queued.max.messages.kbytes are held ("small": almost at once).
+    pause_and_resume_every_poll(cluster, app_id, {})
+
+
+def test_pausing_once_librdkafka_is_paused_too_delivers_every_record_once_in_order(kafka_cluster, app_id):
+    # The Kafka adapter holds a paused partition's records and pauses librdkafka once
+    # queued.max.messages.kbytes are held: with 1 KB, almost at once.
+    pause_and_resume_every_poll(kafka_cluster, app_id, {"queued.max.messages.kbytes": 1})
+
+
+def pause_and_resume_every_poll(cluster, app_id: str, config: dict[str, object]) -> None:  # type: ignore[no-untyped-def]
     name = f"{app_id}-paused"
     cluster.create_topic(name, partitions=2)
     producer = cluster.producer()
@@ -269,12 +276,7 @@ def test_pausing_and_resuming_mid_stream_delivers_every_record_once_in_order(clu
         producer.send(name, partition, RecordBatch.from_records(rows))
     producer.flush()
     tp0, tp1 = partitions(name, 2)
-    config: dict[str, object] = {"auto.offset.reset": "earliest"}
-    if hold == "small":
-        if not isinstance(cluster, KafkaCluster):
-            pytest.skip("only the Kafka adapter holds paused partitions' records")
-        config["queued.max.messages.kbytes"] = 1
-    consumer = cluster.consumer(None, config)
+    consumer = cluster.consumer(None, {"auto.offset.reset": "earliest", **config})
     seen: dict[TopicPartition, list[int]] = {tp0: [], tp1: []}
     try:
         consumer.assign([tp0, tp1])
