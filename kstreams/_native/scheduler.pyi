@@ -27,8 +27,9 @@ class TaskScheduler:
         """Remove a task once no thread holds it (waits up to timeout seconds; < 0 waits forever).
         Returns False on timeout (the task stays registered). Unknown ids return True."""
     def next_task(self, timeout: float) -> int:
-        """Lock and return the ready, unheld, non-failed task with the most buffered records
-        (a signalled task counts as ready even with an empty buffer). Waits up to timeout seconds
+        """Lock and return an unheld, non-failed task: a signalled one first (even with an empty
+        buffer; a due punctuation must not wait for busier tasks), else the one with the most
+        buffered records. Waits up to timeout seconds
         for one; returns -1 on timeout, on wake_all(), while paused past the timeout, or after
         shutdown(). Never hands one task to two threads."""
     def release(self, task_id: int) -> None:

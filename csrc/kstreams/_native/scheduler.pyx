@@ -1,8 +1,9 @@
 # cython: language_level=3
 """Task scheduling for the stream threads: per-task locks, most-buffered-first, the commit barrier.
 
-A stream thread asks next_task() for the ready task with the most buffered records; the task is
-then locked to that thread until it calls release(). The polling thread pushes records into the
+A stream thread asks next_task() for a signalled task (one with a due punctuation or a commit
+request), else the ready task with the most buffered records; the task is then locked to that
+thread until it calls release(). The polling thread pushes records into the
 tasks' RecordBuffers and calls notify(); at commit it calls pause_all() (no new acquisitions, wait
 until no task is held) and resume_all().
 
@@ -79,17 +80,28 @@ cdef class TaskScheduler:
         return deref(it).second
 
     cdef ks_Task* _pick(self) noexcept nogil:
+        # A signalled task (a punctuation due, a commit asked for) goes first, least recently
+        # served first: ranked by its buffer alone, an idle task with a due wall-clock
+        # punctuation would wait for as long as any other task had records.
         cdef ks_Task* best = NULL
         cdef ks_Task* t
         cdef Py_ssize_t best_count = -1
         cdef Py_ssize_t count
+        cdef bool best_signalled = False
         cdef size_t i
         for i in range(self._tasks.size()):
             t = self._tasks[i]
             if t.held or t.failed or t.closing > 0:
                 continue
+            if t.signalled:
+                if not best_signalled or t.last_served < best.last_served:
+                    best = t
+                    best_signalled = True
+                continue
+            if best_signalled:
+                continue
             count = _buffered(t)
-            if count == 0 and not t.signalled:
+            if count == 0:
                 continue
             if count > best_count or (count == best_count and t.last_served < best.last_served):
                 best = t
@@ -230,9 +242,9 @@ cdef class TaskScheduler:
     # ---- acquiring and releasing ----
 
     def next_task(self, double timeout) -> int:
-        """Lock and return the ready, unheld, non-failed task with the most buffered records
-        (a signalled task counts as ready even with an empty buffer; ties go to the task served
-        least recently). Waits up to timeout seconds (0 polls, < 0 waits until woken); returns -1
+        """Lock and return an unheld, non-failed task: a signalled one first (even with an empty
+        buffer), else the one with the most buffered records; ties go to the task served least
+        recently. Waits up to timeout seconds (0 polls, < 0 waits until woken); returns -1
         on timeout, on wake_all(), while paused past the timeout, or after shutdown()."""
         cdef int64_t result
         with nogil:

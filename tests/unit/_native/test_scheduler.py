@@ -89,6 +89,19 @@ def test_signal_makes_empty_task_eligible_once() -> None:
     assert scheduler.next_task(0) == -1
 
 
+def test_a_signalled_task_goes_before_tasks_with_more_records() -> None:
+    # An idle task with a due wall-clock punctuation must not wait until busier tasks run dry.
+    scheduler, buffers = make(100, 0, 50)
+    scheduler.signal(1)
+    assert scheduler.next_task(0) == 1
+    scheduler.release(1)
+    assert scheduler.next_task(0) == 0  # the signal was taken: records rank again
+    scheduler.signal(2)
+    scheduler.signal(1)
+    # Among signalled tasks, the least recently served goes first.
+    assert [scheduler.next_task(0), scheduler.next_task(0), scheduler.next_task(0)] == [2, 1, -1]
+
+
 def test_equal_counts_go_to_least_recently_served() -> None:
     scheduler, _ = make(0, 0)
     scheduler.signal(0)

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from kstreams._native.record_batch import RecordBatch
 from kstreams.client import KafkaStreams
 from kstreams.cluster import EmbeddedCluster
 from kstreams.processor import Processor, PunctuationType, Record
@@ -252,6 +253,43 @@ def test_wall_clock_punctuation_runs_without_input(app: App, tmp_path, clients) 
         app.timeout,
         "a tick from every task",
     )
+
+
+class SlowTicker(WallClockTicker):
+    """A WallClockTicker whose records each take a fraction of a millisecond; counts them."""
+
+    def __init__(self, processed: list[int]) -> None:
+        self.processed = processed
+
+    def process(self, record: Record) -> None:
+        time.sleep(0.0002)  # the work of a slow processor
+        self.processed.append(1)
+
+
+def test_an_idle_tasks_due_punctuation_does_not_wait_for_a_busy_task(app: App, tmp_path, clients) -> None:  # type: ignore[no-untyped-def]
+    # One stream thread; task 0_0 has a backlog of slow records (seconds of work), the others none.
+    backlog = 10_000
+    producer = app.cluster.producer()
+    base = now_ms()
+    producer.send(
+        app.source, 0, RecordBatch.from_records([(b"k", b"v", base + i, 0, i, None) for i in range(backlog)])
+    )
+    producer.flush()
+    producer.close()
+    processed: list[int] = []
+    topology = Topology()
+    topology.add_source("src", app.source, key_deserializer=STRING, value_deserializer=STRING)
+    topology.add_processor("ticker", lambda: SlowTicker(processed), "src")
+    topology.add_sink("sink", app.sink, "ticker", key_serializer=STRING, value_serializer=STRING)
+    streams = new_client(topology, app, tmp_path, **{"num.stream.threads": 1})
+    clients.append(streams)
+    streams.start()
+    wait_until(
+        lambda: "0_1" in {r.value.decode() for r in app.cluster.read(app.sink)},
+        app.timeout,
+        "a tick from the idle task 0_1",
+    )
+    assert len(processed) < backlog, "the idle task ticked only once the busy task ran out of records"
 
 
 # -- the DSL on the threaded runtime ----------------------------------------------------------------
