@@ -361,7 +361,7 @@ class AggregateStep(Step):
             self.boundary(task, batch, key_enc, value_enc)
             return
         caching = self._caching
-        cache = caching._cache()
+        cache = caching.current_cache()
         if cache is None or cache.max_bytes == 0:
             self.boundary(task, batch, key_enc, value_enc)
             return

@@ -107,7 +107,7 @@ class _Caching(StoreLayer):
         self._listener = listener
         return True
 
-    def _cache(self) -> Any:
+    def current_cache(self) -> Any:
         """The current thread's cache with this store's namespace in it, or None without caching."""
         context = self._context
         if context is None:
@@ -126,7 +126,7 @@ class _Caching(StoreLayer):
 
     def _put(self, cache_key: bytes, value: bytes | None) -> None:
         """Write an entry into the cache (None: a tombstone) stamped with the current timestamp."""
-        cache = self._cache()
+        cache = self.current_cache()
         if cache is None:
             # No cache: write through at once, still telling the listener (processors rely on it).
             self._on_flush([(cache_key, value, self._timestamp())])
@@ -136,13 +136,13 @@ class _Caching(StoreLayer):
     def _cached(self, cache_key: bytes) -> tuple[bytes | None, ...] | None:
         """The cache's entry for ``cache_key`` (its value first, None for a tombstone), or None on a
         miss or without a cache. Never fills the cache."""
-        cache = self._cache()
+        cache = self.current_cache()
         if cache is None:
             return None
         return cache.get(self._namespace, cache_key)  # type: ignore[no-any-return]
 
     def flush(self) -> None:
-        cache = self._cache() if self._context is not None else None
+        cache = self.current_cache() if self._context is not None else None
         if cache is not None:
             cache.flush(self._namespace)
         self.wrapped.flush()
@@ -227,7 +227,7 @@ class CachingKeyValueStore(_Caching, KeyValueStore[bytes, bytes]):
             listener(key, value, old, timestamp)
 
     def get(self, key: bytes) -> bytes | None:
-        cache = self._cache()
+        cache = self.current_cache()
         if cache is None:
             return self.wrapped.get(key)
         hit = cache.get(self._namespace, key)
@@ -267,14 +267,14 @@ class CachingKeyValueStore(_Caching, KeyValueStore[bytes, bytes]):
 
     def _range(self, lo: bytes | None, hi: bytes | None, reverse: bool) -> Iterator[tuple[bytes, bytes]]:
         stored = self.wrapped.reverse_range(lo, hi) if reverse else self.wrapped.range(lo, hi)
-        cache = self._cache()
+        cache = self.current_cache()
         if cache is None or (lo is not None and hi is not None and lo > hi):
             return stored
         return _merge(self._cached_between(cache, lo, hi), stored, reverse)
 
     def prefix_scan(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
         stored = self.wrapped.prefix_scan(prefix)
-        cache = self._cache()
+        cache = self.current_cache()
         if cache is None:
             return stored
         cached = [entry for entry in self._cached_between(cache, prefix, None) if entry[0].startswith(prefix)]
@@ -323,7 +323,7 @@ class CachingWindowStore(_Caching, WindowLayer, WindowStore[bytes, bytes]):
 
     def fetch_range(self, key: bytes, time_from: int, time_to: int) -> Iterator[tuple[int, bytes]]:
         stored = self.wrapped.fetch_range(key, time_from, time_to)
-        cache = self._cache()
+        cache = self.current_cache()
         # Window starts are never negative; a negative bound would sort above the positive ones.
         time_from = max(time_from, 0)
         if cache is None or time_from > time_to:
@@ -345,7 +345,7 @@ class CachingWindowStore(_Caching, WindowLayer, WindowStore[bytes, bytes]):
     def fetch_all(self, time_from: int, time_to: int) -> Iterator[tuple[WindowedKey[bytes], bytes]]:
         """Windows with time_from <= start <= time_to, by window start then key bytes."""
         stored = self.wrapped.fetch_all(time_from, time_to)
-        cache = self._cache()
+        cache = self.current_cache()
         if cache is None:
             return stored
         merged: dict[tuple[int, bytes], bytes | None] = {(w.start, w.key): value for w, value in stored}
@@ -408,7 +408,7 @@ class CachingSessionStore(_Caching, SessionLayer, SessionStore[bytes, bytes]):
         self, key: bytes, earliest_session_end: int, latest_session_start: int
     ) -> Iterator[tuple[WindowedKey[bytes], bytes]]:
         stored = self.wrapped.find_sessions(key, earliest_session_end, latest_session_start)
-        cache = self._cache()
+        cache = self.current_cache()
         if cache is None:
             return stored
         # Session times are never negative; a negative bound would sort above the positive ones.
