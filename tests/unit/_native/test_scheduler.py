@@ -91,7 +91,7 @@ def test_signal_makes_empty_task_eligible_once() -> None:
 
 def test_a_signalled_task_goes_before_tasks_with_more_records() -> None:
     # An idle task with a due wall-clock punctuation must not wait until busier tasks run dry.
-    scheduler, buffers = make(100, 0, 50)
+    scheduler, _ = make(100, 0, 50)
     scheduler.signal(1)
     assert scheduler.next_task(0) == 1
     scheduler.release(1)
