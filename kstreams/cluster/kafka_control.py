@@ -87,6 +87,7 @@ class ControlChannel:
         self._reading_to: int | None = None  # resumed until the position reaches this end
         self._probe: Future | None = None
         self._probe_at = 0.0
+        self._probe_failing = False
 
     def listen(self) -> None:
         """Start reading signals from the control topic's current end; idempotent."""
@@ -151,9 +152,15 @@ class ControlChannel:
         try:
             end = int(probe.result().offset)
         except KafkaException as exc:
-            # Asked again at the next interval: a signal waits in the topic meanwhile.
-            logger.warning("Group %s: cannot get the end of %s: %s", self.group_id, self.topic, exc)
+            # Asked again at the next interval: a signal waits in the topic meanwhile. Said once
+            # per outage, not every half second.
+            if not self._probe_failing:
+                logger.warning("Group %s: cannot get the end of %s: %s", self.group_id, self.topic, exc)
+            self._probe_failing = True
             return
+        if self._probe_failing:
+            logger.info("Group %s: reading signals from %s again", self.group_id, self.topic)
+            self._probe_failing = False
         if end > self._next:
             assert self._reader is not None
             self._reader.resume([KafkaTopicPartition(self.topic, 0)])

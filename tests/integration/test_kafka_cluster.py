@@ -4,6 +4,7 @@ bootstrap.servers alone."""
 
 from __future__ import annotations
 
+import logging
 import time
 
 import pytest
@@ -137,6 +138,34 @@ def test_a_listening_channel_does_not_fetch_while_the_topic_is_quiet(kafka_clust
         assert share < 0.2, f"a quiet control channel used {share:.0%} of a core"
     finally:
         quiet.close()
+
+
+def test_a_control_topic_that_goes_away_is_reported_once_and_read_again_when_back(
+    kafka_cluster, app_id, caplog
+):
+    listener = channel(kafka_cluster, app_id, check_interval=0.1)
+    try:
+        listener.listen()
+        kafka_cluster.admin().delete_topics([control_topic(app_id)])
+        with caplog.at_level(logging.INFO, logger="kstreams.cluster.kafka_control"):
+            deadline = time.monotonic() + 1.5
+            while time.monotonic() < deadline:
+                assert listener.received_error_codes() == []
+                time.sleep(0.01)
+            warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+            assert len(warnings) == 1, [r.getMessage() for r in warnings]
+            assert "cannot get the end of" in warnings[0].getMessage()
+            # Back (recreated as the internal topic manager would): signals flow again.
+            kafka_cluster.create_topic(control_topic(app_id), 1)
+            sender = channel(kafka_cluster, app_id)
+            try:
+                sender.signal_error(ERROR_SHUTDOWN_REQUESTED, "member-b")
+            finally:
+                sender.close()
+            assert receive([listener], 1) == [[ERROR_SHUTDOWN_REQUESTED]]
+            assert any("reading signals from" in r.getMessage() for r in caplog.records)
+    finally:
+        listener.close()
 
 
 def test_transactional_offsets_of_an_assigned_group_member_are_committed(kafka_cluster, app_id):
