@@ -49,6 +49,8 @@ logger = logging.getLogger(__name__)
 # librdkafka's default queued.max.messages.kbytes, in bytes: how much a consumer holds of paused
 # partitions' records unless that setting says otherwise.
 DEFAULT_HOLD_BYTES = 65_536 * 1024
+# How long a rebalance waits to read the signals sent before it.
+_CATCH_UP_S = 5.0
 # librdkafka serialises group metadata as b"CGMDv2:" + generation id (int32, host byte order) + ...
 _METADATA_MAGIC = b"CGMDv2:"
 _GENERATION = struct.Struct("=i")
@@ -423,6 +425,11 @@ class KafkaConsumer:
         self._in_rebalance = True
         try:
             if self._listener is not None and self._listener_enabled:
+                if self._control is not None:
+                    # A member that signalled before leaving is heard before its partitions are
+                    # processed here, as Kafka Streams hears it in the same rebalance.
+                    for code in self._control.catch_up(_CATCH_UP_S):
+                        self._listener.on_assignment_error(code)
                 logger.info("Group %s: assigned %s", self._group_id, assigned)
                 self._listener.on_partitions_assigned(list(assigned))
         finally:

@@ -108,14 +108,39 @@ class ControlChannel:
 
     def received_error_codes(self) -> list[int]:
         """Error codes signalled since the last call, in the order they were sent (no waiting)."""
-        reader = self._reader
-        if reader is None:
+        if self._reader is None:
             return []
         if self._reading_to is None:
             self._check_end()
+        return self._read(0.0)
+
+    def catch_up(self, timeout: float) -> list[int]:
+        """Every error code signalled up to now that was not returned yet, waiting up to
+        ``timeout`` seconds for them. Called as a rebalance hands out partitions: a member that
+        signalled before it left must be heard before anyone processes its partitions (Kafka
+        Streams hears it in the same rebalance)."""
+        if self._reader is None:
+            return []
+        try:
+            end = self._admin.list_offsets([self._partition])[self._partition][1]
+        except ClusterError as exc:
+            logger.warning("Group %s: cannot get the end of %s: %s", self.group_id, self.topic, exc)
+            return self._read(0.0)
+        if end > self._next and self._reading_to is None:
+            self._resume_to(end)
+        codes = self._read(0.0)
+        deadline = time.monotonic() + timeout
+        while self._reading_to is not None and time.monotonic() < deadline:
+            codes += self._read(min(0.05, max(0.0, deadline - time.monotonic())))
+        return codes
+
+    def _read(self, timeout: float) -> list[int]:
+        """Codes among the signals fetched so far; pauses the reader once it read to its target."""
+        reader = self._reader
+        assert reader is not None
         try:
             # Also returns what was fetched before a pause took effect.
-            messages = reader.consume(100, 0)
+            messages = reader.consume(100, timeout)
         except KafkaException as exc:
             raise cluster_error(f"Reading signals of group {self.group_id!r} from {self.topic}", exc) from exc
         codes = []
@@ -138,6 +163,11 @@ class ControlChannel:
             self._reading_to = None
             self._probe_at = time.monotonic() + self._check_interval
         return codes
+
+    def _resume_to(self, end: int) -> None:
+        assert self._reader is not None
+        self._reader.resume([KafkaTopicPartition(self.topic, 0)])
+        self._reading_to = end
 
     def _check_end(self) -> None:
         """Ask for the end offset every check interval; resume the reader once it moved."""
@@ -162,9 +192,7 @@ class ControlChannel:
             logger.info("Group %s: reading signals from %s again", self.group_id, self.topic)
             self._probe_failing = False
         if end > self._next:
-            assert self._reader is not None
-            self._reader.resume([KafkaTopicPartition(self.topic, 0)])
-            self._reading_to = end
+            self._resume_to(end)
 
     def signal_error(self, code: int, member_id: str) -> None:
         """Send an error code to every listening member; returns once the broker has it."""

@@ -126,6 +126,7 @@ class PollingThread(threading.Thread):
             int(config["num.standby.replicas"]), consumer, task_manager, state_manager
         )
         self._deferred: set[TopicPartition] = set()  # assigned, but their task cannot run yet
+        self._application_error = ERROR_NONE  # a member asked the application to stop
         tags = {"thread-id": name}
         self.poll_sensor = metrics.sensor("poll", "stream-thread-metrics", tags)
         self.poll_records = metrics.sensor(
@@ -359,6 +360,14 @@ class PollingThread(threading.Thread):
 
     def on_assigned(self, partitions: list[TopicPartition]) -> None:
         self._start_rebalance()
+        if self._application_error != ERROR_NONE:
+            # The application is shutting down: no new task starts, so none processes the record
+            # that made a member ask for the shutdown (its partition comes here when it leaves).
+            logger.info(
+                "Not starting tasks for %s: the application is shutting down", sorted(map(str, partitions))
+            )
+            self._consumer.pause(sorted(partitions))
+            return
         result = self._hooks.on_assignment()
         if getattr(result, "followup_rebalance", False):
             self._followup_at = time.monotonic() + float(result.followup_delay_s)
@@ -393,6 +402,7 @@ class PollingThread(threading.Thread):
 
     def on_assignment_error(self, code: int) -> None:
         if code != ERROR_NONE:
+            self._application_error = code
             self._hooks.on_application_error(code)
 
     # -- failures and shutdown ------------------------------------------------------------------

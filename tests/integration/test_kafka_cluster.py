@@ -28,12 +28,14 @@ class Listener:
         self.owned: set[TopicPartition] = set()
         self.codes: list[int] = []
         self.lost: list[list[TopicPartition]] = []
+        self.events: list[object] = []  # codes and assignments, in the order they came
 
     def on_partitions_revoked(self, partitions: list[TopicPartition]) -> None:
         self.owned.difference_update(partitions)
 
     def on_partitions_assigned(self, partitions: list[TopicPartition]) -> None:
         self.owned.update(partitions)
+        self.events.append(sorted(partitions))
 
     def on_partitions_lost(self, partitions: list[TopicPartition]) -> None:
         self.lost.append(sorted(partitions))
@@ -41,6 +43,7 @@ class Listener:
 
     def on_assignment_error(self, code: int) -> None:
         self.codes.append(code)
+        self.events.append(code)
 
 
 def poll_until(consumers, done, what: str) -> None:
@@ -166,6 +169,32 @@ def test_a_control_topic_that_goes_away_is_reported_once_and_read_again_when_bac
             assert any("reading signals from" in r.getMessage() for r in caplog.records)
     finally:
         listener.close()
+
+
+def test_a_signal_sent_before_a_member_leaves_comes_before_its_partitions(kafka_cluster, app_id):
+    # The member that hit a poison record signals SHUTDOWN_APPLICATION and leaves; the other must
+    # hear the signal before the rebalance hands it the poison record's partition.
+    name = f"{app_id}-in"
+    kafka_cluster.create_topic(name, partitions=2)
+    leaving, staying = kafka_cluster.consumer(app_id), kafka_cluster.consumer(app_id)
+    leaving_listener, staying_listener = Listener(), Listener()
+    try:
+        leaving.subscribe([name], leaving_listener)
+        staying.subscribe([name], staying_listener)
+        poll_until(
+            [leaving, staying],
+            lambda: len(leaving_listener.owned) == 1 and len(staying_listener.owned) == 1,
+            "one partition each",
+        )
+        taken = sorted(leaving_listener.owned)
+        leaving.signal_application_error(ERROR_SHUTDOWN_REQUESTED)
+        leaving.close()
+        poll_until([staying], lambda: len(staying_listener.owned) == 2, "the leaving member's partition")
+        handed = [e for e in staying_listener.events if isinstance(e, list) and taken[0] in e]
+        first = staying_listener.events.index(handed[0])
+        assert ERROR_SHUTDOWN_REQUESTED in staying_listener.events[:first], staying_listener.events
+    finally:
+        staying.close()
 
 
 def test_transactional_offsets_of_an_assigned_group_member_are_committed(kafka_cluster, app_id):
