@@ -29,10 +29,11 @@ import struct
 import threading
 import weakref
 from collections.abc import Mapping, Sequence
-from itertools import compress, groupby
+from itertools import compress
 from operator import itemgetter
 from typing import Any, cast
 
+import numpy as np
 from confluent_kafka import OFFSET_INVALID, Consumer, KafkaError, KafkaException, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
@@ -77,7 +78,6 @@ _value_of: Any = Message.value
 _timestamp_of: Any = Message.timestamp
 _offset_of: Any = Message.offset
 _headers_of: Any = Message.headers
-_first = itemgetter(0)
 _second = itemgetter(1)
 # Commit errors that mean the group no longer counts this consumer as a member of its generation.
 _NOT_A_MEMBER = frozenset(
@@ -122,6 +122,32 @@ class GroupMembers:
             if member.owns(partitions):
                 return member
         return members[0] if members else None
+
+
+def _runs(messages: list[Message]) -> dict[tuple[str, int], list[Message]]:
+    """The messages of one poll by (topic, partition), in order. librdkafka hands out a fetch's
+    messages partition by partition, so the list is a few long runs: their boundaries are found
+    with numpy, not with a Python step per message."""
+    count = len(messages)
+    topics = list(map(_topic_of, messages))
+    partitions = list(map(_partition_of, messages))
+    one_topic = topics.count(topics[0]) == count
+    if one_topic and partitions.count(partitions[0]) == count:
+        return {(topics[0], partitions[0]): messages}
+    keys = np.array(partitions, dtype=np.int64)
+    if not one_topic:
+        ids = {topic: i for i, topic in enumerate(dict.fromkeys(topics))}
+        keys += np.array(list(map(ids.__getitem__, topics)), dtype=np.int64) << 32
+    starts = [0, *(np.flatnonzero(keys[1:] != keys[:-1]) + 1).tolist()]
+    runs: dict[tuple[str, int], list[Message]] = {}
+    for start, stop in zip(starts, [*starts[1:], count], strict=True):
+        key = (topics[start], partitions[start])
+        run = runs.get(key)
+        if run is None:
+            runs[key] = messages[start:stop]
+        else:
+            run.extend(messages[start:stop])
+    return runs
 
 
 class KafkaConsumer:
@@ -481,20 +507,8 @@ class KafkaConsumer:
             messages = list(compress(messages, [e is None for e in errors]))
             if not messages:
                 return []
-        # librdkafka hands out a fetch's messages partition by partition: group consecutive runs,
-        # merging runs of one partition that come back later in the list.
-        keys = list(zip(map(_topic_of, messages), map(_partition_of, messages), strict=True))
-        runs: dict[tuple[str, int], list[Message]] = {}
-        if keys[0] == keys[-1] and keys.count(keys[0]) == len(keys):
-            runs[keys[0]] = messages
-        else:
-            for key, group in groupby(zip(keys, messages, strict=True), key=_first):
-                run = runs.get(key)
-                if run is None:
-                    runs[key] = list(map(_second, group))
-                else:
-                    run.extend(map(_second, group))
         result = []
+        runs = _runs(messages)
         for (topic, partition), run in runs.items():
             tp = TopicPartition(topic, partition)
             if tp in self._pending_seeks or tp not in self._assignment:

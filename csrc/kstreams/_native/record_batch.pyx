@@ -113,9 +113,19 @@ cdef class RecordBatch:
             raise ValueError("offsets must be an int or have one entry per record")
         if headers is not None and len(headers) != n:
             raise ValueError("headers must have one entry per record")
-        cdef const int64_t[::1] tsv = np.ascontiguousarray(timestamps, dtype=np.int64)
+        # Lists of ints (what a consumer's poll builds) are read as they are: converting them to
+        # arrays first cost as much as copying the records.
+        cdef bint ts_list = type(timestamps) is list
+        cdef bint off_list = not scalar_off and type(offsets) is list
+        cdef list ts_items, off_items
+        cdef const int64_t[::1] tsv
         cdef const int32_t[::1] pv
         cdef const int64_t[::1] ov
+        cdef int64_t ts_i, off_i
+        if ts_list:
+            ts_items = <list>timestamps
+        else:
+            tsv = np.ascontiguousarray(timestamps, dtype=np.int64)
         cdef int32_t pfill = 0
         cdef int64_t ofill = 0
         if scalar_part:
@@ -124,16 +134,37 @@ cdef class RecordBatch:
             pv = np.ascontiguousarray(partitions, dtype=np.int32)
         if scalar_off:
             ofill = offsets
+        elif off_list:
+            off_items = <list>offsets
         else:
             ov = np.ascontiguousarray(offsets, dtype=np.int64)
         cdef RecordBatchBuilder b = RecordBatchBuilder()
-        b.reserve(n, 0)
         cdef object key, value, h
         cdef const char* kp
         cdef const char* vp
+        cdef list key_list, value_list
+        cdef Py_ssize_t nbytes = 0
+        # Lists (what a consumer's poll builds) are read without the generic item protocol, and
+        # their bytes are counted first so the arena is allocated once.
+        cdef bint lists = type(keys) is list and type(values) is list
+        if lists:
+            key_list = <list>keys
+            value_list = <list>values
+            for i in range(n):
+                key = key_list[i]
+                value = value_list[i]
+                if key is not None:
+                    nbytes += PyBytes_GET_SIZE(<bytes?>key)
+                if value is not None:
+                    nbytes += PyBytes_GET_SIZE(<bytes?>value)
+        b.reserve(n, nbytes)
         for i in range(n):
-            key = keys[i]
-            value = values[i]
+            if lists:
+                key = key_list[i]
+                value = value_list[i]
+            else:
+                key = keys[i]
+                value = values[i]
             kp = NULL
             vp = NULL
             kl = -1
@@ -144,8 +175,12 @@ cdef class RecordBatch:
             if value is not None:
                 vp = PyBytes_AS_STRING(<bytes?>value)
                 vl = PyBytes_GET_SIZE(value)
-            b.append(kp, kl, vp, vl, tsv[i], pfill if scalar_part else pv[i],
-                     ofill if scalar_off else ov[i])
+            ts_i = ts_items[i] if ts_list else tsv[i]
+            if scalar_off:
+                off_i = ofill
+            else:
+                off_i = off_items[i] if off_list else ov[i]
+            b.append(kp, kl, vp, vl, ts_i, pfill if scalar_part else pv[i], off_i)
             if headers is not None:
                 h = headers[i]
                 if h is not None:
