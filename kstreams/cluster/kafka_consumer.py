@@ -9,14 +9,17 @@ since the old one is empty after revocation. Partitions taken away without an or
 the same topics, which makes librdkafka rejoin the group with fresh metadata.
 
 Application-wide error codes travel on the group's control topic (see ``kafka_control``) and reach
-``on_assignment_error`` inside ``poll``.
+``on_assignment_error`` inside ``poll``; a rebalance reads them up to the topic's end before it
+calls ``on_partitions_assigned``, so a member hears a signal sent before the rebalance first.
 
 Manually assigned consumers (the restore consumer) use incremental assignment, so partitions that
 stay assigned keep their positions when the assignment changes.
 
 ``poll`` hands out one RecordBatch per partition, built with ``RecordBatch.from_columns`` from the
 messages confluent-kafka returns; records of paused partitions or of partitions with a pending seek
-are never handed out.
+are never handed out. A pause holds the partition's fetched records here until the resume (librdkafka
+would drop and refetch them); librdkafka pauses the partition too once queued.max.messages.kbytes
+are held.
 
 Threads: one thread at a time uses a consumer (the port's rule); rebalance callbacks run inside
 ``poll`` on that thread.
