@@ -142,29 +142,22 @@ cdef class RecordBatch:
         cdef object key, value, h
         cdef const char* kp
         cdef const char* vp
-        cdef list key_list, value_list
+        # As lists (what every caller passes) they are read without the generic item protocol,
+        # and their bytes are counted first so the arena is allocated once.
+        cdef list key_list = keys if type(keys) is list else list(keys)
+        cdef list value_list = values if type(values) is list else list(values)
         cdef Py_ssize_t nbytes = 0
-        # Lists (what a consumer's poll builds) are read without the generic item protocol, and
-        # their bytes are counted first so the arena is allocated once.
-        cdef bint lists = type(keys) is list and type(values) is list
-        if lists:
-            key_list = <list>keys
-            value_list = <list>values
-            for i in range(n):
-                key = key_list[i]
-                value = value_list[i]
-                if key is not None:
-                    nbytes += PyBytes_GET_SIZE(<bytes?>key)
-                if value is not None:
-                    nbytes += PyBytes_GET_SIZE(<bytes?>value)
+        for i in range(n):
+            key = key_list[i]
+            value = value_list[i]
+            if key is not None:
+                nbytes += PyBytes_GET_SIZE(<bytes?>key)
+            if value is not None:
+                nbytes += PyBytes_GET_SIZE(<bytes?>value)
         b.reserve(n, nbytes)
         for i in range(n):
-            if lists:
-                key = key_list[i]
-                value = value_list[i]
-            else:
-                key = keys[i]
-                value = values[i]
+            key = key_list[i]
+            value = value_list[i]
             kp = NULL
             vp = NULL
             kl = -1
@@ -398,6 +391,15 @@ cdef inline Py_ssize_t _grow(Py_ssize_t cap, Py_ssize_t need) noexcept nogil:
     return c
 
 
+cdef void* _resized(void* p, size_t size) except NULL nogil:
+    """realloc that raises MemoryError; on failure ``p`` is left as it was (still owned)."""
+    cdef void* q = realloc(p, size)
+    if q == NULL:
+        with gil:
+            raise MemoryError()
+    return q
+
+
 cdef class RecordBatchBuilder:
     """Accumulates records in growable C buffers and turns them into one RecordBatch."""
 
@@ -427,50 +429,21 @@ cdef class RecordBatchBuilder:
     cdef int reserve(self, Py_ssize_t records, Py_ssize_t nbytes) except -1 nogil:
         """Make room for `records` more records and `nbytes` more key/value bytes."""
         cdef Py_ssize_t need = self.n + records, cap
-        cdef void* p
         if need > self._cap:
             cap = _grow(self._cap, need)
-            p = realloc(self._bounds, (cap + 1) * sizeof(int64_t))
-            if p == NULL:
-                with gil:
-                    raise MemoryError()
-            self._bounds = <int64_t*>p
+            self._bounds = <int64_t*>_resized(self._bounds, (cap + 1) * sizeof(int64_t))
             if self._cap == 0:
                 self._bounds[0] = 0
-            p = realloc(self._klen, cap * sizeof(int32_t))
-            if p == NULL:
-                with gil:
-                    raise MemoryError()
-            self._klen = <int32_t*>p
-            p = realloc(self._vlen, cap * sizeof(int32_t))
-            if p == NULL:
-                with gil:
-                    raise MemoryError()
-            self._vlen = <int32_t*>p
-            p = realloc(self._ts, cap * sizeof(int64_t))
-            if p == NULL:
-                with gil:
-                    raise MemoryError()
-            self._ts = <int64_t*>p
-            p = realloc(self._part, cap * sizeof(int32_t))
-            if p == NULL:
-                with gil:
-                    raise MemoryError()
-            self._part = <int32_t*>p
-            p = realloc(self._off, cap * sizeof(int64_t))
-            if p == NULL:
-                with gil:
-                    raise MemoryError()
-            self._off = <int64_t*>p
+            self._klen = <int32_t*>_resized(self._klen, cap * sizeof(int32_t))
+            self._vlen = <int32_t*>_resized(self._vlen, cap * sizeof(int32_t))
+            self._ts = <int64_t*>_resized(self._ts, cap * sizeof(int64_t))
+            self._part = <int32_t*>_resized(self._part, cap * sizeof(int32_t))
+            self._off = <int64_t*>_resized(self._off, cap * sizeof(int64_t))
             self._cap = cap
         need = self._arena_len + nbytes
         if need > self._arena_cap:
             cap = _grow(self._arena_cap if self._arena_cap > 0 else 256, need)
-            p = realloc(self._arena, cap)
-            if p == NULL:
-                with gil:
-                    raise MemoryError()
-            self._arena = <char*>p
+            self._arena = <char*>_resized(self._arena, cap)
             self._arena_cap = cap
         return 0
 
