@@ -184,9 +184,8 @@ class KafkaAdmin:
     def end_offset_later(self, partition: TopicPartition) -> Future:
         """Ask for the end offset of one partition without waiting: a future of the
         ListOffsets result, whose ``.offset`` is the end (read_uncommitted)."""
-        request = {KafkaTopicPartition(partition.topic, partition.partition): OffsetSpec.latest()}
-        futures = self._client.list_offsets(request, request_timeout=self._timeout)
-        return next(iter(futures.values()))  # type: ignore[no-any-return]
+        level = _ISOLATION["read_uncommitted"]
+        return next(iter(self._offset_futures([partition], OffsetSpec.latest(), level).values()))
 
     def delete_records(self, before: Mapping[TopicPartition, int]) -> None:
         """Advance log start offsets; -1 means "up to the end", as in Kafka's DeleteRecords."""
@@ -240,13 +239,19 @@ class KafkaAdmin:
 
     # Internals
 
+    def _offset_futures(
+        self, partitions: Sequence[TopicPartition], spec: OffsetSpec, level: IsolationLevel
+    ) -> dict[KafkaTopicPartition, Future]:
+        request = {KafkaTopicPartition(tp.topic, tp.partition): spec for tp in partitions}
+        return self._client.list_offsets(  # type: ignore[no-any-return]
+            request, isolation_level=level, request_timeout=self._timeout
+        )
+
     def _list(
         self, partitions: Sequence[TopicPartition], spec: OffsetSpec, level: IsolationLevel
     ) -> dict[TopicPartition, int]:
-        request = {KafkaTopicPartition(tp.topic, tp.partition): spec for tp in partitions}
-        futures = self._client.list_offsets(request, isolation_level=level, request_timeout=self._timeout)
         result: dict[TopicPartition, int] = {}
-        for ktp, future in futures.items():
+        for ktp, future in self._offset_futures(partitions, spec, level).items():
             tp = TopicPartition(ktp.topic, ktp.partition)
             try:
                 result[tp] = future.result(self._timeout).offset

@@ -312,7 +312,7 @@ class KafkaConsumer:
         if self._control is not None and self._listener is not None:
             for code in self._control.received_error_codes():
                 self._listener.on_assignment_error(code)
-        return released + self._batches(messages) if released else self._batches(messages)
+        return released + self._batches(messages)
 
     def seek(self, partition: TopicPartition, offset: int) -> None:
         self._check_open()

@@ -28,7 +28,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from typing import cast
 
 from confluent_kafka import Consumer, KafkaException, Producer
@@ -112,7 +112,7 @@ class ControlChannel:
             return []
         if self._reading_to is None:
             self._check_end()
-        return self._read(0.0)
+        return self._read(0.0) if self._reading_to is not None else []
 
     def catch_up(self, timeout: float) -> list[int]:
         """Every error code signalled up to now that was not returned yet, waiting up to
@@ -121,15 +121,16 @@ class ControlChannel:
         Streams hears it in the same rebalance)."""
         if self._reader is None:
             return []
-        try:
-            end = self._admin.list_offsets([self._partition])[self._partition][1]
-        except ClusterError as exc:
-            logger.warning("Group %s: cannot get the end of %s: %s", self.group_id, self.topic, exc)
-            return self._read(0.0)
-        if end > self._next and self._reading_to is None:
-            self._resume_to(end)
-        codes = self._read(0.0)
         deadline = time.monotonic() + timeout
+        # A fresh request: an answer already on its way may predate the signal.
+        self._probe = None
+        probe = self._admin.end_offset_later(self._partition)
+        wait([probe], timeout)
+        if not probe.done():
+            logger.warning("Group %s: no end offset of %s within %.1fs", self.group_id, self.topic, timeout)
+            return []
+        self._take_end(probe)
+        codes: list[int] = []
         while self._reading_to is not None and time.monotonic() < deadline:
             codes += self._read(min(0.05, max(0.0, deadline - time.monotonic())))
         return codes
@@ -139,7 +140,6 @@ class ControlChannel:
         reader = self._reader
         assert reader is not None
         try:
-            # Also returns what was fetched before a pause took effect.
             messages = reader.consume(100, timeout)
         except KafkaException as exc:
             raise cluster_error(f"Reading signals of group {self.group_id!r} from {self.topic}", exc) from exc
@@ -159,25 +159,22 @@ class ControlChannel:
                 )
                 codes.append(int(signal["code"]))
         if self._reading_to is not None and self._next >= self._reading_to:
+            # Anything fetched past the target is dropped by the pause and fetched again later.
             reader.pause([KafkaTopicPartition(self.topic, 0)])
             self._reading_to = None
-            self._probe_at = time.monotonic() + self._check_interval
         return codes
 
-    def _resume_to(self, end: int) -> None:
-        assert self._reader is not None
-        self._reader.resume([KafkaTopicPartition(self.topic, 0)])
-        self._reading_to = end
-
     def _check_end(self) -> None:
-        """Ask for the end offset every check interval; resume the reader once it moved."""
+        """Ask for the end offset every check interval, without waiting for the answer."""
         if self._probe is None:
             if time.monotonic() >= self._probe_at:
                 self._probe = self._admin.end_offset_later(self._partition)
-            return
-        if not self._probe.done():
-            return
-        probe, self._probe = self._probe, None
+        elif self._probe.done():
+            probe, self._probe = self._probe, None
+            self._take_end(probe)
+
+    def _take_end(self, probe: Future) -> None:
+        """Act on an answered end-offset request: resume the reader up to the end if it moved."""
         self._probe_at = time.monotonic() + self._check_interval
         try:
             end = int(probe.result().offset)
@@ -192,7 +189,9 @@ class ControlChannel:
             logger.info("Group %s: reading signals from %s again", self.group_id, self.topic)
             self._probe_failing = False
         if end > self._next:
-            self._resume_to(end)
+            assert self._reader is not None
+            self._reader.resume([KafkaTopicPartition(self.topic, 0)])
+            self._reading_to = max(end, self._reading_to or 0)
 
     def signal_error(self, code: int, member_id: str) -> None:
         """Send an error code to every listening member; returns once the broker has it."""

@@ -83,12 +83,18 @@ class Worker:
             self.events.append("EOF")
             self._changed.notify_all()
 
-    def wait_event(self, event: str, timeout: float) -> None:
-        """Wait until the worker printed ``event``; fail with its log tail if it exits first."""
+    def wait_event(self, event: str, timeout: float) -> str:
+        """Wait until the worker printed ``event`` (alone or followed by its details) and return
+        that line; fail with its log tail if it exits first."""
+
+        def printed() -> str | None:
+            return next((e for e in self.events if e == event or e.startswith(event + " ")), None)
+
         with self._changed:
-            found = self._changed.wait_for(lambda: event in self.events or "EOF" in self.events, timeout)
-            if found and event in self.events:
-                return
+            if self._changed.wait_for(lambda: printed() is not None or "EOF" in self.events, timeout):
+                line = printed()
+                if line is not None:
+                    return line
         raise AssertionError(
             f"Worker {self.name} did not print {event!r} within {timeout}s; events {self.events}\n"
             f"{self.log_tail()}"
@@ -104,14 +110,7 @@ class Worker:
     @property
     def process_id(self) -> str:
         """The kstreams process id it printed when it started (its transactional.id's suffix)."""
-        self.wait_event_prefix("STARTED ", 30)
-        return next(e for e in self.events if e.startswith("STARTED ")).split()[2]
-
-    def wait_event_prefix(self, prefix: str, timeout: float) -> None:
-        with self._changed:
-            if self._changed.wait_for(lambda: any(e.startswith(prefix) for e in self.events), timeout):
-                return
-        raise AssertionError(f"Worker {self.name} did not print {prefix!r} within {timeout}s")
+        return self.wait_event("STARTED", 30).split()[2]
 
     def kill(self) -> None:
         """SIGKILL: no commit, no close, no leave-group; an open transaction stays open."""
