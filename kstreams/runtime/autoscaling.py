@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from kstreams.cluster.port import Admin, ClusterError
+from kstreams.cluster.port import Admin
 
 __all__ = ["AutoscalingOutcome", "PartitionAutoscaler"]
 
@@ -45,7 +45,7 @@ class AutoscalingOutcome:
     counts: dict[str, int] = field(default_factory=dict)
     followup_rebalance: bool = False
     gave_up: bool = False
-    error: ClusterError | None = None
+    error: Exception | None = None
 
 
 class PartitionAutoscaler:
@@ -67,7 +67,9 @@ class PartitionAutoscaler:
             return self._failures
 
     def expand(self, current: Mapping[str, int], required: Mapping[str, int]) -> AutoscalingOutcome:
-        """Grow each topic in ``required`` from its ``current`` count; never raises for a cluster error."""
+        """Grow each topic in ``required`` from its ``current`` count. Never raises for a failure of
+        the admin client, whatever its type (a ``ClusterError``, or a client library's own timeout
+        or transport error): that counts as a failed expansion, retried in a follow-up rebalance."""
         targets = {t: n for t, n in required.items() if current.get(t, n) < n}
         if not targets:
             return AutoscalingOutcome(counts=dict(current))
@@ -80,7 +82,7 @@ class PartitionAutoscaler:
             return self._give_up(current, targets)
         try:
             self._admin.create_partitions(targets)
-        except ClusterError as exc:
+        except Exception as exc:  # every admin failure is a failed attempt, never a dead thread
             return self._failed(current, targets, exc)
         with self._lock:
             self._first_failure = None
@@ -90,12 +92,12 @@ class PartitionAutoscaler:
         )
 
     def _failed(
-        self, current: Mapping[str, int], targets: Mapping[str, int], exc: ClusterError
+        self, current: Mapping[str, int], targets: Mapping[str, int], exc: Exception
     ) -> AutoscalingOutcome:
         now_counts = dict(current)
         try:
             described = self._admin.describe_topics(list(targets))
-        except ClusterError:
+        except Exception:  # the expansion failed already; what grew meanwhile is unknown
             described = {}
         grown = {t: d.partitions for t, d in described.items() if d.partitions > current.get(t, d.partitions)}
         now_counts.update({t: d.partitions for t, d in described.items()})

@@ -154,3 +154,25 @@ def test_without_autoscaling_a_grown_source_reaches_the_handler(tmp_path) -> Non
     finally:
         streams.close(timeout=30)
         cluster.close()
+
+
+def test_an_admin_timeout_during_expansion_is_a_failed_attempt_not_a_dead_client(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    cluster = make_cluster()
+    streams = start(
+        cluster, tmp_path, **{"partition.autoscaling.enabled": True, "partition.autoscaling.timeout.ms": 60000}
+    )
+    try:
+        # Not a ClusterError: what a client library raises of its own when a request times out.
+        cluster.fail_next("create_partitions", times=2, error=TimeoutError("admin request timed out"))
+        cluster.create_partitions("events", 4)
+        wait_until(
+            lambda: cluster.topics()["scaling-page-counts-changelog"].partitions == 4,
+            what="expansion retried after the admin timeouts",
+        )
+        expected: Counter[str] = Counter()
+        produce(cluster, 3, "new-user", ["p-1", "p-2", "p-1"], expected)
+        wait_until(lambda: latest(cluster, "page-counts") == dict(expected), what="counts after growth")
+        assert streams.state in (KafkaStreams.State.RUNNING, KafkaStreams.State.REBALANCING)
+    finally:
+        streams.close(timeout=30)
+        cluster.close()
