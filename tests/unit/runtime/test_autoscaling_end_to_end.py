@@ -158,9 +158,8 @@ def test_without_autoscaling_a_grown_source_reaches_the_handler(tmp_path) -> Non
 
 def test_an_admin_timeout_during_expansion_is_a_failed_attempt_not_a_dead_client(tmp_path) -> None:  # type: ignore[no-untyped-def]
     cluster = make_cluster()
-    streams = start(
-        cluster, tmp_path, **{"partition.autoscaling.enabled": True, "partition.autoscaling.timeout.ms": 60000}
-    )
+    autoscaling = {"partition.autoscaling.enabled": True, "partition.autoscaling.timeout.ms": 60000}
+    streams = start(cluster, tmp_path, **autoscaling)
     try:
         # Not a ClusterError: what a client library raises of its own when a request times out.
         cluster.fail_next("create_partitions", times=2, error=TimeoutError("admin request timed out"))
