@@ -9,8 +9,14 @@ other store restores from the changelog's beginning.
 
 The rules (Kafka's ``ProcessorStateManager``):
 
-- ``open()`` runs before the task opens its stores. A task directory without a checkpoint file (or
-  with a corrupt one) holds state nobody can vouch for, so it is wiped and restored from scratch.
+- ``open()`` runs before the task opens its stores. A task directory without a checkpoint file holds
+  state nobody can vouch for, so it is wiped and restored from scratch. So is one whose checkpoint
+  cannot be read (binary, truncated, bad numbers), and one whose checkpoint gives an offset for a
+  persistent store whose files are gone: RocksDB would open that store empty, and restoration would
+  resume at the checkpointed offset on top of nothing.
+- When restoration begins, a checkpointed offset past its changelog's end (the changelog was
+  recreated, or state.dir belongs to another cluster) means the local state holds records the
+  changelog lost: the restore thread closes the stores, calls ``wipe()`` and restores from scratch.
 - Under exactly_once_v2 the file is deleted as soon as it is read: while the task processes, its
   persistent stores receive writes of the open transaction, which an abort would not undo. A crash
   therefore leaves no checkpoint, and the next owner rebuilds the state from the committed
@@ -33,6 +39,7 @@ from kstreams.cluster.port import TopicPartition
 from kstreams.errors import ProcessorStateException
 from kstreams.state.checkpoint import OffsetCheckpoint
 from kstreams.state.directory import StateDirectory
+from kstreams.topology.builder import changelog_store_name
 
 __all__ = ["TaskCheckpoint"]
 
@@ -63,29 +70,60 @@ class TaskCheckpoint:
         even under exactly_once_v2, because a standby never holds uncommitted writes.
         """
         try:
-            self._loaded = self._file.read()
-            found = bool(self._loaded) or os.path.exists(self._file.path)
+            loaded = self._file.read()
         except ProcessorStateException as exc:
+            logger.warning("Task %s: %s", self.task_id, exc)
+            self.wipe()
+            return
+        missing = self._stores_without_files(loaded)
+        if missing:
             logger.warning(
-                "Task %s: %s Its local state is wiped and restored from the changelog.", self.task_id, exc
+                "Task %s: its checkpoint has changelog offsets for store(s) %s, whose files are "
+                "missing. The task's local state is wiped and restored from the changelogs' beginning.",
+                self.task_id,
+                ", ".join(missing),
             )
-            self._loaded = {}
-            found = False
+            self.wipe()
+            return
+        found = bool(loaded) or os.path.exists(self._file.path)
         if not found:
             if str(self.task_id) in self._directory.task_dirs():
-                self._directory.wipe_task(self.task_id)
-                self.wiped = True
+                self.wipe()
                 logger.info(
                     "Task %s has local state but no checkpoint: wiped it; the stores restore "
                     "from their changelogs' beginning",
                     self.task_id,
                 )
-        elif self._exactly_once and not keep_file:
+            return
+        self._loaded = loaded
+        if self._exactly_once and not keep_file:
             # While the task processes under exactly_once_v2, its stores may hold writes of the open
             # transaction: a crash must leave no checkpoint behind.
             self._file.delete()
         else:
-            self._written = dict(self._loaded)
+            self._written = dict(loaded)
+
+    def _stores_without_files(self, loaded: Mapping[TopicPartition, int]) -> list[str]:
+        """Stores the checkpoint gives a positive offset for, yet without files. Only persistent
+        stores are checkpointed, and each keeps its files in ``<task>/rocksdb/<store>/``
+        (``StateDirectory.has_store_files``)."""
+        missing = []
+        for tp, offset in sorted(loaded.items()):
+            store = changelog_store_name(self._directory.application_id, tp.topic)
+            # Offset 0 restores from the beginning anyway: an empty store is what it should be.
+            if store is not None and offset > 0 and not self._directory.has_store_files(self.task_id, store):
+                missing.append(store)
+        return missing
+
+    def wipe(self) -> None:
+        """Delete the task's local state and this checkpoint: every store restores from its
+        changelog's beginning. The caller holds the task directory's lock, and the task's stores
+        are closed (or not opened yet)."""
+        self._directory.wipe_task(self.task_id)
+        self._loaded = {}
+        self.offsets = {}
+        self._written = None
+        self.wiped = True
 
     def bind(self, changelogs: Mapping[TopicPartition, Any]) -> None:
         """Learn the task's changelog partitions and which of them back persistent stores."""

@@ -5,7 +5,8 @@ assigns their changelog partitions to the restore consumer, reads each from wher
 checkpoint says its local state ends (the beginning for in-memory stores) to the end offset taken
 when restoration started, applies the records to the stores, and hands the restored task back
 through ``on_restored``. Meanwhile other tasks process: restoration never blocks the stream threads
-or the polling thread.
+or the polling thread. A checkpoint past its changelog's end vouches for records the changelog no
+longer has: the task's stores are then wiped and restored from the beginning (``checkpoints``).
 
 Under exactly_once_v2 the restore consumer reads committed records only, and the end to reach is
 the partition's high watermark: a transaction still open on the changelog (a crashed owner's) is
@@ -324,22 +325,15 @@ class StateManager(threading.Thread):
             self._on_restored(entry)
             return False
         ends = self._restore_ends(list(changelogs))
+        if self._checkpoint_past_end(entry, changelogs, ends):
+            # The local state holds records the changelog lost: only a rebuild matches the changelog.
+            entry.task.reset_stores(entry.checkpoint.wipe)
+            changelogs = entry.task.changelog_partitions()
         restoring = _Restoring(entry)
         for tp, store in changelogs.items():
             store_name = getattr(store, "name", str(store))
             start = entry.checkpoint.restore_start(tp)
             end = ends.get(tp, 0)
-            if start > end:
-                logger.warning(
-                    "Task %s: the checkpoint of store %s is at changelog offset %d, past the end %d "
-                    "of %s (the changelog was recreated or truncated); its local state may hold "
-                    "records the changelog lost",
-                    entry.task_id,
-                    store_name,
-                    start,
-                    end,
-                    tp,
-                )
             if start >= end:
                 restoring.current[tp] = start
                 continue
@@ -357,6 +351,28 @@ class StateManager(threading.Thread):
             ", ".join(f"{tp} {restoring.restored[tp]}..{end}" for tp, (_, end) in restoring.targets.items()),
         )
         return True
+
+    def _checkpoint_past_end(
+        self, entry: TaskEntry, changelogs: dict[TopicPartition, Any], ends: dict[TopicPartition, int]
+    ) -> bool:
+        """Whether the task's checkpoint puts a store past its changelog's end (logged per store)."""
+        past = False
+        for tp, store in changelogs.items():
+            start = entry.checkpoint.restore_start(tp)
+            if tp in ends and start > ends[tp]:
+                past = True
+                logger.warning(
+                    "Task %s: the checkpoint of store %s is at offset %d of changelog %s, past its end "
+                    "%d (the changelog was recreated or truncated, or state.dir was used against "
+                    "another cluster). The task's local state is wiped and restored from the "
+                    "changelogs' beginning.",
+                    entry.task_id,
+                    getattr(store, "name", str(store)),
+                    start,
+                    tp,
+                    ends[tp],
+                )
+        return past
 
     def _begin_standby(self, standby: StandbyTask) -> None:
         held = _Standby(standby)

@@ -136,6 +136,25 @@ class StreamTask:
         self._initialized = True
         logger.debug("Task %s initialized with stores %s", self.task_id, list(graph.stores))
 
+    def reset_stores(self, wipe: Callable[[], None]) -> None:
+        """Close every store, call ``wipe`` (which deletes their files), and open them again, empty.
+
+        For a task whose processors have not started (it is restoring): they would hold views of
+        the closed stores. The stores register their restore callbacks again as they open.
+        """
+        if self._processors_initialized or self._closed:
+            raise ProcessorStateException(
+                f"Task {self.task_id} cannot reset its stores once it processes or is closed.",
+                task_id=self.task_id,
+            )
+        for store in self.graph.stores.values():
+            if store.is_open:
+                store.close()
+        wipe()
+        for store in self.graph.stores.values():
+            store.init(self.context, store)
+        logger.debug("Task %s reopened its stores empty", self.task_id)
+
     def changelog_partitions(self) -> dict[TopicPartition, StateStore]:
         """Changelog partition -> the store restored from it."""
         return dict(self._changelog_stores)

@@ -70,32 +70,39 @@ class OffsetCheckpoint:
             ) from exc
 
     def read(self) -> dict[TopicPartition, int]:
-        """The offsets in the file; empty when there is no file."""
+        """The offsets in the file; empty when there is no file.
+
+        Raises ProcessorStateException naming the file when it cannot be read or is not a valid
+        checkpoint (binary content, a bad number, a negative partition or offset, a partition twice,
+        fewer or more entries than its header promises): then it vouches for no state.
+        """
         try:
-            with open(self.path, encoding="utf-8") as file:
-                text = file.read()
+            with open(self.path, "rb") as file:
+                data = file.read()
         except FileNotFoundError:
             return {}
         except OSError as exc:
             raise ProcessorStateException(f"Could not read the checkpoint file {self.path}: {exc}") from exc
-        lines = text.splitlines()
         try:
-            version = int(lines[0])
+            lines = data.decode("utf-8").splitlines()
+            version = _number(lines[0])
             if version != _VERSION:
                 raise ValueError(f"unknown version {version} (expected {_VERSION})")
-            expected = int(lines[1])
+            expected = _number(lines[1])
+            entries = [line for line in lines[2:] if line.strip()]
+            if len(entries) != expected:
+                raise ValueError(f"{len(entries)} entries where the header promises {expected}")
             offsets: dict[TopicPartition, int] = {}
-            for line in lines[2:]:
-                if not line.strip():
-                    continue
+            for line in entries:
                 topic, partition, offset = line.split()
-                offsets[TopicPartition(topic, int(partition))] = int(offset)
-            if len(offsets) != expected:
-                raise ValueError(f"{len(offsets)} entries where the header promises {expected}")
-        except (IndexError, ValueError) as exc:
+                tp = TopicPartition(topic, _number(partition))
+                if tp in offsets:
+                    raise ValueError(f"{tp} appears twice")
+                offsets[tp] = _number(offset)
+        except (IndexError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
             raise ProcessorStateException(
-                f"The checkpoint file {self.path} is corrupt: {exc}. Delete it; the task then restores its "
-                "stores from the changelog's start."
+                f"The checkpoint file {self.path} is corrupt: {exc}. It vouches for nothing: the state "
+                "beside it must be wiped and restored from the changelogs' beginning."
             ) from exc
         return offsets
 
@@ -107,3 +114,11 @@ class OffsetCheckpoint:
             pass
         except OSError as exc:
             raise ProcessorStateException(f"Could not delete the checkpoint file {self.path}: {exc}") from exc
+
+
+def _number(text: str) -> int:
+    """A non-negative decimal number as the file spells it: ``int`` alone would also take signs,
+    underscores and non-ASCII digits, none of which a checkpoint writer produces."""
+    if not (text.isascii() and text.isdigit()):
+        raise ValueError(f"{text!r} is not a non-negative number")
+    return int(text)

@@ -1,8 +1,8 @@
 """``StateDirectory``: where a client keeps its tasks' local state, and who may open it.
 
-Layout: ``<state.dir>/<application.id>/<task id>/`` per task (RocksDB stores under ``rocksdb/``,
-the ``.checkpoint`` file beside them), plus ``kafka-streams-process-metadata`` holding the client's
-process id so it survives restarts.
+Layout: ``<state.dir>/<application.id>/<task id>/`` per task (each persistent store's files in
+``rocksdb/<store>/``, the ``.checkpoint`` file beside ``rocksdb/``), plus
+``kafka-streams-process-metadata`` holding the client's process id so it survives restarts.
 
 A task's directory is guarded by an exclusive, non-blocking ``flock`` on its ``.lock`` file, so two
 clients (in one process or several) never open one task's state at once. The lock belongs to this
@@ -13,6 +13,7 @@ guards the map of held locks; it is a leaf lock (nothing else is taken while hol
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import logging
@@ -26,12 +27,13 @@ from typing import Any
 
 from kstreams.errors import LockException, ProcessorStateException
 
-__all__ = ["CHECKPOINT_FILE_NAME", "LOCK_FILE_NAME", "StateDirectory"]
+__all__ = ["CHECKPOINT_FILE_NAME", "LOCK_FILE_NAME", "STORES_DIR_NAME", "StateDirectory"]
 
 logger = logging.getLogger(__name__)
 
 LOCK_FILE_NAME = ".lock"
 CHECKPOINT_FILE_NAME = ".checkpoint"
+STORES_DIR_NAME = "rocksdb"
 _PROCESS_LOCK_FILE_NAME = ".process.lock"
 _PROCESS_FILE_NAME = "kafka-streams-process-metadata"
 _TASK_DIR = re.compile(r"\d+_\d+")
@@ -41,6 +43,7 @@ class StateDirectory:
     """The state directories of one client's tasks, and the locks that make them exclusive."""
 
     def __init__(self, state_dir: str, application_id: str) -> None:
+        self.application_id = application_id
         self._application_dir = os.path.join(state_dir, application_id)
         self._mutex = threading.Lock()
         self._held: dict[str, int] = {}  # task id -> file descriptor of its locked .lock file
@@ -56,7 +59,8 @@ class StateDirectory:
             os.makedirs(path, exist_ok=True)
         except OSError as exc:
             raise ProcessorStateException(
-                f"Could not create the state directory {path}: {exc}. Set state.dir to a writable directory."
+                f"Could not create the state directory {path}: {exc}. Set state.dir to a directory this "
+                "process can create and write."
             ) from exc
 
     def task_dir(self, task_id: Any) -> str:
@@ -68,6 +72,16 @@ class StateDirectory:
     def checkpoint_path(self, task_id: Any) -> str:
         """The task's offset checkpoint file (see ``checkpoint.OffsetCheckpoint``)."""
         return os.path.join(self.task_dir(task_id), CHECKPOINT_FILE_NAME)
+
+    def has_store_files(self, task_id: Any, store_name: str) -> bool:
+        """Whether a persistent store of the task has files in ``<task>/rocksdb/<store>/``. An empty
+        or missing directory means the store holds nothing: RocksDB would open it empty."""
+        path = os.path.join(self._application_dir, str(task_id), STORES_DIR_NAME, store_name)
+        try:
+            with os.scandir(path) as entries:
+                return any(True for _ in entries)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
 
     def lock(self, task_id: Any) -> None:
         """Take the exclusive lock of a task's directory; holding it already is fine.
@@ -122,17 +136,25 @@ class StateDirectory:
     def wipe_task(self, task_id: Any) -> None:
         """Delete a task's local state (stores and checkpoint); the caller must hold its lock.
 
-        Used when the state cannot be trusted (a dirty close under exactly-once): it is rebuilt
-        from the changelog.
+        Used when the state cannot be trusted (see ``runtime.checkpoints``): it is rebuilt from
+        the changelog. Raises ProcessorStateException naming the directory when deleting fails.
         """
         key = str(task_id)
+        path = os.path.join(self._application_dir, key)
         if not self.is_locked(key):
             raise LockException(
-                f"Cannot wipe the state of task {key}: this client does not hold the lock of "
-                f"{os.path.join(self._application_dir, key)}; lock the task first.",
+                f"Cannot wipe the state of task {key}: this client does not hold the lock of {path}; lock "
+                "the task first.",
                 task_id=task_id,
             )
-        self._delete_contents(os.path.join(self._application_dir, key))
+        try:
+            self._delete_contents(path)
+        except OSError as exc:
+            raise ProcessorStateException(
+                f"Could not wipe the state of task {key} in {path}: {exc}. Check the permissions of "
+                "state.dir, or delete the directory by hand while the application is stopped.",
+                task_id=task_id,
+            ) from exc
         logger.info("Wiped the local state of task %s", key)
 
     def task_dirs(self) -> list[str]:
@@ -211,16 +233,28 @@ class StateDirectory:
         transactions under it fences a crashed predecessor and aborts the transaction it left open
         (with a fresh id, read_committed readers would wait for the broker to time that transaction
         out, which some brokers never do). Two live clients under one id would fence each other.
+
+        Raises ProcessorStateException naming the directory and the OS error when the application
+        directory cannot be created or written: every task's state would fail there too.
         """
-        fd = self._try_flock(os.path.join(self.application_dir, _PROCESS_LOCK_FILE_NAME))
-        if fd is None:
-            logger.info("Another client uses the process id in %s; using a fresh one", self.application_dir)
-            return uuid.uuid4(), None
+        directory = self.application_dir
         try:
-            return self.process_id(), fd
-        except BaseException:
-            os.close(fd)
-            raise
+            if not os.access(directory, os.W_OK | os.X_OK):
+                raise PermissionError(errno.EACCES, "not writable by this process", directory)
+            fd = self._try_flock(os.path.join(directory, _PROCESS_LOCK_FILE_NAME))
+            if fd is None:
+                logger.info("Another client uses the process id in %s; using a fresh one", directory)
+                return uuid.uuid4(), None
+            try:
+                return self.process_id(), fd
+            except BaseException:
+                os.close(fd)
+                raise
+        except OSError as exc:
+            raise ProcessorStateException(
+                f"Could not keep the process id in the state directory {directory}: {exc}. Set state.dir "
+                "to a directory this process can create and write."
+            ) from exc
 
     @staticmethod
     def _try_flock(path: str) -> int | None:

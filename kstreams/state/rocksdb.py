@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from rocksdict import DBCompressionType, Options, Rdict, WriteBatch
 
 from kstreams.errors import ProcessorStateException
+from kstreams.state.directory import STORES_DIR_NAME
 from kstreams.state.store import KeyValueStore, StateStore, StateStoreContext
 
 __all__ = ["RocksDBDatabase", "RocksDBKeyValueStore", "rocksdb_path"]
@@ -35,7 +36,7 @@ _SCAN_CHUNK = 512
 
 def rocksdb_path(context: StateStoreContext, store_name: str) -> str:
     """Where a persistent store's files live: ``<task state dir>/rocksdb/<store name>``."""
-    return os.path.join(context.state_dir(), "rocksdb", store_name)
+    return os.path.join(context.state_dir(), STORES_DIR_NAME, store_name)
 
 
 def _options() -> Options:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from kstreams.state.store import StoreBuilder
     from kstreams.topology.topology import Topology
 
-__all__ = ["build_plan", "changelog_topic_name"]
+__all__ = ["build_plan", "changelog_store_name", "changelog_topic_name"]
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +32,15 @@ _WINDOWED_STORE_TYPES = ("window", "session")
 def changelog_topic_name(application_id: str, store_name: str) -> str:
     """Kafka's changelog topic name of a store."""
     return f"{application_id}-{store_name}-changelog"
+
+
+def changelog_store_name(application_id: str, topic: str) -> str | None:
+    """The store whose changelog ``topic`` is (the inverse of ``changelog_topic_name``), or None
+    when the topic is no changelog of this application."""
+    prefix, suffix = f"{application_id}-", "-changelog"
+    if len(topic) <= len(prefix) + len(suffix) or not (topic.startswith(prefix) and topic.endswith(suffix)):
+        return None
+    return topic[len(prefix) : -len(suffix)]
 
 
 def build_plan(

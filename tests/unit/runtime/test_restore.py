@@ -1,10 +1,13 @@
 """Restoration of active tasks through the runtime: restore listener callbacks and metrics,
 checkpoints that make a restart restore only the changelog's tail, wiping state no checkpoint
-vouches for, task directory locks, and restore failures reaching the uncaught exception handler."""
+vouches for (or whose checkpoint does not match the changelog), task directory locks, and restore
+failures reaching the uncaught exception handler."""
 
 from __future__ import annotations
 
+import logging
 import os
+import shutil
 import threading
 import time
 from collections import Counter
@@ -408,3 +411,119 @@ def test_closing_during_restoration_checkpoints_how_far_it_got(
     for tp, (_, start, end) in resumed.starts.items():
         assert start == checkpointed.get(tp, 0)
         assert end == ends[tp]
+
+
+GUARANTEES = pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once_v2"])
+
+
+def warnings_naming(caplog: pytest.LogCaptureFixture, *words: str) -> list[str]:
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno == logging.WARNING and all(word in r.getMessage() for word in words)
+    ]
+
+
+def restart_and_count_on(
+    cluster: EmbeddedCluster, tmp_path: Path, guarantee: str, expected: Counter[str], start: int
+) -> RecordingListener:
+    """Restart the client of state.dir ``a``, count 20 more records on top of ``expected``, and
+    return what its restoration did."""
+    listener = RecordingListener()
+    restarted = new_client(
+        count_topology(True), cluster, tmp_path / "a", "a2", **{"processing.guarantee": guarantee}
+    )
+    restarted.set_global_state_restore_listener(listener)
+    expected += produce(cluster, 20, keys=20, start=start)
+    run_until_counted(restarted, cluster, expected)
+    return listener
+
+
+@GUARANTEES
+def test_a_checkpointed_store_whose_files_are_gone_is_wiped_and_restored_from_scratch(
+    cluster: EmbeddedCluster, tmp_path: Path, caplog: pytest.LogCaptureFixture, guarantee: str
+) -> None:
+    expected = produce(cluster, 300, keys=20)
+    first = new_client(
+        count_topology(True), cluster, tmp_path / "a", "a", **{"processing.guarantee": guarantee}
+    )
+    run_until_counted(first, cluster, expected)
+    for partition in range(2):
+        task_dir = tmp_path / "a" / APP / f"0_{partition}"
+        assert (task_dir / ".checkpoint").exists()
+        shutil.rmtree(task_dir / "rocksdb" / "counts")
+    ends = changelog_ends(cluster)
+
+    with caplog.at_level(logging.WARNING):
+        listener = restart_and_count_on(cluster, tmp_path, guarantee, expected, start=300)
+    # Counts continued from the changelog rather than from an empty store.
+    assert listener.starts == {tp: ("counts", 0, end) for tp, end in ends.items()}
+    for partition in range(2):
+        assert warnings_naming(caplog, f"Task 0_{partition}", "counts", "missing")
+
+
+@GUARANTEES
+def test_a_checkpoint_past_a_recreated_changelogs_end_is_wiped_and_restored_from_scratch(
+    cluster: EmbeddedCluster, tmp_path: Path, caplog: pytest.LogCaptureFixture, guarantee: str
+) -> None:
+    config = {"processing.guarantee": guarantee}
+    expected = produce(cluster, 300, keys=20)
+    run_until_counted(
+        new_client(count_topology(True), cluster, tmp_path / "a", "a", **config), cluster, expected
+    )
+    checkpointed: dict[TopicPartition, int] = {}
+    for partition in range(2):
+        checkpointed.update(
+            OffsetCheckpoint(str(tmp_path / "a" / APP / f"0_{partition}" / ".checkpoint")).read()
+        )
+    # The changelog is recreated, and a client with fresh state counts on from nothing: for four
+    # keys the changelog now says 1, while the first client's local stores say 15 for every key.
+    cluster.delete_topic(CHANGELOG)
+    recounted = produce(cluster, 4, keys=20, start=300)
+    second = new_client(count_topology(True), cluster, tmp_path / "b", "b", **config)
+    second.start()
+    try:
+        wait_until(
+            lambda: all(latest(cluster)[key] == 1 for key in recounted), what="the recount of four keys"
+        )
+    finally:
+        assert second.close(timeout=30)
+    ends = changelog_ends(cluster)
+    assert all(checkpointed[tp] > end for tp, end in ends.items())
+
+    with caplog.at_level(logging.WARNING):
+        listener = restart_and_count_on(cluster, tmp_path, guarantee, recounted, start=304)
+    assert listener.starts == {tp: ("counts", 0, end) for tp, end in ends.items() if end > 0}
+    for tp, end in ends.items():
+        assert warnings_naming(
+            caplog, f"Task 0_{tp.partition}", "counts", str(tp), str(checkpointed[tp]), f"end {end}"
+        )
+
+
+@GUARANTEES
+@pytest.mark.parametrize(
+    "garbage",
+    [b"\x00\xff\xfe\x89PNG\r\n\x1a\n\x00", b"0\n1\nrestore-counts-changelog 0 12x\n", b"0\n2\n"],
+    ids=["binary", "bad-number", "truncated"],
+)
+def test_an_unreadable_checkpoint_is_wiped_and_restored_from_scratch(
+    cluster: EmbeddedCluster,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    guarantee: str,
+    garbage: bytes,
+) -> None:
+    expected = produce(cluster, 300, keys=20)
+    first = new_client(
+        count_topology(True), cluster, tmp_path / "a", "a", **{"processing.guarantee": guarantee}
+    )
+    run_until_counted(first, cluster, expected)
+    for partition in range(2):
+        (tmp_path / "a" / APP / f"0_{partition}" / ".checkpoint").write_bytes(garbage)
+    ends = changelog_ends(cluster)
+
+    with caplog.at_level(logging.WARNING):
+        listener = restart_and_count_on(cluster, tmp_path, guarantee, expected, start=300)
+    assert listener.starts == {tp: ("counts", 0, end) for tp, end in ends.items()}
+    for partition in range(2):
+        assert warnings_naming(caplog, f"Task 0_{partition}", "checkpoint", "corrupt")

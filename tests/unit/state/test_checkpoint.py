@@ -42,8 +42,30 @@ def test_write_replaces_atomically_and_leaves_no_temp_file(tmp_path: Path) -> No
 def test_a_corrupt_file_names_itself_and_the_fix(tmp_path: Path) -> None:
     path = tmp_path / ".checkpoint"
     path.write_text("0\n3\nt 0 1\n")
-    with pytest.raises(ProcessorStateException, match=r"\.checkpoint is corrupt.*Delete it"):
+    with pytest.raises(ProcessorStateException, match=r"\.checkpoint is corrupt.*wiped and restored"):
         OffsetCheckpoint(str(path)).read()
     path.write_text("1\n0\n")
     with pytest.raises(ProcessorStateException, match="version"):
+        OffsetCheckpoint(str(path)).read()
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"\x00\xff\xfe\x89PNG\r\n\x1a\n",  # binary: not UTF-8
+        b"",  # empty
+        b"0\n",  # truncated after the version
+        b"0\n2\nt 0 5\n",  # truncated after an entry
+        b"0\n1\nt 0 five\n",
+        b"0\n1\nt 0 -3\n",  # writers never write negative offsets
+        b"0\n1\nt -1 3\n",
+        b"0\n1\nt 0 \xd9\xa3\n",  # a non-ASCII digit that int() would take
+        b"0\n1\nt 0 1 2\n",
+        b"0\n1\nt 0 1\nt 0 2\n",  # one entry twice
+    ],
+)
+def test_any_unreadable_content_is_reported_as_corrupt(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / ".checkpoint"
+    path.write_bytes(content)
+    with pytest.raises(ProcessorStateException, match=r"\.checkpoint is corrupt"):
         OffsetCheckpoint(str(path)).read()

@@ -78,6 +78,17 @@ def test_wipe_task_needs_the_lock_and_keeps_the_directory(tmp_path: Path) -> Non
     directory.close()
 
 
+def test_a_store_has_files_only_when_its_directory_holds_something(tmp_path: Path) -> None:
+    directory = StateDirectory(str(tmp_path), "app")
+    store_dir = Path(directory.task_dir("0_0"), "rocksdb", "counts")
+    assert not directory.has_store_files("0_0", "counts")
+    store_dir.mkdir(parents=True)
+    assert not directory.has_store_files("0_0", "counts")  # RocksDB would open it empty
+    (store_dir / "CURRENT").write_text("MANIFEST-000001\n")
+    assert directory.has_store_files("0_0", "counts")
+    assert not directory.has_store_files("0_1", "counts")
+
+
 def test_process_id_survives_a_restart(tmp_path: Path) -> None:
     first = StateDirectory(str(tmp_path), "app").process_id()
     assert StateDirectory(str(tmp_path), "app").process_id() == first
