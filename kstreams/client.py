@@ -6,11 +6,18 @@ removed while the client runs (KIP-663): because tasks are not pinned to threads
 rebalance and moves no partitions — only the record cache is redistributed. An exception in any of
 the client's threads goes to the uncaught exception handler (KIP-671).
 
-Lock order: ``KafkaStreams._state_lock`` (state machine) -> ``KafkaStreams._threads_lock`` (the
-stream thread list) -> the task manager's lock -> compiled leaves. State listeners are called with
-no lock held. ``KafkaStreams._sensors_lock`` (the per-task sensors) is a leaf that stream threads
-take while holding a task, so it must never be ``_threads_lock``: a thread being added holds that
-across the cache resize, whose barrier waits for every held task to be released.
+Locks, in the order they may be taken (never the other way round):
+1. ``KafkaStreams._runtime_lock`` (RLock): held by ``start()`` while it builds and starts the runtime
+   and by the close thread while it stops it, so a close never runs half-way through a start.
+2. ``KafkaStreams._state_lock`` (the state machine's condition), held only to read or change the
+   state; state listeners are called with no lock held.
+3. ``KafkaStreams._threads_lock`` (RLock): the stream thread list. Held only to read or change the
+   list, never while waiting for another thread: adding or removing a thread resizes the caches on
+   the polling thread *after* releasing it, because the polling thread takes it to apply
+   REPLACE_THREAD.
+4. The task manager's lock, then the compiled structures' leaf mutexes.
+``KafkaStreams._sensors_lock`` (the per-task sensors) is a leaf that stream threads take while
+holding a task.
 """
 
 from __future__ import annotations
@@ -29,12 +36,14 @@ from typing import Any, ClassVar
 
 from kstreams._native.record_collector import RecordCollector
 from kstreams._native.scheduler import TaskScheduler
-from kstreams.cluster.port import ERROR_SHUTDOWN_REQUESTED, Cluster, TopicNotFoundError
+from kstreams.cluster.port import ERROR_SHUTDOWN_REQUESTED, Cluster, Producer, TopicNotFoundError
 from kstreams.config import StreamsConfig
 from kstreams.errors import (
+    ConfigException,
     IllegalStateException,
     InvalidStateStoreException,
     ProcessorStateException,
+    StreamsException,
     UnknownStateStoreException,
 )
 from kstreams.runtime.client_state import State, check_transition
@@ -43,6 +52,7 @@ from kstreams.runtime.init_parameters import InitParameters
 from kstreams.runtime.internal_topics import InternalTopicManager
 from kstreams.runtime.metrics import MetricName, MetricsRegistry, Sensor
 from kstreams.runtime.polling_thread import Failure, PollingThread, RuntimeHooks
+from kstreams.runtime.retry import Retry
 from kstreams.runtime.state_manager import StateManager, StateRestoreListener
 from kstreams.runtime.stream_thread import StreamThread, ThreadState
 from kstreams.runtime.task_manager import TaskManager
@@ -109,6 +119,8 @@ class KafkaStreams:
         self._state = State.CREATED
         self._state_lock = threading.Condition()
         self._threads_lock = threading.RLock()
+        self._runtime_lock = threading.RLock()
+        self._starting_thread: threading.Thread | None = None
         self._state_listener: StateListener | None = None
         self._handler: UncaughtExceptionHandler | None = None
         self._restore_listener: StateRestoreListener | None = None
@@ -208,14 +220,21 @@ class KafkaStreams:
                     f"Stream-client {self.client_id}: the client is already started or already stopped "
                     f"(state {self._state.name}); create a new KafkaStreams to start again."
                 )
-        self._set_state(State.REBALANCING)
-        try:
-            self._start_runtime()
-        except BaseException:
-            self._set_state(State.PENDING_ERROR)
-            self._close_runtime(timeout=10.0)
-            self._set_state(State.ERROR)
-            raise
+        with self._runtime_lock:
+            self._starting_thread = threading.current_thread()
+            try:
+                self._set_state(State.REBALANCING)
+                if self._state is not State.REBALANCING:
+                    return  # a state listener closed the client: start nothing
+                try:
+                    self._start_runtime()
+                except BaseException:
+                    self._set_state(State.PENDING_ERROR)
+                    self._close_runtime(timeout=10.0)
+                    self._set_state(State.ERROR)
+                    raise
+            finally:
+                self._starting_thread = None
 
     def _start_runtime(self) -> None:
         config = self.config
@@ -241,6 +260,10 @@ class KafkaStreams:
         self._restore_consumer = cluster.consumer(None, restore_config)
         self._producer = cluster.producer(producer_config)
 
+        def new_producer() -> Producer:
+            self._producer = cluster.producer(producer_config)
+            return self._producer
+
         if config["internal.topics.setup"] != "manual":
             # Create the internal topics before subscribing, so the first assignment covers them. In
             # manual mode nothing is created: the first assignment checks them and a missing or
@@ -254,6 +277,7 @@ class KafkaStreams:
         )
         polling_name = f"{self.client_id}-PollingThread"
         tags = {"thread-id": polling_name}
+        retry = Retry.from_config(config)
         committer = Committer(
             self._scheduler,
             self._task_manager,
@@ -266,6 +290,7 @@ class KafkaStreams:
             self._metrics.sensor(
                 "commit-latency", "stream-thread-metrics", tags, total=False, rate=False, avg=True, max_=True
             ),
+            retry,
         )
         self._state_manager = StateManager(
             f"{self.client_id}-RestoreThread",
@@ -291,6 +316,8 @@ class KafkaStreams:
             _Hooks(self),
             self._metrics,
             topics,
+            retry,
+            new_producer,
         )
         self._state_manager.start()
         self._polling.start()
@@ -315,30 +342,37 @@ class KafkaStreams:
     def close(self, timeout: float | timedelta | None = None) -> bool:
         """Shut the client down: stop the threads, commit and close every task, leave the group.
 
-        Returns True if everything stopped within the timeout (None waits for ever). In NOT_RUNNING or
-        ERROR it returns True at once; in PENDING_* it waits for the terminal state.
+        The shutdown runs on its own thread and always completes (to NOT_RUNNING, or ERROR after a
+        fatal error); ``close`` waits for it up to ``timeout`` (None waits for ever) and returns
+        whether it completed in time. From one of the client's own threads (a processor, the
+        uncaught exception handler, a state listener called by the runtime) it cannot wait for
+        itself: it starts the shutdown and returns False at once.
         """
         seconds = _seconds(timeout)
         with self._state_lock:
             state = self._state
         if state in (State.NOT_RUNNING, State.ERROR):
             return True
-        if state in (State.PENDING_SHUTDOWN, State.PENDING_ERROR):
+        current = threading.current_thread()
+        if state is State.CREATED or current is self._starting_thread:
+            # Nothing runs yet (start() calls its REBALANCING listener before it starts threads):
+            # the shutdown is complete at once, and start() then starts nothing.
+            if self._set_state(State.PENDING_SHUTDOWN):
+                self._close_runtime(seconds)
+                self._set_state(State.NOT_RUNNING)
             return self.wait_for_state(State.NOT_RUNNING, State.ERROR, timeout=seconds)
-        if not self._set_state(State.PENDING_SHUTDOWN):
-            return self.wait_for_state(State.NOT_RUNNING, State.ERROR, timeout=seconds)
-        if threading.current_thread() in self._own_threads():
-            # Closing from inside a handler or processor: finish on a separate thread.
+        if self._set_state(State.PENDING_SHUTDOWN):
             self._close_async(State.NOT_RUNNING)
+        if current in self._own_threads():
             return False
-        done = self._close_runtime(seconds)
-        if done:
-            self._set_state(State.NOT_RUNNING)
-        return done
+        return self.wait_for_state(State.NOT_RUNNING, State.ERROR, timeout=seconds)
 
     def _close_async(self, final: ClientState) -> None:
         def finish() -> None:
-            self._close_runtime(None)
+            try:
+                self._close_runtime(None)
+            except Exception:
+                logger.exception("Closing the runtime failed; the client stops all the same")
             self._set_state(final)
 
         self._close_thread = threading.Thread(
@@ -355,6 +389,10 @@ class KafkaStreams:
         return threads
 
     def _close_runtime(self, timeout: float | None) -> bool:
+        with self._runtime_lock:
+            return self._stop_runtime(timeout)
+
+    def _stop_runtime(self, timeout: float | None) -> bool:
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._threads_lock:
             threads = list(self._stream_threads)
@@ -423,17 +461,17 @@ class KafkaStreams:
             if not self._state.is_running_or_rebalancing():
                 logger.warning("Cannot add a stream thread in state %s", self._state.name)
                 return None
-            live = self._live_threads()
-            sizes = self._cache_share(len(live) + 1)
-            self._resize_caches(live, sizes)
-            thread = self._start_stream_thread(sizes, reserved)
-            if not self._state.is_running_or_rebalancing():
-                thread.request_stop()
-                thread.wait_dead(10.0)
-                self._resize_caches(self._live_threads(), self._cache_share(len(self._live_threads())))
-                return None
-            logger.info("Added stream thread %s", thread.name)
-            return thread.name
+            # The new thread starts with its share at once; the others shrink to theirs right
+            # after, outside the lock (the caches briefly hold up to one share more than the total).
+            thread = self._start_stream_thread(self._cache_share(len(self._live_threads()) + 1), reserved)
+        self._resize_caches()
+        if not self._state.is_running_or_rebalancing():
+            thread.request_stop()
+            thread.wait_dead(10.0)
+            self._resize_caches()
+            return None
+        logger.info("Added stream thread %s", thread.name)
+        return thread.name
 
     def remove_stream_thread(self, timeout: float | timedelta | None = None) -> str | None:
         """Stop one stream thread and return its name (None if none is alive or the client is not
@@ -455,9 +493,7 @@ class KafkaStreams:
         stopped = True
         if victim is not current:
             stopped = victim.wait_dead(max(seconds, 0.0) if seconds is not None else None)
-        with self._threads_lock:
-            remaining = [t for t in self._live_threads() if t is not victim]
-            self._resize_caches(remaining, self._cache_share(len(remaining)))
+        self._resize_caches(exclude=victim)
         if not stopped:
             raise TimeoutError(f"Thread {victim.name} did not stop in the allotted time")
         logger.info("Removed stream thread %s", victim.name)
@@ -501,20 +537,29 @@ class KafkaStreams:
         total = self.config.cache_max_bytes
         return total // threads if threads > 0 else total
 
-    def _resize_caches(self, threads: list[StreamThread], size: int) -> None:
-        """Give every live thread's cache the new size.
+    def _resize_caches(self, exclude: StreamThread | None = None) -> None:
+        """Give every live thread's cache (but ``exclude``'s, a thread being removed) its equal
+        share of the total, as the thread list is when the resize runs: concurrent changes each
+        resize, and the last one sees the final list. Called with no lock held.
 
         Growing never evicts, so it happens at once from the caller. Shrinking may flush evicted
         entries downstream through their tasks' processors, so it runs on the polling thread under
         the commit barrier, while no task is being processed. A removed thread's cached entries stay
         where they are until a live thread next picks their task and adopts them.
         """
+
+        def current() -> tuple[list[StreamThread], int]:
+            threads = [t for t in self._live_threads() if t is not exclude]
+            return threads, self._cache_share(len(threads))
+
+        threads, size = current()
         if all(size >= t.cache.max_bytes for t in threads):
             for thread in threads:
                 thread.cache.resize(size)
             return
 
         def shrink() -> None:
+            threads, size = current()
             paused = self._scheduler.pause_all(60.0)
             try:
                 for thread in threads:
@@ -526,10 +571,14 @@ class KafkaStreams:
 
         polling = self._polling
         if polling is not None and polling.is_alive():
-            polling.call(shrink, timeout=120.0)
-        else:
-            for thread in threads:
-                thread.cache.resize(size)
+            try:
+                polling.call(shrink, timeout=120.0)
+                return
+            except StreamsException:
+                pass  # the polling thread stopped meanwhile: no task runs, resize here
+        threads, size = current()
+        for thread in threads:
+            thread.cache.resize(size)
 
     # -- failures (KIP-671) ---------------------------------------------------------------------
 
@@ -724,13 +773,16 @@ class _Hooks(RuntimeHooks):
 
 
 def _claim_process_id(config: StreamsConfig) -> tuple[uuid.UUID, int | None]:
+    """The process id kept in state.dir, with its lock (``StateDirectory.claim_process_id``).
+
+    Raises ConfigException naming the directory and the OS error when state.dir cannot be created
+    or written, so that the client fails at construction rather than in the background after
+    ``start()``, when its first stateful task opens.
+    """
     try:
         return StateDirectory(str(config["state.dir"]), config.application_id).claim_process_id()
-    except (OSError, ProcessorStateException) as exc:
-        logger.warning(
-            "Cannot keep the process id in state.dir %s (%s); using a fresh one", config["state.dir"], exc
-        )
-        return uuid.uuid4(), None
+    except ProcessorStateException as exc:
+        raise ConfigException(f"Invalid value {config['state.dir']!r} for config 'state.dir': {exc}") from exc
 
 
 def _default_cluster(config: StreamsConfig) -> Cluster:

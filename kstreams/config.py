@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import tempfile
 import uuid
 from collections.abc import Callable, Mapping
@@ -55,11 +56,26 @@ def _non_empty(value: Any) -> str | None:
     return None if value else "must not be empty"
 
 
+_LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
+
+
 def _application_id(value: Any) -> str | None:
+    # Kafka requires a legal topic-name prefix; it also names the directory under state.dir, where
+    # "." or ".." would put every store beside, or above, state.dir itself.
     if not value:
         return "must not be empty"
-    if not all(c.isalnum() or c in "._-" for c in value):
-        return "may only contain letters, digits, '.', '_' and '-' (it prefixes topic names)"
+    if value in (".", ".."):
+        return (
+            "must not be '.' or '..', which would put the state of every task in state.dir itself or "
+            "above it: use a name of ASCII letters, digits, '.', '_' and '-'"
+        )
+    if not _LEGAL_TOPIC_NAME.fullmatch(value):
+        illegal = "".join(sorted({c for c in value if not _LEGAL_TOPIC_NAME.fullmatch(c)}))
+        return (
+            f"holds {illegal!r}, but may only contain ASCII letters, digits, '.', '_' and '-' (Kafka's "
+            "legal topic-name characters: it prefixes internal topic names and names a directory "
+            "under state.dir)"
+        )
     return None
 
 
@@ -185,6 +201,21 @@ _KEYS: tuple[ConfigKey, ...] = (
         "Run DSL operations with compiled kernels over whole batches where they allow it.",
     ),
     ConfigKey("session.timeout.ms", int, 45000, "Group session timeout of the main consumer.", _at_least(1)),
+    ConfigKey(
+        "task.timeout.ms",
+        int,
+        300000,
+        "How long a retriable cluster error is retried (with backoff) before it reaches the uncaught "
+        "exception handler.",
+        _at_least(0),
+    ),
+    ConfigKey(
+        "retry.backoff.ms",
+        int,
+        100,
+        "First wait before retrying a failed cluster call; it doubles up to 1 s.",
+        _at_least(0),
+    ),
     ConfigKey(
         "metadata.max.age.ms",
         int,

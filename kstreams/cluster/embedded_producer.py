@@ -7,7 +7,9 @@ raise ``ProducerFencedError``) and aborts the transaction such a producer left o
 a transaction are in the log but invisible to read_committed readers until ``commit_transaction``;
 offsets given to ``send_offsets_to_transaction`` are committed to their group atomically with it.
 A transaction still open "transaction.timeout.ms" (default 60000) after its first write is aborted
-and its producer fenced, as Kafka's transaction coordinator does.
+and its producer fenced, as Kafka's transaction coordinator does. An injected ``FatalClientError``
+(``EmbeddedCluster.fail_next(op, error=FatalClientError(...))``) leaves the producer unusable, as a
+fatal librdkafka error does: every later call raises it again.
 
 Threads: a producer is used by one thread at a time (the port's rule); all broker state is
 touched under the broker lock.
@@ -22,7 +24,7 @@ from collections.abc import Mapping
 from kstreams._native.record_batch import RecordBatch
 from kstreams.cluster.embedded_broker import EmbeddedBroker
 from kstreams.cluster.embedded_log import Transaction
-from kstreams.cluster.port import ClusterError, TopicPartition
+from kstreams.cluster.port import ClusterError, FatalClientError, TopicPartition
 
 __all__ = ["EmbeddedProducer"]
 
@@ -43,6 +45,7 @@ class EmbeddedProducer:
         self._epoch: int | None = None
         self._txn: Transaction | None = None
         self._closed = False
+        self._fatal: FatalClientError | None = None
 
     @property
     def transactional_id(self) -> str | None:
@@ -50,7 +53,7 @@ class EmbeddedProducer:
 
     def send(self, topic: str, partition: int, batch: RecordBatch) -> None:
         broker = self._broker
-        broker.faults.check("send")
+        self._check_fault("send")
         with broker.lock:
             self._check_usable()
             if self._transactional_id is not None:
@@ -64,20 +67,20 @@ class EmbeddedProducer:
 
     def flush(self, timeout: float | None = None) -> None:
         # Every send is appended before it returns: there is never anything in flight.
-        self._broker.faults.check("flush")
+        self._check_fault("flush")
         with self._broker.lock:
             self._check_usable()
 
     def partitions_for(self, topic: str) -> int:
         broker = self._broker
-        broker.faults.check("partitions_for")
+        self._check_fault("partitions_for")
         with broker.lock:
             self._check_usable()
             return len(broker.require_topic(topic).logs)
 
     def init_transactions(self) -> None:
         broker = self._broker
-        broker.faults.check("init_transactions")
+        self._check_fault("init_transactions")
         with broker.lock:
             self._check_usable()
             tid = self._require_transactional("init_transactions")
@@ -87,7 +90,7 @@ class EmbeddedProducer:
 
     def begin_transaction(self) -> None:
         broker = self._broker
-        broker.faults.check("begin_transaction")
+        self._check_fault("begin_transaction")
         with broker.lock:
             tid = self._transactional_state("begin_transaction")
             if self._txn is not None:
@@ -98,7 +101,7 @@ class EmbeddedProducer:
 
     def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, int], group_id: str) -> None:
         broker = self._broker
-        broker.faults.check("send_offsets_to_transaction")
+        self._check_fault("send_offsets_to_transaction")
         with broker.lock:
             txn = self._open_transaction("send_offsets_to_transaction")
             for tp, offset in offsets.items():
@@ -127,11 +130,20 @@ class EmbeddedProducer:
 
     def _end(self, operation: str, commit: bool) -> None:
         broker = self._broker
-        broker.faults.check(operation)
+        self._check_fault(operation)
         with broker.lock:
             txn = self._open_transaction(operation)
             broker.end_transaction(txn, commit)
             self._txn = None
+
+    def _check_fault(self, operation: str) -> None:
+        if self._fatal is not None:
+            raise self._fatal
+        try:
+            self._broker.faults.check(operation)
+        except FatalClientError as exc:
+            self._fatal = exc
+            raise
 
     def _check_usable(self) -> None:
         self._broker.check_open()

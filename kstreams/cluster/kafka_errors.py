@@ -10,7 +10,13 @@ import logging
 
 from confluent_kafka import KafkaError, KafkaException
 
-from kstreams.cluster.port import ClusterError, ProducerFencedError, TopicExistsError, TopicNotFoundError
+from kstreams.cluster.port import (
+    ClusterError,
+    FatalClientError,
+    ProducerFencedError,
+    TopicExistsError,
+    TopicNotFoundError,
+)
 
 __all__ = ["cluster_error", "kafka_error_of"]
 
@@ -51,7 +57,7 @@ def cluster_error(what: str, error: KafkaError | BaseException) -> ClusterError:
         return TopicNotFoundError(f"{detail}. Create the topic first.")
     retriable = bool(err.retriable())
     if err.fatal():
-        return ClusterError(f"{detail}. The client hit a fatal error: close it and create a new one.")
+        return FatalClientError(f"{detail}. The client hit a fatal error: close it and create a new one.")
     if getattr(err, "txn_requires_abort", lambda: False)():
         return ClusterError(f"{detail}. The transaction must be aborted before a new one begins.", retriable)
     return ClusterError(detail + (" (retriable)" if retriable else ""), retriable)

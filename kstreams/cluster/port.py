@@ -28,6 +28,7 @@ __all__ = [
     "CommitFailedError",
     "Consumer",
     "ConsumerRecord",
+    "FatalClientError",
     "GroupListener",
     "Producer",
     "ProducerFencedError",
@@ -100,6 +101,12 @@ class CommitFailedError(ClusterError):
 
 class ProducerFencedError(ClusterError):
     """A newer producer with the same transactional id took over: this one must stop."""
+
+
+class FatalClientError(ClusterError):
+    """The client hit an error it cannot recover from and can never be used again (librdkafka's
+    fatal errors, such as an idempotent producer's OUT_OF_ORDER_SEQUENCE_NUMBER after a broker lost
+    its state): close it and create a new one."""
 
 
 @runtime_checkable

@@ -16,7 +16,10 @@ last stable offsets, which never overstate what a task wrote: a checkpoint may t
 Failures: a failed send, flush or transactional call raises to the polling thread, which calls
 ``abort()`` (exactly_once_v2: the open transaction is aborted, or, when the producer was fenced,
 re-initialised) and rewinds every task to the last commit. A refused consumer commit under
-at_least_once is logged and retried at the next commit.
+at_least_once is logged and retried at the next commit. Under exactly_once_v2 a commit never runs
+while a task is failed: the shared transaction holds that task's output of records whose offsets
+it will not commit, so committing it would publish them twice (once now, once when the task is
+processed again); ``commit_paused`` refuses, and the polling thread aborts instead.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from kstreams.cluster.port import (
     TopicPartition,
 )
 from kstreams.errors import ProcessorStateException, StreamsException
+from kstreams.runtime.retry import Retry
 
 if TYPE_CHECKING:
     from kstreams.runtime.metrics import Sensor
@@ -76,6 +80,7 @@ class Committer:
         exactly_once: bool,
         commit_sensor: Sensor,
         commit_latency: Sensor,
+        retry: Retry,
     ) -> None:
         self._scheduler = scheduler
         self._task_manager = task_manager
@@ -86,24 +91,42 @@ class Committer:
         self._exactly_once = exactly_once
         self._commit_sensor = commit_sensor
         self._commit_latency = commit_latency
+        self._retry = retry
         self._committed: dict[TopicPartition, int] = {}
         self.in_transaction = False
         # (topic, partition) sent to since the last commit: whose end offsets to look up.
         self.written: set[tuple[str, int]] = set()
 
     def send_collected(self) -> int:
-        """Drain the record collector into the producer (see ``send_collected``)."""
+        """Drain the record collector into the producer (see ``send_collected``). Under
+        exactly_once_v2 a transaction is opened first if none is (a failed begin leaves none)."""
+        if self._exactly_once and not self.in_transaction and len(self._collector):
+            self._begin_transaction()
         return send_collected(self._collector, self._producer, self.written)
+
+    def replace_producer(self, producer: Producer) -> None:
+        """Use a new producer from now on (the old one hit a fatal error). Under exactly_once_v2 its
+        transactions are initialised, which fences the old producer's epoch and aborts whatever it
+        left open; the caller then aborts (a no-op) and rewinds every task."""
+        self._producer = producer
+        self.in_transaction = False
+        self.written.clear()
+        if self._exactly_once:
+            self._retry.call("init_transactions", producer.init_transactions, "the replacement producer")
 
     def begin(self) -> None:
         """exactly_once_v2: open the first transaction (every send belongs to one)."""
         if self._exactly_once:
-            self._producer.init_transactions()
-            self._producer.begin_transaction()
-            self.in_transaction = True
+            self._retry.call("init_transactions", self._producer.init_transactions, "the producer")
+            self._begin_transaction()
 
-    def commit_all(self, reason: str) -> None:
-        """Commit every running task; raises if the barrier cannot be reached or a client fails."""
+    def _begin_transaction(self) -> None:
+        self._retry.call("begin_transaction", self._producer.begin_transaction, "the next transaction")
+        self.in_transaction = True
+
+    def commit_all(self, reason: str) -> bool:
+        """Commit every running task; raises if the barrier cannot be reached or a client fails.
+        False when it did not commit because a task failed (see ``commit_paused``)."""
         started = time.monotonic()
         if not self._scheduler.pause_all(BARRIER_TIMEOUT_S):
             self._scheduler.resume_all()
@@ -112,17 +135,23 @@ class Committer:
                 "commit; a processor is probably blocked. Check for blocking calls in processors."
             )
         try:
-            self._commit_paused(reason)
+            committed = self._commit_paused(reason)
         finally:
             self._scheduler.resume_all()
-        self._commit_sensor.record()
-        self._commit_latency.record((time.monotonic() - started) * 1000.0)
+        if committed:
+            self._commit_sensor.record()
+            self._commit_latency.record((time.monotonic() - started) * 1000.0)
+        return committed
 
-    def commit_paused(self, reason: str) -> None:
-        """The commit, for a caller that already holds the barrier (revocation, close)."""
-        self._commit_paused(reason)
+    def commit_paused(self, reason: str) -> bool:
+        """The commit, for a caller that already holds the barrier (revocation, close). False when
+        nothing was committed because a task failed (exactly_once_v2): the caller must abort."""
+        return self._commit_paused(reason)
 
-    def _commit_paused(self, reason: str) -> None:
+    def _commit_paused(self, reason: str) -> bool:
+        if self._exactly_once and self._task_manager.failed():
+            logger.info("Not committing (%s): a task failed, so the open transaction is aborted", reason)
+            return False
         entries: list[TaskEntry] = self._task_manager.running()
         for entry in entries:
             entry.task.flush()
@@ -137,14 +166,16 @@ class Committer:
                 # generation (KIP-447); the port cannot carry the generation, so check here.
                 # The next poll reports the partitions lost, and their new owner redoes the work.
                 logger.warning("Not committing: this client was dropped from the group; aborting")
-                self.abort()
-                return
+                return False
+            if not self.in_transaction:
+                self._begin_transaction()  # nothing was sent since a begin failed: commit offsets alone
             if offsets:
                 self._producer.send_offsets_to_transaction(offsets, self._group_id)
             self._producer.commit_transaction()
             self.in_transaction = False
-            self._producer.begin_transaction()
-            self.in_transaction = True
+            # A failure to begin the next one is retried here and, past task.timeout.ms, raised; the
+            # commit stands either way (recovery rewinds to it).
+            self._begin_transaction()
         else:
             self._producer.flush()
             changed = {tp: o for tp, o in offsets.items() if self._committed.get(tp) != o}
@@ -155,13 +186,13 @@ class Committer:
                     # The group dropped this member: its next poll reports the partitions lost and
                     # their new owner redoes the uncommitted work (at least once).
                     logger.warning("Commit refused, the partitions are being reassigned: %s", exc)
-                    return
+                    return False
                 except ClusterError as exc:
                     if not exc.retriable:
                         raise
                     # Everything is sent; the offsets go with the next commit.
                     logger.warning("Committing offsets failed (%s); retrying at the next commit", exc)
-                    return
+                    return False
         self._committed.update(offsets)
         self._record_changelog_ends(entries)
         for entry in entries:
@@ -170,6 +201,7 @@ class Committer:
             if post_commit is not None:
                 post_commit()
         logger.debug("Committed %d tasks (%s): %s", len(entries), reason, offsets)
+        return True
 
     def _still_member(self) -> bool:
         """Whether the group still counts this client's consumer as a member. Adapters whose
@@ -210,32 +242,51 @@ class Committer:
             except ProcessorStateException as exc:
                 logger.warning("Task %s: %s", entry.task_id, exc)
 
-    def abort(self) -> None:
+    def abort(self, begin_next: bool = True) -> None:
         """exactly_once_v2: abort the open transaction (a task failed mid-transaction, or a send or
-        a commit failed) and open the next one. A fenced producer (its transaction outlived
-        ``transaction.timeout.ms`` and was aborted by the cluster) is initialised again instead."""
+        a commit failed) and, with ``begin_next``, open the next one. Transient failures are
+        retried; a fenced producer (its transaction outlived ``transaction.timeout.ms`` and the
+        cluster aborted it), or one whose abort keeps failing, is initialised again, which aborts
+        whatever it left open. The caller has drained the record collector (nothing of the aborted
+        transaction may be sent into the next one)."""
         if not self._exactly_once:
             return
         self.written.clear()
-        try:
-            if self.in_transaction:
-                self._producer.abort_transaction()
-        except ProducerFencedError as exc:
-            logger.warning("The producer was fenced (%s); initialising its transactions again", exc)
-            self._producer.init_transactions()
-        except ClusterError as exc:
-            if not exc.retriable:
+        if self.in_transaction:
+            try:
+                self._retry.call("abort_transaction", self._producer.abort_transaction, "a failed task")
+            except ProducerFencedError as exc:
+                logger.warning("The producer was fenced (%s); initialising its transactions again", exc)
+                self._reinitialise()
+            except ClusterError as exc:
                 raise StreamsException(
                     f"Aborting the transaction failed: {exc}. The client cannot guarantee exactly-once "
                     "any more and stops; restart it (its successor resumes from the last commit)."
                 ) from exc
-            # The cluster's state of the transaction is unknown: start over with a new epoch, which
-            # aborts whatever this producer left open.
-            logger.warning("Aborting the transaction failed (%s); initialising transactions again", exc)
-            self._producer.init_transactions()
+            except StreamsException as exc:  # the abort kept failing for task.timeout.ms
+                logger.warning("%s Initialising transactions again instead.", exc)
+                self._reinitialise()
         self.in_transaction = False
-        self._producer.begin_transaction()
-        self.in_transaction = True
+        if begin_next:
+            self._begin_transaction()
+
+    def _reinitialise(self) -> None:
+        """A new producer epoch: the cluster aborts this transactional id's open transaction."""
+        self.in_transaction = False
+        self._retry.call("init_transactions", self._producer.init_transactions, "after a failed abort")
+
+    def abort_quietly(self) -> None:
+        """Best effort on the way out of a failed client: abort the open transaction at once, never
+        raising (if it fails, the cluster aborts it when ``transaction.timeout.ms`` passes, and no
+        one can commit it: this producer is closed next)."""
+        if not self._exactly_once or not self.in_transaction:
+            return
+        self.in_transaction = False
+        self._collector.drain()
+        try:
+            self._producer.abort_transaction()
+        except Exception as exc:
+            logger.warning("Could not abort the open transaction on the way out (%s)", exc)
 
     def forget(self, partitions: list[TopicPartition]) -> None:
         for tp in partitions:

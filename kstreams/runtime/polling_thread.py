@@ -6,6 +6,14 @@ moves the record collector's output into the producer, signals tasks with due wa
 punctuation, commits every ``commit.interval.ms`` (or when a task asks), hands restored tasks to
 the task manager, and drains the failure queue that stream threads and the restore thread fill.
 
+Faults: the polling thread survives what a Kafka client survives. A transient error of ``poll``
+is retried at the next turn (with backoff) for up to ``task.timeout.ms``; a failed send, flush or
+commit, or a failed task under exactly_once_v2, makes every task "corrupted": the open transaction
+is aborted and every task restarts from its last commit with its state restored (``_rewind_all``),
+its cluster calls retried the same way. Only an error that retrying cannot fix, or one that outlasts
+``task.timeout.ms``, ends the thread and reaches the uncaught exception handler; on the way out
+the open transaction is aborted, so nothing of it can ever commit.
+
 Lock order: the polling thread takes no lock of its own across calls; it calls the task manager
 (its lock), the scheduler and the compiled structures (leaf mutexes).
 """
@@ -25,16 +33,18 @@ from kstreams._native.scheduler import TaskScheduler
 from kstreams.cluster.port import (
     ERROR_NONE,
     ClusterError,
-    CommitFailedError,
     Consumer,
+    FatalClientError,
     Producer,
+    ProducerFencedError,
     TopicPartition,
 )
 from kstreams.config import StreamsConfig
 from kstreams.errors import StreamsException
 from kstreams.runtime.commit import Committer
+from kstreams.runtime.retry import Retry, is_transient
 from kstreams.runtime.standby import StandbyPlacer
-from kstreams.runtime.task_manager import RESTORING, RUNNING, TaskEntry, TaskManager
+from kstreams.runtime.task_manager import FAILED, RESTORING, RUNNING, TaskEntry, TaskManager
 
 if TYPE_CHECKING:
     from kstreams.runtime.metrics import MetricsRegistry
@@ -45,9 +55,6 @@ __all__ = ["Failure", "PollingThread", "RuntimeHooks"]
 
 logger = logging.getLogger(__name__)
 
-# Sends and commits that fail in a row (each followed by an abort and a rewind of every task)
-# before the failure goes to the uncaught exception handler.
-MAX_CONSECUTIVE_RECOVERIES = 5
 # Longest poll while some partitions are paused because their tasks' buffers are full.
 PAUSED_POLL_S = 0.001
 
@@ -94,11 +101,14 @@ class PollingThread(threading.Thread):
         hooks: RuntimeHooks,
         metrics: MetricsRegistry,
         topics: list[str],
+        retry: Retry,
+        producer_factory: Callable[[], Producer],
     ) -> None:
         super().__init__(name=name, daemon=True)
         self._config = config
         self._consumer = consumer
         self._producer = producer
+        self._producer_factory = producer_factory
         self._collector = collector
         self._scheduler = scheduler
         self._tasks = task_manager
@@ -106,7 +116,8 @@ class PollingThread(threading.Thread):
         self.committer = committer
         self._hooks = hooks
         self._topics = topics
-        self._stop_event = threading.Event()
+        self._stop_event = retry.stop
+        self._retry = retry
         self._failures: queue.SimpleQueue[Failure] = queue.SimpleQueue()
         self._restored: queue.SimpleQueue[TaskEntry] = queue.SimpleQueue()
         self._calls: queue.SimpleQueue[tuple[Callable[[], Any], threading.Event, list[Any]]] = (
@@ -121,7 +132,11 @@ class PollingThread(threading.Thread):
         self._in_rebalance = False
         self._followup_at: float | None = None
         self._abandoned = False
+        # Since when sends, commits or polls have failed without a success in between (monotonic).
+        self._failing_since: float | None = None
         self._recoveries = 0
+        self._poll_failing_since: float | None = None
+        self._poll_failures = 0
         self._standbys = StandbyPlacer(
             int(config["num.standby.replicas"]), consumer, task_manager, state_manager
         )
@@ -150,11 +165,20 @@ class PollingThread(threading.Thread):
         done = threading.Event()
         result: list[Any] = []
         self._calls.put((fn, done, result))
-        if not done.wait(timeout):
-            raise TimeoutError(f"The polling thread did not run the request within {timeout}s")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not done.wait(0.05):
+            if not self.is_alive() and not done.is_set():
+                raise StreamsException("The polling thread stopped before it ran the request")
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"The polling thread did not run the request within {timeout}s")
         if result and isinstance(result[0], BaseException):
             raise result[0]
         return result[0] if result else None
+
+    @property
+    def producer(self) -> Producer:
+        """The producer in use (a new one after a fatal producer error)."""
+        return self._producer
 
     def request_stop(self) -> None:
         self._stop_event.set()
@@ -180,6 +204,8 @@ class PollingThread(threading.Thread):
                 self._drop_tasks()
         except BaseException as exc:  # reported to the uncaught exception handler
             logger.error("Polling thread %s failed", self.name, exc_info=exc)
+            # Nothing of the open transaction may ever commit: abort it before anyone decides.
+            self.committer.abort_quietly()
             self._hooks.on_failure(Failure("polling", exc))
         finally:
             logger.info("Polling thread %s stopped", self.name)
@@ -195,7 +221,7 @@ class PollingThread(threading.Thread):
             # Full buffers paused their partitions: a long poll would sleep through the stream
             # threads draining them (resumed only between polls), so fetching would stall.
             timeout = min(timeout, PAUSED_POLL_S)
-        polled = self._consumer.poll(timeout, self._max_poll_records)
+        polled = self._poll(timeout)
         self.poll_sensor.record()
         if self._in_rebalance:
             self._finish_rebalance()
@@ -213,7 +239,7 @@ class PollingThread(threading.Thread):
         try:
             sent = self.committer.send_collected()
         except ClusterError as exc:
-            self._recover(exc)
+            self._recover("send", exc)
             sent = 0
         if sent:
             self.send_sensor.record(sent, sent)
@@ -223,9 +249,7 @@ class PollingThread(threading.Thread):
         try:
             self._maybe_commit(running)
         except ClusterError as exc:
-            if isinstance(exc, CommitFailedError):
-                raise
-            self._recover(exc)
+            self._recover("commit", exc)
         if self._followup_at is not None and time.monotonic() >= self._followup_at:
             # Autoscaling grew topics (or must retry): rebalance so the new partitions are assigned.
             self._followup_at = None
@@ -243,14 +267,42 @@ class PollingThread(threading.Thread):
                 result.append(exc)
             done.set()
 
+    def _poll(self, timeout: float) -> list[Any]:
+        """One poll; a transient error is retried at the next turn, after a backoff, until it has
+        lasted ``task.timeout.ms`` (a Kafka consumer retries such errors by itself)."""
+        try:
+            polled = self._consumer.poll(timeout, self._max_poll_records)
+        except ClusterError as exc:
+            if not is_transient(exc):
+                raise
+            now = time.monotonic()
+            if self._poll_failing_since is None:
+                self._poll_failing_since = now
+            self._poll_failures += 1
+            if now - self._poll_failing_since > self._retry.timeout_s:
+                raise self._retry.timed_out("poll", "the main consumer", exc, self._poll_failures) from exc
+            logger.warning(
+                "Polling the main consumer failed (attempt %d), retrying: %s", self._poll_failures, exc
+            )
+            self._retry.wait(min(self._retry.backoff_s * self._poll_failures, 1.0))
+            return []
+        self._poll_failing_since = None
+        self._poll_failures = 0
+        return polled
+
     def _drain_restored(self) -> None:
         while True:
             try:
                 entry = self._restored.get_nowait()
             except queue.Empty:
                 return
-            if self._tasks.entry(entry.task_id) is entry:
+            if self._tasks.entry(entry.task_id) is not entry:
+                continue
+            try:
                 self._tasks.activate(entry)
+            except Exception as exc:  # a processor's init() raised: the task fails, not the thread
+                logger.error("Task %s could not start processing", entry.task_id, exc_info=exc)
+                self._hooks.on_failure(Failure("restore", exc, None, entry))
 
     def _drain_failures(self) -> None:
         while True:
@@ -285,26 +337,45 @@ class PollingThread(threading.Thread):
         now = time.monotonic()
         requested = any(e.task.commit_requested for e in running)
         if requested or now - self._last_commit >= self._commit_interval_s:
-            self.committer.commit_all("requested" if requested else "interval")
+            committed = self.committer.commit_all("requested" if requested else "interval")
             self._last_commit = time.monotonic()
-            self._recoveries = 0
+            if committed:
+                self._failing_since = None
+                self._recoveries = 0
+            elif self._config.exactly_once and not self._tasks.failed():
+                # Dropped from the group: the open transaction must not live on (a failed task's
+                # own abort comes with its failure, drained next turn).
+                self._rewind_all()
 
-    def _recover(self, exc: ClusterError) -> None:
+    def _recover(self, operation: str, exc: ClusterError) -> None:
         """A send, flush or commit failed: abort the transaction (exactly_once_v2) and rewind every
-        task to the last commit, so that nothing is lost or counted twice. Repeated failures go to
-        the uncaught exception handler."""
-        self._recoveries += 1
-        if self._recoveries > MAX_CONSECUTIVE_RECOVERIES:
+        task to the last commit, so that nothing is lost or counted twice. An error that retrying
+        cannot fix, or failures without a successful commit for ``task.timeout.ms``, go to the
+        uncaught exception handler instead."""
+        fatal = isinstance(exc, FatalClientError)
+        if not (fatal or is_transient(exc) or isinstance(exc, ProducerFencedError)):
             raise StreamsException(
-                f"Sending or committing failed {self._recoveries} times in a row, the last time with: "
-                f"{exc}. Check that the cluster is reachable and the output topics exist."
+                f"{operation} failed with an error that retrying cannot fix: {exc}. Records of the "
+                "transaction are not committed; fix the cause (e.g. a record larger than the broker "
+                "accepts, a missing output topic) before restarting."
             ) from exc
+        now = time.monotonic()
+        self._recoveries += 1
+        if self._failing_since is None:
+            self._failing_since = now
+        elif now - self._failing_since > self._retry.timeout_s:
+            raise self._retry.timed_out(operation, "sending and committing", exc, self._recoveries) from exc
         logger.warning(
-            "Sending or committing failed (%s): %s every task to its last commit",
+            "%s failed (%s): %s every task to its last commit",
+            operation,
             exc,
             "aborting the transaction and rewinding" if self._config.exactly_once else "rewinding",
         )
+        if fatal:
+            self._replace_producer()
         self._rewind_all()
+        # Back off before the next attempt, as a client retrying a request would.
+        self._retry.wait(min(self._retry.backoff_s * 2 ** (self._recoveries - 1), 1.0))
 
     # -- rebalances (inside consumer.poll) ------------------------------------------------------
 
@@ -329,14 +400,22 @@ class PollingThread(threading.Thread):
         if not self._scheduler.pause_all(60.0):
             logger.warning("Stream threads did not release their tasks for a revocation in time")
         try:
-            self.committer.commit_paused("revocation")
-            self.committer.send_collected()
-            for task_id in affected:
-                entry = self._tasks.entry(task_id)
-                if entry is not None:
-                    if entry.state != RUNNING:
-                        self._state_manager.remove(entry)
-                    self._tasks.remove(entry, clean=True)
+            try:
+                committed = self.committer.commit_paused("revocation")
+                self.committer.send_collected()
+            except ClusterError as exc:
+                # The revoked tasks' new owners redo what was not committed here.
+                logger.warning("Committing for a revocation failed (%s); closing the tasks dirty", exc)
+                committed = False
+            if not committed and (self._config.exactly_once or self._tasks.failed()):
+                self._rewind_all(drop=set(affected), barrier_held=True)
+            else:
+                for task_id in affected:
+                    entry = self._tasks.entry(task_id)
+                    if entry is not None:
+                        if entry.state != RUNNING and entry.state != FAILED:
+                            self._state_manager.remove(entry)
+                        self._tasks.remove(entry, clean=committed and entry.state == RUNNING)
         finally:
             self._scheduler.resume_all()
         self._paused.difference_update(partitions)
@@ -409,25 +488,43 @@ class PollingThread(threading.Thread):
 
     def close_dirty(self, entry: TaskEntry) -> None:
         """Close a task without committing (its thread failed or its partitions were lost)."""
-        if entry.state != RUNNING:
+        if entry.state != RUNNING and entry.state != FAILED:
             self._state_manager.remove(entry)
         self._tasks.remove(entry, clean=False)
 
     def revive(self, entry: TaskEntry) -> None:
         """Close a failed task dirty and recreate it from its last committed offsets: nothing is
-        lost, and records processed since the last commit are processed again (at least once)."""
+        lost, and records processed since the last commit are processed again (at least once).
+        A failure reported for a task that was rewound since (its entry replaced) needs nothing:
+        the rewind already discarded what the failed run did."""
+        if self._tasks.entry(entry.task_id) is not entry:
+            return
         partitions = sorted(entry.buffers)
         if self._config.exactly_once:
             # Its uncommitted output is inside the open transaction, together with every other
-            # task's: abort it and rewind every task to the last commit.
+            # task's: abort it and rewind every task to the last commit (Kafka's "task corrupted").
             self._rewind_all()
             return
         self.close_dirty(entry)
         self._rewind(partitions)
         self._start(self._tasks.create(entry.task_id, partitions))
 
+    def _replace_producer(self) -> None:
+        """Close the producer that hit a fatal error and continue with a new one (Kafka Streams
+        does the same rather than ending the client); its transaction is fenced by the new one."""
+        logger.warning("The producer hit a fatal error: closing it and continuing with a new one")
+        old = self._producer
+        try:
+            old.close()
+        except Exception as exc:
+            logger.info("Closing the failed producer raised (%s); dropping it", exc)
+        self._producer = self._producer_factory()
+        self.committer.replace_producer(self._producer)
+
     def _rewind(self, partitions: list[TopicPartition]) -> None:
-        committed = self._consumer.committed(partitions)
+        committed = self._retry.call(
+            "committed", lambda: self._consumer.committed(partitions), "rewinding tasks to their last commit"
+        )
         for tp in partitions:
             if tp in committed:
                 self._consumer.seek(tp, committed[tp])
@@ -436,10 +533,12 @@ class PollingThread(threading.Thread):
         self._paused.difference_update(partitions)
         self._consumer.resume(partitions)
 
-    def _rewind_all(self, drop: set[Any] | None = None) -> None:
+    def _rewind_all(self, drop: set[Any] | None = None, barrier_held: bool = False) -> None:
         """Abort the open transaction (exactly_once_v2) and restart every task from its last
-        commit; the tasks in ``drop`` (lost to another client) are closed and not restarted."""
-        if not self._scheduler.pause_all(60.0):
+        commit, its state restored from the changelog; the tasks in ``drop`` (lost or revoked) are
+        closed and not restarted. Every task goes, not only a failed one: the one transaction
+        holds all their uncommitted writes."""
+        if not barrier_held and not self._scheduler.pause_all(60.0):
             logger.warning("Stream threads did not release their tasks in time for an abort")
         try:
             self._collector.drain()  # output of the aborted transaction: never sent
@@ -448,26 +547,45 @@ class PollingThread(threading.Thread):
             for entry in entries:
                 self.close_dirty(entry)
             kept = [entry for entry in entries if drop is None or entry.task_id not in drop]
-            self._rewind([tp for entry in kept for tp in entry.buffers])
+            if kept:
+                self._rewind([tp for entry in kept for tp in entry.buffers])
             for entry in kept:
                 self._start(self._tasks.create(entry.task_id, sorted(entry.buffers)))
         finally:
-            self._scheduler.resume_all()
+            if not barrier_held:
+                self._scheduler.resume_all()
 
     def _shutdown_clean(self) -> None:
-        """Commit and close every task, then leave the group."""
+        """Commit and close every task, then leave the group. When a task failed under
+        exactly_once_v2, or the final commit fails, nothing is committed: the transaction is
+        aborted and every task closed dirty (its successor resumes from the last commit)."""
         if not self._scheduler.pause_all(60.0):
             logger.warning("Stream threads did not release their tasks in time for the final commit")
         try:
-            self.committer.commit_paused("close")
+            try:
+                committed = self.committer.commit_paused("close")
+            except ClusterError as exc:
+                logger.warning("The final commit failed (%s); closing every task dirty", exc)
+                committed = False
+            if not committed:
+                self._collector.drain()
+                try:
+                    self.committer.abort(begin_next=False)
+                except Exception as exc:
+                    logger.warning("Could not abort the open transaction on close (%s)", exc)
+                    self.committer.abort_quietly()
             for entry in self._tasks.entries():
-                if entry.state != RUNNING:
+                if entry.state != RUNNING and entry.state != FAILED:
                     self._state_manager.remove(entry)
-                self._tasks.remove(entry, clean=entry.state == RUNNING)
+                self._tasks.remove(entry, clean=committed and entry.state == RUNNING)
         finally:
             self._scheduler.resume_all()
-        self._producer.flush()
-        self.closed_cleanly = True
+        if committed:
+            try:
+                self._producer.flush()
+            except ClusterError as exc:
+                logger.warning("Flushing the producer on close failed: %s", exc)
+        self.closed_cleanly = committed
 
     def _drop_tasks(self) -> None:
         """After ``abandon``: close every task dirty, as a crash would leave them — nothing is

@@ -115,6 +115,12 @@ class TaskManager:
         with self._lock:
             return [e for e in self._entries.values() if e.state == RUNNING]
 
+    def failed(self) -> list[TaskEntry]:
+        """Tasks whose processing raised and that are not yet closed. Under the commit barrier this
+        is exact: a stream thread marks its task failed before it releases it."""
+        with self._lock:
+            return [e for e in self._entries.values() if e.state == FAILED]
+
     def entry(self, task_id: TaskId) -> TaskEntry | None:
         with self._lock:
             return self._entries.get(task_id)
@@ -303,9 +309,12 @@ class TaskManager:
         logger.info("Closed task %s (%s)", entry.task_id, "clean" if clean else "dirty")
 
     def mark_failed(self, handle: int) -> TaskEntry | None:
-        entry = self.entry_for_handle(handle)
+        """Called by the stream thread that holds the task, before it releases it."""
+        with self._lock:
+            entry = self._by_handle.get(handle)
+            if entry is not None and entry.state == RUNNING:
+                entry.state = FAILED
         if entry is not None:
-            entry.state = FAILED
             self._scheduler.fail(handle)
         return entry
 

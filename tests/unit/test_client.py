@@ -448,3 +448,277 @@ def test_metrics_render_for_prometheus(make_client, app) -> None:  # type: ignor
     assert {m.name for m in cache} >= {"hit-ratio", "cache-size-bytes-total"}
     text = client.metrics_prometheus()
     assert 'kstreams_stream_metrics_alive_stream_threads{client_id="c-a"} 2.0' in text
+
+
+# -- faults and shutdown (the fault-tolerance guarantees) ---------------------------------------
+
+
+def client_threads(client: KafkaStreams) -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith(client.client_id) and t.is_alive()]
+
+
+def test_close_with_a_zero_timeout_returns_at_once_and_the_shutdown_still_completes(make_client) -> None:  # type: ignore[no-untyped-def]
+    client = make_client()
+    client.start()
+    assert client.wait_for_state(State.RUNNING, timeout=30)
+    started = time.monotonic()
+    client.close(timeout=0)
+    assert time.monotonic() - started < 1.0
+    assert client.wait_for_state(State.NOT_RUNNING, timeout=30)
+    wait_until(lambda: client_threads(client) == [], what="every thread of the client to end")
+
+
+def test_close_from_the_listener_on_rebalancing_starts_no_thread(make_local_client) -> None:  # type: ignore[no-untyped-def]
+    client = make_local_client()
+    results: list[bool] = []
+
+    def listener(new: State, old: State) -> None:
+        if new is State.REBALANCING:
+            results.append(client.close())
+
+    client.set_state_listener(listener)
+    client.start()
+    assert results == [True]
+    assert client.state is State.NOT_RUNNING
+    assert client_threads(client) == []
+    assert client.metadata_for_local_threads() == []
+
+
+def test_close_from_the_listener_on_running_never_hangs(make_client, app) -> None:  # type: ignore[no-untyped-def]
+    client = make_client()
+    results: list[bool] = []
+
+    def listener(new: State, old: State) -> None:
+        if new is State.RUNNING:
+            results.append(client.close(timeout=30))  # called on the polling thread
+
+    client.set_state_listener(listener)
+    client.start()
+    produce(app, 10)
+    assert client.wait_for_state(State.NOT_RUNNING, timeout=30)
+    assert results == [False]  # it could not wait for its own thread
+    wait_until(lambda: client_threads(client) == [], what="every thread of the client to end")
+
+
+class FailOnceAtAnyRecord(CountPerKey):
+    """Fails once, on the first record it sees after ``armed`` is set; ``failing`` is set just
+    before it raises."""
+
+    armed = threading.Event()
+    failing = threading.Event()
+
+    def process(self, record: Record) -> None:
+        if FailOnceAtAnyRecord.armed.is_set() and not FailOnceAtAnyRecord.failing.is_set():
+            FailOnceAtAnyRecord.failing.set()
+            raise RuntimeError("injected failure")
+        super().process(record)
+
+
+def test_a_thread_change_while_a_failed_thread_is_replaced_does_not_stall(
+    make_local_client, local_app
+) -> None:  # type: ignore[no-untyped-def]
+    app = local_app
+    FailOnceAtAnyRecord.armed.clear()
+    FailOnceAtAnyRecord.failing.clear()
+    client = make_local_client(count_topology(app, FailOnceAtAnyRecord))
+    added: list[str | None] = []
+
+    def handler(exc: BaseException) -> Response:
+        # The polling thread applies REPLACE_THREAD while another thread adds stream threads; the
+        # second add shrinks the caches, which waits for the polling thread: neither may wait for
+        # the other (the replacement needs the thread list the add changes).
+        def add_two() -> None:
+            added.append(client.add_stream_thread())
+            added.append(client.add_stream_thread())
+
+        adder = threading.Thread(target=add_two)
+        adder.start()
+        wait_until(lambda: client._polling is not None and not client._polling._calls.empty(), 10, "the add")
+        return Response.REPLACE_THREAD
+
+    client.set_uncaught_exception_handler(handler)
+    client.start()
+    assert client.wait_for_state(State.RUNNING, timeout=30)
+    expected = produce(app, 100)
+    wait_until(lambda: latest(app) == dict(expected), what="the first counts")
+    FailOnceAtAnyRecord.armed.set()
+    started = time.monotonic()
+    more = produce(app, 100, start=100)
+    wait_until(lambda: len(added) == 2, timeout=20, what="add_stream_thread to return")
+    assert time.monotonic() - started < 10
+    assert None not in added
+    # One thread failed: the survivor, two added and the replacement.
+    wait_until(
+        lambda: len(client.metadata_for_local_threads()) == 4, what="the replacement and the added threads"
+    )
+    expected.update(more)
+    wait_until(
+        lambda: all(latest(app).get(k, 0) >= n for k, n in expected.items()), what="every record counted"
+    )
+    assert client.state is State.RUNNING
+
+
+def test_a_retriable_poll_error_is_retried_and_never_reaches_the_handler(
+    make_local_client, local_app
+) -> None:  # type: ignore[no-untyped-def]
+    app = local_app
+    client = make_local_client()
+    errors: list[BaseException] = []
+    client.set_uncaught_exception_handler(lambda exc: errors.append(exc) or Response.SHUTDOWN_CLIENT)
+    client.start()
+    assert client.wait_for_state(State.RUNNING, timeout=30)
+    app.cluster.fail_next("poll", times=3)
+    expected = produce(app, 200)
+    wait_until(lambda: latest(app) == dict(expected), what="exact counts after the poll errors")
+    assert errors == []
+    assert client.state is State.RUNNING
+
+
+def test_a_retriable_error_that_outlasts_task_timeout_reaches_the_handler_naming_it(
+    make_local_client, local_app
+) -> None:  # type: ignore[no-untyped-def]
+    app = local_app
+    client = make_local_client(**{"task.timeout.ms": 300, "retry.backoff.ms": 20})
+    errors: list[BaseException] = []
+    client.set_uncaught_exception_handler(lambda exc: errors.append(exc) or Response.SHUTDOWN_CLIENT)
+    client.start()
+    assert client.wait_for_state(State.RUNNING, timeout=30)
+    app.cluster.fail_next("poll", times=10_000)
+    assert client.wait_for_state(State.ERROR, timeout=30)
+    app.cluster._broker.faults.clear()
+    assert errors and "poll" in str(errors[0]) and "task.timeout.ms=300" in str(errors[0])
+
+
+class FailAtRecord(CountPerKey):
+    """Raises once, at the ``at``-th record handled by the threads of clients whose id starts
+    with ``only`` (every client's when empty)."""
+
+    at = 0
+    seen = 0
+    only = ""
+    lock = threading.Lock()
+
+    def process(self, record: Record) -> None:
+        if not threading.current_thread().name.startswith(FailAtRecord.only):
+            super().process(record)
+            return
+        with FailAtRecord.lock:
+            FailAtRecord.seen += 1
+            fail = FailAtRecord.seen == FailAtRecord.at
+        if fail:
+            raise RuntimeError(f"injected failure at record {FailAtRecord.at}")
+        super().process(record)
+
+
+def committed_updates(app: App) -> dict[str, list[int]]:
+    updates: dict[str, list[int]] = {}
+    for r in app.cluster.read(app.sink):
+        updates.setdefault(r.key.decode(), []).append(LONG.deserialize(app.sink, r.value))
+    return updates
+
+
+def assert_each_update_exactly_once(app: App, expected: Counter[str]) -> None:
+    wait_until(lambda: latest(app) == dict(expected), timeout=app.timeout, what="exact committed counts")
+    for key, values in committed_updates(app).items():
+        assert values == list(range(1, expected[key] + 1)), f"{key}: duplicates or gaps"
+
+
+@pytest.mark.parametrize("response", [None, Response.SHUTDOWN_CLIENT, Response.SHUTDOWN_APPLICATION])
+def test_exactly_once_shutdown_after_a_task_failure_commits_nothing_of_the_open_transaction(
+    make_client, app, response
+) -> None:  # type: ignore[no-untyped-def]
+    FailAtRecord.at, FailAtRecord.seen, FailAtRecord.only = 600, 0, ""
+    eos = {"processing.guarantee": "exactly_once_v2", "num.stream.threads": 1, "commit.interval.ms": 5000}
+    failing = make_client(count_topology(app, FailAtRecord), name="a", **eos)
+    if response is not None:
+        failing.set_uncaught_exception_handler(lambda exc: response)
+    failing.start()
+    expected = Counter({"k": 1000})
+    base = int(time.time() * 1000)
+    for i in range(1000):
+        app.cluster.produce(app.source, b"k", b"x", timestamp=base + i)
+    assert failing.wait_for_state(State.ERROR, timeout=app.timeout)
+    assert latest(app) == {}  # the 599 updates before the failure were never committed
+    FailAtRecord.at = 0
+    successor = make_client(count_topology(app, FailAtRecord), name="b", **eos)
+    successor.start()
+    assert_each_update_exactly_once(app, expected)
+
+
+def test_exactly_once_a_client_that_fails_and_is_never_closed_leaves_no_duplicates(make_client, app) -> None:  # type: ignore[no-untyped-def]
+    eos = {"processing.guarantee": "exactly_once_v2", "num.stream.threads": 2, "commit.interval.ms": 100}
+    FailAtRecord.at, FailAtRecord.seen, FailAtRecord.only = 0, 0, "c-b"
+    survivor = make_client(count_topology(app, FailAtRecord), name="a", **eos)
+    survivor.start()
+    assert survivor.wait_for_state(State.RUNNING, timeout=app.timeout)
+    expected = produce(app, 400)
+    wait_until(lambda: latest(app) == dict(expected), timeout=app.timeout, what="the first counts")
+    joining = make_client(count_topology(app, FailAtRecord), name="b", **eos)
+    joining.set_uncaught_exception_handler(lambda exc: Response.SHUTDOWN_CLIENT)
+    joining.start()
+    wait_until(
+        lambda: joining.state is State.RUNNING and survivor.state is State.RUNNING, app.timeout, "the join"
+    )
+    FailAtRecord.at, FailAtRecord.seen = 6, 0  # the joining client's sixth record from now
+    expected.update(produce(app, 400, start=400))
+    assert joining.wait_for_state(State.ERROR, timeout=app.timeout)
+    # The failed client is left as it is (a hung process looks like that); the survivor goes on.
+    expected.update(produce(app, 200, start=800))
+    assert_each_update_exactly_once(app, expected)
+
+
+class FailEveryHundred(CountPerKey):
+    """Raises at every 100th record this process handles, ``budget`` times in all."""
+
+    seen = 0
+    budget = 0
+    lock = threading.Lock()
+
+    def process(self, record: Record) -> None:
+        with FailEveryHundred.lock:
+            FailEveryHundred.seen += 1
+            fail = FailEveryHundred.seen % 100 == 0 and FailEveryHundred.budget > 0
+            if fail:
+                FailEveryHundred.budget -= 1
+        if fail:
+            raise RuntimeError("injected failure at a hundredth record")
+        super().process(record)
+
+
+def test_exactly_once_repeated_task_failures_under_replace_thread_stay_exact(make_client, app) -> None:  # type: ignore[no-untyped-def]
+    FailEveryHundred.seen, FailEveryHundred.budget = 0, 10
+    client = make_client(
+        count_topology(app, FailEveryHundred),
+        **{"processing.guarantee": "exactly_once_v2", "commit.interval.ms": 100},
+    )
+    errors: list[BaseException] = []
+    client.set_uncaught_exception_handler(lambda exc: errors.append(exc) or Response.REPLACE_THREAD)
+    client.start()
+    expected: Counter[str] = Counter()
+    for batch in range(5):
+        expected.update(produce(app, 400, start=batch * 400))
+        # Input arrives in steps, so failures land on tasks that have committed work before.
+        wait_until(lambda n=(batch + 1) * 400: FailEveryHundred.seen >= n, app.timeout, "progress")  # type: ignore[misc]
+    wait_until(lambda: FailEveryHundred.budget == 0, app.timeout, "every failure to fire")
+    assert_each_update_exactly_once(app, expected)
+    assert len(errors) == 10
+    assert client.state is State.RUNNING
+
+
+def test_a_record_the_broker_rejects_reaches_the_handler_once_instead_of_looping(
+    make_local_client, local_app
+) -> None:  # type: ignore[no-untyped-def]
+    from kstreams.cluster.port import ClusterError
+
+    app = local_app
+    client = make_local_client()
+    errors: list[BaseException] = []
+    client.set_uncaught_exception_handler(lambda exc: errors.append(exc) or Response.SHUTDOWN_CLIENT)
+    client.start()
+    assert client.wait_for_state(State.RUNNING, timeout=30)
+    rejected = ClusterError(f"Producing to {app.sink}-0 failed: Message size too large (MSG_SIZE_TOO_LARGE)")
+    app.cluster.fail_next("send", error=rejected)
+    produce(app, 50)
+    assert client.wait_for_state(State.ERROR, timeout=30)
+    assert len(errors) == 1
+    assert "retrying cannot fix" in str(errors[0]) and "MSG_SIZE_TOO_LARGE" in str(errors[0])

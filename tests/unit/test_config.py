@@ -24,6 +24,33 @@ def test_application_id_is_required_and_named_in_the_error() -> None:
 
 
 @pytest.mark.parametrize(
+    ("application_id", "problem"),
+    [
+        (".", "must not be '.' or '..'"),
+        ("..", "must not be '.' or '..'"),
+        ("a/b", "holds '/'"),
+        ("../escape", "holds '/'"),
+        ("a\\b", "holds '\\\\'"),
+        ("app:1", "holds ':'"),
+        ("caf\u00e9", "holds '\u00e9'"),  # a letter, but not one Kafka allows in a topic name
+    ],
+)
+def test_application_ids_that_are_no_legal_topic_prefix_or_leave_state_dir_are_rejected(
+    application_id: str, problem: str
+) -> None:
+    with pytest.raises(ConfigException) as info:
+        StreamsConfig({"application.id": application_id})
+    text = str(info.value)
+    assert "'application.id'" in text and repr(application_id) in text and problem in text
+    assert "ASCII letters, digits, '.', '_' and '-'" in text
+
+
+def test_application_ids_of_legal_topic_characters_are_accepted() -> None:
+    assert StreamsConfig({"application.id": "My-app_2.v3"}).application_id == "My-app_2.v3"
+    assert StreamsConfig({"application.id": "..app"}).application_id == "..app"
+
+
+@pytest.mark.parametrize(
     ("key", "value", "message"),
     [
         ("num.stream.threads", -1, "must be at least 0"),

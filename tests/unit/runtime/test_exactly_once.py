@@ -217,7 +217,8 @@ def test_persistent_failures_reach_the_handler_without_breaking_exactness(
 ) -> None:
     source = Input(cluster)
     source.produce(300)
-    streams = new_client(cluster, tmp_path / "a", "live")
+    # Failures are retried (abort, rewind) for task.timeout.ms, then reach the handler.
+    streams = new_client(cluster, tmp_path / "a", "live", **{"task.timeout.ms": 2000})
     errors: list[BaseException] = []
 
     def handler(exc: BaseException) -> Any:
@@ -230,7 +231,9 @@ def test_persistent_failures_reach_the_handler_without_breaking_exactness(
     streams.start()
     try:
         wait_until(lambda: sum(committed_counts(cluster).values()) > 0, what="first commits")
-        cluster.fail_next("commit_transaction", times=100, error=ClusterError("broker gone", retriable=True))
+        cluster.fail_next(
+            "commit_transaction", times=10_000, error=ClusterError("broker gone", retriable=True)
+        )
         source.produce(300)
         assert streams.wait_for_state(KafkaStreams.State.ERROR, timeout=30)
     finally:
@@ -285,3 +288,29 @@ def test_checkpoint_exists_only_after_a_clean_close(cluster: EmbeddedCluster, tm
     finally:
         assert restarted.close(timeout=30)
     assert recorder.starts and set(recorder.starts.values()) == {0}
+
+
+@pytest.mark.parametrize("operation", ["send", "commit_transaction"])
+def test_a_fatal_producer_error_replaces_the_producer_and_stays_exact(
+    cluster: EmbeddedCluster, tmp_path: Path, operation: str
+) -> None:
+    from kstreams.cluster.port import FatalClientError
+
+    source = Input(cluster)
+    source.produce(300)
+    streams = new_client(cluster, tmp_path / "a", "live", store_type="in_memory")
+    errors: list[BaseException] = []
+    streams.set_uncaught_exception_handler(lambda exc: errors.append(exc))  # type: ignore[arg-type,func-returns-value]
+    streams.start()
+    try:
+        wait_exact(cluster, source)
+        first = streams._producer
+        # What librdkafka reports after a broker lost its state: the producer is dead for good.
+        cluster.fail_next(operation, error=FatalClientError("Broker: out of order sequence number"))
+        source.produce(300)
+        wait_exact(cluster, source)
+        assert streams._producer is not first
+        assert streams.state is KafkaStreams.State.RUNNING
+        assert errors == []
+    finally:
+        assert streams.close(timeout=30)

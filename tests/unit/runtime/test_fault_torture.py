@@ -1,0 +1,191 @@
+"""The fault torture suite: exactly_once_v2 holds whatever fails, as often as it fails.
+
+A word count with a repartition topic (subtopology 0 splits lines and re-keys by word, subtopology 1
+counts), 2 stream threads, the record cache off so every update is emitted, and the uncaught
+exception handler answering REPLACE_THREAD. While input arrives, faults are injected at random
+(seeded): processor exceptions in each subtopology (before the repartition write, and after the
+count's store update) and failures of every client operation on the way to a commit
+(``EmbeddedCluster.fail_next``), sometimes several at once. At the end every word's committed
+updates, read as a read_committed consumer reads them, are exactly 1, 2, ..., n: nothing counted
+twice, nothing lost, nothing out of order.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from kstreams.client import KafkaStreams, StreamsUncaughtExceptionResponse
+from kstreams.cluster import EmbeddedCluster
+from kstreams.serdes import Serdes
+from kstreams.topology.dsl import Consumed, Grouped, Materialized, Produced, StreamsBuilder
+from kstreams.topology.topology import Topology
+
+STRING = Serdes.string()
+LONG = Serdes.long()
+WORDS = [f"w{i}" for i in range(40)]
+# Every client operation between a processed record and its commit, as the embedded cluster names them.
+COMMIT_PATH_OPERATIONS = [
+    "poll",
+    "send",
+    "flush",
+    "send_offsets_to_transaction",
+    "commit_transaction",
+    "abort_transaction",
+    "begin_transaction",
+    "committed",
+    "end_offsets",
+]
+
+
+class InjectedProcessorError(RuntimeError):
+    """Raised by a processor on purpose."""
+
+
+def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"Timed out after {timeout}s waiting for {what}")
+        time.sleep(0.02)
+
+
+class FaultPlan:
+    """Decides, from one seed, which processor calls raise; counts every fault injected."""
+
+    def __init__(self, seed: int, faults_per_place: dict[str, int]) -> None:
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self._remaining = dict(faults_per_place)
+        self.injected: Counter[str] = Counter()
+        self.armed = False
+
+    @property
+    def remaining(self) -> int:
+        with self._lock:
+            return sum(self._remaining.values())
+
+    def maybe_raise(self, where: str) -> None:
+        with self._lock:
+            if not self.armed or self._remaining[where] <= 0 or self._rng.random() > 0.004:
+                return
+            self._remaining[where] -= 1
+            self.injected[where] += 1
+        raise InjectedProcessorError(f"injected processor failure in {where}")
+
+    def choice(self, items: list[str]) -> str:
+        with self._lock:
+            return self._rng.choice(items)
+
+    def randint(self, low: int, high: int) -> int:
+        with self._lock:
+            return self._rng.randint(low, high)
+
+
+def word_count(plan: FaultPlan) -> Topology:
+    def split(line: str) -> list[str]:
+        plan.maybe_raise("subtopology-0")
+        return line.split()
+
+    def after_count(count: int) -> int:
+        plan.maybe_raise("subtopology-1")
+        return count
+
+    builder = StreamsBuilder()
+    (
+        builder.stream("lines", Consumed.with_(STRING, STRING))
+        .flat_map_values(split)
+        .group_by(lambda _key, word: word, Grouped.with_(STRING, STRING).with_name("words"))
+        .count(Materialized.as_("word-counts").with_caching_disabled())
+        .to_stream()
+        .map_values(after_count)
+        .to("counts", Produced.with_(STRING, LONG))
+    )
+    return builder.build()
+
+
+@pytest.fixture
+def cluster() -> Iterator[EmbeddedCluster]:
+    cluster = EmbeddedCluster()
+    cluster.create_topic("lines", 2)
+    cluster.create_topic("counts", 2)
+    yield cluster
+    cluster.close()
+
+
+def committed_updates(cluster: EmbeddedCluster) -> dict[str, list[int]]:
+    """Every committed update per word, in the order a read_committed consumer reads them."""
+    updates: dict[str, list[int]] = defaultdict(list)
+    for record in cluster.read("counts", "read_committed"):
+        updates[record.key.decode()].append(LONG.deserialize("counts", record.value))
+    return updates
+
+
+def exact_counts(cluster: EmbeddedCluster, expected: Counter[str]) -> bool:
+    """Whether every word's newest committed count is its true count; fails at once on a count
+    above it (an update counted twice never goes away)."""
+    latest = {word: values[-1] for word, values in committed_updates(cluster).items()}
+    over = {word: (count, expected[word]) for word, count in latest.items() if count > expected[word]}
+    assert not over, f"counted twice (committed, true): {over}"
+    return latest == dict(expected)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_exactly_once_word_count_survives_thirty_random_faults(
+    cluster: EmbeddedCluster, tmp_path: Path, seed: int
+) -> None:
+    plan = FaultPlan(seed, {"subtopology-0": 6, "subtopology-1": 6})
+    failures: list[BaseException] = []
+
+    def replace(exc: BaseException) -> StreamsUncaughtExceptionResponse:
+        failures.append(exc)
+        return StreamsUncaughtExceptionResponse.REPLACE_THREAD
+
+    streams = KafkaStreams(
+        word_count(plan),
+        {
+            "application.id": f"torture-{seed}",
+            "processing.guarantee": "exactly_once_v2",
+            "num.stream.threads": 2,
+            "commit.interval.ms": 50,
+            "statestore.cache.max.bytes": 0,
+            "state.dir": str(tmp_path),
+        },
+        cluster=cluster,
+    )
+    streams.set_uncaught_exception_handler(replace)
+    expected: Counter[str] = Counter()
+    rng = random.Random(seed * 7919)
+    cluster_faults = 0
+    streams.start()
+    try:
+        plan.armed = True
+        for round_ in range(40):
+            for i in range(25):
+                words = [rng.choice(WORDS) for _ in range(rng.randint(1, 4))]
+                expected.update(words)
+                cluster.produce("lines", f"line-{round_}-{i}".encode(), " ".join(words).encode())
+            if round_ % 2 == 0:
+                # A burst now and then: several operations fail at once.
+                burst = plan.randint(1, 3) if round_ % 6 == 0 else 1
+                for _ in range(burst):
+                    cluster.fail_next(plan.choice(COMMIT_PATH_OPERATIONS))
+                    cluster_faults += 1
+            time.sleep(0.03)  # input arrives over time, so faults land between commits too
+        wait_until(lambda: plan.remaining == 0, 60, "every processor fault to fire")
+        plan.armed = False
+        wait_until(lambda: exact_counts(cluster, expected), 90, "exact committed counts")
+        assert streams.state in (KafkaStreams.State.RUNNING, KafkaStreams.State.REBALANCING)
+    finally:
+        cluster._broker.faults.clear()
+        assert streams.close(timeout=60)
+    assert sum(plan.injected.values()) + cluster_faults >= 30
+    for word, values in committed_updates(cluster).items():
+        assert values == list(range(1, expected[word] + 1)), f"{word}: {values}"
+    assert failures, "no processor failure reached the handler"
