@@ -65,6 +65,8 @@ class BrokerProcess:
         self.bootstrap = f"127.0.0.1:{port}"
         self._log_path = workdir / f"{name}.log"
         self._log = open(self._log_path, "wb")  # closed in stop()
+        self._argv = argv
+        self._workdir = workdir
         self._process = subprocess.Popen(
             argv, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=workdir
         )
@@ -100,6 +102,24 @@ class BrokerProcess:
         except OSError:
             return "(no log)"
         return "\n".join(text.splitlines()[-lines:])
+
+    def shut_down(self) -> None:
+        """SIGTERM, and wait for the broker to exit. noida-db 0.2.3 writes its data directory only
+        as it exits (a SIGKILLed noida-db comes back with no topics), so an outage is a stop."""
+        if self._process.poll() is None:
+            self._process.terminate()
+            self._process.wait(30)
+
+    def restart(self) -> None:
+        """Start the same binary again on the same port and data directory."""
+        self.shut_down()
+        self._process = subprocess.Popen(
+            self._argv,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=self._workdir,
+        )
 
     def stop(self) -> None:
         if self._process.poll() is None:
@@ -202,6 +222,25 @@ def kafka_broker() -> Iterator[str]:
         return
     with running_broker(start_noida, "noida-db") as started:
         yield started
+
+
+@pytest.fixture
+def own_noida_broker() -> Iterator[BrokerProcess]:
+    """A noida-db broker of the test's own (on a free port, with its own data directory), for
+    tests that kill and restart it."""
+    workdir = Path(tempfile.mkdtemp(prefix="kstreams-own-noida-"))
+    broker = None
+    try:
+        try:
+            broker = start_noida(workdir)
+            broker.wait_ready()
+        except RuntimeError as exc:
+            pytest.fail(f"Cannot start the noida-db test broker: {exc}", pytrace=False)
+        yield broker
+    finally:
+        if broker is not None:
+            broker.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -11,12 +11,20 @@ member that owns the partitions, found in the cluster's ``GroupMembers``, so the
 rejects commits from a member that has since lost them (KIP-447). Without such a member in this
 process only the group id is sent, as Kafka's ``sendOffsetsToTransaction(offsets, groupId)`` does.
 
-Threads: one thread at a time uses a producer (the port's rule).
+librdkafka's ``send_offsets_to_transaction`` can block for ever, past its timeout, when the group
+coordinator went away during the transaction (librdkafka issue #5456; seen here when a broker
+restarts). It therefore runs on a helper thread: if it has not returned a few seconds after its
+timeout, the producer is given up with ``FatalClientError`` (the runtime replaces it, and the new
+producer's ``init_transactions`` fences the stuck one), and ``close`` leaves the stuck handle alone.
+
+Threads: one thread at a time uses a producer (the port's rule); the helper thread of a bounded
+call only runs the one librdkafka call.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from typing import cast
 
@@ -27,7 +35,7 @@ from kstreams._native.record_batch import RecordBatch
 from kstreams.cluster.kafka_admin import KafkaAdmin
 from kstreams.cluster.kafka_consumer import GroupMembers
 from kstreams.cluster.kafka_errors import cluster_error
-from kstreams.cluster.port import ClusterError, TopicNotFoundError, TopicPartition
+from kstreams.cluster.port import ClusterError, FatalClientError, TopicNotFoundError, TopicPartition
 
 __all__ = ["DeliveryFailures", "KafkaProducer"]
 
@@ -35,6 +43,8 @@ logger = logging.getLogger(__name__)
 
 # How long send() lets librdkafka drain its queue when the queue is full before trying again.
 _QUEUE_FULL_WAIT = 0.1
+# How long past its own timeout a bounded librdkafka call may take before the producer is given up.
+_HUNG_GRACE_S = 5.0
 
 
 class DeliveryFailures:
@@ -49,7 +59,11 @@ class DeliveryFailures:
 
     def __call__(self, error: KafkaError | None, message: Message) -> None:
         if error is not None:
-            self.failures.append((f"{message.topic()}-{message.partition()}", error))
+            try:
+                where = f"{message.topic()}-{message.partition()}"
+            except Exception:  # a message of a fatally failed producer may not say where it went
+                where = "a partition"
+            self.failures.append((where, error))
 
 
 class KafkaProducer:
@@ -83,6 +97,7 @@ class KafkaProducer:
         # a failed commit, which must be followed by an abort).
         self._in_transaction = False
         self._closed = False
+        self._hung: str | None = None  # the call that never returned (see the module docstring)
 
     def send(self, topic: str, partition: int, batch: RecordBatch) -> None:
         self._check_usable()
@@ -185,7 +200,7 @@ class KafkaProducer:
         owner = self._members.owner_of(group_id, list(offsets))
         metadata = owner.group_metadata() if owner is not None else self._group_only_metadata(group_id)
         positions = [KafkaTopicPartition(tp.topic, tp.partition, offset) for tp, offset in offsets.items()]
-        self._call(
+        self._call_bounded(
             f"Sending offsets of group {group_id!r} to the transaction",
             self._producer.send_offsets_to_transaction,
             positions,
@@ -211,6 +226,16 @@ class KafkaProducer:
         """Close the producer. An open transaction is aborted: the broker would abort it only after
         transaction.timeout.ms, and read_committed readers of its partitions would stall until then."""
         if self._closed:
+            return
+        if self._hung is not None:
+            # Any call into the stuck handle would block too; the cluster aborts its transaction
+            # (fenced by the replacement, or when transaction.timeout.ms passes).
+            self._closed = True
+            logger.warning(
+                "Dropping producer %s without closing it: %s never returned",
+                self._transactional_id,
+                self._hung,
+            )
             return
         if self._in_transaction:
             try:
@@ -245,6 +270,35 @@ class KafkaProducer:
             who = f" of producer {self._transactional_id!r}" if self._transactional_id else ""
             raise cluster_error(what + who, exc) from exc
 
+    def _call_bounded(self, what: str, method: Callable[..., object], *args: object) -> None:
+        """``_call`` on a helper thread, given up ``_HUNG_GRACE_S`` after the call's own timeout."""
+        self._check_usable()
+        outcome: list[BaseException | None] = []
+
+        def run() -> None:
+            try:
+                method(*args)
+                outcome.append(None)
+            except BaseException as exc:  # handed back to the caller below
+                outcome.append(exc)
+
+        helper = threading.Thread(target=run, name=f"{self._transactional_id}-bounded-call", daemon=True)
+        helper.start()
+        helper.join(self._timeout + _HUNG_GRACE_S)
+        if not outcome:
+            self._hung = what
+            raise FatalClientError(
+                f"{what} did not return within {self._timeout + _HUNG_GRACE_S:.0f}s although its timeout "
+                f"is {self._timeout:.0f}s (librdkafka issue #5456: the group coordinator went away during "
+                "the transaction); this producer is given up"
+            )
+        error = outcome[0]
+        if isinstance(error, KafkaException):
+            who = f" of producer {self._transactional_id!r}" if self._transactional_id else ""
+            raise cluster_error(what + who, error) from error
+        if error is not None:
+            raise error
+
     def _require_transactional(self, method: str) -> None:
         if self._transactional_id is None:
             raise ClusterError(
@@ -252,5 +306,7 @@ class KafkaProducer:
             )
 
     def _check_usable(self) -> None:
+        if self._hung is not None:
+            raise FatalClientError(f"The producer is unusable: {self._hung} never returned; create a new one")
         if self._closed:
             raise ClusterError("The producer is closed: create a new one")
