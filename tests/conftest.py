@@ -10,6 +10,9 @@ topic's retention.ms within seconds, even from the active segment (tests use tim
 it moves a group to its next generation as soon as a member joins or leaves, so a commit made in a
 revocation callback is refused with ILLEGAL_GENERATION (Kafka accepts it); it never expires a
 killed member's session nor times out its transaction (test_multiprocess.py does both by hand);
+once a transaction aborts, it hides the committed records that follow from a read_committed
+consumer that keeps fetching the partition (pinned in integration/test_noida_quirks.py); it keeps
+its data directory only through a graceful stop, not a SIGKILL;
 and it answers an empty fetch at once instead of waiting fetch.wait.max.ms, so every consumer
 assigned to a quiet partition spins (~0.6 of a core in librdkafka and as much in the broker).
 

@@ -12,12 +12,14 @@ twice, nothing lost, nothing out of order.
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -88,7 +90,7 @@ class FaultPlan:
             return self._rng.randint(low, high)
 
 
-def word_count(plan: FaultPlan) -> Topology:
+def word_count(plan: FaultPlan, lines: str = "lines", counts: str = "counts") -> Topology:
     def split(line: str) -> list[str]:
         plan.maybe_raise("subtopology-0")
         return line.split()
@@ -99,19 +101,19 @@ def word_count(plan: FaultPlan) -> Topology:
 
     builder = StreamsBuilder()
     (
-        builder.stream("lines", Consumed.with_(STRING, STRING))
+        builder.stream(lines, Consumed.with_(STRING, STRING))
         .flat_map_values(split)
         .group_by(lambda _key, word: word, Grouped.with_(STRING, STRING).with_name("words"))
         .count(Materialized.as_("word-counts").with_caching_disabled())
         .to_stream()
         .map_values(after_count)
-        .to("counts", Produced.with_(STRING, LONG))
+        .to(counts, Produced.with_(STRING, LONG))
     )
     return builder.build()
 
 
 @pytest.fixture
-def cluster() -> Iterator[EmbeddedCluster]:
+def words_cluster() -> Iterator[EmbeddedCluster]:
     cluster = EmbeddedCluster()
     cluster.create_topic("lines", 2)
     cluster.create_topic("counts", 2)
@@ -119,18 +121,18 @@ def cluster() -> Iterator[EmbeddedCluster]:
     cluster.close()
 
 
-def committed_updates(cluster: EmbeddedCluster) -> dict[str, list[int]]:
+def committed_updates(cluster: Any, topic: str = "counts") -> dict[str, list[int]]:
     """Every committed update per word, in the order a read_committed consumer reads them."""
     updates: dict[str, list[int]] = defaultdict(list)
-    for record in cluster.read("counts", "read_committed"):
-        updates[record.key.decode()].append(LONG.deserialize("counts", record.value))
+    for record in cluster.read(topic):
+        updates[record.key.decode()].append(LONG.deserialize(topic, record.value))
     return updates
 
 
-def exact_counts(cluster: EmbeddedCluster, expected: Counter[str]) -> bool:
+def exact_counts(cluster: Any, expected: Counter[str], topic: str = "counts") -> bool:
     """Whether every word's newest committed count is its true count; fails at once on a count
     above it (an update counted twice never goes away)."""
-    latest = {word: values[-1] for word, values in committed_updates(cluster).items()}
+    latest = {word: values[-1] for word, values in committed_updates(cluster, topic).items()}
     over = {word: (count, expected[word]) for word, count in latest.items() if count > expected[word]}
     assert not over, f"counted twice (committed, true): {over}"
     return latest == dict(expected)
@@ -138,8 +140,9 @@ def exact_counts(cluster: EmbeddedCluster, expected: Counter[str]) -> bool:
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_exactly_once_word_count_survives_thirty_random_faults(
-    cluster: EmbeddedCluster, tmp_path: Path, seed: int
+    words_cluster: EmbeddedCluster, tmp_path: Path, seed: int
 ) -> None:
+    cluster = words_cluster
     plan = FaultPlan(seed, {"subtopology-0": 6, "subtopology-1": 6})
     failures: list[BaseException] = []
 
@@ -189,3 +192,61 @@ def test_exactly_once_word_count_survives_thirty_random_faults(
     for word, values in committed_updates(cluster).items():
         assert values == list(range(1, expected[word] + 1)), f"{word}: {values}"
     assert failures, "no processor failure reached the handler"
+
+
+def test_exactly_once_word_count_survives_processor_faults_on_both_adapters(
+    cluster: Any, app_id: str
+) -> None:
+    """Processor exceptions in both subtopologies (faults of client calls need the embedded
+    cluster's fail_next, above) on the embedded cluster and on a real broker."""
+    from kstreams.cluster import EmbeddedCluster
+
+    if not isinstance(cluster, EmbeddedCluster) and not os.environ.get("KSTREAMS_BOOTSTRAP"):
+        # It runs against a real Kafka broker (KSTREAMS_BOOTSTRAP). noida-db hides committed
+        # records written after an aborted transaction from a read_committed consumer that keeps
+        # fetching (pinned in tests/integration/test_noida_quirks.py), so the counting subtopology
+        # misses repartitioned words whenever a failure aborts a transaction.
+        pytest.skip("noida-db 0.2.3 loses committed records after an abort for live read_committed consumers")
+    lines, counts = f"{app_id}-lines", f"{app_id}-counts"
+    cluster.create_topic(lines, 2)
+    cluster.create_topic(counts, 2)
+    plan = FaultPlan(11, {"subtopology-0": 3, "subtopology-1": 3})
+    embedded = isinstance(cluster, EmbeddedCluster)
+    config: dict[str, Any] = {
+        "application.id": app_id,
+        "processing.guarantee": "exactly_once_v2",
+        "num.stream.threads": 2,
+        "commit.interval.ms": 100,
+        "statestore.cache.max.bytes": 0,
+        "session.timeout.ms": 1000 if embedded else 6000,
+    }
+    if not embedded:
+        config["main.consumer.max.poll.interval.ms"] = 30000
+    streams = KafkaStreams(word_count(plan, lines, counts), config, cluster=cluster)
+    streams.set_uncaught_exception_handler(lambda exc: StreamsUncaughtExceptionResponse.REPLACE_THREAD)
+    expected: Counter[str] = Counter()
+    rng = random.Random(5)
+    streams.start()
+    try:
+        plan.armed = True
+        for round_ in range(20):
+            batch = []
+            for i in range(40):
+                words = [rng.choice(WORDS) for _ in range(rng.randint(1, 4))]
+                expected.update(words)
+                batch.append((f"line-{round_}-{i}".encode(), " ".join(words).encode()))
+            for key, value in batch:
+                cluster.produce(lines, key, value, timestamp=int(time.time() * 1000))
+        wait_until(lambda: plan.remaining == 0, 60 if embedded else 120, "every processor fault to fire")
+        try:
+            wait_until(
+                lambda: exact_counts(cluster, expected, counts), 60 if embedded else 120, "exact counts"
+            )
+        except AssertionError:
+            latest = {w: v[-1] for w, v in committed_updates(cluster, counts).items()}
+            short = {w: (latest.get(w), n) for w, n in expected.items() if latest.get(w) != n}
+            raise AssertionError(f"committed counts differ (committed, true): {short}") from None
+    finally:
+        streams.close(timeout=60)
+    for word, values in committed_updates(cluster, counts).items():
+        assert values == list(range(1, expected[word] + 1)), f"{word}: {values}"
