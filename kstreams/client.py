@@ -121,6 +121,9 @@ class KafkaStreams:
         self._threads_lock = threading.RLock()
         self._runtime_lock = threading.RLock()
         self._starting_thread: threading.Thread | None = None
+        # Threads inside a state listener call: a close() there must not wait for the shutdown,
+        # which may be waiting for the listener to return.
+        self._listener_threads: set[threading.Thread] = set()
         self._state_listener: StateListener | None = None
         self._handler: UncaughtExceptionHandler | None = None
         self._restore_listener: StateRestoreListener | None = None
@@ -167,10 +170,14 @@ class KafkaStreams:
         logger.info("Stream-client %s: state transition from %s to %s", self.client_id, old.name, new.name)
         listener = self._state_listener
         if listener is not None and old is not new:
+            me = threading.current_thread()
+            self._listener_threads.add(me)
             try:
                 listener(new, old)
             except Exception:
                 logger.exception("The state listener raised; the state change stands")
+            finally:
+                self._listener_threads.discard(me)
         return True
 
     def wait_for_state(self, *states: ClientState, timeout: float | None = None) -> bool:
@@ -345,8 +352,8 @@ class KafkaStreams:
         The shutdown runs on its own thread and always completes (to NOT_RUNNING, or ERROR after a
         fatal error); ``close`` waits for it up to ``timeout`` (None waits for ever) and returns
         whether it completed in time. From one of the client's own threads (a processor, the
-        uncaught exception handler, a state listener called by the runtime) it cannot wait for
-        itself: it starts the shutdown and returns False at once.
+        uncaught exception handler) or a state listener it cannot wait for itself: it starts the
+        shutdown and returns False at once (True if nothing runs yet, or the client is stopped).
         """
         seconds = _seconds(timeout)
         with self._state_lock:
@@ -363,7 +370,7 @@ class KafkaStreams:
             return self.wait_for_state(State.NOT_RUNNING, State.ERROR, timeout=seconds)
         if self._set_state(State.PENDING_SHUTDOWN):
             self._close_async(State.NOT_RUNNING)
-        if current in self._own_threads():
+        if current in self._own_threads() or current in self._listener_threads:
             return False
         return self.wait_for_state(State.NOT_RUNNING, State.ERROR, timeout=seconds)
 

@@ -484,22 +484,6 @@ def test_close_from_the_listener_on_rebalancing_starts_no_thread(make_local_clie
     assert client.metadata_for_local_threads() == []
 
 
-def test_close_from_the_listener_on_running_never_hangs(make_client, app) -> None:  # type: ignore[no-untyped-def]
-    client = make_client()
-    results: list[bool] = []
-
-    def listener(new: State, old: State) -> None:
-        if new is State.RUNNING:
-            results.append(client.close(timeout=30))  # called on the polling thread
-
-    client.set_state_listener(listener)
-    client.start()
-    produce(app, 10)
-    assert client.wait_for_state(State.NOT_RUNNING, timeout=30)
-    assert results == [False]  # it could not wait for its own thread
-    wait_until(lambda: client_threads(client) == [], what="every thread of the client to end")
-
-
 class FailOnceAtAnyRecord(CountPerKey):
     """Fails once, on the first record it sees after ``armed`` is set; ``failing`` is set just
     before it raises."""
@@ -512,6 +496,76 @@ class FailOnceAtAnyRecord(CountPerKey):
             FailOnceAtAnyRecord.failing.set()
             raise RuntimeError("injected failure")
         super().process(record)
+
+
+@pytest.mark.parametrize(
+    ("state", "returns"),
+    [(State.RUNNING, False), (State.PENDING_SHUTDOWN, False), (State.NOT_RUNNING, True)],
+    ids=lambda v: v.name if isinstance(v, State) else str(v),
+)
+def test_close_from_the_listener_never_hangs(make_client, app, state: State, returns: bool) -> None:  # type: ignore[no-untyped-def]
+    client = make_client()
+    results: list[tuple[bool, float]] = []
+
+    def listener(new: State, old: State) -> None:
+        if new is state:
+            started = time.monotonic()
+            # The listener runs on the polling thread (RUNNING), inside the caller's close()
+            # (PENDING_SHUTDOWN) or on the close thread (NOT_RUNNING): none may wait for itself.
+            results.append((client.close(timeout=30), time.monotonic() - started))
+
+    client.set_state_listener(listener)
+    client.start()
+    produce(app, 10)
+    assert client.wait_for_state(State.RUNNING, State.NOT_RUNNING, timeout=30)
+    if state is not State.RUNNING:
+        assert client.close(timeout=30)
+    assert client.wait_for_state(State.NOT_RUNNING, timeout=30)
+    assert len(results) == 1 and results[0][0] is returns and results[0][1] < 5
+    wait_until(lambda: client_threads(client) == [], what="every thread of the client to end")
+
+
+def test_close_from_the_handler_never_hangs(make_local_client, local_app) -> None:  # type: ignore[no-untyped-def]
+    app = local_app
+    FailOnceAtAnyRecord.failing.clear()
+    FailOnceAtAnyRecord.armed.set()
+    client = make_local_client(count_topology(app, FailOnceAtAnyRecord))
+    closes: list[bool] = []
+
+    def handler(exc: BaseException) -> Response:
+        closes.append(client.close(timeout=30))  # on the polling thread
+        return Response.REPLACE_THREAD
+
+    client.set_uncaught_exception_handler(handler)
+    client.start()
+    produce(app, 10)
+    assert client.wait_for_state(State.NOT_RUNNING, timeout=30)
+    assert closes == [False]
+    wait_until(lambda: client_threads(client) == [], what="every thread of the client to end")
+
+
+class ClosingProcessor(CountPerKey):
+    """Closes its own client from inside process(), once."""
+
+    client: KafkaStreams | None = None
+    closes: list[bool] = []
+
+    def process(self, record: Record) -> None:
+        client = ClosingProcessor.client
+        if client is not None and not ClosingProcessor.closes:
+            ClosingProcessor.closes.append(client.close(timeout=30))
+        super().process(record)
+
+
+def test_close_from_a_processor_never_hangs(make_local_client, local_app) -> None:  # type: ignore[no-untyped-def]
+    app = local_app
+    client = make_local_client(count_topology(app, ClosingProcessor))
+    ClosingProcessor.client, ClosingProcessor.closes = client, []
+    client.start()
+    produce(app, 10)
+    assert client.wait_for_state(State.NOT_RUNNING, timeout=30)
+    assert ClosingProcessor.closes == [False]
+    wait_until(lambda: client_threads(client) == [], what="every thread of the client to end")
 
 
 def test_a_thread_change_while_a_failed_thread_is_replaced_does_not_stall(
