@@ -25,6 +25,31 @@ logger = logging.getLogger(__name__)
 # librdkafka reports fencing as _FENCED; brokers answer PRODUCER_FENCED or, before KIP-588,
 # INVALID_PRODUCER_EPOCH.
 _FENCED = frozenset({KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH})
+# Errors that pass once a leader is elected, a coordinator loads or a broker comes back: Kafka's Java
+# clients class them as retriable, while librdkafka leaves the flag unset on some paths (an admin
+# ListOffsets answers "No leaders found" with LEADER_NOT_AVAILABLE while a broker restarts).
+_TRANSIENT = frozenset(
+    {
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.UNKNOWN_LEADER_EPOCH,
+        KafkaError.FENCED_LEADER_EPOCH,
+        KafkaError.OFFSET_NOT_AVAILABLE,
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.CONCURRENT_TRANSACTIONS,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError.NETWORK_EXCEPTION,
+        KafkaError.NOT_ENOUGH_REPLICAS,
+        KafkaError.KAFKA_STORAGE_ERROR,
+        KafkaError._TRANSPORT,
+        KafkaError._TIMED_OUT,
+        KafkaError._TIMED_OUT_QUEUE,
+        KafkaError._ALL_BROKERS_DOWN,
+        KafkaError._WAIT_COORD,
+    }
+)
 _NOT_FOUND = frozenset(
     {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC, KafkaError._UNKNOWN_PARTITION}
 )
@@ -55,7 +80,7 @@ def cluster_error(what: str, error: KafkaError | BaseException) -> ClusterError:
         return TopicExistsError(detail)
     if code in _NOT_FOUND:
         return TopicNotFoundError(f"{detail}. Create the topic first.")
-    retriable = bool(err.retriable())
+    retriable = bool(err.retriable()) or code in _TRANSIENT
     if err.fatal():
         return FatalClientError(f"{detail}. The client hit a fatal error: close it and create a new one.")
     if getattr(err, "txn_requires_abort", lambda: False)():

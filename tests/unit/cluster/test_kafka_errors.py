@@ -31,6 +31,20 @@ def test_retriable_errors_say_so():
     assert not cluster_error("Listing", KafkaError(KafkaError.INVALID_CONFIG)).retriable
 
 
+def test_leader_and_coordinator_changes_are_retriable_whatever_librdkafka_flags():
+    # librdkafka's admin ListOffsets reports "No leaders found" during a broker restart without
+    # its retriable flag; the runtime must retry it, not end the restore thread.
+    for code in (KafkaError.LEADER_NOT_AVAILABLE, KafkaError.NOT_COORDINATOR, KafkaError._TRANSPORT):
+        assert cluster_error("Listing offsets", KafkaError(code, "No leaders found")).retriable
+
+
+def test_a_fatal_error_asks_for_a_new_client():
+    from kstreams.cluster.port import FatalClientError
+
+    error = cluster_error("Producing", KafkaError(KafkaError.OUT_OF_ORDER_SEQUENCE_NUMBER, fatal=True))
+    assert isinstance(error, FatalClientError) and "create a new one" in str(error)
+
+
 def test_other_exceptions_keep_their_message():
     error = cluster_error("Polling", RuntimeError("boom"))
     assert type(error) is ClusterError
