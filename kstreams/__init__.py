@@ -7,7 +7,36 @@ imports pyspark, and a process that only needs the test driver never starts the 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    # What type checkers see: the real classes (at run time __getattr__ below imports them lazily).
+    from kstreams.client import (
+        InitParameters,
+        KafkaStreams,
+        StateRestoreListener,
+        StreamsUncaughtExceptionResponse,
+    )
+    from kstreams.config import StreamsConfig
+    from kstreams.serdes import Serdes
+    from kstreams.state import Stores
+    from kstreams.topology import (
+        Branched,
+        Consumed,
+        Grouped,
+        Joined,
+        JoinWindows,
+        KeyValue,
+        Materialized,
+        Named,
+        Produced,
+        Repartitioned,
+        StreamJoined,
+        StreamsBuilder,
+        TimeWindows,
+        Topology,
+        WindowedSerdes,
+    )
 
 __all__ = [
     "Branched",

@@ -46,12 +46,13 @@ from kstreams.errors import (
     StreamsException,
     UnknownStateStoreException,
 )
+from kstreams.runtime.barrier import barrier
 from kstreams.runtime.client_state import State, check_transition
 from kstreams.runtime.commit import Committer
 from kstreams.runtime.init_parameters import InitParameters
 from kstreams.runtime.internal_topics import InternalTopicManager
 from kstreams.runtime.metrics import MetricName, MetricsRegistry, Sensor
-from kstreams.runtime.polling_thread import Failure, PollingThread, RuntimeHooks
+from kstreams.runtime.polling_thread import Failure, FailureSource, PollingThread, RuntimeHooks
 from kstreams.runtime.retry import Retry
 from kstreams.runtime.state_manager import StateManager, StateRestoreListener
 from kstreams.runtime.stream_thread import StreamThread, ThreadState
@@ -567,14 +568,9 @@ class KafkaStreams:
 
         def shrink() -> None:
             threads, size = current()
-            paused = self._scheduler.pause_all(60.0)
-            try:
+            with barrier(self._scheduler, "shrinking the record caches"):
                 for thread in threads:
                     thread.cache.resize(size)
-            finally:
-                self._scheduler.resume_all()
-            if not paused:
-                logger.warning("Caches resized without the barrier: a task did not yield in time")
 
         polling = self._polling
         if polling is not None and polling.is_alive():
@@ -592,11 +588,11 @@ class KafkaStreams:
     def _on_stream_failure(self, thread: StreamThread, handle: int, exc: BaseException) -> None:
         entry = self._task_manager.entry_for_handle(handle)
         if self._polling is not None:
-            self._polling.report(Failure("stream", exc, thread, entry))
+            self._polling.report(Failure(FailureSource.STREAM, exc, thread, entry))
 
     def _on_restore_failure(self, entry: Any, exc: BaseException) -> None:
         if self._polling is not None:
-            self._polling.report(Failure("restore", exc, None, entry))
+            self._polling.report(Failure(FailureSource.RESTORE, exc, None, entry))
 
     def _respond(self, exc: BaseException) -> StreamsUncaughtExceptionResponse:
         if self._handler is None:
@@ -618,19 +614,24 @@ class KafkaStreams:
 
     def _handle_failure(self, failure: Failure) -> None:
         """Apply the uncaught exception handler (runs on the polling thread, or as it dies)."""
-        if failure.source == "stream":
+        if failure.source is FailureSource.STREAM:
             self._failed_threads += 1
         if self._state in (State.PENDING_SHUTDOWN, State.NOT_RUNNING, State.PENDING_ERROR, State.ERROR):
-            logger.info("Ignoring a %s thread failure during shutdown: %s", failure.source, failure.exception)
+            logger.info(
+                "Ignoring a %s thread failure during shutdown: %s", failure.source.value, failure.exception
+            )
             return
         response = self._respond(failure.exception)
-        if response is StreamsUncaughtExceptionResponse.REPLACE_THREAD and failure.source == "polling":
+        if (
+            response is StreamsUncaughtExceptionResponse.REPLACE_THREAD
+            and failure.source is FailureSource.POLLING
+        ):
             logger.warning("The polling thread cannot be replaced; shutting the client down instead")
             response = StreamsUncaughtExceptionResponse.SHUTDOWN_CLIENT
         if response is StreamsUncaughtExceptionResponse.REPLACE_THREAD:
             if failure.entry is not None and self._polling is not None:
                 self._polling.revive(failure.entry)
-            if failure.source == "stream":
+            if failure.source is FailureSource.STREAM:
                 # The dying thread still holds its name (as in Kafka), so the new one gets another.
                 dying = (failure.thread.name,) if failure.thread is not None else ()
                 self._add_stream_thread(reserved=dying)

@@ -52,10 +52,6 @@ def _one_of(*choices: str) -> Callable[[Any], str | None]:
     return check
 
 
-def _non_empty(value: Any) -> str | None:
-    return None if value else "must not be empty"
-
-
 _LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 
 

@@ -39,6 +39,7 @@ from kstreams.cluster.port import (
     TopicPartition,
 )
 from kstreams.errors import ProcessorStateException, StreamsException
+from kstreams.runtime.barrier import barrier
 from kstreams.runtime.retry import Retry
 
 if TYPE_CHECKING:
@@ -48,8 +49,6 @@ if TYPE_CHECKING:
 __all__ = ["Committer", "send_collected"]
 
 logger = logging.getLogger(__name__)
-
-BARRIER_TIMEOUT_S = 60.0
 
 
 def send_collected(
@@ -128,16 +127,8 @@ class Committer:
         """Commit every running task; raises if the barrier cannot be reached or a client fails.
         False when it did not commit because a task failed (see ``commit_paused``)."""
         started = time.monotonic()
-        if not self._scheduler.pause_all(BARRIER_TIMEOUT_S):
-            self._scheduler.resume_all()
-            raise StreamsException(
-                f"Stream threads did not release their tasks within {BARRIER_TIMEOUT_S:.0f}s for a "
-                "commit; a processor is probably blocked. Check for blocking calls in processors."
-            )
-        try:
+        with barrier(self._scheduler, f"a commit ({reason})"):
             committed = self._commit_paused(reason)
-        finally:
-            self._scheduler.resume_all()
         if committed:
             self._commit_sensor.record()
             self._commit_latency.record((time.monotonic() - started) * 1000.0)
@@ -197,9 +188,6 @@ class Committer:
         self._record_changelog_ends(entries)
         for entry in entries:
             entry.task.commit_requested = False
-            post_commit = getattr(entry.task, "post_commit", None)
-            if post_commit is not None:
-                post_commit()
         logger.debug("Committed %d tasks (%s): %s", len(entries), reason, offsets)
         return True
 

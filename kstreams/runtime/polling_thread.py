@@ -20,6 +20,7 @@ Lock order: the polling thread takes no lock of its own across calls; it calls t
 
 from __future__ import annotations
 
+import enum
 import logging
 import queue
 import threading
@@ -41,17 +42,18 @@ from kstreams.cluster.port import (
 )
 from kstreams.config import StreamsConfig
 from kstreams.errors import StreamsException
+from kstreams.runtime.barrier import barrier
 from kstreams.runtime.commit import Committer
 from kstreams.runtime.retry import Retry, is_transient
 from kstreams.runtime.standby import StandbyPlacer
-from kstreams.runtime.task_manager import FAILED, RESTORING, RUNNING, TaskEntry, TaskManager
+from kstreams.runtime.task_manager import TaskEntry, TaskManager, TaskState
 
 if TYPE_CHECKING:
     from kstreams.runtime.metrics import MetricsRegistry
     from kstreams.runtime.state_manager import StateManager
     from kstreams.runtime.stream_thread import StreamThread
 
-__all__ = ["Failure", "PollingThread", "RuntimeHooks"]
+__all__ = ["Failure", "FailureSource", "PollingThread", "RuntimeHooks"]
 
 logger = logging.getLogger(__name__)
 
@@ -59,11 +61,19 @@ logger = logging.getLogger(__name__)
 PAUSED_POLL_S = 0.001
 
 
+class FailureSource(enum.Enum):
+    """Which kind of thread an exception came from."""
+
+    STREAM = "stream"
+    RESTORE = "restore"
+    POLLING = "polling"
+
+
 @dataclass(frozen=True)
 class Failure:
     """An exception raised on another thread, queued for the polling thread to handle."""
 
-    source: str  # "stream", "restore" or "polling"
+    source: FailureSource
     exception: BaseException
     thread: StreamThread | None = None
     entry: TaskEntry | None = None
@@ -206,7 +216,7 @@ class PollingThread(threading.Thread):
             logger.error("Polling thread %s failed", self.name, exc_info=exc)
             # Nothing of the open transaction may ever commit: abort it before anyone decides.
             self.committer.abort_quietly()
-            self._hooks.on_failure(Failure("polling", exc))
+            self._hooks.on_failure(Failure(FailureSource.POLLING, exc))
         finally:
             logger.info("Polling thread %s stopped", self.name)
 
@@ -302,7 +312,7 @@ class PollingThread(threading.Thread):
                 self._tasks.activate(entry)
             except Exception as exc:  # a processor's init() raised: the task fails, not the thread
                 logger.error("Task %s could not start processing", entry.task_id, exc_info=exc)
-                self._hooks.on_failure(Failure("restore", exc, None, entry))
+                self._hooks.on_failure(Failure(FailureSource.RESTORE, exc, None, entry))
 
     def _drain_failures(self) -> None:
         while True:
@@ -390,16 +400,14 @@ class PollingThread(threading.Thread):
             self._hooks.on_rebalance_finished()
 
     def _has_unrestored(self) -> bool:
-        return any(e.state != RUNNING for e in self._tasks.entries())
+        return any(e.state is not TaskState.RUNNING for e in self._tasks.entries())
 
     def on_revoked(self, partitions: list[TopicPartition]) -> None:
         self._start_rebalance()
         affected = self._tasks.tasks_for_partitions(partitions)
         if not affected:
             return
-        if not self._scheduler.pause_all(60.0):
-            logger.warning("Stream threads did not release their tasks for a revocation in time")
-        try:
+        with barrier(self._scheduler, "a revocation"):
             try:
                 committed = self.committer.commit_paused("revocation")
                 self.committer.send_collected()
@@ -413,11 +421,9 @@ class PollingThread(threading.Thread):
                 for task_id in affected:
                     entry = self._tasks.entry(task_id)
                     if entry is not None:
-                        if entry.state != RUNNING and entry.state != FAILED:
+                        if entry.state.restoring:
                             self._state_manager.remove(entry)
-                        self._tasks.remove(entry, clean=committed and entry.state == RUNNING)
-        finally:
-            self._scheduler.resume_all()
+                        self._tasks.remove(entry, clean=committed and entry.state is TaskState.RUNNING)
         self._paused.difference_update(partitions)
         self._deferred.difference_update(partitions)
         self.committer.forget(partitions)
@@ -476,7 +482,7 @@ class PollingThread(threading.Thread):
 
     def _start(self, entry: TaskEntry) -> None:
         """A created task restores (unless it waits for its state directory, see retry_locked)."""
-        if entry.state == RESTORING:
+        if entry.state is TaskState.RESTORING:
             self._state_manager.add(entry)
 
     def on_assignment_error(self, code: int) -> None:
@@ -488,7 +494,7 @@ class PollingThread(threading.Thread):
 
     def close_dirty(self, entry: TaskEntry) -> None:
         """Close a task without committing (its thread failed or its partitions were lost)."""
-        if entry.state != RUNNING and entry.state != FAILED:
+        if entry.state.restoring:
             self._state_manager.remove(entry)
         self._tasks.remove(entry, clean=False)
 
@@ -538,30 +544,26 @@ class PollingThread(threading.Thread):
         commit, its state restored from the changelog; the tasks in ``drop`` (lost or revoked) are
         closed and not restarted. Every task goes, not only a failed one: the one transaction
         holds all their uncommitted writes."""
-        if not barrier_held and not self._scheduler.pause_all(60.0):
-            logger.warning("Stream threads did not release their tasks in time for an abort")
-        try:
-            self._collector.drain()  # output of the aborted transaction: never sent
-            self.committer.abort()
-            entries = self._tasks.entries()
-            for entry in entries:
-                self.close_dirty(entry)
-            kept = [entry for entry in entries if drop is None or entry.task_id not in drop]
-            if kept:
-                self._rewind([tp for entry in kept for tp in entry.buffers])
-            for entry in kept:
-                self._start(self._tasks.create(entry.task_id, sorted(entry.buffers)))
-        finally:
-            if not barrier_held:
-                self._scheduler.resume_all()
+        if not barrier_held:
+            with barrier(self._scheduler, "an abort and rewind"):
+                self._rewind_all(drop, barrier_held=True)
+            return
+        self._collector.drain()  # output of the aborted transaction: never sent
+        self.committer.abort()
+        entries = self._tasks.entries()
+        for entry in entries:
+            self.close_dirty(entry)
+        kept = [entry for entry in entries if drop is None or entry.task_id not in drop]
+        if kept:
+            self._rewind([tp for entry in kept for tp in entry.buffers])
+        for entry in kept:
+            self._start(self._tasks.create(entry.task_id, sorted(entry.buffers)))
 
     def _shutdown_clean(self) -> None:
         """Commit and close every task, then leave the group. When a task failed under
         exactly_once_v2, or the final commit fails, nothing is committed: the transaction is
         aborted and every task closed dirty (its successor resumes from the last commit)."""
-        if not self._scheduler.pause_all(60.0):
-            logger.warning("Stream threads did not release their tasks in time for the final commit")
-        try:
+        with barrier(self._scheduler, "the final commit"):
             try:
                 committed = self.committer.commit_paused("close")
             except ClusterError as exc:
@@ -575,11 +577,9 @@ class PollingThread(threading.Thread):
                     logger.warning("Could not abort the open transaction on close (%s)", exc)
                     self.committer.abort_quietly()
             for entry in self._tasks.entries():
-                if entry.state != RUNNING and entry.state != FAILED:
+                if entry.state.restoring:
                     self._state_manager.remove(entry)
-                self._tasks.remove(entry, clean=committed and entry.state == RUNNING)
-        finally:
-            self._scheduler.resume_all()
+                self._tasks.remove(entry, clean=committed and entry.state is TaskState.RUNNING)
         if committed:
             try:
                 self._producer.flush()
@@ -591,7 +591,7 @@ class PollingThread(threading.Thread):
         """After ``abandon``: close every task dirty, as a crash would leave them — nothing is
         flushed or checkpointed — and release their state directories for a successor."""
         for entry in self._tasks.entries():
-            if entry.state != RUNNING:
+            if entry.state.restoring:
                 self._state_manager.remove(entry)
         self._tasks.close_all(clean=False)
 

@@ -403,12 +403,6 @@ class StreamTask:
         self._next_stream_due = self._stream_schedules[0][0] if self._stream_schedules else _NEVER
         return punctuated
 
-    def maybe_punctuate_stream_time(self) -> bool:
-        """Run the stream-time punctuations due at the current stream time."""
-        if self.stream_time < 0 or self.stream_time < self._next_stream_due:
-            return False
-        return self._punctuate_stream_time(self.stream_time)
-
     def maybe_punctuate_wall_clock(self, now_ms: int) -> bool:
         """Run the wall-clock punctuations due at ``now_ms``; True if any ran."""
         if not self._wall_schedules or self._wall_schedules[0][0] > now_ms:

@@ -18,6 +18,7 @@ task is being processed; it guards only the dictionaries below.
 
 from __future__ import annotations
 
+import enum
 import logging
 import threading
 import time
@@ -38,15 +39,26 @@ from kstreams.runtime.task import StreamTask
 from kstreams.state.directory import StateDirectory
 from kstreams.topology.plan import TopologyPlan
 
-__all__ = ["TaskEntry", "TaskManager"]
+__all__ = ["TaskEntry", "TaskManager", "TaskState"]
 
 logger = logging.getLogger(__name__)
 
-LOCKED = "LOCKED"  # waiting for another client to release the task directory
-RESTORING = "RESTORING"
-RUNNING = "RUNNING"
-FAILED = "FAILED"
-CLOSED = "CLOSED"
+
+class TaskState(enum.Enum):
+    """Where an active task is in its life; only RUNNING tasks are scheduled."""
+
+    LOCKED = "LOCKED"  # waiting for another client to release the task directory
+    RESTORING = "RESTORING"  # owned by the restore thread
+    RUNNING = "RUNNING"
+    FAILED = "FAILED"  # its processing raised; a stream thread marked it before releasing it
+    CLOSED = "CLOSED"
+
+    @property
+    def restoring(self) -> bool:
+        """Not yet processing (waiting for its directory or restoring): the restore thread may
+        hold it, so closing it must take it from the restore thread first."""
+        return self is TaskState.LOCKED or self is TaskState.RESTORING
+
 
 LOCK_RETRY_S = 0.1
 
@@ -59,7 +71,7 @@ class TaskEntry:
     handle: int
     buffers: dict[TopicPartition, RecordBuffer]
     checkpoint: TaskCheckpoint
-    state: str = RESTORING
+    state: TaskState = TaskState.RESTORING
     # (partition, buffer) pairs in a fixed order, for the stream threads' merge by timestamp.
     ordered: list[tuple[TopicPartition, RecordBuffer]] = field(default_factory=list)
 
@@ -113,13 +125,13 @@ class TaskManager:
 
     def running(self) -> list[TaskEntry]:
         with self._lock:
-            return [e for e in self._entries.values() if e.state == RUNNING]
+            return [e for e in self._entries.values() if e.state is TaskState.RUNNING]
 
     def failed(self) -> list[TaskEntry]:
         """Tasks whose processing raised and that are not yet closed. Under the commit barrier this
         is exact: a stream thread marks its task failed before it releases it."""
         with self._lock:
-            return [e for e in self._entries.values() if e.state == FAILED]
+            return [e for e in self._entries.values() if e.state is TaskState.FAILED]
 
     def entry(self, task_id: TaskId) -> TaskEntry | None:
         with self._lock:
@@ -170,20 +182,21 @@ class TaskManager:
         """
         partitions = sorted(partitions)
         checkpoint: TaskCheckpoint
+        state: TaskState
         if standby is not None and tuple(standby.partitions) == tuple(partitions):
             task = standby.task
             checkpoint = standby.checkpoint
             if self._exactly_once:
                 # From now on the stores take writes of open transactions (see checkpoints).
                 checkpoint.delete()
-            state = RESTORING
+            state = TaskState.RESTORING
             logger.info("Recycled standby task %s into an active task", task_id)
         else:
             if standby is not None:
                 standby.close()
             task = self._new_task(task_id, partitions)
             checkpoint = TaskCheckpoint(task_id, self.state_directory, self._exactly_once)
-            state = RESTORING if self._open(task, checkpoint) else LOCKED
+            state = TaskState.RESTORING if self._open(task, checkpoint) else TaskState.LOCKED
         buffers = {tp: RecordBuffer() for tp in partitions}
         with self._lock:
             handle = self._next_handle
@@ -193,7 +206,7 @@ class TaskManager:
             self._by_handle[handle] = entry
             for tp, buffer in buffers.items():
                 self._by_partition[tp] = (entry, buffer)
-        if state == LOCKED:
+        if state is TaskState.LOCKED:
             logger.warning("Task %s waits: another client still holds its state directory", task_id)
         else:
             logger.info("Created task %s for partitions %s", task_id, [str(p) for p in partitions])
@@ -208,11 +221,11 @@ class TaskManager:
         self._last_lock_retry = now
         opened = []
         for entry in self.entries():
-            if entry.state == LOCKED and self._open(entry.task, entry.checkpoint):
+            if entry.state is TaskState.LOCKED and self._open(entry.task, entry.checkpoint):
                 with self._lock:
                     if self._entries.get(entry.task_id) is not entry:
                         continue
-                    entry.state = RESTORING
+                    entry.state = TaskState.RESTORING
                 logger.info("Task %s got its state directory; created", entry.task_id)
                 opened.append(entry)
         return opened
@@ -264,7 +277,7 @@ class TaskManager:
         with self._lock:
             if self._entries.get(entry.task_id) is not entry:
                 return  # closed while it restored
-            entry.state = RUNNING
+            entry.state = TaskState.RUNNING
         self._scheduler.register(entry.handle, [b for _, b in entry.ordered])
         self._scheduler.notify()
         logger.info("Task %s is running", entry.task_id)
@@ -275,7 +288,7 @@ class TaskManager:
         task's checkpoint, as does closing a task that was still restoring. A dirty close of a
         processing task leaves the checkpoint of the last commit (at_least_once) or none
         (exactly_once_v2). The task directory is released either way."""
-        if entry.state == RUNNING or entry.state == FAILED:
+        if entry.state is TaskState.RUNNING or entry.state is TaskState.FAILED:
             self._scheduler.unregister(entry.handle)
         with self._lock:
             if self._entries.get(entry.task_id) is entry:
@@ -284,11 +297,11 @@ class TaskManager:
             for tp in entry.buffers:
                 if self._by_partition.get(tp, (None,))[0] is entry:
                     del self._by_partition[tp]
-            locked_out = entry.state == LOCKED
+            locked_out = entry.state is TaskState.LOCKED
             # A restoring task's stores hold nothing but changelog records up to where the restore
             # thread left them (its checkpoint says where): worth keeping even on a dirty close.
-            keep_checkpoint = clean or entry.state == RESTORING
-            entry.state = CLOSED
+            keep_checkpoint = clean or entry.state is TaskState.RESTORING
+            entry.state = TaskState.CLOSED
         for buffer in entry.buffers.values():
             buffer.clear()
         if locked_out:
@@ -312,8 +325,8 @@ class TaskManager:
         """Called by the stream thread that holds the task, before it releases it."""
         with self._lock:
             entry = self._by_handle.get(handle)
-            if entry is not None and entry.state == RUNNING:
-                entry.state = FAILED
+            if entry is not None and entry.state is TaskState.RUNNING:
+                entry.state = TaskState.FAILED
         if entry is not None:
             self._scheduler.fail(handle)
         return entry

@@ -276,10 +276,6 @@ class Topology:
         )
         return self
 
-    def is_internal_topic(self, topic: str) -> bool:
-        """True for a topic declared with ``add_internal_topic`` (unprefixed name)."""
-        return topic in self._internal_topics
-
     def copartition_sources(self, *source_names: str) -> Topology:
         """Declare that the topics of these sources must be co-partitioned (their records are
         joined by key). Groups sharing a topic merge when the plan is built."""
@@ -332,13 +328,6 @@ class Topology:
     def copartition_groups(self) -> tuple[frozenset[str], ...]:
         """Groups of source node names declared with ``copartition_sources``."""
         return tuple(self._copartition_groups)
-
-    def has_node(self, name: str) -> bool:
-        return name in self._nodes
-
-    def source_for_topic(self, topic: str) -> str | None:
-        """The source reading ``topic`` (unprefixed name), if any."""
-        return self._topic_sources.get(topic)
 
     # ------------------------------------------------------ describe and build
 

@@ -549,11 +549,15 @@ class ClosingProcessor(CountPerKey):
 
     client: KafkaStreams | None = None
     closes: list[bool] = []
+    claimed = threading.Event()
+    lock = threading.Lock()
 
     def process(self, record: Record) -> None:
-        client = ClosingProcessor.client
-        if client is not None and not ClosingProcessor.closes:
-            ClosingProcessor.closes.append(client.close(timeout=30))
+        with ClosingProcessor.lock:  # two stream threads may get here at once
+            first = not ClosingProcessor.claimed.is_set()
+            ClosingProcessor.claimed.set()
+        if first and ClosingProcessor.client is not None:
+            ClosingProcessor.closes.append(ClosingProcessor.client.close(timeout=30))
         super().process(record)
 
 
@@ -561,6 +565,7 @@ def test_close_from_a_processor_never_hangs(make_local_client, local_app) -> Non
     app = local_app
     client = make_local_client(count_topology(app, ClosingProcessor))
     ClosingProcessor.client, ClosingProcessor.closes = client, []
+    ClosingProcessor.claimed.clear()
     client.start()
     produce(app, 10)
     assert client.wait_for_state(State.NOT_RUNNING, timeout=30)

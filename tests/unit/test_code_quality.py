@@ -49,3 +49,33 @@ def test_ruff_lint_and_format_are_clean() -> None:
 def test_mypy_is_clean() -> None:
     result = _run(["mypy", "kstreams"])
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+USER_PROGRAM = """
+from kstreams import Consumed, KafkaStreams, Materialized, Produced, Serdes, StreamsBuilder
+
+builder = StreamsBuilder()
+lines = builder.stream("lines", Consumed.with_(Serdes.string(), Serdes.string()))
+counts = lines.flat_map_values(lambda line: line.split()).group_by(lambda _k, w: w).count(
+    Materialized.as_("counts")
+)
+counts.to_stream().to("counts", Produced.with_(Serdes.string(), Serdes.long()))
+streams = KafkaStreams(builder.build(), {"application.id": "word-count"})
+reveal_type(streams)
+reveal_type(lines)
+reveal_type(counts)
+streams.start(42)  # wrong on purpose: start() takes no argument
+"""
+
+
+def test_a_user_program_type_checks_against_the_real_public_types(tmp_path: Path) -> None:
+    program = tmp_path / "word_count.py"
+    program.write_text(USER_PROGRAM)
+    result = _run(["mypy", "--no-incremental", "--cache-dir", str(tmp_path / "cache"), str(program)])
+    out = result.stdout
+    revealed = [line for line in out.splitlines() if "Revealed type" in line]
+    assert len(revealed) == 3, out
+    assert not any('"Any"' in line for line in revealed), out  # public names must not come back as Any
+    assert "kstreams.client.KafkaStreams" in revealed[0], out
+    assert "KStream" in revealed[1] and "KTable" in revealed[2], out
+    assert 'Too many arguments for "start"' in out, out

@@ -258,7 +258,7 @@ def test_task_waits_while_another_client_holds_its_state_directory(
                 what="the task with a free directory to process",
             )
             assert all(r.partition == 0 for r in cluster.read("out"))
-            assert streams._task_manager.entry(_task("0_1")).state == "LOCKED"
+            assert streams._task_manager.entry(_task("0_1")).state.name == "LOCKED"
             other.unlock("0_1")
             wait_until(lambda: latest(cluster) == dict(expected), what="every task once the lock is free")
         finally:
