@@ -54,7 +54,7 @@ from kstreams.runtime.internal_topics import InternalTopicManager
 from kstreams.runtime.metrics import MetricName, MetricsRegistry, Sensor
 from kstreams.runtime.polling_thread import Failure, FailureSource, PollingThread, RuntimeHooks
 from kstreams.runtime.retry import Retry
-from kstreams.runtime.state_manager import StateManager, StateRestoreListener
+from kstreams.runtime.state_updater import StateRestoreListener, StateUpdater
 from kstreams.runtime.stream_thread import StreamThread, ThreadState
 from kstreams.runtime.task_manager import TaskManager
 from kstreams.state.directory import StateDirectory
@@ -134,7 +134,7 @@ class KafkaStreams:
         self._failed_threads = 0
         self._shutdown_logged = False
         self._polling: PollingThread | None = None
-        self._state_manager: StateManager | None = None
+        self._state_updater: StateUpdater | None = None
         self._close_thread: threading.Thread | None = None
         self.internal_topics = InternalTopicManager(self.cluster.admin(), self.config, self.plan)
         client_tags = {"client-id": self.client_id}
@@ -300,7 +300,7 @@ class KafkaStreams:
             ),
             retry,
         )
-        self._state_manager = StateManager(
+        self._state_updater = StateUpdater(
             f"{self.client_id}-RestoreThread",
             self._restore_consumer,
             on_restored=lambda entry: self._polling.restored(entry) if self._polling else None,
@@ -309,7 +309,7 @@ class KafkaStreams:
             admin=self._admin,
         )
         if self._restore_listener is not None:
-            self._state_manager.listener = self._restore_listener
+            self._state_updater.listener = self._restore_listener
         topics = list(self.plan.all_source_topics)
         self._polling = PollingThread(
             polling_name,
@@ -319,7 +319,7 @@ class KafkaStreams:
             self._collector,
             self._scheduler,
             self._task_manager,
-            self._state_manager,
+            self._state_updater,
             committer,
             _Hooks(self),
             self._metrics,
@@ -327,7 +327,7 @@ class KafkaStreams:
             retry,
             new_producer,
         )
-        self._state_manager.start()
+        self._state_updater.start()
         self._polling.start()
         with self._threads_lock:
             count = int(config["num.stream.threads"])
@@ -392,8 +392,8 @@ class KafkaStreams:
         threads: list[threading.Thread] = list(self._stream_threads)
         if self._polling is not None:
             threads.append(self._polling)
-        if self._state_manager is not None:
-            threads.append(self._state_manager)
+        if self._state_updater is not None:
+            threads.append(self._state_updater)
         return threads
 
     def _close_runtime(self, timeout: float | None) -> bool:
@@ -421,10 +421,10 @@ class KafkaStreams:
         if task_manager is not None and (polling is None or not polling.closed_cleanly):
             if polling is None or not polling.is_alive():
                 task_manager.close_all(clean=False)
-        if self._state_manager is not None and self._state_manager.is_alive():
-            self._state_manager.shutdown()
-            self._state_manager.join(_left(deadline))
-            ok = ok and not self._state_manager.is_alive()
+        if self._state_updater is not None and self._state_updater.is_alive():
+            self._state_updater.shutdown()
+            self._state_updater.join(_left(deadline))
+            ok = ok and not self._state_updater.is_alive()
         for name in ("_consumer", "_producer"):
             client = getattr(self, name, None)
             if client is not None and (polling is None or not polling.is_alive()):
@@ -449,9 +449,9 @@ class KafkaStreams:
         if self._polling is not None:
             self._polling.abandon()
             self._polling.join(30.0)
-        if self._state_manager is not None:
-            self._state_manager.shutdown()
-            self._state_manager.join(30.0)
+        if self._state_updater is not None:
+            self._state_updater.shutdown()
+            self._state_updater.join(30.0)
         with self._state_lock:
             self._state = State.NOT_RUNNING
             self._state_lock.notify_all()

@@ -15,7 +15,7 @@ Listener: listener(entries: list[tuple[bytes, bytes | None, int]]) with (key, va
 It is called with the GIL and without the cache's internal mutex, so it may read the cache.
 Thread safety: every method takes the internal mutex; namespaces can be moved between caches.
 
-Implementation notes (beyond the lead's contract):
+Details:
 - ENTRY_OVERHEAD is 64: entry bytes = len(key) + len(value or b"") + 64.
 - Re-putting a dirty key moves it to the end of the dirty (arrival) order, as Kafka's NamedCache does.
 - A namespace that does not exist raises KeyError (add it first); add_namespace on an existing
@@ -24,7 +24,7 @@ Implementation notes (beyond the lead's contract):
 - put_if_absent treats a cached tombstone as present (as NamedCache does) and counts a hit or miss.
 - A listener error propagates after every pending listener ran; the entries stay marked clean.
 - move_namespace raises KeyError if this cache lacks the namespace, ValueError if the other has it.
-- Additions: lru_keys(namespace), namespace_bytes(namespace).
+- lru_keys(namespace) and namespace_bytes(namespace) show the eviction order and a namespace's size.
 """
 
 from collections.abc import Callable
@@ -53,7 +53,7 @@ class RecordCache:
     def keys(self, namespace: str) -> list[bytes]:
         """Keys of a namespace in ascending byte order (for range queries merged with the store)."""
     def lru_keys(self, namespace: str) -> list[bytes]:
-        """Addition: keys from least to most recently used (the eviction order)."""
+        """Keys from least to most recently used (the eviction order)."""
     def move_namespace(self, namespace: str, other: RecordCache) -> None:
         """Move a namespace with all its entries (dirty state kept) into another cache; the other
         cache then evicts from it while over its own limit."""
@@ -66,7 +66,7 @@ class RecordCache:
     def namespace_size(self, namespace: str) -> int:
         """Number of entries in a namespace."""
     def namespace_bytes(self, namespace: str) -> int:
-        """Addition: bytes a namespace holds, as counted against max_bytes."""
+        """Bytes a namespace holds, as counted against max_bytes."""
     @property
     def hits(self) -> int: ...
     @property

@@ -3,13 +3,13 @@
 Lock order: the scheduler's single internal mutex is a leaf; nothing is called while it is held.
 Every blocking call waits on a condition variable without the GIL.
 
-Implementation notes (beyond the lead's contract):
+Details:
 - next_task: timeout 0 polls, < 0 waits until woken; equal counts go to the least recently served task.
 - While unregister waits for a task, the task is not handed out (so a busy task cannot starve it).
 - release raises KeyError for an unknown task and RuntimeError for a task nobody holds;
   fail/reset raise KeyError for an unknown task; signal ignores unknown ids (the task went away).
 - register raises ValueError for a negative id, TypeError for a buffer that is not a RecordBuffer.
-- Additions: is_failed(task_id), __len__ (registered tasks). Compiled callers may cimport
+- is_failed(task_id) and __len__ (registered tasks) serve tests and metrics. Compiled callers may cimport
   TaskScheduler and call c_next_task(timeout) / c_release(task_id) / c_notify() without the GIL.
 """
 
@@ -58,6 +58,6 @@ class TaskScheduler:
     def task_ids(self) -> list[int]: ...
     def buffered(self, task_id: int) -> int: ...
     def is_failed(self, task_id: int) -> bool:
-        """Addition: whether the task is marked failed (False for an unknown id)."""
+        """Whether the task is marked failed (False for an unknown id)."""
     def __len__(self) -> int:
-        """Addition: number of registered tasks."""
+        """Number of registered tasks."""

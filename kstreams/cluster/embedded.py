@@ -68,7 +68,7 @@ class EmbeddedCluster:
         ValueError for an unknown operation name (the module docstring lists them)."""
         self._broker.faults.arm(operation, times, error)
 
-    # Helpers of ARCHITECTURE §6
+    # Helpers for tests and tools (the same on every adapter)
 
     def create_topic(self, name: str, partitions: int = 1, config: Mapping[str, str] | None = None) -> None:
         """Create a topic; TopicExistsError if it exists."""

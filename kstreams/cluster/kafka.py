@@ -156,7 +156,7 @@ class KafkaCluster:
             timeout=self._timeout,
         )
 
-    # Helpers of ARCHITECTURE §6
+    # Helpers for tests and tools (the same on every adapter)
 
     def create_topic(self, name: str, partitions: int = 1, config: Mapping[str, str] | None = None) -> None:
         """Create a topic; TopicExistsError if it exists."""

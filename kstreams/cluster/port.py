@@ -250,7 +250,7 @@ class Cluster(Protocol):
     def producer(self, config: Mapping[str, object] | None = None) -> Producer:
         """A producer; "transactional.id" in config makes it transactional."""
 
-    # Helpers of ARCHITECTURE §6.
+    # Helpers for tests and tools (the same on every adapter).
     def create_topic(
         self, name: str, partitions: int = 1, config: Mapping[str, str] | None = None
     ) -> None: ...

@@ -7,7 +7,7 @@ persistent store resumes exactly there. In-memory stores lose everything on clos
 changelogs of persistent stores are checkpointed and only those resume from a checkpoint; every
 other store restores from the changelog's beginning.
 
-The rules (Kafka's ``ProcessorStateManager``):
+The rules (Kafka's ``ProcessorStateUpdater``):
 
 - ``open()`` runs before the task opens its stores. A task directory without a checkpoint file holds
   state nobody can vouch for, so it is wiped and restored from scratch. So is one whose checkpoint

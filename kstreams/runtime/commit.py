@@ -1,4 +1,4 @@
-"""Committing all tasks at once (seeds/003 "Committing Active Tasks").
+"""Committing all tasks at once: one commit for every task of the client.
 
 Run by the polling thread only. The procedure: stop every stream thread at the scheduler's barrier,
 flush the caches and stores of all running tasks (their changelog and downstream records land in

@@ -50,7 +50,7 @@ from kstreams.runtime.task_manager import TaskEntry, TaskManager, TaskState
 
 if TYPE_CHECKING:
     from kstreams.runtime.metrics import MetricsRegistry
-    from kstreams.runtime.state_manager import StateManager
+    from kstreams.runtime.state_updater import StateUpdater
     from kstreams.runtime.stream_thread import StreamThread
 
 __all__ = ["Failure", "FailureSource", "PollingThread", "RuntimeHooks"]
@@ -106,7 +106,7 @@ class PollingThread(threading.Thread):
         collector: RecordCollector,
         scheduler: TaskScheduler,
         task_manager: TaskManager,
-        state_manager: StateManager,
+        state_updater: StateUpdater,
         committer: Committer,
         hooks: RuntimeHooks,
         metrics: MetricsRegistry,
@@ -122,7 +122,7 @@ class PollingThread(threading.Thread):
         self._collector = collector
         self._scheduler = scheduler
         self._tasks = task_manager
-        self._state_manager = state_manager
+        self._state_updater = state_updater
         self.committer = committer
         self._hooks = hooks
         self._topics = topics
@@ -148,7 +148,7 @@ class PollingThread(threading.Thread):
         self._poll_failing_since: float | None = None
         self._poll_failures = 0
         self._standbys = StandbyPlacer(
-            int(config["num.standby.replicas"]), consumer, task_manager, state_manager
+            int(config["num.standby.replicas"]), consumer, task_manager, state_updater
         )
         self._deferred: set[TopicPartition] = set()  # assigned, but their task cannot run yet
         self._application_error = ERROR_NONE  # a member asked the application to stop
@@ -224,7 +224,7 @@ class PollingThread(threading.Thread):
         self._run_calls()
         self._drain_restored()
         for entry in self._tasks.retry_locked():
-            self._state_manager.add(entry)
+            self._state_updater.add(entry)
         idle = len(self._collector) == 0
         timeout = self._poll_s if idle else 0.0
         if self._paused:
@@ -395,7 +395,7 @@ class PollingThread(threading.Thread):
             self._hooks.on_rebalance_started()
 
     def _finish_rebalance(self) -> None:
-        if self._state_manager.restoring_count() == 0 and not self._has_unrestored():
+        if self._state_updater.restoring_count() == 0 and not self._has_unrestored():
             self._in_rebalance = False
             self._hooks.on_rebalance_finished()
 
@@ -422,7 +422,7 @@ class PollingThread(threading.Thread):
                     entry = self._tasks.entry(task_id)
                     if entry is not None:
                         if entry.state.restoring:
-                            self._state_manager.remove(entry)
+                            self._state_updater.remove(entry)
                         self._tasks.remove(entry, clean=committed and entry.state is TaskState.RUNNING)
         self._paused.difference_update(partitions)
         self._deferred.difference_update(partitions)
@@ -483,7 +483,7 @@ class PollingThread(threading.Thread):
     def _start(self, entry: TaskEntry) -> None:
         """A created task restores (unless it waits for its state directory, see retry_locked)."""
         if entry.state is TaskState.RESTORING:
-            self._state_manager.add(entry)
+            self._state_updater.add(entry)
 
     def on_assignment_error(self, code: int) -> None:
         if code != ERROR_NONE:
@@ -495,7 +495,7 @@ class PollingThread(threading.Thread):
     def close_dirty(self, entry: TaskEntry) -> None:
         """Close a task without committing (its thread failed or its partitions were lost)."""
         if entry.state.restoring:
-            self._state_manager.remove(entry)
+            self._state_updater.remove(entry)
         self._tasks.remove(entry, clean=False)
 
     def revive(self, entry: TaskEntry) -> None:
@@ -578,7 +578,7 @@ class PollingThread(threading.Thread):
                     self.committer.abort_quietly()
             for entry in self._tasks.entries():
                 if entry.state.restoring:
-                    self._state_manager.remove(entry)
+                    self._state_updater.remove(entry)
                 self._tasks.remove(entry, clean=committed and entry.state is TaskState.RUNNING)
         if committed:
             try:
@@ -592,7 +592,7 @@ class PollingThread(threading.Thread):
         flushed or checkpointed — and release their state directories for a successor."""
         for entry in self._tasks.entries():
             if entry.state.restoring:
-                self._state_manager.remove(entry)
+                self._state_updater.remove(entry)
         self._tasks.close_all(clean=False)
 
 

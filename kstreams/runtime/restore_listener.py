@@ -1,7 +1,7 @@
 """``StateRestoreListener``: the callbacks through which an application watches restoration.
 
 Set one for a client with ``KafkaStreams.set_global_state_restore_listener``; the restore thread
-(``state_manager``) calls it for every changelog partition of an active task that it restores.
+(``state_updater``) calls it for every changelog partition of an active task that it restores.
 Offsets are those of the changelog partition: restoration applies the records from the starting
 offset up to (excluding) the ending offset, the partition's end when restoration began.
 """

@@ -23,7 +23,7 @@ from kstreams.processor import TaskId
 if TYPE_CHECKING:
     from kstreams.cluster.port import Consumer
     from kstreams.runtime.checkpoints import TaskCheckpoint
-    from kstreams.runtime.state_manager import StateManager
+    from kstreams.runtime.state_updater import StateUpdater
     from kstreams.runtime.task import StreamTask
     from kstreams.runtime.task_manager import TaskManager
     from kstreams.state.directory import StateDirectory
@@ -128,22 +128,22 @@ class StandbyPlacer:
     thread after each rebalance (``rebalanced``) and when it assigns a task (``take``)."""
 
     def __init__(
-        self, replicas: int, consumer: Consumer, tasks: TaskManager, state_manager: StateManager
+        self, replicas: int, consumer: Consumer, tasks: TaskManager, state_updater: StateUpdater
     ) -> None:
         self._replicas = replicas
         self._consumer = consumer
         self._tasks = tasks
-        self._state_manager = state_manager
+        self._state_updater = state_updater
         self._unsupported_logged = False
 
     def take(self, task_id: TaskId) -> StandbyTask | None:
         """This client's standby of a task that is now assigned to it, released by the restore
         thread for recycling into the active task (None when there is none)."""
-        return self._state_manager.remove_standby(task_id)
+        return self._state_updater.remove_standby(task_id)
 
     def rebalanced(self) -> None:
         """Create the standbys this client should hold now and close those it should not."""
-        held = self._state_manager.standby_ids()
+        held = self._state_updater.standby_ids()
         if self._replicas <= 0 and not held:
             return
         wanted: dict[TaskId, list[TopicPartition]] = {}
@@ -174,7 +174,7 @@ class StandbyPlacer:
         for task_id in sorted(held - set(wanted)):
             if task_id in mine and self._tasks.entry(task_id) is None:
                 continue  # assigned here but not handed over yet: the standby becomes the active task
-            standby = self._state_manager.remove_standby(task_id)
+            standby = self._state_updater.remove_standby(task_id)
             if standby is not None:
                 standby.close()
         for task_id, partitions in sorted(wanted.items()):
@@ -188,4 +188,4 @@ class StandbyPlacer:
                 )
                 continue
             if standby is not None:
-                self._state_manager.add_standby(standby)
+                self._state_updater.add_standby(standby)

@@ -6,7 +6,7 @@ thread under the commit barrier (``flush``, ``committable_offsets``, ``close``).
 no lock of its own.
 
 Lifecycle (docs/internals.md, "The task"): ``initialize()`` builds the graph and opens the stores
-(logged stores register their restore callbacks); the state manager restores each partition of
+(logged stores register their restore callbacks); the state updater restores each partition of
 ``changelog_partitions()`` through ``restore``; ``initialize_processors()`` then calls every
 ``Processor.init`` (after restoration, as in Kafka); ``process`` runs batches; ``flush`` and
 ``committable_offsets`` serve commits; ``close`` ends it.

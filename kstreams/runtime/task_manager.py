@@ -1,7 +1,7 @@
 """The task manager: this client's active tasks, their input buffers, and their scheduling.
 
 Tasks are created and closed by the polling thread (rebalance callbacks, failures); stream threads
-look tasks up by scheduler handle. A task is either restoring (owned by the state manager's restore
+look tasks up by scheduler handle. A task is either restoring (owned by the state updater's restore
 thread) or running (registered with the scheduler, processed by whichever stream thread holds its
 lock), never both.
 

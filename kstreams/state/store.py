@@ -54,7 +54,7 @@ class StateStoreContext(Protocol):
         """The task's own state directory (created on first call)."""
 
     def register(self, store: StateStore, restore_callback: RestoreCallback) -> None:
-        """Register a store's inner layer so the state manager can restore it from its changelog."""
+        """Register a store's inner layer so the state updater can restore it from its changelog."""
 
     def log_change(self, store_name: str, key: bytes, value: bytes | None, timestamp: int) -> None:
         """Send a change of a logged store to its changelog partition (through the record collector)."""

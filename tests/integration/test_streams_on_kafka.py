@@ -175,7 +175,7 @@ def active_tasks(streams: KafkaStreams) -> set:
 
 
 def standby_tasks(streams: KafkaStreams) -> set:
-    return streams._state_manager.standby_ids()
+    return streams._state_updater.standby_ids()
 
 
 def test_standby_replicas_are_placed_from_the_group_assignment_on_kafka(kafka_cluster, app_id, tmp_path):

@@ -383,7 +383,7 @@ def test_closing_during_restoration_checkpoints_how_far_it_got(
         closing.start()
         # The polling thread, closing, asks the restore thread to let go of its tasks.
         wait_until(
-            lambda: bool(streams._state_manager._pending_remove), what="the close to reach restoration"
+            lambda: bool(streams._state_updater._pending_remove), what="the close to reach restoration"
         )
         listener.proceed.set()
         closing.join(60)

@@ -139,7 +139,7 @@ def active_tasks(streams: KafkaStreams) -> set[TaskId]:
 
 
 def standby_tasks(streams: KafkaStreams) -> set[TaskId]:
-    return streams._state_manager.standby_ids()
+    return streams._state_updater.standby_ids()
 
 
 def changelog_end(cluster: EmbeddedCluster, partition: int) -> int:
@@ -279,7 +279,7 @@ def test_standby_checkpoints_let_a_restarted_standby_resume_from_them(
         # Once the standbys caught up, closing writes their positions to their checkpoints.
         wait_until(
             lambda: all(
-                second._state_manager._standbys[t].positions[TopicPartition(CHANGELOG, t.partition)]
+                second._state_updater._standbys[t].positions[TopicPartition(CHANGELOG, t.partition)]
                 >= ends[t]
                 for t in replicated
             ),
@@ -300,7 +300,7 @@ def test_standby_checkpoints_let_a_restarted_standby_resume_from_them(
             grown = {t: changelog_end(cluster, t.partition) for t in replicated}
             wait_until(
                 lambda: all(
-                    restarted._state_manager._standbys[t].positions[TopicPartition(CHANGELOG, t.partition)]
+                    restarted._state_updater._standbys[t].positions[TopicPartition(CHANGELOG, t.partition)]
                     >= grown[t]
                     for t in replicated
                 ),

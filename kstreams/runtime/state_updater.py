@@ -1,4 +1,5 @@
-"""The state manager: one restore thread that restores active tasks and keeps standby tasks current.
+"""The state updater: the one restore thread that restores active tasks and keeps standby tasks
+current (Kafka Streams' state updater; the per-task store registry is the task and its checkpoint).
 
 New active tasks with logged stores are handed here by the polling thread. The restore thread
 assigns their changelog partitions to the restore consumer, reads each from where the task's
@@ -23,7 +24,7 @@ A standby that fails is closed and logged; the next rebalance may place it again
 of the restore consumer is retried; an unexpected error ends the thread through
 ``on_failure(None, exc)``.
 
-Lock order: ``StateManager._lock`` is a leaf guarding the command lists; the restore consumer, the
+Lock order: ``StateUpdater._lock`` is a leaf guarding the command lists; the restore consumer, the
 restoring tasks and the standbys are used by the restore thread only.
 """
 
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
     from kstreams.runtime.standby import StandbyTask
     from kstreams.runtime.task_manager import TaskEntry
 
-__all__ = ["StateManager", "StateRestoreListener"]
+__all__ = ["StateRestoreListener", "StateUpdater"]
 
 logger = logging.getLogger(__name__)
 
@@ -78,7 +79,7 @@ class _Standby:
     last_checkpoint: float = field(default_factory=time.monotonic)
 
 
-class StateManager(threading.Thread):
+class StateUpdater(threading.Thread):
     """The restore thread and its restore consumer."""
 
     def __init__(
