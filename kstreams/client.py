@@ -50,13 +50,14 @@ from kstreams.runtime.barrier import barrier
 from kstreams.runtime.client_state import State, check_transition
 from kstreams.runtime.commit import Committer
 from kstreams.runtime.init_parameters import InitParameters
-from kstreams.runtime.internal_topics import InternalTopicManager
+from kstreams.runtime.internal_topics import InternalTopicManager, SetupResult
 from kstreams.runtime.metrics import MetricName, MetricsRegistry, Sensor
 from kstreams.runtime.polling_thread import Failure, FailureSource, PollingThread, RuntimeHooks
 from kstreams.runtime.retry import Retry
 from kstreams.runtime.state_updater import StateRestoreListener, StateUpdater
 from kstreams.runtime.stream_thread import StreamThread, ThreadState
 from kstreams.runtime.task_manager import TaskManager
+from kstreams.runtime.thread_caches import thread_share
 from kstreams.state.directory import StateDirectory
 from kstreams.topology.topology import Topology
 
@@ -542,8 +543,7 @@ class KafkaStreams:
         return thread
 
     def _cache_share(self, threads: int) -> int:
-        total = self.config.cache_max_bytes
-        return total // threads if threads > 0 else total
+        return thread_share(self.config.cache_max_bytes, threads)
 
     def _resize_caches(self, exclude: StreamThread | None = None) -> None:
         """Give every live thread's cache (but ``exclude``'s, a thread being removed) its equal
@@ -775,7 +775,7 @@ class _Hooks(RuntimeHooks):
     def on_application_error(self, code: int) -> None:
         self._streams._on_application_error(code)
 
-    def on_assignment(self) -> Any:
+    def on_assignment(self) -> SetupResult:
         self._streams._partition_counts.clear()
         return self._streams.internal_topics.setup_for_rebalance()
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from kstreams.errors import ConfigException
 
-__all__ = ["ConfigKey", "StreamsConfig"]
+__all__ = ["ConfigKey", "StreamsConfig", "cache_max_bytes_of"]
 
 AT_LEAST_ONCE = "at_least_once"
 EXACTLY_ONCE_V2 = "exactly_once_v2"
@@ -297,6 +297,16 @@ _SHARED_PREFIXES = ("security.", "sasl.", "ssl.", "client.dns.", "socket.")
 DEFAULT_CACHE_MAX_BYTES = 10 * 1024 * 1024
 
 
+def cache_max_bytes_of(props: Mapping[str, Any]) -> int:
+    """Total record cache bytes of raw properties: statestore.cache.max.bytes wins over the
+    deprecated cache.max.bytes.buffering; 10 MiB when neither is set."""
+    for name in ("statestore.cache.max.bytes", "cache.max.bytes.buffering"):
+        value = props.get(name)
+        if value is not None:
+            return int(value)
+    return DEFAULT_CACHE_MAX_BYTES
+
+
 class StreamsConfig(Mapping[str, Any]):
     """A validated view of the application's configuration.
 
@@ -366,11 +376,7 @@ class StreamsConfig(Mapping[str, Any]):
     @property
     def cache_max_bytes(self) -> int:
         """Total record cache bytes: statestore.cache.max.bytes wins over the deprecated name."""
-        for name in ("statestore.cache.max.bytes", "cache.max.bytes.buffering"):
-            value = self._values.get(name)
-            if value is not None:
-                return int(value)
-        return DEFAULT_CACHE_MAX_BYTES
+        return cache_max_bytes_of(self._values)
 
     def client_id(self, process_id: uuid.UUID) -> str:
         return str(self["client.id"]) or f"{self.application_id}-{process_id}"

@@ -41,6 +41,7 @@ from kstreams.cluster.port import TopicPartition
 from kstreams.config import StreamsConfig
 from kstreams.processor import TaskId
 from kstreams.runtime.task import StreamTask
+from kstreams.runtime.thread_caches import single_thread_cache
 from kstreams.state.store import KeyValueStore, StateStore, WindowStore
 from kstreams.topology.dsl.records import KeyValue
 
@@ -102,13 +103,7 @@ class TopologyTestDriver:
         self._outputs: dict[str, deque[tuple[bytes | None, bytes | None, int, Headers | None]]] = {}
         self._produced: set[str] = set()
         self._internal_sources = {t for s in self._plan.subtopologies for t in s.repartition_source_topics}
-        cache = None
-        if self.config.cache_max_bytes > 0 and any(
-            b.caching_enabled for b in self._plan.store_builders.values()
-        ):
-            from kstreams._native.record_cache import RecordCache
-
-            cache = RecordCache(self.config.cache_max_bytes)
+        cache = single_thread_cache(self.config, self._plan.store_builders, self._plan.store_builders)
         self._tasks: dict[int, StreamTask] = {}
         self._task_for_topic: dict[str, StreamTask] = {}
         app_state_dir = f"{self.config['state.dir']}/{application_id}"

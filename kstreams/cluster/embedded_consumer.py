@@ -146,6 +146,11 @@ class EmbeddedConsumer:
         with self._broker.lock:
             return self._member.generation if self._member is not None else -1
 
+    @property
+    def fences_stale_transactional_commits(self) -> bool:
+        # send_offsets_to_transaction carries only the group id here (the port's signature).
+        return False
+
     def group_assignment(self) -> dict[str, list[TopicPartition]]:
         """Every member's target assignment of the group's current generation."""
         with self._broker.lock:

@@ -266,6 +266,11 @@ class KafkaConsumer:
             return {}
         return self._admin.group_assignment(self._group_id)
 
+    @property
+    def fences_stale_transactional_commits(self) -> bool:
+        # Offsets go to the transaction with group_metadata() (generation and member id).
+        return True
+
     def group_metadata(self) -> object:
         """librdkafka's group metadata of this member, for a transactional producer."""
         return self._consumer.consumer_group_metadata()

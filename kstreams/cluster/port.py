@@ -208,6 +208,12 @@ class Consumer(Protocol):
         included (empty for a consumer outside a group). Every member reads the same answer, so
         each can place standby replicas on the members that do not own a task."""
 
+    @property
+    def fences_stale_transactional_commits(self) -> bool:
+        """Whether offsets this member sends to a transaction carry its group generation, so that
+        the group coordinator itself refuses them once the member is out of the group (KIP-447).
+        Where not, the runtime checks membership before each transactional commit."""
+
     def close(self) -> None:
         """Leave the group (an orderly leave triggers a rebalance) and release resources."""
 

@@ -192,16 +192,13 @@ class Committer:
         return True
 
     def _still_member(self) -> bool:
-        """Whether the group still counts this client's consumer as a member. Adapters whose
-        transactions carry the consumer's group metadata (Kafka's, through ``group_metadata``)
-        are fenced by the coordinator itself, so they are not asked (it would cost a request per
-        commit)."""
-        if hasattr(self._consumer, "group_metadata"):
+        """Whether the group still counts this client's consumer as a member. Where the
+        coordinator fences stale transactional commits itself, it is not asked (that would cost
+        a request per commit)."""
+        if self._consumer.fences_stale_transactional_commits:
             return True
-        group_assignment = getattr(self._consumer, "group_assignment", None)
-        if group_assignment is None:
-            return True
-        return bool(self._consumer.member_id) and self._consumer.member_id in group_assignment()
+        member = self._consumer.member_id
+        return bool(member) and member in self._consumer.group_assignment()
 
     def _record_changelog_ends(self, entries: list[TaskEntry]) -> None:
         """After a commit: note where each task's changelogs end, and (at_least_once) write the

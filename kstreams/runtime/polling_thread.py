@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kstreams._native.record_collector import RecordCollector
 from kstreams._native.scheduler import TaskScheduler
@@ -49,6 +49,7 @@ from kstreams.runtime.standby import StandbyPlacer
 from kstreams.runtime.task_manager import TaskEntry, TaskManager, TaskState
 
 if TYPE_CHECKING:
+    from kstreams.runtime.internal_topics import SetupResult
     from kstreams.runtime.metrics import MetricsRegistry
     from kstreams.runtime.state_updater import StateUpdater
     from kstreams.runtime.stream_thread import StreamThread
@@ -79,7 +80,7 @@ class Failure:
     entry: TaskEntry | None = None
 
 
-class RuntimeHooks:
+class RuntimeHooks(Protocol):
     """What the polling thread reports to the client (implemented by KafkaStreams)."""
 
     def on_rebalance_started(self) -> None: ...
@@ -90,8 +91,9 @@ class RuntimeHooks:
 
     def on_application_error(self, code: int) -> None: ...
 
-    def on_assignment(self) -> Any:
+    def on_assignment(self) -> SetupResult:
         """Internal topic checks for this assignment (may raise to the handler)."""
+        ...
 
 
 class PollingThread(threading.Thread):
@@ -454,11 +456,11 @@ class PollingThread(threading.Thread):
             self._consumer.pause(sorted(partitions))
             return
         result = self._hooks.on_assignment()
-        if getattr(result, "followup_rebalance", False):
+        if result.followup_rebalance:
             self._followup_at = time.monotonic() + float(result.followup_delay_s)
         # While autoscaling expands a subtopology's internal topics, only the tasks whose changelog
         # and repartition partitions exist may run; the others wait (paused) for a later assignment.
-        runnable: dict[int, int] = getattr(result, "task_counts", None) or {}
+        runnable: dict[int, int] = result.task_counts
         previously_deferred = set(self._deferred)
         candidates = sorted(set(partitions) | previously_deferred)
         self._deferred.clear()

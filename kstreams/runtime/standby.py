@@ -134,7 +134,6 @@ class StandbyPlacer:
         self._consumer = consumer
         self._tasks = tasks
         self._state_updater = state_updater
-        self._unsupported_logged = False
 
     def take(self, task_id: TaskId) -> StandbyTask | None:
         """This client's standby of a task that is now assigned to it, released by the restore
@@ -149,18 +148,8 @@ class StandbyPlacer:
         wanted: dict[TaskId, list[TopicPartition]] = {}
         mine: set[TaskId] = set()
         if self._replicas > 0:
-            group_assignment = getattr(self._consumer, "group_assignment", None)
-            if group_assignment is None:
-                if not self._unsupported_logged:
-                    self._unsupported_logged = True
-                    logger.warning(
-                        "num.standby.replicas=%d is ignored: the cluster adapter cannot tell "
-                        "which client owns which task (no Consumer.group_assignment)",
-                        self._replicas,
-                    )
-                return
             try:
-                assignment = group_assignment()
+                assignment = self._consumer.group_assignment()
             except ClusterError as exc:
                 # Standbys are an optimisation: keep the current ones until the next rebalance.
                 logger.warning("Could not read the group's assignment to place standby tasks: %s", exc)

@@ -30,6 +30,7 @@ from kstreams.cluster.port import TopicPartition
 from kstreams.config import StreamsConfig
 from kstreams.processor import TaskId
 from kstreams.runtime.task import StreamTask
+from kstreams.runtime.thread_caches import single_thread_cache
 from kstreams.state.stores import KeyValueBytesStoreSupplier, Stores, WindowBytesStoreSupplier
 
 __all__ = ["OUTPUT_SCHEMA", "StagePartitionTask", "StageTaskSpec", "run_stage_partition"]
@@ -92,12 +93,9 @@ class StagePartitionTask:
                 lambda topic: partitions,
                 f"{self._state_dir}/{config.application_id}",
             )
-            if config.cache_max_bytes > 0 and any(
-                plan.store_builders[name].caching_enabled for name in sub.stores
-            ):
-                from kstreams._native.record_cache import RecordCache
-
-                self.task.record_cache = RecordCache(config.cache_max_bytes)
+            cache = single_thread_cache(config, plan.store_builders, sub.stores)
+            if cache is not None:
+                self.task.record_cache = cache
             self.task.initialize()
             self.task.initialize_processors()
         except BaseException:

@@ -11,6 +11,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from kstreams.config import cache_max_bytes_of
 from kstreams.errors import TopologyException
 from kstreams.serdes import serde_from_config
 from kstreams.topology.graph import GraphTemplate, ProcessorTemplate, SinkTemplate, SourceTemplate
@@ -171,13 +172,7 @@ def build_plan(
 
 
 def _cache_disabled(config: Mapping[str, Any]) -> bool:
-    cache_bytes = getattr(config, "cache_max_bytes", None)
-    if cache_bytes is None:
-        for key in ("statestore.cache.max.bytes", "cache.max.bytes.buffering"):
-            if config.get(key) is not None:
-                cache_bytes = config[key]
-                break
-    return cache_bytes is not None and int(cache_bytes) == 0
+    return cache_max_bytes_of(config) == 0
 
 
 def _copartition_groups(topology: Topology, resolve: Any) -> tuple[frozenset[str], ...]:
