@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 
 from kstreams._native.record_collector import RecordCollector
 from kstreams._native.scheduler import TaskScheduler
-from kstreams.cluster.port import ERROR_SHUTDOWN_REQUESTED, Cluster, Producer, TopicNotFoundError
+from kstreams.cluster.port import ERROR_SHUTDOWN_REQUESTED, Cluster, Consumer, Producer, TopicNotFoundError
 from kstreams.config import StreamsConfig
 from kstreams.errors import (
     ConfigException,
@@ -135,9 +135,16 @@ class KafkaStreams:
         self._failed_threads = 0
         self._shutdown_logged = False
         self._polling: PollingThread | None = None
+        # The runtime's parts, made by start(): None before it (and in a client closed unstarted).
+        self._scheduler: TaskScheduler | None = None
+        self._task_manager: TaskManager | None = None
+        self._consumer: Consumer | None = None
+        self._producer: Producer | None = None
+        self._partition_counts: dict[str, int] = {}
         self._state_updater: StateUpdater | None = None
         self._close_thread: threading.Thread | None = None
-        self.internal_topics = InternalTopicManager(self.cluster.admin(), self.config, self.plan)
+        self._admin = self.cluster.admin()  # one admin client for internal topics and partition counts
+        self.internal_topics = InternalTopicManager(self._admin, self.config, self.plan)
         client_tags = {"client-id": self.client_id}
         self._metrics.gauge(
             "alive-stream-threads", "stream-metrics", client_tags, lambda: float(len(self._live_threads()))
@@ -250,7 +257,6 @@ class KafkaStreams:
         cluster = self.cluster
         app_id = config.application_id
         self._state_dir = os.path.join(str(config["state.dir"]), app_id)
-        self._admin = cluster.admin()
         consumer_config = dict(config.client_configs("main.consumer"))
         consumer_config.setdefault("client.id", f"{self.client_id}-consumer")
         consumer_config.setdefault("session.timeout.ms", config["session.timeout.ms"])
@@ -265,34 +271,34 @@ class KafkaStreams:
         producer_config.setdefault("client.id", f"{self.client_id}-producer")
         if config.exactly_once:
             producer_config["transactional.id"] = f"{app_id}-{self.process_id}"
-        self._consumer = cluster.consumer(app_id, consumer_config)
-        self._restore_consumer = cluster.consumer(None, restore_config)
-        self._producer = cluster.producer(producer_config)
+        consumer = self._consumer = cluster.consumer(app_id, consumer_config)
+        restore_consumer = cluster.consumer(None, restore_config)
+        producer = self._producer = cluster.producer(producer_config)
 
         def new_producer() -> Producer:
-            self._producer = cluster.producer(producer_config)
-            return self._producer
+            self._producer = replacement = cluster.producer(producer_config)
+            return replacement
 
         if config["internal.topics.setup"] != "manual":
             # Create the internal topics before subscribing, so the first assignment covers them. In
             # manual mode nothing is created: the first assignment checks them and a missing or
             # misconfigured one reaches the uncaught exception handler.
             self.internal_topics.setup_for_rebalance()
-        self._partition_counts: dict[str, int] = {}
-        self._scheduler = TaskScheduler()
-        self._collector = RecordCollector()
-        self._task_manager = TaskManager(
-            self.plan, config, self._collector, self._scheduler, self._partition_count, self._state_dir
+        self._partition_counts.clear()
+        scheduler = self._scheduler = TaskScheduler()
+        collector = RecordCollector()
+        task_manager = self._task_manager = TaskManager(
+            self.plan, config, collector, scheduler, self._partition_count, self._state_dir
         )
         polling_name = f"{self.client_id}-PollingThread"
         tags = {"thread-id": polling_name}
         retry = Retry.from_config(config)
         committer = Committer(
-            self._scheduler,
-            self._task_manager,
-            self._collector,
-            self._consumer,
-            self._producer,
+            scheduler,
+            task_manager,
+            collector,
+            consumer,
+            producer,
             app_id,
             config.exactly_once,
             self._metrics.sensor("commit", "stream-thread-metrics", tags),
@@ -303,7 +309,7 @@ class KafkaStreams:
         )
         self._state_updater = StateUpdater(
             f"{self.client_id}-RestoreThread",
-            self._restore_consumer,
+            restore_consumer,
             on_restored=lambda entry: self._polling.restored(entry) if self._polling else None,
             on_failure=self._on_restore_failure,
             metrics=self._metrics,
@@ -315,11 +321,11 @@ class KafkaStreams:
         self._polling = PollingThread(
             polling_name,
             config,
-            self._consumer,
-            self._producer,
-            self._collector,
-            self._scheduler,
-            self._task_manager,
+            consumer,
+            producer,
+            collector,
+            scheduler,
+            task_manager,
             self._state_updater,
             committer,
             _Hooks(self),
@@ -410,15 +416,14 @@ class KafkaStreams:
         ok = all(
             t.wait_dead(_left(deadline)) for t in threads if t.is_alive() or t.state is not ThreadState.DEAD
         )
-        scheduler = getattr(self, "_scheduler", None)
-        if scheduler is not None:
-            scheduler.shutdown()
+        if self._scheduler is not None:
+            self._scheduler.shutdown()
         polling = self._polling
         if polling is not None and polling.is_alive():
             polling.request_stop()
             polling.join(_left(deadline))
             ok = ok and not polling.is_alive()
-        task_manager = getattr(self, "_task_manager", None)
+        task_manager = self._task_manager
         if task_manager is not None and (polling is None or not polling.closed_cleanly):
             if polling is None or not polling.is_alive():
                 task_manager.close_all(clean=False)
@@ -426,13 +431,12 @@ class KafkaStreams:
             self._state_updater.shutdown()
             self._state_updater.join(_left(deadline))
             ok = ok and not self._state_updater.is_alive()
-        for name in ("_consumer", "_producer"):
-            client = getattr(self, name, None)
+        for name, client in (("consumer", self._consumer), ("producer", self._producer)):
             if client is not None and (polling is None or not polling.is_alive()):
                 try:
                     client.close()
                 except Exception:
-                    logger.warning("Closing the %s failed", name.strip("_"), exc_info=True)
+                    logger.warning("Closing the %s failed", name, exc_info=True)
         if ok and self._release_process_id is not None:
             self._release_process_id()  # a successor client may now take over the process id
         return ok
@@ -525,12 +529,19 @@ class KafkaStreams:
     def _thread_name(self, index: int) -> str:
         return f"{self.client_id}-StreamThread-{index}"
 
+    def _started(self) -> tuple[TaskScheduler, TaskManager]:
+        """The scheduler and task manager of the started runtime."""
+        if self._scheduler is None or self._task_manager is None:
+            raise IllegalStateException(f"Stream-client {self.client_id} has not started its runtime.")
+        return self._scheduler, self._task_manager
+
     def _start_stream_thread(self, cache_bytes: int, reserved: tuple[str, ...] = ()) -> StreamThread:
         index = self._next_thread_index(reserved)
+        scheduler, task_manager = self._started()
         thread = StreamThread(
             self._thread_name(index),
-            self._scheduler,
-            self._task_manager,
+            scheduler,
+            task_manager,
             cache_bytes,
             self._on_stream_failure,
             self._metrics,
@@ -568,7 +579,7 @@ class KafkaStreams:
 
         def shrink() -> None:
             threads, size = current()
-            with barrier(self._scheduler, "shrinking the record caches"):
+            with barrier(self._started()[0], "shrinking the record caches"):
                 for thread in threads:
                     thread.cache.resize(size)
 
@@ -586,7 +597,8 @@ class KafkaStreams:
     # -- failures (KIP-671) ---------------------------------------------------------------------
 
     def _on_stream_failure(self, thread: StreamThread, handle: int, exc: BaseException) -> None:
-        entry = self._task_manager.entry_for_handle(handle)
+        tasks = self._task_manager
+        entry = tasks.entry_for_handle(handle) if tasks is not None else None
         if self._polling is not None:
             self._polling.report(Failure(FailureSource.STREAM, exc, thread, entry))
 
@@ -659,13 +671,11 @@ class KafkaStreams:
         return self._request_application_shutdown()
 
     def _request_application_shutdown(self) -> bool:
-        polling = self._polling
-        if polling is None or not polling.is_alive():
+        polling, consumer = self._polling, self._consumer
+        if polling is None or consumer is None or not polling.is_alive():
             return False
         try:
-            polling.call(
-                lambda: self._consumer.signal_application_error(ERROR_SHUTDOWN_REQUESTED), timeout=30.0
-            )
+            polling.call(lambda: consumer.signal_application_error(ERROR_SHUTDOWN_REQUESTED), timeout=30.0)
         except Exception:
             logger.exception("Could not send the application shutdown request")
             return False
@@ -691,7 +701,7 @@ class KafkaStreams:
         for thread in self._live_threads():
             tasks = frozenset(
                 str(e.task_id)
-                for e in (self._task_manager.running() if hasattr(self, "_task_manager") else [])
+                for e in (self._task_manager.running() if self._task_manager is not None else [])
                 if e.task.record_cache is thread.cache
             )
             result.append(ThreadMetadata(thread.name, thread.state.value, thread.cache.max_bytes, tasks))
@@ -712,7 +722,7 @@ class KafkaStreams:
         stream-thread-metrics, stream-task-metrics (tasks running here now),
         stream-record-cache-metrics, stream-state-updater-metrics and, with autoscaling,
         stream-subtopology-metrics and stream-client-metrics."""
-        task_manager = getattr(self, "_task_manager", None)
+        task_manager = self._task_manager
         if task_manager is not None:
             live = {str(t) for t in task_manager.task_ids()}
             with self._sensors_lock:
@@ -746,9 +756,9 @@ class KafkaStreams:
             )
 
         def instances() -> list[Any]:
-            return [
-                e.task.get_store(name) for e in self._task_manager.running() if name in e.task.store_names()
-            ]
+            tasks = self._task_manager
+            running = tasks.running() if tasks is not None else []
+            return [e.task.get_store(name) for e in running if name in e.task.store_names()]
 
         views: dict[str, Any] = {"window": ReadOnlyWindowStore, "session": ReadOnlySessionStore}
         return views.get(builder.store_type, ReadOnlyKeyValueStore)(name, instances)
