@@ -34,9 +34,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, ClassVar
 
-from kstreams._native.record_collector import RecordCollector
 from kstreams._native.scheduler import TaskScheduler
-from kstreams.cluster.port import ERROR_SHUTDOWN_REQUESTED, Cluster, Consumer, Producer, TopicNotFoundError
+from kstreams.cluster.port import ERROR_SHUTDOWN_REQUESTED, Cluster, Consumer, Producer
 from kstreams.config import StreamsConfig
 from kstreams.errors import (
     ConfigException,
@@ -48,14 +47,13 @@ from kstreams.errors import (
 )
 from kstreams.runtime.barrier import barrier
 from kstreams.runtime.client_state import State, check_transition
-from kstreams.runtime.commit import Committer
 from kstreams.runtime.init_parameters import InitParameters
 from kstreams.runtime.internal_topics import InternalTopicManager, SetupResult
 from kstreams.runtime.metrics import MetricName, MetricsRegistry, Sensor
 from kstreams.runtime.polling_thread import Failure, FailureSource, PollingThread, RuntimeHooks
-from kstreams.runtime.retry import Retry
 from kstreams.runtime.state_updater import StateRestoreListener, StateUpdater
 from kstreams.runtime.stream_thread import StreamThread, ThreadState
+from kstreams.runtime.streams_runtime import StreamsRuntime, time_left
 from kstreams.runtime.task_manager import TaskManager
 from kstreams.runtime.thread_caches import thread_share
 from kstreams.state.directory import StateDirectory
@@ -134,14 +132,8 @@ class KafkaStreams:
         self._sensors_lock = threading.Lock()
         self._failed_threads = 0
         self._shutdown_logged = False
-        self._polling: PollingThread | None = None
-        # The runtime's parts, made by start(): None before it (and in a client closed unstarted).
-        self._scheduler: TaskScheduler | None = None
-        self._task_manager: TaskManager | None = None
-        self._consumer: Consumer | None = None
-        self._producer: Producer | None = None
-        self._partition_counts: dict[str, int] = {}
-        self._state_updater: StateUpdater | None = None
+        # Made by start(): None before it (and in a client closed before it started).
+        self._runtime: StreamsRuntime | None = None
         self._close_thread: threading.Thread | None = None
         self._admin = self.cluster.admin()  # one admin client for internal topics and partition counts
         self.internal_topics = InternalTopicManager(self._admin, self.config, self.plan)
@@ -253,106 +245,47 @@ class KafkaStreams:
                 self._starting_thread = None
 
     def _start_runtime(self) -> None:
-        config = self.config
-        cluster = self.cluster
-        app_id = config.application_id
-        self._state_dir = os.path.join(str(config["state.dir"]), app_id)
-        consumer_config = dict(config.client_configs("main.consumer"))
-        consumer_config.setdefault("client.id", f"{self.client_id}-consumer")
-        consumer_config.setdefault("session.timeout.ms", config["session.timeout.ms"])
-        consumer_config.setdefault("auto.offset.reset", config["auto.offset.reset"])
-        if config.exactly_once:
-            consumer_config["isolation.level"] = "read_committed"
-        restore_config = dict(config.client_configs("restore.consumer"))
-        restore_config.setdefault("client.id", f"{self.client_id}-restore-consumer")
-        if config.exactly_once:
-            restore_config["isolation.level"] = "read_committed"
-        producer_config = dict(config.client_configs("producer"))
-        producer_config.setdefault("client.id", f"{self.client_id}-producer")
-        if config.exactly_once:
-            producer_config["transactional.id"] = f"{app_id}-{self.process_id}"
-        consumer = self._consumer = cluster.consumer(app_id, consumer_config)
-        restore_consumer = cluster.consumer(None, restore_config)
-        producer = self._producer = cluster.producer(producer_config)
-
-        def new_producer() -> Producer:
-            self._producer = replacement = cluster.producer(producer_config)
-            return replacement
-
-        if config["internal.topics.setup"] != "manual":
-            # Create the internal topics before subscribing, so the first assignment covers them. In
-            # manual mode nothing is created: the first assignment checks them and a missing or
-            # misconfigured one reaches the uncaught exception handler.
-            self.internal_topics.setup_for_rebalance()
-        self._partition_counts.clear()
-        scheduler = self._scheduler = TaskScheduler()
-        collector = RecordCollector()
-        task_manager = self._task_manager = TaskManager(
-            self.plan, config, collector, scheduler, self._partition_count, self._state_dir
-        )
-        polling_name = f"{self.client_id}-PollingThread"
-        tags = {"thread-id": polling_name}
-        retry = Retry.from_config(config)
-        committer = Committer(
-            scheduler,
-            task_manager,
-            collector,
-            consumer,
-            producer,
-            app_id,
-            config.exactly_once,
-            self._metrics.sensor("commit", "stream-thread-metrics", tags),
-            self._metrics.sensor(
-                "commit-latency", "stream-thread-metrics", tags, total=False, rate=False, avg=True, max_=True
-            ),
-            retry,
-        )
-        self._state_updater = StateUpdater(
-            f"{self.client_id}-RestoreThread",
-            restore_consumer,
-            on_restored=lambda entry: self._polling.restored(entry) if self._polling else None,
-            on_failure=self._on_restore_failure,
-            metrics=self._metrics,
-            admin=self._admin,
-        )
-        if self._restore_listener is not None:
-            self._state_updater.listener = self._restore_listener
-        topics = list(self.plan.all_source_topics)
-        self._polling = PollingThread(
-            polling_name,
-            config,
-            consumer,
-            producer,
-            collector,
-            scheduler,
-            task_manager,
-            self._state_updater,
-            committer,
-            _Hooks(self),
+        runtime = self._runtime = StreamsRuntime(
+            self.client_id,
+            self.process_id,
+            self.config,
+            self.plan,
+            self.cluster,
+            self._admin,
+            self.internal_topics,
             self._metrics,
-            topics,
-            retry,
-            new_producer,
+            _Hooks(self),
+            self._on_restore_failure,
+            self._restore_listener,
         )
-        self._state_updater.start()
-        self._polling.start()
+        runtime.start()
         with self._threads_lock:
-            count = int(config["num.stream.threads"])
+            count = int(self.config["num.stream.threads"])
             sizes = self._cache_share(count)
             for _ in range(count):
                 self._start_stream_thread(sizes)
 
-    def _partition_count(self, topic: str) -> int:
-        count = self._partition_counts.get(topic)
-        if count is None:
-            found = self._admin.describe_topics([topic])
-            if topic not in found:
-                raise TopicNotFoundError(
-                    f"Topic {topic} does not exist: create it before the application writes to it."
-                )
-            count = found[topic].partitions
-            self._partition_counts[topic] = count
-        return count
+    # The runtime's parts (None before start()).
+
+    @property
+    def _polling(self) -> PollingThread | None:
+        return self._runtime.polling if self._runtime is not None else None
+
+    @property
+    def _state_updater(self) -> StateUpdater | None:
+        return self._runtime.state_updater if self._runtime is not None else None
+
+    @property
+    def _task_manager(self) -> TaskManager | None:
+        return self._runtime.task_manager if self._runtime is not None else None
+
+    @property
+    def _consumer(self) -> Consumer | None:
+        return self._runtime.consumer if self._runtime is not None else None
+
+    @property
+    def _producer(self) -> Producer | None:
+        return self._runtime.producer if self._runtime is not None else None
 
     def close(self, timeout: float | timedelta | None = None) -> bool:
         """Shut the client down: stop the threads, commit and close every task, leave the group.
@@ -397,10 +330,8 @@ class KafkaStreams:
 
     def _own_threads(self) -> list[threading.Thread]:
         threads: list[threading.Thread] = list(self._stream_threads)
-        if self._polling is not None:
-            threads.append(self._polling)
-        if self._state_updater is not None:
-            threads.append(self._state_updater)
+        if self._runtime is not None:
+            threads.extend(self._runtime.threads())
         return threads
 
     def _close_runtime(self, timeout: float | None) -> bool:
@@ -414,29 +345,12 @@ class KafkaStreams:
         for thread in threads:
             thread.request_stop()
         ok = all(
-            t.wait_dead(_left(deadline)) for t in threads if t.is_alive() or t.state is not ThreadState.DEAD
+            t.wait_dead(time_left(deadline))
+            for t in threads
+            if t.is_alive() or t.state is not ThreadState.DEAD
         )
-        if self._scheduler is not None:
-            self._scheduler.shutdown()
-        polling = self._polling
-        if polling is not None and polling.is_alive():
-            polling.request_stop()
-            polling.join(_left(deadline))
-            ok = ok and not polling.is_alive()
-        task_manager = self._task_manager
-        if task_manager is not None and (polling is None or not polling.closed_cleanly):
-            if polling is None or not polling.is_alive():
-                task_manager.close_all(clean=False)
-        if self._state_updater is not None and self._state_updater.is_alive():
-            self._state_updater.shutdown()
-            self._state_updater.join(_left(deadline))
-            ok = ok and not self._state_updater.is_alive()
-        for name, client in (("consumer", self._consumer), ("producer", self._producer)):
-            if client is not None and (polling is None or not polling.is_alive()):
-                try:
-                    client.close()
-                except Exception:
-                    logger.warning("Closing the %s failed", name, exc_info=True)
+        if self._runtime is not None:
+            ok = self._runtime.stop(deadline) and ok
         if ok and self._release_process_id is not None:
             self._release_process_id()  # a successor client may now take over the process id
         return ok
@@ -451,12 +365,8 @@ class KafkaStreams:
             thread.request_stop()
         for thread in threads:
             thread.wait_dead(30.0)
-        if self._polling is not None:
-            self._polling.abandon()
-            self._polling.join(30.0)
-        if self._state_updater is not None:
-            self._state_updater.shutdown()
-            self._state_updater.join(30.0)
+        if self._runtime is not None:
+            self._runtime.abandon()
         with self._state_lock:
             self._state = State.NOT_RUNNING
             self._state_lock.notify_all()
@@ -531,9 +441,9 @@ class KafkaStreams:
 
     def _started(self) -> tuple[TaskScheduler, TaskManager]:
         """The scheduler and task manager of the started runtime."""
-        if self._scheduler is None or self._task_manager is None:
+        if self._runtime is None:
             raise IllegalStateException(f"Stream-client {self.client_id} has not started its runtime.")
-        return self._scheduler, self._task_manager
+        return self._runtime.scheduler, self._runtime.task_manager
 
     def _start_stream_thread(self, cache_bytes: int, reserved: tuple[str, ...] = ()) -> StreamThread:
         index = self._next_thread_index(reserved)
@@ -786,7 +696,9 @@ class _Hooks(RuntimeHooks):
         self._streams._on_application_error(code)
 
     def on_assignment(self) -> SetupResult:
-        self._streams._partition_counts.clear()
+        runtime = self._streams._runtime
+        if runtime is not None:
+            runtime.partition_counts.clear()
         return self._streams.internal_topics.setup_for_rebalance()
 
 
@@ -819,7 +731,3 @@ def _seconds(timeout: float | timedelta | None) -> float | None:
     if isinstance(timeout, timedelta):
         return timeout.total_seconds()
     return float(timeout)
-
-
-def _left(deadline: float | None) -> float | None:
-    return None if deadline is None else max(0.0, deadline - time.monotonic())
