@@ -128,7 +128,7 @@ class Committer:
         False when it did not commit because a task failed (see ``commit_paused``)."""
         started = time.monotonic()
         with barrier(self._scheduler, f"a commit ({reason})"):
-            committed = self._commit_paused(reason)
+            committed = self.commit_paused(reason)
         if committed:
             self._commit_sensor.record()
             self._commit_latency.record((time.monotonic() - started) * 1000.0)
@@ -137,9 +137,6 @@ class Committer:
     def commit_paused(self, reason: str) -> bool:
         """The commit, for a caller that already holds the barrier (revocation, close). False when
         nothing was committed because a task failed (exactly_once_v2): the caller must abort."""
-        return self._commit_paused(reason)
-
-    def _commit_paused(self, reason: str) -> bool:
         if self._exactly_once and self._task_manager.failed():
             logger.info("Not committing (%s): a task failed, so the open transaction is aborted", reason)
             return False

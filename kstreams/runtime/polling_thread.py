@@ -187,11 +187,6 @@ class PollingThread(threading.Thread):
             raise result[0]
         return result[0] if result else None
 
-    @property
-    def producer(self) -> Producer:
-        """The producer in use (a new one after a fatal producer error)."""
-        return self._producer
-
     def request_stop(self) -> None:
         self._stop_event.set()
 
