@@ -277,9 +277,9 @@ class KafkaProducer:
 
         def run() -> None:
             try:
-                method(*args)
+                self._call(what, method, *args)
                 outcome.append(None)
-            except BaseException as exc:  # handed back to the caller below
+            except BaseException as exc:  # raised on the caller's thread below
                 outcome.append(exc)
 
         helper = threading.Thread(target=run, name=f"{self._transactional_id}-bounded-call", daemon=True)
@@ -292,12 +292,8 @@ class KafkaProducer:
                 f"is {self._timeout:.0f}s (librdkafka issue #5456: the group coordinator went away during "
                 "the transaction); this producer is given up"
             )
-        error = outcome[0]
-        if isinstance(error, KafkaException):
-            who = f" of producer {self._transactional_id!r}" if self._transactional_id else ""
-            raise cluster_error(what + who, error) from error
-        if error is not None:
-            raise error
+        if outcome[0] is not None:
+            raise outcome[0]
 
     def _require_transactional(self, method: str) -> None:
         if self._transactional_id is None:

@@ -44,7 +44,7 @@ from kstreams.config import StreamsConfig
 from kstreams.errors import StreamsException
 from kstreams.runtime.barrier import barrier
 from kstreams.runtime.commit import Committer
-from kstreams.runtime.retry import Retry, is_transient
+from kstreams.runtime.retry import FailureWindow, Retry, is_transient
 from kstreams.runtime.standby import StandbyPlacer
 from kstreams.runtime.task_manager import TaskEntry, TaskManager, TaskState
 
@@ -144,11 +144,9 @@ class PollingThread(threading.Thread):
         self._in_rebalance = False
         self._followup_at: float | None = None
         self._abandoned = False
-        # Since when sends, commits or polls have failed without a success in between (monotonic).
-        self._failing_since: float | None = None
-        self._recoveries = 0
-        self._poll_failing_since: float | None = None
-        self._poll_failures = 0
+        # Failures without a success in between: of sends and commits, and of polls.
+        self._commit_failures = FailureWindow(retry, "sending and committing")
+        self._poll_failures = FailureWindow(retry, "the main consumer")
         self._standbys = StandbyPlacer(
             int(config["num.standby.replicas"]), consumer, task_manager, state_updater
         )
@@ -282,19 +280,15 @@ class PollingThread(threading.Thread):
         except ClusterError as exc:
             if not is_transient(exc):
                 raise
-            now = time.monotonic()
-            if self._poll_failing_since is None:
-                self._poll_failing_since = now
-            self._poll_failures += 1
-            if now - self._poll_failing_since > self._retry.timeout_s:
-                raise self._retry.timed_out("poll", "the main consumer", exc, self._poll_failures) from exc
+            self._poll_failures.failed("poll", exc)
             logger.warning(
-                "Polling the main consumer failed (attempt %d), retrying: %s", self._poll_failures, exc
+                "Polling the main consumer failed (attempt %d), retrying: %s",
+                self._poll_failures.attempts,
+                exc,
             )
-            self._retry.wait(min(self._retry.backoff_s * self._poll_failures, 1.0))
+            self._poll_failures.back_off()
             return []
-        self._poll_failing_since = None
-        self._poll_failures = 0
+        self._poll_failures.succeeded()
         return polled
 
     def _drain_restored(self) -> None:
@@ -347,8 +341,7 @@ class PollingThread(threading.Thread):
             committed = self.committer.commit_all("requested" if requested else "interval")
             self._last_commit = time.monotonic()
             if committed:
-                self._failing_since = None
-                self._recoveries = 0
+                self._commit_failures.succeeded()
             elif self._config.exactly_once and not self._tasks.failed():
                 # Dropped from the group: the open transaction must not live on (a failed task's
                 # own abort comes with its failure, drained next turn).
@@ -366,12 +359,7 @@ class PollingThread(threading.Thread):
                 "transaction are not committed; fix the cause (e.g. a record larger than the broker "
                 "accepts, a missing output topic) before restarting."
             ) from exc
-        now = time.monotonic()
-        self._recoveries += 1
-        if self._failing_since is None:
-            self._failing_since = now
-        elif now - self._failing_since > self._retry.timeout_s:
-            raise self._retry.timed_out(operation, "sending and committing", exc, self._recoveries) from exc
+        self._commit_failures.failed(operation, exc)
         logger.warning(
             "%s failed (%s): %s every task to its last commit",
             operation,
@@ -381,8 +369,7 @@ class PollingThread(threading.Thread):
         if fatal:
             self._replace_producer()
         self._rewind_all()
-        # Back off before the next attempt, as a client retrying a request would.
-        self._retry.wait(min(self._retry.backoff_s * 2 ** (self._recoveries - 1), 1.0))
+        self._commit_failures.back_off()
 
     # -- rebalances (inside consumer.poll) ------------------------------------------------------
 

@@ -7,6 +7,9 @@ backoff starting at ``retry.backoff.ms`` until ``task.timeout.ms`` has passed, a
 a ``StreamsException`` that names the operation, what it was for, and the last error. Errors that
 retrying cannot fix (not retriable, a fenced producer, a refused commit) are raised at once.
 
+``FailureWindow`` is the same rule for failures that recur across the polling thread's turns (a
+poll, a send, a commit), where blocking in ``Retry.call`` would stop everything else the thread does.
+
 Threads: a ``Retry`` holds no state between calls except its settings; any thread may use it. The
 ``stop`` event (the polling thread's) ends a wait early when the client closes, raising the last
 error.
@@ -24,7 +27,7 @@ from kstreams.cluster.port import ClusterError, CommitFailedError, ProducerFence
 from kstreams.config import StreamsConfig
 from kstreams.errors import StreamsException
 
-__all__ = ["Retry", "is_transient"]
+__all__ = ["FailureWindow", "Retry", "is_transient"]
 
 logger = logging.getLogger(__name__)
 
@@ -90,3 +93,32 @@ class Retry:
             f"{int(self.timeout_s * 1000)} ({attempts} attempts); the last error: {exc}. Check that the "
             "cluster is reachable, or raise task.timeout.ms to ride out longer outages."
         )
+
+
+class FailureWindow:
+    """Failures of one kind that recur turn after turn until a success ends them (see the module
+    docstring); used by one thread only."""
+
+    def __init__(self, retry: Retry, purpose: str) -> None:
+        self._retry = retry
+        self._purpose = purpose
+        self._since: float | None = None
+        self.attempts = 0
+
+    def failed(self, operation: str, exc: BaseException) -> None:
+        """Count a failure; raise a ``StreamsException`` naming it once failures have lasted
+        ``task.timeout.ms`` without a success."""
+        now = time.monotonic()
+        self.attempts += 1
+        if self._since is None:
+            self._since = now
+        elif now - self._since > self._retry.timeout_s:
+            raise self._retry.timed_out(operation, self._purpose, exc, self.attempts) from exc
+
+    def back_off(self) -> None:
+        """Wait before the next attempt, doubling from ``retry.backoff.ms`` up to 1 s."""
+        self._retry.wait(min(self._retry.backoff_s * 2 ** max(self.attempts - 1, 0), MAX_BACKOFF_S))
+
+    def succeeded(self) -> None:
+        self._since = None
+        self.attempts = 0
