@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from kstreams.topology.dsl import naming
 from kstreams.topology.dsl.parameters import _check_name
@@ -24,6 +24,9 @@ __all__ = ["Branched", "BranchedKStream"]
 
 logger = logging.getLogger(__name__)
 
+K = TypeVar("K")
+V = TypeVar("V")
+
 
 @dataclass(frozen=True)
 class Branched:
@@ -34,30 +37,33 @@ class Branched:
     """
 
     name: str | None = None
-    function: Callable[[Any], Any] | None = None
-    consumer: Callable[[Any], None] | None = None
+    function: Callable[[KStream[Any, Any]], Any] | None = None
+    consumer: Callable[[KStream[Any, Any]], None] | None = None
 
     @staticmethod
     def as_(name: str) -> Branched:
         return Branched(name=_check_name(name, "Branched name"))
 
     @staticmethod
-    def with_function(function: Callable[[Any], Any], name: str | None = None) -> Branched:
+    def with_function(function: Callable[[KStream[Any, Any]], Any], name: str | None = None) -> Branched:
         return Branched(name=_check_name(name, "Branched name"), function=function)
 
     @staticmethod
-    def with_consumer(consumer: Callable[[Any], None], name: str | None = None) -> Branched:
+    def with_consumer(consumer: Callable[[KStream[Any, Any]], None], name: str | None = None) -> Branched:
         return Branched(name=_check_name(name, "Branched name"), consumer=consumer)
 
 
-class BranchedKStream:
-    """The branches of a split stream, added in order; each record takes the first that matches."""
+class BranchedKStream(Generic[K, V]):
+    """The branches of a split stream, added in order; each record takes the first that matches.
 
-    def __init__(self, source: KStream, name: str | None) -> None:
+    The dict of branches holds ``KStream[K, V]`` values, or whatever a ``Branched.with_function``
+    returned for its branch, hence its ``Any`` values."""
+
+    def __init__(self, source: KStream[K, V], name: str | None) -> None:
         self._source = source
         builder = source._builder
         self._splitter = builder.name_or_generate(name, naming.BRANCH)
-        self._predicates: list[Callable[[Any, Any], bool]] = []
+        self._predicates: list[Callable[[K, V], bool]] = []
         self._child_names: list[str] = []
         self._outputs: dict[str, Any] = {}
         self._done = False
@@ -67,8 +73,8 @@ class BranchedKStream:
         )
 
     def branch(
-        self, predicate: Callable[[Any, Any], bool], branched: Branched | None = None
-    ) -> BranchedKStream:
+        self, predicate: Callable[[K, V], bool], branched: Branched | None = None
+    ) -> BranchedKStream[K, V]:
         """Add a branch for records with ``predicate(key, value)`` true (and no earlier match)."""
         self._check_open()
         self._predicates.append(predicate)
@@ -112,7 +118,7 @@ class BranchedKStream:
         # Kafka draws an index for each branch even though the branch keeps its derived name.
         source._builder.new_processor_name(child)
         source._builder.add_processor(child, PassThroughSupplier(), self._splitter)
-        stream = KStream(
+        stream: KStream[K, V] = KStream(
             source._builder,
             child,
             source._key_serde,

@@ -34,8 +34,9 @@ class StreamsBuilder:
     def __init__(self, topology: Any = None) -> None:
         self._internal = InternalStreamsBuilder(topology if topology is not None else _new_topology())
 
-    def stream(self, topics: str | Iterable[str], consumed: Consumed | None = None) -> KStream:
-        """A KStream of the records of one topic or several (read as one stream)."""
+    def stream(self, topics: str | Iterable[str], consumed: Consumed | None = None) -> KStream[Any, Any]:
+        """A KStream of the records of one topic or several (read as one stream). Its key and
+        value types are ``Any``: the serdes do not declare the types they produce."""
         topic_list = (topics,) if isinstance(topics, str) else tuple(topics)
         if not topic_list or not all(isinstance(t, str) and t for t in topic_list):
             raise ValueError(f"stream() needs one or more non-empty topic names, got {topics!r}.")
@@ -53,11 +54,12 @@ class StreamsBuilder:
 
     def table(
         self, topic: str, consumed: Consumed | None = None, materialized: Materialized | None = None
-    ) -> KTable:
+    ) -> KTable[Any, Any]:
         """A KTable of a topic: each record is the new value of its key (None deletes the key).
 
         The table gets a store (with its own changelog) when ``materialized`` names one, or as
-        soon as a join or lookup needs its values.
+        soon as a join or lookup needs its values. Its key and value types are ``Any``, as for
+        ``stream``.
         """
         if not isinstance(topic, str) or not topic:
             raise ValueError(f"table() needs one non-empty topic name, got {topic!r}.")

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from kstreams.serdes import Serdes
+from kstreams.state.store import WindowedKey
 from kstreams.topology.dsl import naming
 from kstreams.topology.dsl.internal_builder import InternalStreamsBuilder
 from kstreams.topology.dsl.kstream import named_as
@@ -38,6 +39,12 @@ __all__ = ["KGroupedStream", "TimeWindowedKStream"]
 
 logger = logging.getLogger(__name__)
 
+K = TypeVar("K")
+V = TypeVar("V")
+VA = TypeVar("VA")
+# The key type of an aggregation's table: the grouping key, or the grouping key in a window.
+KT = TypeVar("KT")
+
 
 def _split_args(first: Any, named: Named | str | None) -> tuple[Materialized, str | None]:
     # Kafka overloads count(Named) and count(Materialized); accept either in the first position.
@@ -48,9 +55,9 @@ def _split_args(first: Any, named: Named | str | None) -> tuple[Materialized, st
     return first or Materialized(), named_as(named)
 
 
-class _Grouping:
+class _Grouping(Generic[KT, K, V]):
     """What a grouped stream knows (where it is, its serdes, whether to repartition, and its
-    windows when windowed) and its aggregations."""
+    windows when windowed) and its aggregations, whose tables are keyed by ``KT``."""
 
     windows: TimeWindows | None = None
 
@@ -74,7 +81,7 @@ class _Grouping:
 
     def count(
         self, materialized: Materialized | Named | None = None, named: Named | str | None = None
-    ) -> KTable:
+    ) -> KTable[KT, int]:
         """The number of records per key (per key and window, once ``windowed_by``). Records with
         a null key are not counted, nor, unless windowed, records with a null value."""
         mat, name = _split_args(materialized, named)
@@ -84,10 +91,10 @@ class _Grouping:
 
     def reduce(
         self,
-        reducer: Callable[[Any, Any], Any],
+        reducer: Callable[[V, V], V],
         materialized: Materialized | Named | None = None,
         named: Named | str | None = None,
-    ) -> KTable:
+    ) -> KTable[KT, V]:
         """Per key (and window), ``reducer(aggregate, value)`` over the records (the first value
         starts it)."""
         mat, name = _split_args(materialized, named)
@@ -95,11 +102,11 @@ class _Grouping:
 
     def aggregate(
         self,
-        initializer: Callable[[], Any],
-        aggregator: Callable[[Any, Any, Any], Any],
+        initializer: Callable[[], VA],
+        aggregator: Callable[[K, V, VA], VA],
         materialized: Materialized | Named | None = None,
         named: Named | str | None = None,
-    ) -> KTable:
+    ) -> KTable[KT, VA]:
         """Per key (and window), ``aggregator(key, value, aggregate)`` starting from ``initializer()``."""
         mat, name = _split_args(materialized, named)
         return self._aggregate("aggregate", naming.AGGREGATE, mat, name, initializer, aggregator, None)
@@ -113,7 +120,7 @@ class _Grouping:
         initializer: Callable[[], Any] | None,
         aggregator: Callable[..., Any],
         value_serde_default: Any,
-    ) -> KTable:
+    ) -> KTable[Any, Any]:
         """Add the aggregation's processor (after a repartition when needed) and its key-value or
         window store; the table of its results."""
         builder = self._builder
@@ -157,10 +164,10 @@ class _Grouping:
         return source, frozenset((source,))
 
 
-class KGroupedStream(_Grouping):
+class KGroupedStream(_Grouping[K, K, V], Generic[K, V]):
     """A stream grouped by key, ready to aggregate. Create one with ``group_by_key``/``group_by``."""
 
-    def windowed_by(self, windows: TimeWindows) -> TimeWindowedKStream:
+    def windowed_by(self, windows: TimeWindows) -> TimeWindowedKStream[K, V]:
         """Aggregate per time window (tumbling or hopping) instead of over all time."""
         if not isinstance(windows, TimeWindows):
             raise TypeError(f"windowed_by() takes TimeWindows, got {windows!r}.")
@@ -176,8 +183,8 @@ class KGroupedStream(_Grouping):
         )
 
 
-class TimeWindowedKStream(_Grouping):
-    """A grouped stream aggregated per time window; results are keyed by ``WindowedKey``."""
+class TimeWindowedKStream(_Grouping[WindowedKey[K], K, V], Generic[K, V]):
+    """A grouped stream aggregated per time window; results are keyed by ``WindowedKey[K]``."""
 
     def __init__(
         self,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from kstreams.serdes import Serdes
 from kstreams.topology.dsl import naming
@@ -30,13 +30,18 @@ __all__ = ["KGroupedTable"]
 
 logger = logging.getLogger(__name__)
 
+K = TypeVar("K")
+V = TypeVar("V")
+VA = TypeVar("VA")
+
 
 def _count_subtractor(key: Any, value: Any, count: int) -> int:
     return count - 1
 
 
-class KGroupedTable:
-    """A table grouped by a new key, ready to aggregate. Create one with ``KTable.group_by``."""
+class KGroupedTable(Generic[K, V]):
+    """A table grouped by a new key (of type ``K``, rows of type ``V``), ready to aggregate. Create
+    one with ``KTable.group_by``."""
 
     def __init__(
         self,
@@ -56,7 +61,9 @@ class KGroupedTable:
         self._change_serde = change_serde
         self._source_nodes = frozenset(source_nodes)
 
-    def count(self, materialized: Materialized | None = None, named: Named | str | None = None) -> KTable:
+    def count(
+        self, materialized: Materialized | None = None, named: Named | str | None = None
+    ) -> KTable[K, int]:
         """The number of rows per new key."""
         return self._aggregate(
             "count",
@@ -71,11 +78,11 @@ class KGroupedTable:
 
     def reduce(
         self,
-        adder: Callable[[Any, Any], Any],
-        subtractor: Callable[[Any, Any], Any],
+        adder: Callable[[V, V], V],
+        subtractor: Callable[[V, V], V],
         materialized: Materialized | None = None,
         named: Named | str | None = None,
-    ) -> KTable:
+    ) -> KTable[K, V]:
         """Per new key, ``adder(aggregate, value)`` for rows joining the group and
         ``subtractor(aggregate, value)`` for rows leaving it."""
         return self._aggregate(
@@ -84,12 +91,12 @@ class KGroupedTable:
 
     def aggregate(
         self,
-        initializer: Callable[[], Any],
-        adder: Callable[[Any, Any, Any], Any],
-        subtractor: Callable[[Any, Any, Any], Any],
+        initializer: Callable[[], VA],
+        adder: Callable[[K, V, VA], VA],
+        subtractor: Callable[[K, V, VA], VA],
         materialized: Materialized | None = None,
         named: Named | str | None = None,
-    ) -> KTable:
+    ) -> KTable[K, VA]:
         """Per new key, ``adder(key, value, aggregate)`` / ``subtractor(key, value, aggregate)``
         starting from ``initializer()``."""
         return self._aggregate(
@@ -106,7 +113,7 @@ class KGroupedTable:
         adder: Callable[..., Any],
         subtractor: Callable[..., Any],
         value_serde_default: Any,
-    ) -> KTable:
+    ) -> KTable[Any, Any]:
         if materialized is not None and not isinstance(materialized, Materialized):
             raise TypeError(f"Expected a Materialized, got {materialized!r}.")
         mat = materialized or Materialized()

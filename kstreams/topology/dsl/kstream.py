@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
 from kstreams.topology.dsl import naming
 from kstreams.topology.dsl.internal_builder import InternalStreamsBuilder
@@ -39,15 +39,23 @@ from kstreams.topology.dsl.processors.stream_table_join import StreamTableJoinSu
 from kstreams.topology.dsl.windows import JoinWindows
 
 if TYPE_CHECKING:
+    from kstreams.processor import Processor
     from kstreams.topology.dsl.branched import BranchedKStream
     from kstreams.topology.dsl.grouped import KGroupedStream
     from kstreams.topology.dsl.ktable import KTable
+    from kstreams.topology.dsl.records import KeyValue
 
 __all__ = ["KStream", "named_as"]
 
 logger = logging.getLogger(__name__)
 
 _INHERIT: Any = object()
+
+K = TypeVar("K")
+V = TypeVar("V")
+KR = TypeVar("KR")
+VR = TypeVar("VR")
+VO = TypeVar("VO")
 
 
 def named_as(named: Named | str | None) -> str | None:
@@ -61,8 +69,9 @@ def named_as(named: Named | str | None) -> str | None:
     raise TypeError(f"Expected a Named or a str for the processor name, got {named!r}.")
 
 
-class KStream:
-    """A stream of key-value records. Create one with ``StreamsBuilder.stream``."""
+class KStream(Generic[K, V]):
+    """A stream of key-value records with keys of type ``K`` and values of type ``V``. Create one
+    with ``StreamsBuilder.stream``."""
 
     def __init__(
         self,
@@ -80,7 +89,7 @@ class KStream:
         self._repartition_required = repartition_required
         self._source_nodes = frozenset(source_nodes)
         # One repartition per name, shared by every join of this stream that needs it.
-        self._join_repartitions: dict[str, KStream] = {}
+        self._join_repartitions: dict[str, KStream[K, V]] = {}
 
     @property
     def name(self) -> str:
@@ -104,7 +113,7 @@ class KStream:
         key_serde: Any = _INHERIT,
         value_serde: Any = _INHERIT,
         repartition_required: bool | None = None,
-    ) -> KStream:
+    ) -> KStream[Any, Any]:
         name = self._builder.name_or_generate(named_as(named), prefix)
         self._builder.add_processor(name, supplier, self._name)
         return KStream(
@@ -118,15 +127,19 @@ class KStream:
 
     # --- stateless -------------------------------------------------------------------------
 
-    def filter(self, predicate: Callable[[Any, Any], bool], named: Named | str | None = None) -> KStream:
+    def filter(self, predicate: Callable[[K, V], bool], named: Named | str | None = None) -> KStream[K, V]:
         """Records for which ``predicate(key, value)`` holds."""
         return self._then(naming.FILTER, named, FilterSupplier(predicate))
 
-    def filter_not(self, predicate: Callable[[Any, Any], bool], named: Named | str | None = None) -> KStream:
+    def filter_not(
+        self, predicate: Callable[[K, V], bool], named: Named | str | None = None
+    ) -> KStream[K, V]:
         """Records for which ``predicate(key, value)`` does not hold."""
         return self._then(naming.FILTER, named, FilterSupplier(predicate, negate=True))
 
-    def map(self, mapper: Callable[[Any, Any], Any], named: Named | str | None = None) -> KStream:
+    def map(
+        self, mapper: Callable[[K, V], KeyValue[KR, VR] | tuple[KR, VR]], named: Named | str | None = None
+    ) -> KStream[KR, VR]:
         """``mapper(key, value) -> KeyValue`` per record; the key may change (repartition needed)."""
         return self._then(
             naming.MAP,
@@ -137,15 +150,32 @@ class KStream:
             repartition_required=True,
         )
 
+    @overload
+    def map_values(
+        self, mapper: Callable[[V], VR], named: Named | str | None = None, *, with_key: Literal[False] = False
+    ) -> KStream[K, VR]: ...
+
+    @overload
+    def map_values(
+        self, mapper: Callable[[K, V], VR], named: Named | str | None = None, *, with_key: Literal[True]
+    ) -> KStream[K, VR]: ...
+
+    @overload
+    def map_values(
+        self, mapper: Callable[..., VR], named: Named | str | None = None, *, with_key: bool
+    ) -> KStream[K, VR]: ...
+
     def map_values(
         self, mapper: Callable[..., Any], named: Named | str | None = None, *, with_key: bool = False
-    ) -> KStream:
+    ) -> KStream[K, Any]:
         """``mapper(value)`` (or ``mapper(key, value)`` with ``with_key``) as the new value."""
         return self._then(naming.MAPVALUES, named, MapValuesSupplier(mapper, with_key), value_serde=None)
 
     def flat_map(
-        self, mapper: Callable[[Any, Any], Iterable[Any]], named: Named | str | None = None
-    ) -> KStream:
+        self,
+        mapper: Callable[[K, V], Iterable[KeyValue[KR, VR] | tuple[KR, VR]]],
+        named: Named | str | None = None,
+    ) -> KStream[KR, VR]:
         """Zero or more KeyValues per record from ``mapper(key, value)`` (repartition needed)."""
         return self._then(
             naming.FLATMAP,
@@ -156,41 +186,64 @@ class KStream:
             repartition_required=True,
         )
 
+    @overload
+    def flat_map_values(
+        self,
+        mapper: Callable[[V], Iterable[VR]],
+        named: Named | str | None = None,
+        *,
+        with_key: Literal[False] = False,
+    ) -> KStream[K, VR]: ...
+
+    @overload
+    def flat_map_values(
+        self,
+        mapper: Callable[[K, V], Iterable[VR]],
+        named: Named | str | None = None,
+        *,
+        with_key: Literal[True],
+    ) -> KStream[K, VR]: ...
+
+    @overload
+    def flat_map_values(
+        self, mapper: Callable[..., Iterable[VR]], named: Named | str | None = None, *, with_key: bool
+    ) -> KStream[K, VR]: ...
+
     def flat_map_values(
         self,
         mapper: Callable[..., Iterable[Any]],
         named: Named | str | None = None,
         *,
         with_key: bool = False,
-    ) -> KStream:
+    ) -> KStream[K, Any]:
         """One record per value of ``mapper(value)``, each with the input's key."""
         return self._then(
             naming.FLATMAPVALUES, named, FlatMapValuesSupplier(mapper, with_key), value_serde=None
         )
 
-    def select_key(self, selector: Callable[[Any, Any], Any], named: Named | str | None = None) -> KStream:
+    def select_key(self, selector: Callable[[K, V], KR], named: Named | str | None = None) -> KStream[KR, V]:
         """``selector(key, value)`` as the new key (repartition needed)."""
         return self._then(
             naming.KEY_SELECT, named, SelectKeySupplier(selector), key_serde=None, repartition_required=True
         )
 
-    def peek(self, action: Callable[[Any, Any], None], named: Named | str | None = None) -> KStream:
+    def peek(self, action: Callable[[K, V], None], named: Named | str | None = None) -> KStream[K, V]:
         """Calls ``action(key, value)`` for each record and passes the record on."""
         return self._then(naming.PEEK, named, PeekSupplier(action))
 
-    def foreach(self, action: Callable[[Any, Any], None], named: Named | str | None = None) -> None:
+    def foreach(self, action: Callable[[K, V], None], named: Named | str | None = None) -> None:
         """Calls ``action(key, value)`` for each record; ends the stream."""
         name = self._builder.name_or_generate(named_as(named), naming.FOREACH)
         self._builder.add_processor(name, ForeachSupplier(action), self._name)
 
-    def split(self, named: Named | str | None = None) -> BranchedKStream:
+    def split(self, named: Named | str | None = None) -> BranchedKStream[K, V]:
         """Branches: ``split().branch(pred, Branched.as_("a")).default_branch()`` returns a dict
         of branch name -> KStream; each record goes to the first branch whose predicate holds."""
         from kstreams.topology.dsl.branched import BranchedKStream
 
         return BranchedKStream(self, named_as(named))
 
-    def merge(self, other: KStream, named: Named | str | None = None) -> KStream:
+    def merge(self, other: KStream[K, V], named: Named | str | None = None) -> KStream[K, V]:
         """The records of both streams, interleaved as they arrive."""
         if not isinstance(other, KStream):
             raise TypeError(f"merge() takes a KStream, got {other!r}.")
@@ -206,9 +259,22 @@ class KStream:
             self._source_nodes | other._source_nodes,
         )
 
+    @overload
+    def process(
+        self,
+        processor_supplier: Callable[[], Processor[Any, Any, KR, VR]],
+        *store_names: str,
+        named: Named | str | None = None,
+    ) -> KStream[KR, VR]: ...
+
+    @overload
+    def process(
+        self, processor_supplier: Callable[[], object], *store_names: str, named: Named | str | None = None
+    ) -> KStream[Any, Any]: ...
+
     def process(
         self, processor_supplier: Callable[[], Any], *store_names: str, named: Named | str | None = None
-    ) -> KStream:
+    ) -> KStream[Any, Any]:
         """A Processor API processor in the stream: ``processor_supplier()`` makes one per task;
         it may use the named stores (and the stores its supplier's ``stores()`` declares). The
         processor may change keys, so the result needs a repartition before a keyed operation."""
@@ -225,7 +291,7 @@ class KStream:
 
     # --- sinks and repartitioning ----------------------------------------------------------
 
-    def to(self, topic: str | Callable[..., str], produced: Produced | None = None) -> None:
+    def to(self, topic: str | Callable[[K, V, Any], str], produced: Produced | None = None) -> None:
         """Write the records to a topic, or to the topic ``topic(key, value, record_context)``
         picks per record. Serdes default to the stream's, then to the application's."""
         produced = produced or Produced()
@@ -239,7 +305,7 @@ class KStream:
             produced.partitioner,
         )
 
-    def repartition(self, repartitioned: Repartitioned | None = None) -> KStream:
+    def repartition(self, repartitioned: Repartitioned | None = None) -> KStream[K, V]:
         """Write the records through a repartition topic (``<app>-<name>-repartition``) and read
         them back, optionally with a fixed partition count or a custom partitioner."""
         repartitioned = repartitioned or Repartitioned()
@@ -258,17 +324,19 @@ class KStream:
         )
         return KStream(self._builder, source, key_serde, value_serde, False, (source,))
 
-    def _repartition_for_join(self, prefix: str, key_serde: Any, value_serde: Any) -> KStream:
+    def _repartition_for_join(self, prefix: str, key_serde: Any, value_serde: Any) -> KStream[K, V]:
         key_serde = key_serde if key_serde is not None else self._key_serde
         value_serde = value_serde if value_serde is not None else self._value_serde
-        stream = self._join_repartitions.get(prefix)
+        stream: KStream[K, V] | None = self._join_repartitions.get(prefix)
         if stream is None:
             source = self._builder.repartition(self._name, prefix, key_serde, value_serde)
             stream = KStream(self._builder, source, key_serde, value_serde, False, (source,))
             self._join_repartitions[prefix] = stream
         return stream
 
-    def to_table(self, named: Named | str | None = None, materialized: Materialized | None = None) -> KTable:
+    def to_table(
+        self, named: Named | str | None = None, materialized: Materialized | None = None
+    ) -> KTable[K, V]:
         """This stream as a table: each record is the new value of its key (None deletes it).
         The stream is repartitioned first if its key may have changed."""
         from kstreams.topology.dsl.ktable import updates_table
@@ -288,7 +356,7 @@ class KStream:
 
     # --- grouping --------------------------------------------------------------------------
 
-    def group_by_key(self, grouped: Grouped | None = None) -> KGroupedStream:
+    def group_by_key(self, grouped: Grouped | None = None) -> KGroupedStream[K, V]:
         """Group by the current key (repartitioned first if the key may have changed)."""
         from kstreams.topology.dsl.grouped import KGroupedStream
 
@@ -303,7 +371,9 @@ class KStream:
             self._source_nodes,
         )
 
-    def group_by(self, selector: Callable[[Any, Any], Any], grouped: Grouped | None = None) -> KGroupedStream:
+    def group_by(
+        self, selector: Callable[[K, V], KR], grouped: Grouped | None = None
+    ) -> KGroupedStream[KR, V]:
         """Group by ``selector(key, value)``; always repartitions."""
         from kstreams.topology.dsl.grouped import KGroupedStream
 
@@ -325,36 +395,82 @@ class KStream:
 
     # --- joins -----------------------------------------------------------------------------
 
+    @overload
+    def join(
+        self, other: KTable[K, VO], joiner: Callable[[V, VO], VR], windows: Joined | None = None
+    ) -> KStream[K, VR]: ...
+
+    @overload
     def join(
         self,
-        other: KStream | KTable,
+        other: KTable[K, VO],
+        joiner: Callable[[V, VO], VR],
+        windows: None = None,
+        joined: Joined | None = None,
+    ) -> KStream[K, VR]: ...
+
+    @overload
+    def join(
+        self,
+        other: KStream[K, VO],
+        joiner: Callable[[V, VO], VR],
+        windows: JoinWindows,
+        joined: StreamJoined | None = None,
+    ) -> KStream[K, VR]: ...
+
+    def join(
+        self,
+        other: KStream[Any, Any] | KTable[Any, Any],
         joiner: Callable[[Any, Any], Any],
         windows: JoinWindows | Joined | None = None,
         joined: Joined | StreamJoined | None = None,
-    ) -> KStream:
+    ) -> KStream[Any, Any]:
         """Inner join with a KTable (``join(table, joiner[, Joined])``) or with another KStream
         within ``windows`` (``join(stream, joiner, JoinWindows[, StreamJoined])``).
         ``joiner(this_value, other_value)`` makes the result value."""
         return self._join(other, joiner, windows, joined, left_outer=False, right_outer=False)
 
+    @overload
+    def left_join(
+        self, other: KTable[K, VO], joiner: Callable[[V, VO | None], VR], windows: Joined | None = None
+    ) -> KStream[K, VR]: ...
+
+    @overload
     def left_join(
         self,
-        other: KStream | KTable,
+        other: KTable[K, VO],
+        joiner: Callable[[V, VO | None], VR],
+        windows: None = None,
+        joined: Joined | None = None,
+    ) -> KStream[K, VR]: ...
+
+    @overload
+    def left_join(
+        self,
+        other: KStream[K, VO],
+        joiner: Callable[[V, VO | None], VR],
+        windows: JoinWindows,
+        joined: StreamJoined | None = None,
+    ) -> KStream[K, VR]: ...
+
+    def left_join(
+        self,
+        other: KStream[Any, Any] | KTable[Any, Any],
         joiner: Callable[[Any, Any], Any],
         windows: JoinWindows | Joined | None = None,
         joined: Joined | StreamJoined | None = None,
-    ) -> KStream:
+    ) -> KStream[Any, Any]:
         """Like ``join``, but every record of this stream yields a result: unmatched ones are
         joined with None (for stream-stream joins, once their window has closed)."""
         return self._join(other, joiner, windows, joined, left_outer=True, right_outer=False)
 
     def outer_join(
         self,
-        other: KStream,
-        joiner: Callable[[Any, Any], Any],
+        other: KStream[K, VO],
+        joiner: Callable[[V | None, VO | None], VR],
         windows: JoinWindows,
         joined: StreamJoined | None = None,
-    ) -> KStream:
+    ) -> KStream[K, VR]:
         """Windowed outer join of two streams: unmatched records of either side are joined with
         None once their window has closed."""
         if not isinstance(other, KStream):
@@ -370,7 +486,7 @@ class KStream:
         *,
         left_outer: bool,
         right_outer: bool,
-    ) -> KStream:
+    ) -> KStream[Any, Any]:
         from kstreams.topology.dsl.ktable import KTable
 
         if isinstance(other, KTable):
@@ -398,8 +514,8 @@ class KStream:
         raise TypeError(f"A KStream joins a KStream or a KTable, got {other!r}.")
 
     def _stream_table_join(
-        self, table: KTable, joiner: Callable[[Any, Any], Any], joined: Joined, left: bool
-    ) -> KStream:
+        self, table: KTable[Any, Any], joiner: Callable[[Any, Any], Any], joined: Joined, left: bool
+    ) -> KStream[Any, Any]:
         stream = self
         if self._repartition_required:
             stream = self._repartition_for_join(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
 from kstreams.errors import TopologyException
 from kstreams.topology.dsl import naming
@@ -36,6 +36,7 @@ from kstreams.topology.dsl.processors.table_aggregate import ChangeSerde, TableS
 
 if TYPE_CHECKING:
     from kstreams.topology.dsl.grouped_table import KGroupedTable
+    from kstreams.topology.dsl.records import KeyValue
 
 __all__ = ["KTable", "updates_table"]
 
@@ -43,10 +44,16 @@ logger = logging.getLogger(__name__)
 
 GetterFactory = Callable[[], ValueGetterSupplier]
 
+K = TypeVar("K")
+V = TypeVar("V")
+KR = TypeVar("KR")
+VR = TypeVar("VR")
+VO = TypeVar("VO")
 
-class KTable:
-    """A table of the latest value per key. Create one with ``StreamsBuilder.table`` or an
-    aggregation."""
+
+class KTable(Generic[K, V]):
+    """A table of the latest value (of type ``V``) per key (of type ``K``). Create one with
+    ``StreamsBuilder.table`` or an aggregation."""
 
     def __init__(
         self,
@@ -59,7 +66,7 @@ class KTable:
         value_getter: ValueGetterSupplier | GetterFactory | None,
         queryable_store_name: str | None = None,
         *,
-        parents: tuple[KTable, ...] = (),
+        parents: tuple[KTable[Any, Any], ...] = (),
         old_value_suppliers: tuple[Any, ...] = (),
     ) -> None:
         self._builder = builder
@@ -131,9 +138,9 @@ class KTable:
         value_serde: Any,
         getter_factory: GetterFactory,
         sources: frozenset[str],
-        parents: tuple[KTable, ...],
+        parents: tuple[KTable[Any, Any], ...],
         old_value_suppliers: tuple[Any, ...],
-    ) -> KTable:
+    ) -> KTable[Any, Any]:
         """The table coming out of processor ``name``: kept in ``store`` with the store's serdes when
         materialized (and then queryable only under a name the user chose, as in Kafka), else
         computed on lookup through ``getter_factory``, with ``value_serde``."""
@@ -167,7 +174,7 @@ class KTable:
         getter_factory: GetterFactory,
         value_serde: Any,
         store_value_serde_default: Any = None,
-    ) -> KTable:
+    ) -> KTable[Any, Any]:
         store = self._store_for(materialized, prefix, store_value_serde_default)
         name = self._builder.name_or_generate(named_as(named), prefix)
         supplier = make_supplier(store[0] if store is not None else None)
@@ -188,29 +195,29 @@ class KTable:
 
     def filter(
         self,
-        predicate: Callable[[Any, Any], bool],
+        predicate: Callable[[K, V], bool],
         materialized: Materialized | None = None,
         named: Named | str | None = None,
-    ) -> KTable:
+    ) -> KTable[K, V]:
         """Rows whose value passes ``predicate(key, value)``; others become deletions."""
         return self._filter(predicate, False, materialized, named)
 
     def filter_not(
         self,
-        predicate: Callable[[Any, Any], bool],
+        predicate: Callable[[K, V], bool],
         materialized: Materialized | None = None,
         named: Named | str | None = None,
-    ) -> KTable:
+    ) -> KTable[K, V]:
         """Rows whose value fails ``predicate(key, value)``; others become deletions."""
         return self._filter(predicate, True, materialized, named)
 
     def _filter(
         self,
-        predicate: Callable[[Any, Any], bool],
+        predicate: Callable[[K, V], bool],
         negate: bool,
         materialized: Materialized | None,
         named: Named | str | None,
-    ) -> KTable:
+    ) -> KTable[K, V]:
         return self._derive(
             naming.KTABLE_FILTER,
             named,
@@ -221,6 +228,36 @@ class KTable:
             self._value_serde,
         )
 
+    @overload
+    def map_values(
+        self,
+        mapper: Callable[[V], VR],
+        materialized: Materialized | None = None,
+        named: Named | str | None = None,
+        *,
+        with_key: Literal[False] = False,
+    ) -> KTable[K, VR]: ...
+
+    @overload
+    def map_values(
+        self,
+        mapper: Callable[[K, V], VR],
+        materialized: Materialized | None = None,
+        named: Named | str | None = None,
+        *,
+        with_key: Literal[True],
+    ) -> KTable[K, VR]: ...
+
+    @overload
+    def map_values(
+        self,
+        mapper: Callable[..., VR],
+        materialized: Materialized | None = None,
+        named: Named | str | None = None,
+        *,
+        with_key: bool,
+    ) -> KTable[K, VR]: ...
+
     def map_values(
         self,
         mapper: Callable[..., Any],
@@ -228,7 +265,7 @@ class KTable:
         named: Named | str | None = None,
         *,
         with_key: bool = False,
-    ) -> KTable:
+    ) -> KTable[K, Any]:
         """Each row's value mapped with ``mapper(value)`` (``mapper(key, value)`` with ``with_key``)."""
         return self._derive(
             naming.KTABLE_MAPVALUES,
@@ -239,9 +276,17 @@ class KTable:
             None,
         )
 
+    @overload
+    def to_stream(self, named: Named | str | None = None, *, key_mapper: None = None) -> KStream[K, V]: ...
+
+    @overload
     def to_stream(
-        self, named: Named | str | None = None, *, key_mapper: Callable[[Any, Any], Any] | None = None
-    ) -> KStream:
+        self, named: Named | str | None = None, *, key_mapper: Callable[[K, V], KR]
+    ) -> KStream[KR, V]: ...
+
+    def to_stream(
+        self, named: Named | str | None = None, *, key_mapper: Callable[[K, V], Any] | None = None
+    ) -> KStream[Any, V]:
         """The table's updates as a stream: one record per update, value None for a deletion.
         ``key_mapper(key, value)`` gives the records a new key (then a repartition is needed)."""
         name = self._builder.name_or_generate(named_as(named), naming.KTABLE_TOSTREAM)
@@ -259,45 +304,45 @@ class KTable:
 
     def join(
         self,
-        other: KTable,
-        joiner: Callable[[Any, Any], Any],
+        other: KTable[K, VO],
+        joiner: Callable[[V, VO], VR],
         materialized: Materialized | None = None,
         named: Named | str | None = None,
-    ) -> KTable:
+    ) -> KTable[K, VR]:
         """Inner join on the primary key: a row exists where both tables have one, with value
         ``joiner(this_value, other_value)``; an update on either side updates the result."""
         return self._join(other, joiner, materialized, named, left_outer=False, right_outer=False)
 
     def left_join(
         self,
-        other: KTable,
-        joiner: Callable[[Any, Any], Any],
+        other: KTable[K, VO],
+        joiner: Callable[[V, VO | None], VR],
         materialized: Materialized | None = None,
         named: Named | str | None = None,
-    ) -> KTable:
+    ) -> KTable[K, VR]:
         """Left join: every row of this table, joined with the other's row or None."""
         return self._join(other, joiner, materialized, named, left_outer=True, right_outer=False)
 
     def outer_join(
         self,
-        other: KTable,
-        joiner: Callable[[Any, Any], Any],
+        other: KTable[K, VO],
+        joiner: Callable[[V | None, VO | None], VR],
         materialized: Materialized | None = None,
         named: Named | str | None = None,
-    ) -> KTable:
+    ) -> KTable[K, VR]:
         """Outer join: a row wherever either table has one (the missing side is None)."""
         return self._join(other, joiner, materialized, named, left_outer=True, right_outer=True)
 
     def _join(
         self,
-        other: KTable,
+        other: KTable[Any, Any],
         joiner: Callable[[Any, Any], Any],
         materialized: Materialized | None,
         named: Named | str | None,
         *,
         left_outer: bool,
         right_outer: bool,
-    ) -> KTable:
+    ) -> KTable[Any, Any]:
         if not isinstance(other, KTable):
             raise TypeError(f"A KTable joins another KTable here, got {other!r}.")
         builder = self._builder
@@ -336,7 +381,9 @@ class KTable:
 
     # --- re-grouping -----------------------------------------------------------------------
 
-    def group_by(self, selector: Callable[[Any, Any], Any], grouped: Grouped | None = None) -> KGroupedTable:
+    def group_by(
+        self, selector: Callable[[K, V], KeyValue[KR, VR] | tuple[KR, VR]], grouped: Grouped | None = None
+    ) -> KGroupedTable[KR, VR]:
         """Re-group the rows by ``selector(key, value) -> KeyValue`` (new key and value) to
         aggregate them; a row that changes moves from its old group to its new one."""
         from kstreams.topology.dsl.grouped_table import KGroupedTable
@@ -367,7 +414,7 @@ def updates_table(
     key_serde: Any,
     value_serde: Any,
     source_nodes: Iterable[str],
-) -> KTable:
+) -> KTable[Any, Any]:
     """A table whose rows are the records arriving at ``parent`` (a topic's source, or a stream
     for ``to_table``), read by a table-source processor ``name``.
 

@@ -7,7 +7,7 @@ change into a plain record whose value is the new value (None for a deletion).
 from __future__ import annotations
 
 import logging
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 __all__ = ["Change", "KeyValue"]
 
@@ -17,14 +17,14 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 
-class KeyValue(NamedTuple):
+class KeyValue(NamedTuple, Generic[K, V]):
     """A key and a value: what ``map`` and ``flat_map`` mappers return (a plain tuple works too)."""
 
-    key: Any
-    value: Any
+    key: K
+    value: V
 
     @staticmethod
-    def pair(key: Any, value: Any) -> KeyValue:
+    def pair(key: K, value: V) -> KeyValue[K, V]:
         return KeyValue(key, value)
 
 

@@ -35,14 +35,14 @@ logger = logging.getLogger(__name__)
 
 
 def stream_stream_join(
-    this: KStream,
-    other: KStream,
+    this: KStream[Any, Any],
+    other: KStream[Any, Any],
     joiner: Callable[[Any, Any], Any],
     windows: JoinWindows,
     joined: StreamJoined,
     left_outer: bool,
     right_outer: bool,
-) -> KStream:
+) -> KStream[Any, Any]:
     """Join ``this`` with ``other`` within ``windows``; repartitions either side whose key may
     have changed (topics "<name>-left-repartition"/"<name>-right-repartition" with a
     ``StreamJoined`` name, else named after the side's processor)."""
