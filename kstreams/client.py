@@ -11,10 +11,10 @@ Locks, in the order they may be taken (never the other way round):
    and by the close thread while it stops it, so a close never runs half-way through a start.
 2. ``KafkaStreams._state_lock`` (the state machine's condition), held only to read or change the
    state; state listeners are called with no lock held.
-3. ``KafkaStreams._threads_lock`` (RLock): the stream thread list. Held only to read or change the
-   list, never while waiting for another thread: adding or removing a thread resizes the caches on
-   the polling thread *after* releasing it, because the polling thread takes it to apply
-   REPLACE_THREAD.
+3. ``StreamThreads.lock`` (RLock, in the runtime): the stream thread list. Held only to read or
+   change the list, never while waiting for another thread: adding or removing a thread resizes
+   the caches on the polling thread *after* releasing it, because the polling thread takes it to
+   apply REPLACE_THREAD.
 4. The task manager's lock, then the compiled structures' leaf mutexes.
 ``KafkaStreams._sensors_lock`` (the per-task sensors) is a leaf that stream threads take while
 holding a task.
@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, ClassVar
 
-from kstreams._native.scheduler import TaskScheduler
 from kstreams.cluster.port import ERROR_SHUTDOWN_REQUESTED, Cluster, Consumer, Producer
 from kstreams.config import StreamsConfig
 from kstreams.errors import (
@@ -42,20 +41,17 @@ from kstreams.errors import (
     IllegalStateException,
     InvalidStateStoreException,
     ProcessorStateException,
-    StreamsException,
     UnknownStateStoreException,
 )
-from kstreams.runtime.barrier import barrier
 from kstreams.runtime.client_state import State, check_transition
-from kstreams.runtime.init_parameters import InitParameters
-from kstreams.runtime.internal_topics import InternalTopicManager, SetupResult
+from kstreams.runtime.internal_topics.init_parameters import InitParameters
+from kstreams.runtime.internal_topics.manager import InternalTopicManager, SetupResult
 from kstreams.runtime.metrics import MetricName, MetricsRegistry, Sensor
 from kstreams.runtime.polling_thread import Failure, FailureSource, PollingThread, RuntimeHooks
 from kstreams.runtime.state_updater import StateRestoreListener, StateUpdater
-from kstreams.runtime.stream_thread import StreamThread, ThreadState
-from kstreams.runtime.streams_runtime import StreamsRuntime, time_left
+from kstreams.runtime.stream_thread import StreamThread
+from kstreams.runtime.streams_runtime import StreamsRuntime
 from kstreams.runtime.task_manager import TaskManager
-from kstreams.runtime.thread_caches import thread_share
 from kstreams.state.directory import StateDirectory
 from kstreams.topology.topology import Topology
 
@@ -115,10 +111,9 @@ class KafkaStreams:
         )
         self.client_id = self.config.client_id(self.process_id)
         self.cluster = cluster if cluster is not None else _default_cluster(self.config)
-        self._metrics = MetricsRegistry()
+        self._metrics = MetricsRegistry(recording_level=str(self.config["metrics.recording.level"]))
         self._state = State.CREATED
         self._state_lock = threading.Condition()
-        self._threads_lock = threading.RLock()
         self._runtime_lock = threading.RLock()
         self._starting_thread: threading.Thread | None = None
         # Threads inside a state listener call: a close() there must not wait for the shutdown,
@@ -127,7 +122,6 @@ class KafkaStreams:
         self._state_listener: StateListener | None = None
         self._handler: UncaughtExceptionHandler | None = None
         self._restore_listener: StateRestoreListener | None = None
-        self._stream_threads: list[StreamThread] = []
         self._task_sensors: dict[Any, Sensor] = {}
         self._sensors_lock = threading.Lock()
         self._failed_threads = 0
@@ -245,7 +239,7 @@ class KafkaStreams:
                 self._starting_thread = None
 
     def _start_runtime(self) -> None:
-        runtime = self._runtime = StreamsRuntime(
+        self._runtime = StreamsRuntime(
             self.client_id,
             self.process_id,
             self.config,
@@ -255,15 +249,12 @@ class KafkaStreams:
             self.internal_topics,
             self._metrics,
             _Hooks(self),
+            self._on_stream_failure,
             self._on_restore_failure,
+            self._task_sensor,
             self._restore_listener,
         )
-        runtime.start()
-        with self._threads_lock:
-            count = int(self.config["num.stream.threads"])
-            sizes = self._cache_share(count)
-            for _ in range(count):
-                self._start_stream_thread(sizes)
+        self._runtime.start()
 
     # The runtime's parts (None before start()).
 
@@ -329,10 +320,7 @@ class KafkaStreams:
         self._close_thread.start()
 
     def _own_threads(self) -> list[threading.Thread]:
-        threads: list[threading.Thread] = list(self._stream_threads)
-        if self._runtime is not None:
-            threads.extend(self._runtime.threads())
-        return threads
+        return self._runtime.threads() if self._runtime is not None else []
 
     def _close_runtime(self, timeout: float | None) -> bool:
         with self._runtime_lock:
@@ -340,17 +328,7 @@ class KafkaStreams:
 
     def _stop_runtime(self, timeout: float | None) -> bool:
         deadline = None if timeout is None else time.monotonic() + timeout
-        with self._threads_lock:
-            threads = list(self._stream_threads)
-        for thread in threads:
-            thread.request_stop()
-        ok = all(
-            t.wait_dead(time_left(deadline))
-            for t in threads
-            if t.is_alive() or t.state is not ThreadState.DEAD
-        )
-        if self._runtime is not None:
-            ok = self._runtime.stop(deadline) and ok
+        ok = self._runtime.stop(deadline) if self._runtime is not None else True
         if ok and self._release_process_id is not None:
             self._release_process_id()  # a successor client may now take over the process id
         return ok
@@ -359,12 +337,6 @@ class KafkaStreams:
         """Simulate a crash (tests only): every thread stops where it is — nothing is committed or
         flushed, no task is closed, the group is not left and an open transaction stays open. The
         cluster notices only when the session times out, as it would for a killed process."""
-        with self._threads_lock:
-            threads = list(self._stream_threads)
-        for thread in threads:
-            thread.request_stop()
-        for thread in threads:
-            thread.wait_dead(30.0)
         if self._runtime is not None:
             self._runtime.abandon()
         with self._state_lock:
@@ -380,18 +352,18 @@ class KafkaStreams:
         return self._add_stream_thread(reserved=())
 
     def _add_stream_thread(self, reserved: tuple[str, ...]) -> str | None:
-        with self._threads_lock:
-            if not self._state.is_running_or_rebalancing():
-                logger.warning("Cannot add a stream thread in state %s", self._state.name)
-                return None
-            # The new thread starts with its share at once; the others shrink to theirs right
-            # after, outside the lock (the caches briefly hold up to one share more than the total).
-            thread = self._start_stream_thread(self._cache_share(len(self._live_threads()) + 1), reserved)
-        self._resize_caches()
+        runtime = self._runtime
+        if runtime is None:
+            logger.warning("Cannot add a stream thread in state %s", self._state.name)
+            return None
+        thread = runtime.stream_threads.add(lambda: self._state.is_running_or_rebalancing(), reserved)
+        if thread is None:
+            logger.warning("Cannot add a stream thread in state %s", self._state.name)
+            return None
         if not self._state.is_running_or_rebalancing():
             thread.request_stop()
             thread.wait_dead(10.0)
-            self._resize_caches()
+            runtime.stream_threads.resize_caches()
             return None
         logger.info("Added stream thread %s", thread.name)
         return thread.name
@@ -403,106 +375,24 @@ class KafkaStreams:
         was requested and the caches resized. Removing the last thread keeps the client RUNNING:
         input then buffers up to a bound and the consumer pauses until a thread is added."""
         seconds = _seconds(timeout)
-        if not self._state.is_running_or_rebalancing():
+        runtime = self._runtime
+        if runtime is None or not self._state.is_running_or_rebalancing():
             logger.warning("Cannot remove a stream thread in state %s", self._state.name)
             return None
-        with self._threads_lock:
-            live = [t for t in self._live_threads() if t.state is not ThreadState.PENDING_SHUTDOWN]
-            if not live:
-                return None
-            current = threading.current_thread()
-            victim = current if current in live else live[0]
-            victim.request_stop()
+        victim = runtime.stream_threads.request_removal()
+        if victim is None:
+            return None
         stopped = True
-        if victim is not current:
+        if victim is not threading.current_thread():
             stopped = victim.wait_dead(max(seconds, 0.0) if seconds is not None else None)
-        self._resize_caches(exclude=victim)
+        runtime.stream_threads.resize_caches(exclude=victim)
         if not stopped:
             raise TimeoutError(f"Thread {victim.name} did not stop in the allotted time")
         logger.info("Removed stream thread %s", victim.name)
         return victim.name
 
     def _live_threads(self) -> list[StreamThread]:
-        with self._threads_lock:
-            self._stream_threads = [t for t in self._stream_threads if t.state is not ThreadState.DEAD]
-            return list(self._stream_threads)
-
-    def _next_thread_index(self, reserved: tuple[str, ...] = ()) -> int:
-        names = {t.name for t in self._live_threads()} | set(reserved)
-        suffixes = [int(n.rsplit("-", 1)[1]) for n in names]
-        max_id = max([1, *suffixes])
-        for i in range(1, max_id + 1):
-            if self._thread_name(i) not in names:
-                return i
-        return len(names) + 1
-
-    def _thread_name(self, index: int) -> str:
-        return f"{self.client_id}-StreamThread-{index}"
-
-    def _started(self) -> tuple[TaskScheduler, TaskManager]:
-        """The scheduler and task manager of the started runtime."""
-        if self._runtime is None:
-            raise IllegalStateException(f"Stream-client {self.client_id} has not started its runtime.")
-        return self._runtime.scheduler, self._runtime.task_manager
-
-    def _start_stream_thread(self, cache_bytes: int, reserved: tuple[str, ...] = ()) -> StreamThread:
-        index = self._next_thread_index(reserved)
-        scheduler, task_manager = self._started()
-        thread = StreamThread(
-            self._thread_name(index),
-            scheduler,
-            task_manager,
-            cache_bytes,
-            self._on_stream_failure,
-            self._metrics,
-            batch_size=int(self.config["processing.batch.size"]),
-            time_slice_ms=int(self.config["task.time.slice.ms"]),
-            task_sensor=self._task_sensor,
-        )
-        self._stream_threads.append(thread)
-        thread.start()
-        return thread
-
-    def _cache_share(self, threads: int) -> int:
-        return thread_share(self.config.cache_max_bytes, threads)
-
-    def _resize_caches(self, exclude: StreamThread | None = None) -> None:
-        """Give every live thread's cache (but ``exclude``'s, a thread being removed) its equal
-        share of the total, as the thread list is when the resize runs: concurrent changes each
-        resize, and the last one sees the final list. Called with no lock held.
-
-        Growing never evicts, so it happens at once from the caller. Shrinking may flush evicted
-        entries downstream through their tasks' processors, so it runs on the polling thread under
-        the commit barrier, while no task is being processed. A removed thread's cached entries stay
-        where they are until a live thread next picks their task and adopts them.
-        """
-
-        def current() -> tuple[list[StreamThread], int]:
-            threads = [t for t in self._live_threads() if t is not exclude]
-            return threads, self._cache_share(len(threads))
-
-        threads, size = current()
-        if all(size >= t.cache.max_bytes for t in threads):
-            for thread in threads:
-                thread.cache.resize(size)
-            return
-
-        def shrink() -> None:
-            threads, size = current()
-            with barrier(self._started()[0], "shrinking the record caches"):
-                for thread in threads:
-                    thread.cache.resize(size)
-
-        polling = self._polling
-        if polling is not None and polling.is_alive():
-            try:
-                polling.call(shrink, timeout=120.0)
-                return
-            except StreamsException:
-                pass  # the polling thread stopped meanwhile: no task runs, resize here
-        threads, size = current()
-        for thread in threads:
-            thread.cache.resize(size)
+        return self._runtime.stream_threads.live() if self._runtime is not None else []
 
     # -- failures (KIP-671) ---------------------------------------------------------------------
 
@@ -630,8 +520,10 @@ class KafkaStreams:
     def metrics(self) -> dict[MetricName, float]:
         """Every metric of the client, by Kafka Streams' names: stream-metrics (client),
         stream-thread-metrics, stream-task-metrics (tasks running here now),
-        stream-record-cache-metrics, stream-state-updater-metrics and, with autoscaling,
-        stream-subtopology-metrics and stream-client-metrics."""
+        stream-record-cache-metrics, stream-state-updater-metrics, with autoscaling
+        stream-subtopology-metrics and stream-client-metrics, and with ``metrics.recording.level``
+        DEBUG or TRACE stream-state-metrics (each open store's operation rates and latencies in ns;
+        a store's metrics go when it closes)."""
         task_manager = self._task_manager
         if task_manager is not None:
             live = {str(t) for t in task_manager.task_ids()}

@@ -171,6 +171,10 @@ class Predicate:
         _collect(self._tree, found)
         return found
 
+    def constants(self) -> list[Any]:
+        """Every constant the predicate compares with."""
+        return [node[5] for node in self.nodes()[0] if node[0] == "cmp"]
+
     def nodes(self) -> tuple[list[Node], int]:
         """The flattened tree for ``kernels.Predicate``: (nodes, root index)."""
         nodes: list[Node] = []

@@ -128,7 +128,7 @@ class TaskCheckpoint:
     def bind(self, changelogs: Mapping[TopicPartition, Any]) -> None:
         """Learn the task's changelog partitions and which of them back persistent stores."""
         self._changelogs = set(changelogs)
-        self._persistent = {tp for tp, store in changelogs.items() if getattr(store, "persistent", False)}
+        self._persistent = {tp for tp, store in changelogs.items() if store.persistent}
         self.offsets = {tp: self._loaded[tp] for tp in self._persistent if tp in self._loaded}
 
     def restore_start(self, tp: TopicPartition) -> int:

@@ -4,7 +4,13 @@ A ``Sensor`` counts events (and optionally their sizes or latencies) and yields 
 metrics: ``<name>-total``, ``<name>-rate`` (per second over a sliding window), ``<name>-avg`` and
 ``<name>-max``. A gauge is a callable read at collection time. Each sensor is recorded by one thread
 only; readers see a consistent-enough snapshot without a lock (ints and floats are replaced
-atomically under the GIL).
+atomically under the GIL). The exception is the read sensors of store metrics, which
+interactive queries also record from the querying thread: a record racing another may lose its
+update, never raise, so those counts are approximate under concurrent queries.
+
+The registry carries ``metrics.recording.level`` (INFO, DEBUG or TRACE) as Kafka's ``Metrics``
+does: metrics of a finer level than that (``should_record``) are not created, and their code paths
+are not timed at all.
 """
 
 from __future__ import annotations
@@ -14,10 +20,15 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["MetricName", "MetricsRegistry", "Sensor"]
+from kstreams.errors import ConfigException
+
+__all__ = ["RECORDING_LEVELS", "MetricName", "MetricsRegistry", "Sensor"]
 
 RATE_WINDOW_S = 30.0
 _BUCKETS = 6
+# Kafka's Sensor.RecordingLevel, coarsest first: a registry at one level records that level and
+# every coarser one.
+RECORDING_LEVELS = ("INFO", "DEBUG", "TRACE")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +68,8 @@ class Sensor:
         self.max = float("nan")
 
     def record(self, value: float = 1.0, events: int = 1) -> None:
-        """Record ``events`` events whose summed value is ``value`` (sizes, latencies in ms)."""
+        """Record ``events`` events whose summed value is ``value`` (sizes, or latencies: in ms for
+        thread and task metrics, in ns for store metrics, as in Kafka)."""
         now = self._clock()
         buckets = self._buckets
         if not buckets or now - buckets[-1][0] >= self._bucket_len:
@@ -85,12 +97,26 @@ class Sensor:
 
 
 class MetricsRegistry:
-    """All metrics of one client: sensors (with derived metrics) and gauges."""
+    """All metrics of one client: sensors (with derived metrics) and gauges.
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    ``recording_level`` is the client's ``metrics.recording.level``; code that records metrics of a
+    finer level asks ``should_record`` once, when it sets up, rather than per event.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic, recording_level: str = "INFO") -> None:
+        if recording_level not in RECORDING_LEVELS:
+            raise ConfigException(
+                f"metrics.recording.level must be one of {', '.join(RECORDING_LEVELS)}, "
+                f"got {recording_level!r}."
+            )
         self._clock = clock
+        self.recording_level = recording_level
         self._lock = threading.Lock()  # guards registration only; leaf lock
         self._gauges: dict[MetricName, Callable[[], float]] = {}
+
+    def should_record(self, level: str) -> bool:
+        """Whether metrics of ``level`` are recorded at this registry's recording level."""
+        return RECORDING_LEVELS.index(level) <= RECORDING_LEVELS.index(self.recording_level)
 
     def sensor(
         self,

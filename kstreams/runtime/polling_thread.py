@@ -29,30 +29,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kstreams._native.record_collector import RecordCollector
-from kstreams._native.scheduler import TaskScheduler
 from kstreams.cluster.port import (
     ERROR_NONE,
     ClusterError,
-    Consumer,
     FatalClientError,
-    Producer,
     ProducerFencedError,
     TopicPartition,
 )
-from kstreams.config import StreamsConfig
 from kstreams.errors import StreamsException
 from kstreams.runtime.barrier import barrier
-from kstreams.runtime.commit import Committer
-from kstreams.runtime.retry import FailureWindow, Retry, is_transient
+from kstreams.runtime.retry import FailureWindow, is_transient
 from kstreams.runtime.standby import StandbyPlacer
-from kstreams.runtime.task_manager import TaskEntry, TaskManager, TaskState
+from kstreams.runtime.task_manager import TaskEntry, TaskState
 
 if TYPE_CHECKING:
-    from kstreams.runtime.internal_topics import SetupResult
-    from kstreams.runtime.metrics import MetricsRegistry
-    from kstreams.runtime.state_updater import StateUpdater
+    from kstreams.runtime.internal_topics.manager import SetupResult
     from kstreams.runtime.stream_thread import StreamThread
+    from kstreams.runtime.streams_runtime import StreamsRuntime
 
 __all__ = ["Failure", "FailureSource", "PollingThread", "RuntimeHooks"]
 
@@ -99,37 +92,20 @@ class RuntimeHooks(Protocol):
 class PollingThread(threading.Thread):
     """Runs the client's I/O loop; see the module docstring."""
 
-    def __init__(
-        self,
-        name: str,
-        config: StreamsConfig,
-        consumer: Consumer,
-        producer: Producer,
-        collector: RecordCollector,
-        scheduler: TaskScheduler,
-        task_manager: TaskManager,
-        state_updater: StateUpdater,
-        committer: Committer,
-        hooks: RuntimeHooks,
-        metrics: MetricsRegistry,
-        topics: list[str],
-        retry: Retry,
-        producer_factory: Callable[[], Producer],
-    ) -> None:
+    def __init__(self, name: str, runtime: StreamsRuntime, hooks: RuntimeHooks) -> None:
         super().__init__(name=name, daemon=True)
-        self._config = config
-        self._consumer = consumer
-        self._producer = producer
-        self._producer_factory = producer_factory
-        self._collector = collector
-        self._scheduler = scheduler
-        self._tasks = task_manager
-        self._state_updater = state_updater
-        self.committer = committer
+        self._runtime = runtime  # for the producer, which a fatal error replaces
+        config = self._config = runtime.config
+        consumer = self._consumer = runtime.consumer
+        self._collector = runtime.collector
+        self._scheduler = runtime.scheduler
+        task_manager = self._tasks = runtime.task_manager
+        state_updater = self._state_updater = runtime.state_updater
+        self.committer = runtime.committer
         self._hooks = hooks
-        self._topics = topics
+        self._topics = runtime.source_topics
+        retry = self._retry = runtime.retry
         self._stop_event = retry.stop
-        self._retry = retry
         self._failures: queue.SimpleQueue[Failure] = queue.SimpleQueue()
         self._restored: queue.SimpleQueue[TaskEntry] = queue.SimpleQueue()
         self._calls: queue.SimpleQueue[tuple[Callable[[], Any], threading.Event, list[Any]]] = (
@@ -153,6 +129,7 @@ class PollingThread(threading.Thread):
         self._deferred: set[TopicPartition] = set()  # assigned, but their task cannot run yet
         self._application_error = ERROR_NONE  # a member asked the application to stop
         tags = {"thread-id": name}
+        metrics = runtime.metrics
         self.poll_sensor = metrics.sensor("poll", "stream-thread-metrics", tags)
         self.poll_records = metrics.sensor(
             "poll-records", "stream-thread-metrics", tags, total=False, rate=False, avg=True, max_=True
@@ -503,13 +480,12 @@ class PollingThread(threading.Thread):
         """Close the producer that hit a fatal error and continue with a new one (Kafka Streams
         does the same rather than ending the client); its transaction is fenced by the new one."""
         logger.warning("The producer hit a fatal error: closing it and continuing with a new one")
-        old = self._producer
+        old = self._runtime.producer
         try:
             old.close()
         except Exception as exc:
             logger.info("Closing the failed producer raised (%s); dropping it", exc)
-        self._producer = self._producer_factory()
-        self.committer.replace_producer(self._producer)
+        self.committer.replace_producer(self._runtime.renew_producer())
 
     def _rewind(self, partitions: list[TopicPartition]) -> None:
         committed = self._retry.call(
@@ -566,7 +542,7 @@ class PollingThread(threading.Thread):
                 self._tasks.remove(entry, clean=committed and entry.state is TaskState.RUNNING)
         if committed:
             try:
-                self._producer.flush()
+                self._runtime.producer.flush()
             except ClusterError as exc:
                 logger.warning("Flushing the producer on close failed: %s", exc)
         self.closed_cleanly = committed

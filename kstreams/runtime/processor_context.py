@@ -1,10 +1,11 @@
 """The task's ProcessorContext: what processors and stores see of the task that runs them.
 
 ``ProcessorContextImpl`` implements both ``ProcessorContext`` (for processors) and
-``StateStoreContext`` (for stores). There is one per task; it tracks the node being run, so that
-``forward`` reaches that node's children and ``get_state_store`` checks that node's stores, and the
-position and timestamp of the record being processed. ``PunctuationSchedule`` is one scheduled
-punctuation. Like the task, a context is used by one thread at a time and has no lock.
+``StateStoreContext`` (for stores). There is one per task. The task sets what it runs: ``node``,
+the node being run, so that ``forward`` reaches that node's children and ``get_state_store``
+checks that node's stores; and ``record_context``, the position and timestamp of the record being
+processed. ``PunctuationSchedule`` is one scheduled punctuation. Like the task, a context is used
+by one thread at a time and has no lock.
 """
 
 from __future__ import annotations
@@ -24,9 +25,11 @@ from kstreams.processor import (
     RecordMetadata,
     TaskId,
 )
+from kstreams.runtime.record_context import RecordContext
 from kstreams.topology.graph import ProcessorNode
 
 if TYPE_CHECKING:
+    from kstreams.runtime.metrics import MetricsRegistry
     from kstreams.runtime.task import StreamTask
     from kstreams.state.store import RestoreCallback, StateStore
 
@@ -73,13 +76,11 @@ class ProcessorContextImpl(ProcessorContext[Any, Any]):
 
     def __init__(self, task: StreamTask) -> None:
         self._task = task
-        self._current_node: Any = None
-        # Position of the record being processed; topic None outside record processing.
-        self._topic: str | None = None
-        self._partition = -1
-        self._offset = -1
-        # Timestamp of the record being processed or forwarded, or of the running punctuation.
-        self._timestamp = 0
+        # The node being run (None between runs), set by the task and by forward.
+        self.node: Any = None
+        # The record being processed or forwarded, or the running punctuation; each context has its
+        # own idle one because forward() updates the timestamp of the current one in place.
+        self.record_context = RecordContext()
         # (exception, node name) of the innermost node a failure came from
         self._failed: tuple[BaseException, str] | None = None
 
@@ -98,14 +99,33 @@ class ProcessorContextImpl(ProcessorContext[Any, Any]):
         return self._task.config
 
     @property
+    def metrics(self) -> MetricsRegistry | None:
+        return self._task.metrics
+
+    @property
+    def client_id(self) -> str | None:
+        return self._task.client_id
+
+    @property
     def current_node_name(self) -> str | None:
-        node = self._current_node
+        node = self.node
         return node.name if node is not None else None
+
+    def failed_node_name(self, exc: BaseException) -> str | None:
+        """The innermost node ``exc`` came from (the node being run if forward did not see it)."""
+        failed = self._failed
+        if failed is not None and failed[0] is exc:
+            return failed[1]
+        return self.current_node_name
+
+    def clear_failure(self) -> None:
+        """Forget the node of an earlier failure (before the task runs something new)."""
+        self._failed = None
 
     # ---- routing
 
     def forward(self, record: Record[Any, Any], child_name: str | None = None) -> None:
-        node = self._current_node
+        node = self.node
         if child_name is None:
             children = node.children
         else:
@@ -117,34 +137,35 @@ class ProcessorContextImpl(ProcessorContext[Any, Any]):
                     task_id=self._task.task_id,
                 )
             children = (child,)
-        previous_timestamp = self._timestamp
-        self._timestamp = record.timestamp
+        record_context = self.record_context
+        previous_timestamp = record_context.timestamp
+        record_context.timestamp = record.timestamp
         try:
             for child in children:
-                self._current_node = child
+                self.node = child
                 child.process(record)
         except BaseException as exc:
             failed = self._failed
             if failed is None or failed[0] is not exc:
-                self._failed = (exc, self._current_node.name)
+                self._failed = (exc, self.node.name)
             raise
         finally:
-            self._current_node = node
-            self._timestamp = previous_timestamp
+            self.node = node
+            record_context.timestamp = previous_timestamp
 
     def forward_from(self, node_name: str, record: Record[Any, Any], child_name: str | None = None) -> None:
         """Forward ``record`` to the children of ``node_name`` (as if that node forwarded it)."""
-        previous = self._current_node
-        self._current_node = self._task.graph.nodes[node_name]
+        previous = self.node
+        self.node = self._task.graph.nodes[node_name]
         try:
             self.forward(record, child_name)
         finally:
-            self._current_node = previous
+            self.node = previous
 
     # ---- stores
 
     def get_state_store(self, name: str) -> Any:
-        node = self._current_node
+        node = self.node
         if not isinstance(node, ProcessorNode) or name not in node.stores:
             node_name = node.name if node is not None else None
             raise TopologyException(
@@ -166,13 +187,13 @@ class ProcessorContextImpl(ProcessorContext[Any, Any]):
             interval_ms = int(interval)
         if interval_ms < 1:
             raise ValueError(f"The minimum supported scheduling interval is 1 millisecond, got {interval!r}.")
-        if self._current_node is None:
+        if self.node is None:
             raise StreamsException(
                 "schedule() is only possible while a processor runs (in init, process or a punctuation).",
                 task_id=self._task.task_id,
             )
         return self._task.schedule_punctuation(
-            self._current_node, interval_ms, PunctuationType(punctuation_type), callback
+            self.node, interval_ms, PunctuationType(punctuation_type), callback
         )
 
     def current_stream_time_ms(self) -> int:
@@ -185,9 +206,7 @@ class ProcessorContextImpl(ProcessorContext[Any, Any]):
         self._task.commit_requested = True
 
     def record_metadata(self) -> RecordMetadata | None:
-        if self._topic is None:
-            return None
-        return RecordMetadata(self._topic, self._partition, self._offset)
+        return self.record_context.metadata()
 
     # ---- StateStoreContext
 
@@ -212,4 +231,4 @@ class ProcessorContextImpl(ProcessorContext[Any, Any]):
         return self._task.record_cache
 
     def current_timestamp(self) -> int:
-        return self._timestamp
+        return self.record_context.timestamp

@@ -27,7 +27,7 @@ from kstreams.cluster.port import ClusterError, CommitFailedError, ProducerFence
 from kstreams.config import StreamsConfig
 from kstreams.errors import StreamsException
 
-__all__ = ["FailureWindow", "Retry", "is_transient"]
+__all__ = ["FailureWindow", "Retry", "is_transient", "time_left"]
 
 logger = logging.getLogger(__name__)
 
@@ -122,3 +122,8 @@ class FailureWindow:
     def succeeded(self) -> None:
         self._since = None
         self.attempts = 0
+
+
+def time_left(deadline: float | None) -> float | None:
+    """Seconds until a monotonic deadline (never negative), or None for no deadline."""
+    return None if deadline is None else max(0.0, deadline - time.monotonic())

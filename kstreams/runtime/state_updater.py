@@ -332,7 +332,7 @@ class StateUpdater(threading.Thread):
             changelogs = entry.task.changelog_partitions()
         restoring = _Restoring(entry)
         for tp, store in changelogs.items():
-            store_name = getattr(store, "name", str(store))
+            store_name = store.name
             start = entry.checkpoint.restore_start(tp)
             end = ends.get(tp, 0)
             if start >= end:
@@ -340,7 +340,7 @@ class StateUpdater(threading.Thread):
                 continue
             restoring.targets[tp] = (store_name, end)
             restoring.restored[tp] = start
-            self._listen(entry, "on_restore_start", tp, store_name, start, end)
+            self._listen(entry, self.listener.on_restore_start, tp, store_name, start, end)
         if not restoring.targets:
             entry.checkpoint.advance(restoring.current)
             self._on_restored(entry)
@@ -368,7 +368,7 @@ class StateUpdater(threading.Thread):
                     "another cluster). The task's local state is wiped and restored from the "
                     "changelogs' beginning.",
                     entry.task_id,
-                    getattr(store, "name", str(store)),
+                    store.name,
                     start,
                     tp,
                     ends[tp],
@@ -387,9 +387,9 @@ class StateUpdater(threading.Thread):
             ", ".join(f"{tp}@{o}" for tp, o in held.positions.items()),
         )
 
-    def _listen(self, entry: TaskEntry, callback: str, *args: Any) -> None:
+    def _listen(self, entry: TaskEntry, callback: Callable[..., None], *args: Any) -> None:
         try:
-            getattr(self.listener, callback)(*args)
+            callback(*args)
         except Exception as exc:
             raise _ListenerError(entry, exc) from exc
 
@@ -473,7 +473,9 @@ class StateUpdater(threading.Thread):
         restoring.counts[tp] = restoring.counts.get(tp, 0) + len(batch)
         self.total_restored += len(batch)
         self.restore_sensor.record(len(batch), len(batch))
-        self._listen(restoring.entry, "on_batch_restored", tp, store_name, batch.last_offset, len(batch))
+        self._listen(
+            restoring.entry, self.listener.on_batch_restored, tp, store_name, batch.last_offset, len(batch)
+        )
 
     def _finish_restored(self) -> None:
         # A partition is done once its position reaches the end (compaction, aborted transactions
@@ -486,7 +488,11 @@ class StateUpdater(threading.Thread):
                 if restoring.restored.get(tp, 0) >= end or self._consumer.position(tp) >= end:
                     restoring.done.add(tp)
                     self._listen(
-                        restoring.entry, "on_restore_end", tp, store_name, restoring.counts.get(tp, 0)
+                        restoring.entry,
+                        self.listener.on_restore_end,
+                        tp,
+                        store_name,
+                        restoring.counts.get(tp, 0),
                     )
             if len(restoring.done) == len(restoring.targets):
                 finished.append(restoring)

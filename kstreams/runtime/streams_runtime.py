@@ -2,12 +2,12 @@
 
 A ``StreamsRuntime`` owns the cluster clients (main consumer, restore consumer, producer), the
 task scheduler, the record collector, the task manager, the committer, the restore thread (the
-state updater) and the polling thread. The client keeps what is policy: the state machine, the
-uncaught exception handler, and the stream threads (KIP-663), which it starts against this
-runtime's scheduler and task manager.
+state updater), the polling thread and the stream threads with their record caches
+(``StreamThreads``). The client keeps what is policy: the state machine, the uncaught exception
+handler, and when threads may be added or removed.
 
 Threads: built and started by the thread that calls ``KafkaStreams.start()``; stopped by the
-client's close thread after the stream threads have ended. Its parts document their own locks.
+client's close thread, stream threads first. Its parts document their own locks.
 """
 
 from __future__ import annotations
@@ -24,16 +24,18 @@ from kstreams._native.scheduler import TaskScheduler
 from kstreams.cluster.port import Admin, Cluster, Consumer, Producer, TopicNotFoundError
 from kstreams.config import StreamsConfig
 from kstreams.runtime.commit import Committer
-from kstreams.runtime.internal_topics import InternalTopicManager
-from kstreams.runtime.metrics import MetricsRegistry
+from kstreams.runtime.internal_topics.manager import InternalTopicManager
+from kstreams.runtime.metrics import MetricsRegistry, Sensor
 from kstreams.runtime.polling_thread import PollingThread, RuntimeHooks
 from kstreams.runtime.restore_listener import StateRestoreListener
-from kstreams.runtime.retry import Retry
+from kstreams.runtime.retry import Retry, time_left
 from kstreams.runtime.state_updater import StateUpdater
+from kstreams.runtime.stream_thread import StreamThread
+from kstreams.runtime.stream_threads import StreamThreads
 from kstreams.runtime.task_manager import TaskEntry, TaskManager
 from kstreams.topology.plan import TopologyPlan
 
-__all__ = ["StreamsRuntime", "time_left"]
+__all__ = ["StreamsRuntime"]
 
 logger = logging.getLogger(__name__)
 
@@ -52,11 +54,17 @@ class StreamsRuntime:
         internal_topics: InternalTopicManager,
         metrics: MetricsRegistry,
         hooks: RuntimeHooks,
+        on_stream_failure: Callable[[StreamThread, int, BaseException], None],
         on_restore_failure: Callable[[TaskEntry | None, BaseException], None],
+        task_sensor: Callable[[Any], Sensor],
         restore_listener: StateRestoreListener | None,
     ) -> None:
         app_id = config.application_id
+        self.config = config
+        self.metrics = metrics
+        self.source_topics = list(plan.all_source_topics)
         self._admin = admin
+        self._cluster = cluster
         self.partition_counts: dict[str, int] = {}
         consumer_config = dict(config.client_configs("main.consumer"))
         consumer_config.setdefault("client.id", f"{client_id}-consumer")
@@ -84,20 +92,24 @@ class StreamsRuntime:
                 _close_quietly(client)
             raise
 
-        def new_producer() -> Producer:
-            self.producer = cluster.producer(producer_config)
-            return self.producer
-
+        self._producer_config = producer_config
         self.scheduler = TaskScheduler()
-        collector = RecordCollector()
+        collector = self.collector = RecordCollector()
         state_dir = os.path.join(str(config["state.dir"]), app_id)
         self.task_manager = TaskManager(
-            plan, config, collector, self.scheduler, self.partition_count, state_dir
+            plan,
+            config,
+            collector,
+            self.scheduler,
+            self.partition_count,
+            state_dir,
+            metrics=metrics,
+            client_id=client_id,
         )
         polling_name = f"{client_id}-PollingThread"
         tags = {"thread-id": polling_name}
-        retry = Retry.from_config(config)
-        committer = Committer(
+        retry = self.retry = Retry.from_config(config)
+        self.committer = Committer(
             self.scheduler,
             self.task_manager,
             collector,
@@ -121,30 +133,33 @@ class StreamsRuntime:
         )
         if restore_listener is not None:
             self.state_updater.listener = restore_listener
-        self.polling = PollingThread(
-            polling_name,
+        self.polling = PollingThread(polling_name, self, hooks)
+        self.stream_threads = StreamThreads(
+            client_id,
             config,
-            self.consumer,
-            self.producer,
-            collector,
             self.scheduler,
             self.task_manager,
-            self.state_updater,
-            committer,
-            hooks,
             metrics,
-            list(plan.all_source_topics),
-            retry,
-            new_producer,
+            self.polling,
+            on_stream_failure,
+            task_sensor,
         )
 
     def start(self) -> None:
+        """Start the restore thread, the polling thread and ``num.stream.threads`` stream threads."""
         self.state_updater.start()
         self.polling.start()
+        self.stream_threads.start(int(self.config["num.stream.threads"]))
 
     def threads(self) -> list[Any]:
-        """The runtime's own threads (the polling thread and the restore thread)."""
-        return [self.polling, self.state_updater]
+        """Every thread of the runtime (stream threads not yet pruned, the polling and restore threads)."""
+        return [*self.stream_threads.all(), self.polling, self.state_updater]
+
+    def renew_producer(self) -> Producer:
+        """Replace the producer (after a fatal error; the caller closed the old one) and return it.
+        Under exactly_once_v2 the new producer, with the same transactional.id, fences the old."""
+        self.producer = self._cluster.producer(self._producer_config)
+        return self.producer
 
     def partition_count(self, topic: str) -> int:
         """Partitions of a topic the application writes to, cached until the next assignment."""
@@ -160,16 +175,16 @@ class StreamsRuntime:
         return count
 
     def stop(self, deadline: float | None) -> bool:
-        """Stop after the stream threads ended: the polling thread commits and closes every task
-        and leaves the group, then the restore thread stops and the clients close. True if every
-        thread stopped before the deadline (monotonic; None waits for ever)."""
+        """Stop the stream threads; then the polling thread commits and closes every task and
+        leaves the group, the restore thread stops and the clients close. True if every thread
+        stopped before the deadline (monotonic; None waits for ever)."""
+        ok = self.stream_threads.stop(deadline)
         self.scheduler.shutdown()
         polling = self.polling
-        ok = True
         if polling.is_alive():
             polling.request_stop()
             polling.join(time_left(deadline))
-            ok = not polling.is_alive()
+            ok = ok and not polling.is_alive()
         if not polling.closed_cleanly and not polling.is_alive():
             self.task_manager.close_all(clean=False)
         if self.state_updater.is_alive():
@@ -184,6 +199,7 @@ class StreamsRuntime:
     def abandon(self) -> None:
         """Stop where it is, as a crashed process would (tests only): nothing is committed,
         closed or left."""
+        self.stream_threads.stop(time.monotonic() + 30.0)
         if self.polling.is_alive():
             self.polling.abandon()
             self.polling.join(30.0)
@@ -197,8 +213,3 @@ def _close_quietly(client: Consumer | Producer) -> None:
         client.close()
     except Exception:
         logger.warning("Closing %s failed", type(client).__name__, exc_info=True)
-
-
-def time_left(deadline: float | None) -> float | None:
-    """Seconds until a monotonic deadline (never negative), or None for no deadline."""
-    return None if deadline is None else max(0.0, deadline - time.monotonic())

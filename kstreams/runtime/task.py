@@ -24,17 +24,20 @@ import itertools
 import logging
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from kstreams.cluster.port import TopicPartition
 from kstreams.errors import DeserializationHandlerResponse, ProcessorStateException, StreamsException
 from kstreams.processor import PunctuationType, Punctuator, Record, TaskId
-from kstreams.runtime.batch_compiler import CompiledSource, compile_segments
+from kstreams.runtime.compiled.compiler import CompiledSource, compile_segments
 from kstreams.runtime.processor_context import ProcessorContextImpl, PunctuationSchedule
+from kstreams.runtime.record_context import RecordContext
 from kstreams.topology.graph import ProcessorGraph, ProcessorNode
 
 if TYPE_CHECKING:
+    from kstreams.runtime.metrics import MetricsRegistry
     from kstreams.state.store import RestoreCallback, StateStore
     from kstreams.topology.plan import SubtopologyPlan
 
@@ -63,6 +66,8 @@ class StreamTask:
         partition_count: Callable[[str], int],
         state_dir: str,
         clock: Callable[[], float] = time.time,
+        metrics: MetricsRegistry | None = None,
+        client_id: str | None = None,
     ) -> None:
         self.task_id = task_id
         self.subtopology = subtopology
@@ -73,6 +78,9 @@ class StreamTask:
         self.application_id = str(config["application.id"])
         self._state_root = state_dir
         self._clock = clock
+        # The client's registry and id, for its stores' metrics (None outside a client).
+        self.metrics = metrics
+        self.client_id = client_id
         self.stream_time = -1
         self.commit_requested = False
         self.record_cache: Any = None
@@ -174,21 +182,10 @@ class StreamTask:
         """Call every processor's ``init`` (parents first), once the stores are restored."""
         if self._processors_initialized:
             return
-        context = self.context
         for node in self.graph.processor_nodes:
-            context._current_node = node
-            try:
-                node.processor.init(context)
-            except StreamsException as exc:
-                exc.task_id = exc.task_id or self.task_id
-                raise
-            except Exception as exc:
-                raise StreamsException(
-                    f"Failed to initialize processor {node.name} of task {self.task_id}: {exc!r}",
-                    task_id=self.task_id,
-                ) from exc
-            finally:
-                context._current_node = None
+            failure = f"Failed to initialize processor {node.name} of task {self.task_id}"
+            with self.running(node, failure=failure):
+                node.processor.init(self.context)
         self._processors_initialized = True
         self._segments = compile_segments(self)
 
@@ -198,6 +195,44 @@ class StreamTask:
         return dict(self._segments)
 
     # ----------------------------------------------------------------- processing
+
+    @contextmanager
+    def running(
+        self,
+        node: Any,
+        record_context: RecordContext | None = None,
+        failure: str | None = None,
+        error: type[StreamsException] = StreamsException,
+    ) -> Iterator[None]:
+        """Run the block as ``node`` with ``record_context`` (None: keep the current one), and
+        restore both after it. A failure leaves as a StreamsException naming this task: one the
+        block raised keeps its message; any other is wrapped in ``error``, with the message
+        ``"<failure>: <exception>"``, or without ``failure`` Kafka's message for a record a
+        processor failed on (the node it came from and the record's position)."""
+        context = self.context
+        saved_node = context.node
+        saved_record = context.record_context
+        context.node = node
+        if record_context is not None:
+            context.record_context = record_context
+        context.clear_failure()
+        try:
+            yield
+        except StreamsException as exc:
+            exc.task_id = exc.task_id or self.task_id
+            raise
+        except Exception as exc:
+            if failure is None:
+                position = context.record_context
+                failure = (
+                    f"Exception caught in process. taskId={self.task_id}, "
+                    f"processor={context.failed_node_name(exc)}, topic={position.topic}, "
+                    f"partition={position.partition}, offset={position.offset}"
+                )
+            raise error(f"{failure}: {exc!r}", task_id=self.task_id) from exc
+        finally:
+            context.node = saved_node
+            context.record_context = saved_record
 
     def process(self, tp: TopicPartition, batch: Any) -> int:
         """Run a batch of one input partition through the graph; returns the records processed
@@ -220,9 +255,7 @@ class StreamTask:
         extractor = source.timestamp_extractor
         children = source.children
         context = self.context
-        context._topic = topic
-        context._partition = tp.partition
-        context._failed = None
+        position = RecordContext(topic, tp.partition)
         keys = batch.keys()
         values = batch.values()
         timestamps = batch.timestamps_array().tolist()
@@ -232,61 +265,49 @@ class StreamTask:
         partition_time = self._partition_times.get(tp, -1)
         processed = 0
         last_offset = -1
-        i = 0
         try:
-            for i in range(n):
-                offset = offsets[i]
-                context._offset = offset
-                headers = headers_of(i) if headers_of is not None else None
-                try:
-                    key = key_deserialize(topic, keys[i])
-                    value = value_deserialize(topic, values[i])
-                except Exception as exc:
-                    self._on_deserialization_error(
-                        tp, offset, keys[i], values[i], timestamps[i], headers, exc
-                    )
-                    last_offset = offset
-                    continue
-                timestamp = timestamps[i]
-                if extractor is not None:
-                    timestamp = self._extract_timestamp(
-                        extractor, Record(key, value, timestamp, headers), partition_time, tp, offset
-                    )
-                    if timestamp < 0:
+            with self.running(None, position):
+                for i in range(n):
+                    offset = offsets[i]
+                    position.offset = offset
+                    headers = headers_of(i) if headers_of is not None else None
+                    try:
+                        key = key_deserialize(topic, keys[i])
+                        value = value_deserialize(topic, values[i])
+                    except Exception as exc:
+                        self._on_deserialization_error(
+                            tp, offset, keys[i], values[i], timestamps[i], headers, exc
+                        )
                         last_offset = offset
                         continue
-                    if timestamp > partition_time:
-                        partition_time = timestamp
-                elif timestamp < 0:
-                    raise StreamsException(
-                        f"Input record at {tp} offset {offset} has invalid (negative) timestamp {timestamp}: "
-                        "give the source a timestamp_extractor that returns a valid timestamp.",
-                        task_id=self.task_id,
-                    )
-                record = Record(key, value, timestamp, headers)
-                context._timestamp = timestamp
-                if timestamp > stream_time:
-                    stream_time = self.stream_time = timestamp
-                for child in children:
-                    context._current_node = child
-                    child.process(record)
-                last_offset = offset
-                processed += 1
-                if stream_time >= self._next_stream_due:
-                    self._punctuate_stream_time(stream_time)
-        except StreamsException as exc:
-            exc.task_id = exc.task_id or self.task_id
-            raise
-        except Exception as exc:
-            raise StreamsException(
-                f"Exception caught in process. taskId={self.task_id}, processor={self._failed_node(exc)}, "
-                f"topic={topic}, partition={tp.partition}, offset={offsets[i]}: {exc!r}",
-                task_id=self.task_id,
-            ) from exc
+                    timestamp = timestamps[i]
+                    if extractor is not None:
+                        timestamp = self._extract_timestamp(
+                            extractor, Record(key, value, timestamp, headers), partition_time, tp, offset
+                        )
+                        if timestamp < 0:
+                            last_offset = offset
+                            continue
+                        if timestamp > partition_time:
+                            partition_time = timestamp
+                    elif timestamp < 0:
+                        raise StreamsException(
+                            f"Input record at {tp} offset {offset} has invalid (negative) timestamp "
+                            f"{timestamp}: give the source a timestamp_extractor that returns a valid "
+                            "timestamp."
+                        )
+                    record = Record(key, value, timestamp, headers)
+                    position.timestamp = timestamp
+                    if timestamp > stream_time:
+                        stream_time = self.stream_time = timestamp
+                    for child in children:
+                        context.node = child
+                        child.process(record)
+                    last_offset = offset
+                    processed += 1
+                    if stream_time >= self._next_stream_due:
+                        self._punctuate_stream_time(stream_time)
         finally:
-            context._current_node = None
-            context._topic = None
-            context._timestamp = 0
             if last_offset >= 0:
                 self._consumed[tp] = last_offset + 1
             if extractor is not None:
@@ -299,35 +320,13 @@ class StreamTask:
         (the caller checks), so stream time advances once, to the batch's largest timestamp."""
         if not segment.accepts(batch):
             return False
-        context = self.context
-        context._topic = tp.topic
-        context._partition = tp.partition
-        context._failed = None
         if batch.max_timestamp > self.stream_time:
             self.stream_time = batch.max_timestamp
-        try:
+        position = RecordContext(tp.topic, tp.partition)
+        with self.running(None, position):
             segment.run(self, batch)
-        except StreamsException as exc:
-            exc.task_id = exc.task_id or self.task_id
-            raise
-        except Exception as exc:
-            raise StreamsException(
-                f"Exception caught in process. taskId={self.task_id}, processor={self._failed_node(exc)}, "
-                f"topic={tp.topic}, partition={tp.partition}, offset={context._offset}: {exc!r}",
-                task_id=self.task_id,
-            ) from exc
-        finally:
-            context._current_node = None
-            context._topic = None
-            context._timestamp = 0
         self._consumed[tp] = batch.last_offset + 1
         return True
-
-    def _failed_node(self, exc: BaseException) -> str | None:
-        failed = self.context._failed
-        if failed is not None and failed[0] is exc:
-            return failed[1]
-        return self.context.current_node_name
 
     def _extract_timestamp(
         self,
@@ -418,32 +417,17 @@ class StreamTask:
 
     def _run_due(self, heap: list[tuple[int, int, PunctuationSchedule]], now: int) -> bool:
         punctuated = False
-        context = self.context
-        saved_topic = context._topic
-        saved_timestamp = context._timestamp
         while heap and heap[0][0] <= now:
             _, _, schedule = heapq.heappop(heap)
             if schedule.cancelled:
                 continue
-            context._current_node = schedule.node
-            context._topic = None
-            context._timestamp = now
-            context._failed = None
-            try:
+            with self.running(
+                schedule.node,
+                RecordContext(timestamp=now),
+                f"Exception caught while punctuating processor '{schedule.node.name}' of task "
+                f"{self.task_id} ({schedule.type.value} at {now})",
+            ):
                 schedule.callback(now)
-            except StreamsException as exc:
-                exc.task_id = exc.task_id or self.task_id
-                raise
-            except Exception as exc:
-                raise StreamsException(
-                    f"Exception caught while punctuating processor '{schedule.node.name}' of task "
-                    f"{self.task_id} ({schedule.type.value} at {now}): {exc!r}",
-                    task_id=self.task_id,
-                ) from exc
-            finally:
-                context._current_node = None
-                context._topic = saved_topic
-                context._timestamp = saved_timestamp
             punctuated = True
             if not schedule.cancelled:  # a punctuator may cancel itself
                 schedule.advance(now)
@@ -460,21 +444,14 @@ class StreamTask:
         that materializes it, in DSL topologies), as Kafka's cache flush listeners run as the node
         that registered them.
         """
-        context = self.context
         owners = self._store_owners
         for name, store in self.graph.stores.items():
-            context._current_node = owners.get(name)
-            try:
+            with self.running(
+                owners.get(name),
+                failure=f"Task {self.task_id} failed to flush state store {name}",
+                error=ProcessorStateException,
+            ):
                 store.flush()
-            except StreamsException as exc:
-                exc.task_id = exc.task_id or self.task_id
-                raise
-            except Exception as exc:
-                raise ProcessorStateException(
-                    f"Task {self.task_id} failed to flush state store {name}: {exc!r}", task_id=self.task_id
-                ) from exc
-            finally:
-                context._current_node = None
 
     def committable_offsets(self) -> dict[TopicPartition, int]:
         """The next offset to read of each input partition, counting only processed (or skipped) records."""
@@ -487,21 +464,15 @@ class StreamTask:
             return
         self._closed = True
         failures: list[BaseException] = []
-        context = self.context
         if self._processors_initialized:
             for node in self.graph.processor_nodes:
-                context._current_node = node
                 try:
-                    node.processor.close()
-                except Exception as exc:
-                    failures.append(
-                        StreamsException(
-                            f"Failed to close processor {node.name} of task {self.task_id}: {exc!r}"
-                        )
-                    )
-                    failures[-1].__cause__ = exc
-                finally:
-                    context._current_node = None
+                    with self.running(
+                        node, failure=f"Failed to close processor {node.name} of task {self.task_id}"
+                    ):
+                        node.processor.close()
+                except StreamsException as exc:
+                    failures.append(exc)
         if not clean and self.record_cache is not None:
             prefix = f"{self.task_id}-"
             for namespace in self.record_cache.namespaces():

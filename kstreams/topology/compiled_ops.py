@@ -1,11 +1,18 @@
-"""Which DSL operations have batch kernels: recognised from the DSL processors' suppliers.
+"""Which DSL operations run in batch form: the one place that recognises them, from the DSL
+processors' suppliers.
 
 The DSL's suppliers say what they compute (a filter's predicate, a mapper, an aggregation's kind,
-reducer and window spec), so operations written with ``kstreams.predicates`` or with the built-in
-reducers (``operator.add``, ``min``, ``max``) are recognised here, with no change to user code.
-This module decides only from the topology's definition; the runtime (``runtime/batch_compiler``)
-also checks the serdes and stores of the running task before it uses a kernel, and falls back to
-the per-record path where they do not fit.
+reducer and window spec), so operations are recognised here with no change to user code:
+
+- with a kernel (``native``): filters written with ``kstreams.predicates``, projections of a
+  JSON field, pass-throughs, and counts and reductions with the built-in reducers
+  (``operator.add``, ``min``, ``max``), plain or over time windows;
+- in batch form around a Python function: a ``filter`` with a plain predicate, and a
+  ``map``/``map_values``/``select_key`` with a plain function (whose records go only to sinks).
+
+This module decides from the topology's definition only (``describe()`` labels the kernels); the
+runtime's compiler (``kstreams.runtime.compiled``) then checks the serdes and stores of the running
+task and falls back to the per-record path where they do not fit.
 """
 
 from __future__ import annotations
@@ -13,17 +20,20 @@ from __future__ import annotations
 import builtins
 import logging
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from kstreams.predicates import Expr, Predicate
 from kstreams.topology.dsl.processors.aggregate import StreamAggregateSupplier, WindowedAggregateSupplier
 from kstreams.topology.dsl.processors.stateless import (
     FilterSupplier,
+    MapSupplier,
     MapValuesSupplier,
     PassThroughSupplier,
     SelectKeySupplier,
 )
+from kstreams.topology.dsl.windows import TimeWindows
 
 __all__ = ["REDUCERS", "OperationKernel", "kernel_for_supplier"]
 
@@ -32,19 +42,35 @@ logger = logging.getLogger(__name__)
 # The reducers with kernels, by identity: reduce(operator.add) is a sum.
 REDUCERS: dict[Any, str] = {operator.add: "sum", builtins.min: "min", builtins.max: "max"}
 
+# How a Python mapper's result becomes the record: "map" returns (key, value); "values" and
+# "values_with_key" return the value (from the value, or from key and value); "key" the key.
+MapShape = Literal["map", "values", "values_with_key", "key"]
+
+# Operations around Python functions: batch form, but no kernel (describe() does not label them).
+PYTHON_FILTER = "filter[python]"
+PYTHON_MAP = "map[python]"
+
 
 @dataclass(frozen=True)
 class OperationKernel:
-    """The kernel a DSL operation maps to: ``name`` (filter, project, pass, count, sum, min, max)
-    and its parameters."""
+    """What a DSL operation runs as in batch form: ``name`` (filter, project, pass, count, sum,
+    min, max with kernels; ``PYTHON_FILTER``, ``PYTHON_MAP`` around a Python function) and its
+    parameters."""
 
     name: str
     predicate: Predicate | None = None
     negate: bool = False
     expr: Expr | None = None
     dst_side: int = 1  # project: 0 replaces the key, 1 the value
-    windows: Any = None
+    windows: TimeWindows | None = None
     store_name: str | None = None
+    function: Callable[..., Any] | None = None  # the Python predicate or mapper
+    shape: MapShape = "map"
+
+    @property
+    def native(self) -> bool:
+        """Whether a kernel runs it (not a Python function called per record)."""
+        return self.name not in (PYTHON_FILTER, PYTHON_MAP)
 
     @property
     def label(self) -> str:
@@ -53,24 +79,31 @@ class OperationKernel:
 
 
 def kernel_for_supplier(supplier: Any) -> OperationKernel | None:
-    """The kernel of a DSL processor supplier, or None when it runs record by record."""
+    """What a DSL processor supplier runs as in batch form, or None when it runs record by record."""
     if isinstance(supplier, FilterSupplier):
         if isinstance(supplier.predicate, Predicate):
             return OperationKernel("filter", predicate=supplier.predicate, negate=supplier.negate)
+        if callable(supplier.predicate):
+            return OperationKernel(PYTHON_FILTER, negate=supplier.negate, function=supplier.predicate)
         return None
     if isinstance(supplier, SelectKeySupplier):
         if isinstance(supplier.selector, Expr):
             return OperationKernel("project", expr=supplier.selector, dst_side=0)
-        return None
+        return OperationKernel(PYTHON_MAP, function=supplier.selector, shape="key")
     if isinstance(supplier, MapValuesSupplier):
         mapper = supplier.mapper
-        if isinstance(mapper, Expr) and (supplier.with_key or mapper.side == 1):
-            return OperationKernel("project", expr=mapper, dst_side=1)
-        return None
+        if isinstance(mapper, Expr):
+            if supplier.with_key or mapper.side == 1:
+                return OperationKernel("project", expr=mapper, dst_side=1)
+            return None
+        shape: MapShape = "values_with_key" if supplier.with_key else "values"
+        return OperationKernel(PYTHON_MAP, function=mapper, shape=shape)
+    if isinstance(supplier, MapSupplier):
+        return OperationKernel(PYTHON_MAP, function=supplier.mapper, shape="map")
     if isinstance(supplier, PassThroughSupplier):
         return OperationKernel("pass")
     if isinstance(supplier, StreamAggregateSupplier | WindowedAggregateSupplier):
-        windows = getattr(supplier, "windows", None)
+        windows = supplier.windows if isinstance(supplier, WindowedAggregateSupplier) else None
         if supplier.kind == "count":
             name = "count"
         elif supplier.kind == "reduce":
@@ -82,11 +115,5 @@ def kernel_for_supplier(supplier: Any) -> OperationKernel | None:
                 return None
         else:
             return None
-        if windows is not None and not _time_windows(windows):
-            return None
         return OperationKernel(name, windows=windows, store_name=supplier.store_name)
     return None
-
-
-def _time_windows(windows: Any) -> bool:
-    return all(hasattr(windows, attr) for attr in ("size_ms", "advance_ms", "grace_ms"))

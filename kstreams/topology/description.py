@@ -195,7 +195,7 @@ def _kernel_label(supplier: Any) -> str | None:
     from kstreams.topology.compiled_ops import kernel_for_supplier
 
     kernel = kernel_for_supplier(supplier)
-    return kernel.label if kernel is not None else None
+    return kernel.label if kernel is not None and kernel.native else None
 
 
 def _node_order(node: NodeDescription) -> tuple[int, str]:

@@ -17,6 +17,9 @@ serialized key) for non-null keys. Null-key records go round robin over the topi
 starting at the task's partition so that tasks spread their null-key records instead of all
 starting at partition 0 (the Java producer's sticky partitioner also spreads them, batch by batch;
 exact placement of null-key records is unspecified in Kafka too).
+
+A sink with a fixed topic and the default partitioner also takes whole batches (``send_batch``,
+``send_serialized``) from the compiled path, with the same partitioning.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kstreams._native.record_batch import default_partition
+from kstreams._native import kernels
+from kstreams._native.record_batch import RecordBatch, default_partition
 from kstreams.errors import ConfigException, StreamsException
 
 if TYPE_CHECKING:
@@ -213,6 +217,44 @@ class SinkNode(_Node):
             if not 0 <= partition < num_partitions:
                 raise self._bad_partition(topic, partition, num_partitions)
             self._collector.send(topic, partition, key_bytes, value_bytes, record.timestamp, record.headers)
+
+    @property
+    def sends_batches(self) -> bool:
+        """Whether the sink takes whole batches: its topic is fixed and it partitions by default."""
+        return self.topic is not None and self._partition is None
+
+    def send_batch(self, keys: list[Any], values: list[Any], timestamps: Any, offsets: Any) -> None:
+        """Serialize and send records given as columns (timestamps and offsets as int64 arrays),
+        as ``process`` would one by one. Only for a sink that ``sends_batches``."""
+        topic = self._batch_topic()
+        try:
+            key_bytes = [self._key_serialize(topic, k) for k in keys]
+        except Exception as exc:
+            raise self._serialization_error("key", self.key_serializer, topic, exc) from exc
+        try:
+            value_bytes = [self._value_serialize(topic, v) for v in values]
+        except Exception as exc:
+            raise self._serialization_error("value", self.value_serializer, topic, exc) from exc
+        self.send_serialized(RecordBatch.from_columns(key_bytes, value_bytes, timestamps, 0, offsets))
+
+    def send_serialized(self, batch: RecordBatch) -> None:
+        """Send a batch whose keys and values are already in the sink's serialized form, split by
+        Kafka's default partitioner (null keys round robin). Only for a sink that ``sends_batches``."""
+        topic = self._batch_topic()
+        parts, self._next_round_robin = kernels.split_partitions(
+            batch, self._partition_count(topic), self._next_round_robin
+        )
+        send_batch = self._collector.send_batch
+        for partition, part in parts:
+            send_batch(topic, partition, part)
+
+    def _batch_topic(self) -> str:
+        if self.topic is None or self._partition is not None:
+            raise StreamsException(
+                f"Sink {self.name} cannot send batches: it has a topic name extractor or a partitioner, "
+                "which choose per record."
+            )
+        return self.topic
 
     def _bad_partition(self, topic: str, partition: int, num_partitions: int) -> StreamsException:
         return StreamsException(

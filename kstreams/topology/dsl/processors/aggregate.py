@@ -20,7 +20,9 @@ from kstreams.topology.dsl.windows import TimeWindows
 
 __all__ = [
     "AggregateKind",
+    "StreamAggregateProcessor",
     "StreamAggregateSupplier",
+    "WindowedAggregateProcessor",
     "WindowedAggregateSupplier",
     "combine",
     "count_aggregator",
@@ -90,10 +92,13 @@ class StreamAggregateSupplier(_AggregationSpec):
     ``Change(new, old)`` (through the store's cache when it caches)."""
 
     def __call__(self) -> Processor[Any, Any, Any, Any]:
-        return _StreamAggregate(self)
+        return StreamAggregateProcessor(self)
 
 
-class _StreamAggregate(Processor[Any, Any, Any, Any]):
+class StreamAggregateProcessor(Processor[Any, Any, Any, Any]):
+    """The processor of a ``StreamAggregateSupplier``: ``store`` and ``forwarder`` are set at init
+    (the batch compiler runs the same store and forwarder through its kernel)."""
+
     def __init__(self, spec: StreamAggregateSupplier) -> None:
         self.spec = spec
 
@@ -139,10 +144,13 @@ class WindowedAggregateSupplier(_AggregationSpec):
         self.windows = windows
 
     def __call__(self) -> Processor[Any, Any, Any, Any]:
-        return _WindowedAggregate(self)
+        return WindowedAggregateProcessor(self)
 
 
-class _WindowedAggregate(Processor[Any, Any, Any, Any]):
+class WindowedAggregateProcessor(Processor[Any, Any, Any, Any]):
+    """The processor of a ``WindowedAggregateSupplier``; ``observed_stream_time`` and ``dropped``
+    are shared with the batch compiler's kernel, which advances them for the batches it runs."""
+
     def __init__(self, spec: WindowedAggregateSupplier) -> None:
         self.spec = spec
         self.size_ms = spec.windows.size_ms

@@ -17,7 +17,7 @@ from kstreams import Consumed, Materialized, Produced, Serdes, StreamsBuilder, T
 from kstreams._native.record_batch import RecordBatch, default_partition
 from kstreams.client import KafkaStreams
 from kstreams.predicates import json_field, value
-from kstreams.runtime.batch_steps import AggregateStep, BoundaryStep, FilterStep, ProjectStep, SinkStep
+from kstreams.runtime.compiled.steps import AggregateStep, BoundaryStep, FilterStep, ProjectStep, SinkStep
 from kstreams.testing import TopologyTestDriver
 
 LONG = struct.Struct(">q")

@@ -8,15 +8,15 @@ import pytest
 from kstreams.cluster.port import TopicDescription
 from kstreams.config import StreamsConfig
 from kstreams.errors import MissingSourceTopicException, TaskAssignmentException, TopologyException
-from kstreams.runtime.init_parameters import InitParameters
-from kstreams.runtime.partition_counts import compute_partition_counts
-from kstreams.runtime.topic_requirements import (
+from kstreams.runtime.internal_topics.init_parameters import InitParameters
+from kstreams.runtime.internal_topics.partition_counts import compute_partition_counts
+from kstreams.runtime.internal_topics.requirements import (
     control_topic_name,
     control_topic_requirement,
     required_topic_config,
     topic_requirement,
 )
-from kstreams.runtime.topic_validation import validate_topic
+from kstreams.runtime.internal_topics.validation import validate_topic
 from kstreams.topology.plan import InternalTopicSpec, SubtopologyPlan, TopologyPlan
 
 

@@ -17,8 +17,8 @@ from kstreams.errors import (
     StreamsException,
 )
 from kstreams.processor import Processor, ProcessorContext, Record
-from kstreams.runtime.init_parameters import InitParameters
-from kstreams.runtime.internal_topics import InternalTopicManager
+from kstreams.runtime.internal_topics.init_parameters import InitParameters
+from kstreams.runtime.internal_topics.manager import InternalTopicManager
 from kstreams.runtime.metrics import MetricName, MetricsRegistry
 from kstreams.state.in_memory import InMemoryKeyValueStore, InMemoryWindowStore
 from kstreams.state.store import StoreBuilder

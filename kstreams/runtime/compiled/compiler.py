@@ -1,8 +1,8 @@
 """Builds a task's compiled segments: for each source, the tree of batch steps its records take.
 
 Called once a task's processors are initialised (stores open, DSL processors bound to them). A
-node gets a kernel step when ``topology.compiled_ops`` recognises its operation and the running
-task fits it: built-in serdes on the way in and out, a sink with a fixed topic and the default
+node gets a batch step when ``kstreams.topology.compiled_ops`` recognises its operation and the
+running task fits it: built-in serdes on the way in and out, a sink with a fixed topic and the default
 partitioner, an aggregation over a cached store whose serdes match the stream. Any other node is
 a boundary: from there on its records go record by record through the Python processors, exactly
 as without compilation. A source whose subtree has no kernel at all gets no segment.
@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kstreams._native import kernels
-from kstreams.runtime.batch_steps import (
+from kstreams.runtime.compiled.steps import (
     AggregateStep,
     BoundaryStep,
     FilterStep,
@@ -26,31 +26,41 @@ from kstreams.runtime.batch_steps import (
     ProjectStep,
     PythonFilterStep,
     PythonMapStep,
+    SegmentTask,
     SinkStep,
     Step,
     encoding_of,
 )
 from kstreams.state.caching import CachingKeyValueStore, CachingWindowStore
-from kstreams.topology.compiled_ops import kernel_for_supplier
-from kstreams.topology.dsl.processors.stateless import (
-    FilterSupplier,
-    MapSupplier,
-    MapValuesSupplier,
-    SelectKeySupplier,
-)
-from kstreams.topology.graph import ProcessorNode, SinkNode, SourceNode
+from kstreams.state.metered import MeteredKeyValueStore, MeteredWindowStore
+from kstreams.topology.compiled_ops import PYTHON_FILTER, PYTHON_MAP, OperationKernel, kernel_for_supplier
+from kstreams.topology.dsl.processors.aggregate import StreamAggregateProcessor, WindowedAggregateProcessor
+from kstreams.topology.graph import ProcessorGraph, ProcessorNode, SinkNode, SourceNode
 
 if TYPE_CHECKING:
     from kstreams._native.record_batch import RecordBatch
-    from kstreams.runtime.task import StreamTask
+    from kstreams.processor import TaskId
 
-__all__ = ["CompiledSource", "compilation_enabled", "compile_segments"]
+__all__ = ["CompiledSource", "CompilingTask", "compilation_enabled", "compile_segments"]
 
 logger = logging.getLogger(__name__)
 
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 _OPS = {"count": kernels.COUNT, "sum": kernels.SUM, "min": kernels.MIN, "max": kernels.MAX}
 _NUMERIC = (kernels.LONG, kernels.INT, kernels.DOUBLE)
+
+
+class CompilingTask(SegmentTask, Protocol):
+    """What the compiler reads of a task whose processors are initialised (``StreamTask`` is one)."""
+
+    @property
+    def task_id(self) -> TaskId: ...
+
+    @property
+    def config(self) -> Any: ...
+
+    @property
+    def graph(self) -> ProcessorGraph: ...
 
 
 def compilation_enabled(config: Any) -> bool:
@@ -73,7 +83,7 @@ class CompiledSource:
         deserializers reject, a negative timestamp)."""
         return kernels.validate(batch, self.key_enc, self.value_enc) < 0  # type: ignore[no-any-return]
 
-    def run(self, task: StreamTask, batch: RecordBatch) -> None:
+    def run(self, task: SegmentTask, batch: RecordBatch) -> None:
         """Process an accepted batch."""
         for child in self.children:
             child.run(task, batch, self.key_enc, self.value_enc)
@@ -92,7 +102,7 @@ class CompiledSource:
         return f"CompiledSource({self.source.name!r}, steps={self.steps()})"
 
 
-def compile_segments(task: StreamTask) -> dict[str, CompiledSource]:
+def compile_segments(task: CompilingTask) -> dict[str, CompiledSource]:
     """Source topic -> compiled segment, for the sources of the task's graph that have kernels."""
     if not compilation_enabled(task.config):
         return {}
@@ -155,13 +165,15 @@ def _compile_node(node: Any, key_enc: int, value_enc: int) -> Step:
         return _compile_sink(node, key_enc, value_enc)
     if not isinstance(node, ProcessorNode):
         return BoundaryStep(node, [])
-    supplier = getattr(node, "supplier", None)
-    op = kernel_for_supplier(supplier)
+    op = kernel_for_supplier(node.supplier)
     if op is None:
-        if isinstance(supplier, FilterSupplier) and callable(supplier.predicate):
-            children = [_compile_node(child, key_enc, value_enc) for child in node.children]
-            return PythonFilterStep(node, children, supplier.predicate, supplier.negate)
-        return _compile_python_map(node, supplier)
+        return BoundaryStep(node, [])
+    if op.name == PYTHON_FILTER:
+        assert op.function is not None
+        children = [_compile_node(child, key_enc, value_enc) for child in node.children]
+        return PythonFilterStep(node, children, op.function, op.negate)
+    if op.name == PYTHON_MAP:
+        return _compile_python_map(node, op)
     if op.name == "pass":
         return PassThroughStep(node, [_compile_node(c, key_enc, value_enc) for c in node.children])
     if op.name == "filter":
@@ -194,28 +206,16 @@ def _compile_node(node: Any, key_enc: int, value_enc: int) -> Step:
     return _compile_aggregate(node, op, key_enc, value_enc)
 
 
-def _compile_python_map(node: ProcessorNode, supplier: Any) -> Step:
-    """A Python mapper whose records go only to sinks (fixed topic, default partitioner) runs in
-    batch form; anything else is a boundary."""
-    if isinstance(supplier, MapSupplier):
-        shape = "map"
-        mapper = supplier.mapper
-    elif isinstance(supplier, MapValuesSupplier):
-        shape = "values_with_key" if supplier.with_key else "values"
-        mapper = supplier.mapper
-    elif isinstance(supplier, SelectKeySupplier):
-        shape = "key"
-        mapper = supplier.selector
-    else:
+def _compile_python_map(node: ProcessorNode, op: OperationKernel) -> Step:
+    """A Python mapper whose records go only to sinks that take batches runs in batch form;
+    anything else is a boundary."""
+    assert op.function is not None
+    sinks = [child for child in node.children if isinstance(child, SinkNode) and child.sends_batches]
+    if not sinks or len(sinks) != len(node.children):
         return BoundaryStep(node, [])
-    sinks = node.children
-    if len({getattr(sink, "topic", None) for sink in sinks}) != len(sinks):
+    if len({sink.topic for sink in sinks}) != len(sinks):
         return BoundaryStep(node, [])  # two sinks of one topic: per-record order interleaves them
-    if not sinks or not all(
-        isinstance(sink, SinkNode) and sink.topic is not None and sink._partition is None for sink in sinks
-    ):
-        return BoundaryStep(node, [])
-    return PythonMapStep(node, list(sinks), mapper, shape)
+    return PythonMapStep(node, sinks, op.function, op.shape)
 
 
 def _predicate_fits(predicate: Any, key_enc: int, value_enc: int) -> bool:
@@ -223,15 +223,13 @@ def _predicate_fits(predicate: Any, key_enc: int, value_enc: int) -> bool:
         enc = key_enc if expr.side == 0 else value_enc
         if expr.field is not None and enc != kernels.JSON:
             return False
-    for node in predicate.nodes()[0]:
-        constant = node[5]
-        if type(constant) is int and not _INT64[0] <= constant <= _INT64[1]:
-            return False
-    return True
+    return not any(
+        type(constant) is int and not _INT64[0] <= constant <= _INT64[1] for constant in predicate.constants()
+    )
 
 
 def _compile_sink(sink: SinkNode, key_enc: int, value_enc: int) -> Step:
-    if sink.topic is None or sink._partition is not None:
+    if not sink.sends_batches:
         return BoundaryStep(sink, [])
     key_dst = encoding_of(sink.key_serializer)
     value_dst = encoding_of(sink.value_serializer)
@@ -242,17 +240,23 @@ def _compile_sink(sink: SinkNode, key_enc: int, value_enc: int) -> Step:
     return SinkStep(sink, key_dst, value_dst)
 
 
-def _compile_aggregate(node: ProcessorNode, op: Any, key_enc: int, value_enc: int) -> Step:
+def _compile_aggregate(node: ProcessorNode, op: OperationKernel, key_enc: int, value_enc: int) -> Step:
+    """An aggregation over a cached store whose serdes are the stream's runs through its kernel."""
     processor = node.processor
-    metered = getattr(processor, "store", None)
-    forwarder = getattr(processor, "forwarder", None)
-    caching = getattr(metered, "wrapped", None)
-    windowed = op.windows is not None
-    expected = CachingWindowStore if windowed else CachingKeyValueStore
-    if forwarder is None or not forwarder.cached or not isinstance(caching, expected):
+    # The layers a kernel can update: a metered store over a caching store of the window kind.
+    layers = (
+        (WindowedAggregateProcessor, MeteredWindowStore, CachingWindowStore)
+        if op.windows is not None
+        else (StreamAggregateProcessor, MeteredKeyValueStore, CachingKeyValueStore)
+    )
+    if not isinstance(processor, layers[0]) or not isinstance(processor.store, layers[1]):
         return BoundaryStep(node, [])
-    store_key = encoding_of(getattr(metered, "key_serde", None))
-    store_value = encoding_of(getattr(metered, "value_serde", None))
+    metered = processor.store
+    caching = metered.wrapped
+    if not processor.forwarder.cached or not isinstance(caching, layers[2]):
+        return BoundaryStep(node, [])
+    store_key = encoding_of(metered.key_serde)
+    store_value = encoding_of(metered.value_serde)
     if store_key != key_enc or key_enc == kernels.JSON:
         return BoundaryStep(node, [])
     if op.name == "count":
@@ -260,7 +264,7 @@ def _compile_aggregate(node: ProcessorNode, op: Any, key_enc: int, value_enc: in
             return BoundaryStep(node, [])
     elif store_value != value_enc or value_enc not in _NUMERIC:
         return BoundaryStep(node, [])
-    if windowed and not (hasattr(processor, "observed_stream_time") and hasattr(processor, "dropped")):
-        return BoundaryStep(node, [])
     assert store_value is not None
-    return AggregateStep(node, _OPS[op.name], op.label, key_enc, value_enc, store_value, caching, op.windows)
+    return AggregateStep(
+        node, _OPS[op.name], op.label, key_enc, value_enc, store_value, metered, caching, op.windows
+    )

@@ -4,6 +4,8 @@
 when all exist. When only some exist, data may have been lost with the missing ones, so by default it
 raises ``MissingInternalTopicsException``; parameters with setup-if-incomplete enabled make it create
 the missing topics instead.
+
+Public as ``kstreams.InitParameters`` (and ``kstreams.client.InitParameters``).
 """
 
 from __future__ import annotations

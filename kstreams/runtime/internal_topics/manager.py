@@ -4,7 +4,7 @@
 
 - ``setup_for_rebalance()``, called by the runtime at start-up and on every rebalance, computes the
   partition count of every repartition and changelog topic and the task count of every subtopology
-  (``partition_counts``), checks the topics on the cluster (``topic_validation``) and then, by
+  (``partition_counts``), checks the topics on the cluster (``validation``) and then, by
   ``internal.topics.setup``:
   "automatic" creates missing topics and rectifies (where safe) or logs misconfigured configs;
   "manual" never creates: a missing topic raises ``MissingInternalTopicsException``, a misconfigured
@@ -44,16 +44,16 @@ from kstreams.errors import (
     MissingSourceTopicException,
     StreamsException,
 )
-from kstreams.runtime.autoscaling import PartitionAutoscaler
-from kstreams.runtime.init_parameters import InitParameters
-from kstreams.runtime.metrics import MetricsRegistry
-from kstreams.runtime.partition_counts import PartitionCounts, compute_partition_counts
-from kstreams.runtime.topic_requirements import (
+from kstreams.runtime.internal_topics.autoscaling import PartitionAutoscaler
+from kstreams.runtime.internal_topics.init_parameters import InitParameters
+from kstreams.runtime.internal_topics.partition_counts import PartitionCounts, compute_partition_counts
+from kstreams.runtime.internal_topics.requirements import (
     InternalTopicRequirement,
     control_topic_requirement,
     topic_requirement,
 )
-from kstreams.runtime.topic_validation import TopicProblem, validate_topic
+from kstreams.runtime.internal_topics.validation import TopicProblem, validate_topic
+from kstreams.runtime.metrics import MetricsRegistry
 from kstreams.topology.plan import TopologyPlan
 
 __all__ = ["DEFAULT_TIMEOUT_S", "InternalTopicManager", "SetupResult"]

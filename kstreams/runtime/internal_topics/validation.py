@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from kstreams.cluster.port import TopicDescription
-from kstreams.runtime.topic_requirements import InternalTopicRequirement
+from kstreams.runtime.internal_topics.requirements import InternalTopicRequirement
 
 __all__ = ["BROKER_DEFAULTS", "ProblemKind", "TopicProblem", "validate_topic"]
 

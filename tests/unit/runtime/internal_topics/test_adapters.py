@@ -13,7 +13,7 @@ from kstreams.errors import (
     MisconfiguredInternalTopicException,
     MissingInternalTopicsException,
 )
-from kstreams.runtime.internal_topics import InternalTopicManager
+from kstreams.runtime.internal_topics.manager import InternalTopicManager
 from kstreams.topology.plan import InternalTopicSpec, SubtopologyPlan, TopologyPlan
 
 

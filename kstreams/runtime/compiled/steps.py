@@ -1,4 +1,4 @@
-"""Compiled batch steps: how a batch of one input partition runs through a compiled segment.
+"""Batch steps: how a batch of one input partition runs through a compiled segment.
 
 A segment is a tree of steps rooted at a source: each step takes a RecordBatch whose key and
 value columns are in known encodings (the built-in serdes, see ``kernels``), runs a kernel over
@@ -9,7 +9,9 @@ node that has no kernel; the result is the per-record path's either way.
 
 Steps hold the task's running ``ProcessorNode`` objects: the Python processor behind an
 aggregation step is the same instance the per-record path uses, so state such as a windowed
-aggregation's observed stream time is shared.
+aggregation's observed stream time is shared. A step reads and sets what its task's processor
+context says is running (``SegmentTask``): the node, so that an exception names it, and the
+record context, for the records it hands to Python processors.
 """
 
 from __future__ import annotations
@@ -17,8 +19,7 @@ from __future__ import annotations
 import logging
 import struct
 from collections.abc import Callable
-from contextlib import nullcontext
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -35,9 +36,15 @@ from kstreams.serdes import (
     ShortSerde,
     StringSerde,
 )
+from kstreams.state.caching import CachingKeyValueStore, CachingWindowStore
 
 if TYPE_CHECKING:
-    from kstreams.runtime.task import StreamTask
+    from kstreams.runtime.processor_context import ProcessorContextImpl
+    from kstreams.state.metered import MeteredKeyValueStore, MeteredWindowStore
+    from kstreams.topology.compiled_ops import MapShape
+    from kstreams.topology.dsl.processors.aggregate import WindowedAggregateProcessor
+    from kstreams.topology.dsl.windows import TimeWindows
+    from kstreams.topology.graph import ProcessorNode, SinkNode
 
 __all__ = [
     "AggregateStep",
@@ -47,6 +54,7 @@ __all__ = [
     "ProjectStep",
     "PythonFilterStep",
     "PythonMapStep",
+    "SegmentTask",
     "SinkStep",
     "Step",
     "encoding_of",
@@ -80,6 +88,13 @@ _DECODERS: dict[int, Any] = {
 _WINDOW_START = struct.Struct(">q")
 
 
+class SegmentTask(Protocol):
+    """What a compiled segment needs of the task that runs it (``StreamTask`` is one)."""
+
+    @property
+    def context(self) -> ProcessorContextImpl: ...
+
+
 def encoding_of(serde: Any) -> int | None:
     """The kernel encoding of a built-in serde (exact type: a subclass may behave differently)."""
     return _SERDE_ENCODINGS.get(type(serde))
@@ -96,16 +111,16 @@ class Step:
         self.name = node.name
         self.children = children
 
-    def run(self, task: StreamTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
+    def run(self, task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
         raise TypeError(f"{type(self).__name__} does not run batches")
 
-    def _forward(self, task: StreamTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
+    def _forward(self, task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
         if len(batch) == 0:
             return
         for child in self.children:
             child.run(task, batch, key_enc, value_enc)
 
-    def boundary(self, task: StreamTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
+    def boundary(self, task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
         """Run this step's node record by record (the per-record path from here on)."""
         run_per_record(task, self.node, batch, key_enc, value_enc)
 
@@ -113,22 +128,23 @@ class Step:
         return f"{type(self).__name__}({self.name!r})"
 
 
-def run_per_record(task: StreamTask, node: Any, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
+def run_per_record(task: SegmentTask, node: Any, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
     """Hand each record of ``batch`` to ``node.process``, decoded as its serdes would."""
     if len(batch) == 0:
         return
-    topic = task.context._topic
+    context = task.context
+    position = context.record_context
+    topic = position.topic
     decode_key = _DECODERS[key_enc].deserialize
     decode_value = _DECODERS[value_enc].deserialize
-    context = task.context
     process = node.process
     timestamps = batch.timestamps_array().tolist()
     offsets = batch.offsets_array().tolist()
     for k, v, ts, offset in zip(batch.keys(), batch.values(), timestamps, offsets, strict=True):
         record = Record(decode_key(topic, k), decode_value(topic, v), ts, None)
-        context._offset = offset
-        context._timestamp = ts
-        context._current_node = node
+        position.offset = offset
+        position.timestamp = ts
+        context.node = node
         process(record)
 
 
@@ -137,7 +153,7 @@ class BoundaryStep(Step):
 
     kernel = ""
 
-    def run(self, task: StreamTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
+    def run(self, task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
         self.boundary(task, batch, key_enc, value_enc)
 
 
@@ -152,7 +168,7 @@ class FilterStep(Step):
         self._predicate = predicate
         self._encodings = (key_enc, value_enc)
 
-    def run(self, task: StreamTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
+    def run(self, task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
         selected = self._predicate.select(batch) if (key_enc, value_enc) == self._encodings else None
         if selected is None:
             self.boundary(task, batch, key_enc, value_enc)
@@ -173,13 +189,13 @@ class PythonFilterStep(Step):
         self._predicate = predicate
         self._negate = negate
 
-    def run(self, task: StreamTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
-        topic = task.context._topic
+    def run(self, task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
+        topic = task.context.record_context.topic
         decode_key = _DECODERS[key_enc].deserialize
         decode_value = _DECODERS[value_enc].deserialize
         predicate = self._predicate
         negate = self._negate
-        task.context._current_node = self.node  # an exception then names this processor
+        task.context.node = self.node  # an exception then names this processor
         keep = [
             i
             for i, (k, v) in enumerate(zip(batch.keys(), batch.values(), strict=True))
@@ -197,19 +213,20 @@ class PythonMapStep(Step):
 
     kernel = "map[python]"
 
-    def __init__(self, node: Any, sinks: list[Any], mapper: Callable[..., Any], shape: str) -> None:
+    def __init__(self, node: Any, sinks: list[SinkNode], mapper: Callable[..., Any], shape: MapShape) -> None:
         super().__init__(node, [])
         self.sinks = sinks
         self._mapper = mapper
-        self._shape = shape  # "map" -> (key, value); "values", "values_with_key"; "key"
+        self._shape = shape
 
-    def run(self, task: StreamTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
-        topic = task.context._topic
+    def run(self, task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
+        context = task.context
+        topic = context.record_context.topic
         decode_key = _DECODERS[key_enc].deserialize
         decode_value = _DECODERS[value_enc].deserialize
         mapper = self._mapper
         shape = self._shape
-        task.context._current_node = self.node  # an exception then names this processor
+        context.node = self.node  # an exception then names this processor
         keys = [decode_key(topic, k) for k in batch.keys()]
         values = [decode_value(topic, v) for v in batch.values()]
         if shape == "map":
@@ -225,22 +242,8 @@ class PythonMapStep(Step):
         timestamps = batch.timestamps_array()
         offsets = batch.offsets_array()
         for sink in self.sinks:
-            out_topic = sink.topic
-            task.context._current_node = sink
-            try:
-                key_bytes = [sink._key_serialize(out_topic, k) for k in keys]
-            except Exception as exc:
-                raise sink._serialization_error("key", sink.key_serializer, out_topic, exc) from exc
-            try:
-                value_bytes = [sink._value_serialize(out_topic, v) for v in values]
-            except Exception as exc:
-                raise sink._serialization_error("value", sink.value_serializer, out_topic, exc) from exc
-            serialized = RecordBatch.from_columns(key_bytes, value_bytes, timestamps, 0, offsets)
-            parts, sink._next_round_robin = kernels.split_partitions(
-                serialized, sink._partition_count(out_topic), sink._next_round_robin
-            )
-            for partition, part in parts:
-                sink._collector.send_batch(out_topic, partition, part)
+            context.node = sink
+            sink.send_batch(keys, values, timestamps, offsets)
 
 
 def _key_value(result: Any) -> tuple[Any, Any]:
@@ -265,7 +268,7 @@ class ProjectStep(Step):
         self._field = field
         self._dst_side = dst_side
 
-    def run(self, task: StreamTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
+    def run(self, task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
         src_enc = key_enc if self._src_side == 0 else value_enc
         if src_enc != kernels.JSON:
             if self._field is None:  # key()/value() of another encoding: copy the column
@@ -287,7 +290,7 @@ class ProjectStep(Step):
 class PassThroughStep(Step):
     kernel = "pass"
 
-    def run(self, task: StreamTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
+    def run(self, task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
         self._forward(task, batch, key_enc, value_enc)
 
 
@@ -297,24 +300,19 @@ class SinkStep(Step):
 
     kernel = "sink"
 
-    def __init__(self, node: Any, key_enc: int, value_enc: int) -> None:
+    node: SinkNode
+
+    def __init__(self, node: SinkNode, key_enc: int, value_enc: int) -> None:
         super().__init__(node, [])
         self._key_dst = key_enc
         self._value_dst = value_enc
 
-    def run(self, task: StreamTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
-        sink = self.node
+    def run(self, task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
         converted = kernels.convert(batch, key_enc, self._key_dst, value_enc, self._value_dst)
         if converted is None:
             self.boundary(task, batch, key_enc, value_enc)
             return
-        topic = sink.topic
-        parts, sink._next_round_robin = kernels.split_partitions(
-            converted, sink._partition_count(topic), sink._next_round_robin
-        )
-        send_batch = sink._collector.send_batch
-        for partition, part in parts:
-            send_batch(topic, partition, part)
+        self.node.send_serialized(converted)
 
 
 class AggregateStep(Step):
@@ -324,14 +322,15 @@ class AggregateStep(Step):
 
     def __init__(
         self,
-        node: Any,
+        node: ProcessorNode,
         op: int,
         kernel: str,
         key_enc: int,
         value_enc: int,
         store_enc: int,
-        caching: Any,
-        windows: Any = None,
+        store: MeteredKeyValueStore[Any, Any] | MeteredWindowStore[Any, Any],
+        caching: CachingKeyValueStore | CachingWindowStore,
+        windows: TimeWindows | None = None,
     ) -> None:
         super().__init__(node, [])
         self._op = op
@@ -343,10 +342,8 @@ class AggregateStep(Step):
         self._windows = windows
         # Writes hold the metered layer's query lock, as its put does, so an interactive query
         # never reads the store in the middle of a batch's update.
-        self._query_lock = (
-            getattr(getattr(node.processor, "store", None), "query_lock", None) or nullcontext()
-        )
-        if windows is None:
+        self._query_lock = store.query_lock
+        if isinstance(caching, CachingKeyValueStore):
             self._load: Callable[[bytes], bytes | None] = caching.wrapped.get
         else:
             fetch = caching.wrapped.fetch
@@ -356,7 +353,7 @@ class AggregateStep(Step):
 
             self._load = load
 
-    def run(self, task: StreamTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
+    def run(self, task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
         if key_enc != self._key_enc or (self._op != kernels.COUNT and value_enc != self._value_enc):
             self.boundary(task, batch, key_enc, value_enc)
             return
@@ -377,7 +374,7 @@ class AggregateStep(Step):
             return kernels.aggregate(
                 cache, caching.namespace, batch, self._op, value_enc, self._store_enc, self._load
             )
-        processor = self.node.processor
+        processor: WindowedAggregateProcessor = self.node.processor
         result = kernels.aggregate(
             cache,
             caching.namespace,
