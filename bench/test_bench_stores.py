@@ -1,4 +1,6 @@
-"""State store throughput: in-memory against RocksDB, and with the record cache against without.
+"""State store throughput: in-memory against RocksDB, with the record cache against without, and
+at ``metrics.recording.level`` INFO (store metrics off, the default) against DEBUG (every store
+operation timed into ``stream-state-metrics``).
 
 Each round puts 2,000 keys (1,000 distinct, so half are updates) and reads them back through the
 full layer stack a DSL aggregation uses (metered -> [caching] -> change-logging -> inner), with a
@@ -15,6 +17,7 @@ from typing import Any
 import pytest
 
 from kstreams._native.record_cache import RecordCache
+from kstreams.runtime.metrics import MetricsRegistry
 from kstreams.state import Stores
 
 BENCH = pytest.mark.benchmark(max_time=0.5, min_rounds=5, warmup=False)
@@ -23,14 +26,17 @@ VALUE = b"v" * 64
 
 
 class CountingContext:
-    """The smallest StateStoreContext: a state dir, a cache, and a changelog that only counts."""
+    """The smallest StateStoreContext: a state dir, a cache, a changelog that only counts, and a
+    metrics registry at the given recording level."""
 
-    def __init__(self, state_dir: Path, cache: Any) -> None:
+    def __init__(self, state_dir: Path, cache: Any, recording_level: str) -> None:
         self._state_dir = state_dir
         self._cache = cache
         self.application_id = "bench"
         self.task_id = "0_0"
         self.app_configs: dict[str, Any] = {}
+        self.metrics = MetricsRegistry(recording_level=recording_level)
+        self.client_id = "bench-client"
         self.logged = 0
 
     def state_dir(self) -> str:
@@ -55,8 +61,13 @@ def kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+@pytest.fixture(params=["INFO", "DEBUG"])
+def level(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture(params=[False, True], ids=["uncached", "cached"])
-def store(request: pytest.FixtureRequest, kind: str, tmp_path: Path) -> Iterator[Any]:
+def store(request: pytest.FixtureRequest, kind: str, level: str, tmp_path: Path) -> Iterator[Any]:
     cached = bool(request.param)
     supplier = (
         Stores.persistent_key_value_store("kv")
@@ -67,7 +78,7 @@ def store(request: pytest.FixtureRequest, kind: str, tmp_path: Path) -> Iterator
     if cached:
         builder.with_caching_enabled()
     built = builder.build()
-    context = CountingContext(tmp_path / kind, RecordCache(10 * 1024 * 1024) if cached else None)
+    context = CountingContext(tmp_path / kind, RecordCache(10 * 1024 * 1024) if cached else None, level)
     built.init(context, built)
     yield built
     built.close()

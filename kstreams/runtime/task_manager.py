@@ -34,6 +34,7 @@ from kstreams.config import StreamsConfig
 from kstreams.errors import LockException
 from kstreams.processor import TaskId
 from kstreams.runtime.checkpoints import TaskCheckpoint
+from kstreams.runtime.metrics import MetricsRegistry
 from kstreams.runtime.standby import StandbyTask
 from kstreams.runtime.task import StreamTask
 from kstreams.state.directory import StateDirectory
@@ -97,6 +98,8 @@ class TaskManager:
         scheduler: TaskScheduler,
         partition_count: Callable[[str], int],
         state_dir: str,
+        metrics: MetricsRegistry | None = None,
+        client_id: str | None = None,
     ) -> None:
         self._plan = plan
         self._config = config
@@ -104,6 +107,8 @@ class TaskManager:
         self._scheduler = scheduler
         self._partition_count = partition_count
         self._state_dir = state_dir
+        self._metrics = metrics  # the client's, handed to each task for its stores' metrics
+        self._client_id = client_id
         self.state_directory = StateDirectory(str(config["state.dir"]), config.application_id)
         self._exactly_once = config.exactly_once
         self._lock = threading.Lock()
@@ -250,6 +255,8 @@ class TaskManager:
             self._collector,
             self._partition_count,
             self._state_dir,
+            metrics=self._metrics,
+            client_id=self._client_id,
         )
 
     def _open(self, task: StreamTask, checkpoint: TaskCheckpoint, standby: bool = False) -> bool:

@@ -9,14 +9,40 @@ bytes as they are.
 
 Every write (and flush and close) holds ``query_lock``, and interactive-query views hold it while
 they read, so a query never sees a store in the middle of a change, whichever thread writes.
+
+Metrics: Kafka's ``stream-state-metrics``, recorded when ``metrics.recording.level`` is DEBUG or
+TRACE. Each operation has ``<op>-rate`` (calls per second), ``<op>-latency-avg`` and
+``<op>-latency-max`` (in nanoseconds, as in Kafka; a call that raises is timed too):
+
+- key-value: ``put``, ``put-if-absent``, ``put-all``, ``get``, ``delete``, ``range`` (and
+  ``reverse_range``), ``all``, ``prefix-scan``;
+- window: ``put``, ``fetch`` (every read);
+- session: ``put``, ``remove``, ``fetch`` (every read);
+- all three: ``flush`` and ``restore``. As in Kafka, ``restore`` times ``init``, where the store
+  registers for restoration; the restore thread's progress is in ``stream-state-updater-metrics``.
+
+A read returning an iterator is timed from the call until the iterator is exhausted or closed, as
+Kafka's metered iterators are (one never started is not counted). Tags: ``thread-id``,
+``task-id`` and ``<scope>-state-id`` = the store's name, where the scope is the supplier's
+``metrics_scope`` (``in-memory``, ``rocksdb``, ``in-memory-window``, ``rocksdb-window``,
+``in-memory-session``, ``rocksdb-session``). ``thread-id`` holds the client id, not a stream
+thread's name as in Kafka: tasks here are not pinned to a stream thread, so a thread-scoped tag
+would split one store's figures across threads and change as tasks move.
+
+Whether to record is decided once, at ``init``: at INFO (or with no registry, as in the test
+driver) the layer's methods stay the plain class methods and metering costs nothing per call; at
+DEBUG timed variants are bound over them as instance attributes. ``close`` removes the store's
+metrics and unbinds the timed variants, so a task's store metrics go with the task. Reads by
+interactive queries are recorded on the querying thread (see ``runtime/metrics.py`` on races).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator, Mapping
-from typing import Any, Generic, TypeVar
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from kstreams.errors import SerializationException
 from kstreams.serdes import serde_from_config
@@ -31,23 +57,81 @@ from kstreams.state.store import (
     WindowStore,
 )
 
+if TYPE_CHECKING:
+    from kstreams.runtime.metrics import MetricsRegistry, Sensor
+
 __all__ = ["MeteredKeyValueStore", "MeteredSessionStore", "MeteredWindowStore"]
 
 logger = logging.getLogger(__name__)
 
 K = TypeVar("K")
 V = TypeVar("V")
+T = TypeVar("T")
+
+STATE_METRICS_GROUP = "stream-state-metrics"
+_clock_ns = time.perf_counter_ns  # monotonic, as Kafka's Time.nanoseconds()
+
+
+def _timed(operation: Callable[..., T], sensor: Sensor) -> Callable[..., T]:
+    """``operation``, recording each call's latency in ns (also of a call that raises)."""
+    record = sensor.record
+
+    def timed(*args: Any, **kwargs: Any) -> T:
+        start = _clock_ns()
+        try:
+            return operation(*args, **kwargs)
+        finally:
+            record(_clock_ns() - start)
+
+    return timed
+
+
+def _timed_iteration(operation: Callable[..., Iterator[T]], sensor: Sensor) -> Callable[..., Iterator[T]]:
+    """``operation`` returning an iterator, recording the latency from the call until the
+    iterator is exhausted or closed (Kafka's metered iterators record at close)."""
+    record = sensor.record
+
+    def timed(*args: Any, **kwargs: Any) -> Iterator[T]:
+        start = _clock_ns()
+        return _recorded_at_end(operation(*args, **kwargs), record, start)
+
+    return timed
+
+
+def _recorded_at_end(entries: Iterator[T], record: Callable[[float], None], start: int) -> Iterator[T]:
+    try:
+        yield from entries
+    finally:
+        record(_clock_ns() - start)
 
 
 class _Metered(StoreLayer, Generic[K, V]):
-    """Serdes and locking shared by all metered layers."""
+    """Serdes, locking and metrics shared by all metered layers."""
 
-    def __init__(self, wrapped: StateStore, key_serde: Any = None, value_serde: Any = None) -> None:
+    # (method, Kafka operation, returns an iterator) for each method metered at DEBUG.
+    _METERED: ClassVar[tuple[tuple[str, str, bool], ...]] = (("flush", "flush", False),)
+    # What follows "in-memory" / "rocksdb" in the default metrics scope.
+    _SCOPE_SUFFIX: ClassVar[str] = ""
+
+    def __init__(
+        self,
+        wrapped: StateStore,
+        key_serde: Any = None,
+        value_serde: Any = None,
+        metrics_scope: str | None = None,
+    ) -> None:
         super().__init__(wrapped)
         self.key_serde = key_serde
         self.value_serde = value_serde
         self.query_lock = threading.RLock()
         self._topic: str | None = None
+        # The supplier's scope (builders pass it); a layer made directly derives it the same way.
+        self.metrics_scope = metrics_scope or (
+            ("rocksdb" if wrapped.persistent else "in-memory") + self._SCOPE_SUFFIX
+        )
+        # The registry and tags of the metrics registered at init (None when not recording).
+        self._metrics: MetricsRegistry | None = None
+        self._metric_tags: dict[str, str] = {}
 
     @property
     def changelog_topic(self) -> str | None:
@@ -71,15 +155,71 @@ class _Metered(StoreLayer, Generic[K, V]):
                     serde_from_config(configs, "default.key.serde"),
                     serde_from_config(configs, "default.value.serde"),
                 )
-        self.wrapped.init(context, root)
+        self._unmeter()  # a store reopened (a task resetting its stores) starts over
+        registry = context.metrics
+        if registry is None or not registry.should_record("DEBUG"):
+            self.wrapped.init(context, root)
+            return
+        restore = self._meter(registry, context)
+        start = _clock_ns()
+        try:
+            self.wrapped.init(context, root)
+        except BaseException:
+            self._unmeter()  # the task does not close a store that failed to open
+            raise
+        restore.record(_clock_ns() - start)
+
+    def _meter(self, registry: MetricsRegistry, context: StateStoreContext) -> Sensor:
+        """Register this store's metrics and bind the timed variants of its methods; returns the
+        restore sensor."""
+        group = STATE_METRICS_GROUP
+        tags = {
+            "thread-id": str(context.client_id),
+            "task-id": str(context.task_id),
+            f"{self.metrics_scope}-state-id": self.wrapped.name,
+        }
+        self._metrics, self._metric_tags = registry, tags
+        sensors: dict[str, Sensor] = {}
+
+        def sensor(operation: str) -> Sensor:
+            found = sensors.get(operation)
+            if found is None:
+                found = sensors[operation] = registry.sensor(
+                    f"{operation}-latency", group, tags, total=False, rate=False, avg=True, max_=True
+                )
+                registry.gauge(f"{operation}-rate", group, tags, found.rate)
+            return found
+
+        for method, operation, iterates in self._METERED:
+            plain = getattr(type(self), method).__get__(self)
+            timed = (
+                _timed_iteration(plain, sensor(operation)) if iterates else _timed(plain, sensor(operation))
+            )
+            setattr(self, method, timed)
+        return sensor("restore")
+
+    def _unmeter(self) -> None:
+        """Unbind the timed methods and remove this store's metrics, if it recorded any."""
+        registry, tags = self._metrics, self._metric_tags
+        if registry is None:
+            # Nothing bound. Not even a look at __dict__ here: materializing the instance dict
+            # makes every attribute access of the store slower (CPython's inline values).
+            return
+        for method, _, _ in self._METERED:
+            delattr(self, method)
+        self._metrics, self._metric_tags = None, {}
+        registry.remove(lambda m: m.group == STATE_METRICS_GROUP and m.tags == tags)
 
     def flush(self) -> None:
         with self.query_lock:
             self.wrapped.flush()
 
     def close(self) -> None:
-        with self.query_lock:
-            self.wrapped.close()
+        try:
+            with self.query_lock:
+                self.wrapped.close()
+        finally:
+            self._unmeter()
 
     def _key_bytes(self, key: K) -> bytes:
         serde = self.key_serde
@@ -136,6 +276,18 @@ class MeteredKeyValueStore(_Metered[K, V], KeyValueStore[K, V]):
     """The typed key-value store processors and queries use."""
 
     wrapped: KeyValueStore[bytes, bytes]
+    _METERED = (
+        *_Metered._METERED,
+        ("put", "put", False),
+        ("put_if_absent", "put-if-absent", False),
+        ("put_all", "put-all", False),
+        ("get", "get", False),
+        ("delete", "delete", False),
+        ("range", "range", True),
+        ("reverse_range", "range", True),
+        ("all", "all", True),
+        ("prefix_scan", "prefix-scan", True),
+    )
 
     def set_flush_listener(self, listener: FlushListener) -> bool:
         def forward(key: bytes, new: bytes | None, old: bytes | None, timestamp: int) -> None:
@@ -208,6 +360,16 @@ class MeteredKeyValueStore(_Metered[K, V], KeyValueStore[K, V]):
 class MeteredWindowStore(_Metered[K, V], WindowLayer, WindowStore[K, V]):
     """The typed window store processors and queries use."""
 
+    _SCOPE_SUFFIX = "-window"
+    _METERED = (
+        *_Metered._METERED,
+        ("put", "put", False),
+        ("fetch", "fetch", False),
+        ("fetch_range", "fetch", True),
+        ("fetch_all", "fetch", True),
+        ("all", "fetch", True),
+    )
+
     def set_flush_listener(self, listener: FlushListener) -> bool:
         return self._set_windowed_flush_listener(listener)
 
@@ -241,6 +403,16 @@ class MeteredWindowStore(_Metered[K, V], WindowLayer, WindowStore[K, V]):
 
 class MeteredSessionStore(_Metered[K, V], SessionLayer, SessionStore[K, V]):
     """The typed session store processors and queries use; sessions are ``WindowedKey[K]``."""
+
+    _SCOPE_SUFFIX = "-session"
+    _METERED = (
+        *_Metered._METERED,
+        ("put", "put", False),
+        ("remove", "remove", False),
+        ("fetch_session", "fetch", False),
+        ("find_sessions", "fetch", True),
+        ("fetch", "fetch", True),
+    )
 
     def set_flush_listener(self, listener: FlushListener) -> bool:
         return self._set_windowed_flush_listener(listener)

@@ -15,7 +15,10 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from kstreams.runtime.metrics import MetricsRegistry
 
 __all__ = [
     "FlushListener",
@@ -49,6 +52,17 @@ class StateStoreContext(Protocol):
 
     @property
     def app_configs(self) -> Any: ...
+
+    @property
+    def metrics(self) -> MetricsRegistry | None:
+        """The registry of the client running the task, where the metered layer registers its
+        ``stream-state-metrics`` (at recording level DEBUG); None where no client collects metrics
+        (the test driver, Spark partitions)."""
+
+    @property
+    def client_id(self) -> str | None:
+        """The id of the client running the task (given whenever ``metrics`` is): the ``thread-id``
+        tag of store metrics, since tasks here move between the client's stream threads."""
 
     def state_dir(self) -> str:
         """The task's own state directory (created on first call)."""

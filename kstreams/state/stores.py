@@ -153,11 +153,12 @@ class SessionBytesStoreSupplier(_BytesStoreSupplier):
 
 class _LayeredStoreBuilder(StoreBuilder, Generic[S]):
     """Builds, per task, the supplier's inner store wrapped in change-logging (when enabled), then
-    caching (when enabled), then the metered layer with the builder's serdes."""
+    caching (when enabled), then the metered layer with the builder's serdes and the supplier's
+    metrics scope (the store type its metrics are tagged with)."""
 
     _change_logging_layer: Callable[[Any], Any]
     _caching_layer: Callable[[Any], Any]
-    _metered_layer: Callable[[Any, Any, Any], S]
+    _metered_layer: Callable[[Any, Any, Any, str], S]
 
     def __init__(self, supplier: Any, key_serde: Any, value_serde: Any) -> None:
         super().__init__(supplier.name)
@@ -174,7 +175,7 @@ class _LayeredStoreBuilder(StoreBuilder, Generic[S]):
             store = self._change_logging_layer(store)
         if self._caches():
             store = self._caching_layer(store)
-        return self._metered_layer(store, self.key_serde, self.value_serde)
+        return self._metered_layer(store, self.key_serde, self.value_serde, self.supplier.metrics_scope)
 
 
 class KeyValueStoreBuilder(_LayeredStoreBuilder[MeteredKeyValueStore[Any, Any]]):

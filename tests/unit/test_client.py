@@ -450,6 +450,37 @@ def test_metrics_render_for_prometheus(make_client, app) -> None:  # type: ignor
     assert 'kstreams_stream_metrics_alive_stream_threads{client_id="c-a"} 2.0' in text
 
 
+def store_metrics(client: KafkaStreams) -> dict[tuple[str, str], float]:
+    """(name, task id) -> value of the stream-state-metrics of the counting topology's store."""
+    found = {}
+    for m, v in client.metrics().items():
+        if m.group == "stream-state-metrics":
+            assert m.tags["in-memory-state-id"] == "counts" and m.tags["thread-id"] == client.client_id
+            found[(m.name, m.tags["task-id"])] = v
+    return found
+
+
+@pytest.mark.parametrize("level", ["INFO", "DEBUG"])
+def test_store_metrics_exist_only_at_debug_and_show_the_stores_puts_and_gets(  # type: ignore[no-untyped-def]
+    make_client, app, level: str
+) -> None:
+    client = make_client(**{"metrics.recording.level": level})
+    client.start()
+    expected = produce(app, 300)
+    wait_until(lambda: latest(app) == dict(expected), what="exact counts")
+    metrics = store_metrics(client)
+    if level == "INFO":
+        assert metrics == {}
+        return
+    tasks = {task for _, task in metrics}
+    assert tasks and tasks <= {"0_0", "0_1", "0_2", "0_3"}
+    for op in ("put", "get"):
+        for suffix in ("rate", "latency-avg", "latency-max"):
+            assert any(metrics[(f"{op}-{suffix}", task)] > 0 for task in tasks), (op, suffix)
+    assert client.close(timeout=30)
+    assert store_metrics(client) == {}  # closed tasks take their stores' metrics with them
+
+
 # -- faults and shutdown (the fault-tolerance guarantees) ---------------------------------------
 
 

@@ -59,6 +59,7 @@ def test_application_ids_of_legal_topic_characters_are_accepted() -> None:
         ("internal.topics.setup", "sometimes", "must be one of automatic, manual"),
         ("partition.autoscaling.enabled", "yes", "expected true or false"),
         ("statestore.cache.max.bytes", -5, "must be at least 0"),
+        ("metrics.recording.level", "debug", "must be one of INFO, DEBUG, TRACE"),
     ],
 )
 def test_bad_values_name_the_key_the_value_and_what_is_allowed(key: str, value: object, message: str) -> None:

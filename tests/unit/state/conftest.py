@@ -1,7 +1,8 @@
 """Fixtures for store tests: a recording StateStoreContext.
 
 The context is a small fake of what a task gives its stores; it records registrations and changelog
-writes so tests can assert what a store layer does with them.
+writes so tests can assert what a store layer does with them. Given a ``MetricsRegistry`` it hands
+it to the stores, as a client's task does.
 """
 
 from __future__ import annotations
@@ -12,16 +13,22 @@ from typing import Any
 
 import pytest
 
+from kstreams.runtime.metrics import MetricsRegistry
+
 
 class RecordingContext:
     """A StateStoreContext that records registrations and changelog writes."""
 
-    def __init__(self, state_dir: Path, cache: Any = None, task_id: str = "0_0") -> None:
+    def __init__(
+        self, state_dir: Path, cache: Any = None, task_id: str = "0_0", metrics: MetricsRegistry | None = None
+    ) -> None:
         self._state_dir = state_dir
         self._cache = cache
         self.application_id = "app"
         self.task_id = task_id
         self.app_configs: dict[str, Any] = {}
+        self.metrics = metrics
+        self.client_id = "client-1" if metrics is not None else None
         self.timestamp = 0
         self.registered: dict[str, Callable[[list[tuple[bytes, bytes | None]]], None]] = {}
         self.changelog: list[tuple[str, bytes, bytes | None, int]] = []
@@ -47,10 +54,15 @@ class RecordingContext:
 
 @pytest.fixture
 def make_context(tmp_path: Path) -> Callable[..., RecordingContext]:
-    """Factory: make_context(cache=None, task_id="0_0", state_dir=None) -> RecordingContext."""
+    """Factory: make_context(cache=None, task_id="0_0", state_dir=None, metrics=None) -> RecordingContext."""
 
-    def make(cache: Any = None, task_id: str = "0_0", state_dir: Path | None = None) -> RecordingContext:
-        return RecordingContext(state_dir or tmp_path / "task", cache=cache, task_id=task_id)
+    def make(
+        cache: Any = None,
+        task_id: str = "0_0",
+        state_dir: Path | None = None,
+        metrics: MetricsRegistry | None = None,
+    ) -> RecordingContext:
+        return RecordingContext(state_dir or tmp_path / "task", cache=cache, task_id=task_id, metrics=metrics)
 
     return make
 
