@@ -7,8 +7,12 @@ dirty list in arrival order (re-putting a dirty key moves it to the end of that 
 NamedCache does). Entry bytes are len(key) + len(value) + ENTRY_OVERHEAD.
 
 Lock order: a RecordCache's ``_mutex`` is a leaf below the scheduler's mutex (docs/internals.md).
-It is only ever acquired without the GIL, so a holder may take the GIL (the flush path does, to
-take a reference to a listener) without risking a deadlock. Two caches are locked together only in
+A thread never blocks on it while holding the GIL, so a holder may take the GIL (the flush path
+does, to take a reference to a listener) without risking a deadlock. The per-record calls (get,
+put, delete, has_namespace) take it with a try-lock while keeping the GIL and release the GIL only
+to wait when it is contended: releasing the GIL for every call would hand it to another thread
+each time, and two stream threads running Python processors would spend their time passing the
+GIL back and forth. Two caches are locked together only in
 move_namespace, lower address first. Listeners are called with the GIL and without any mutex, so a
 listener may read or write the cache.
 """
@@ -96,6 +100,14 @@ cdef void _free_named_cache(ks_NamedCache* nc) noexcept nogil:
         del e
         e = nxt
     del nc
+
+
+cdef inline void _acquire(mutex* mu) noexcept:
+    """Lock mu from a thread that holds the GIL: one try-lock when uncontended; when contended the
+    wait releases the GIL, because the thread holding mu may be waiting for the GIL."""
+    if not mu.try_lock():
+        with nogil:
+            mu.lock()
 
 
 cdef inline string _utf8(str s):
@@ -381,10 +393,9 @@ cdef class RecordCache:
     def has_namespace(self, str namespace not None) -> bool:
         cdef string name = _utf8(namespace)
         cdef bool found
-        with nogil:
-            self._mutex.lock()
-            found = self._find(name) != NULL
-            self._mutex.unlock()
+        _acquire(&self._mutex)
+        found = self._find(name) != NULL
+        self._mutex.unlock()
         return found
 
     def namespaces(self) -> list:
@@ -417,25 +428,24 @@ cdef class RecordCache:
         cdef int found = 0
         cdef ks_NamedCache* nc
         cdef ks_CacheEntry* e
-        with nogil:
-            self._mutex.lock()
-            nc = self._find(name)
-            if nc == NULL:
-                found = -1
+        _acquire(&self._mutex)
+        nc = self._find(name)
+        if nc == NULL:
+            found = -1
+        else:
+            it = nc.index.find(_view(k))
+            if it == nc.index.end():
+                self._misses += 1
             else:
-                it = nc.index.find(_view(k))
-                if it == nc.index.end():
-                    self._misses += 1
-                else:
-                    e = deref(it).second
-                    self._hits += 1
-                    found = 1
-                    value = e.value
-                    timestamp = e.timestamp
-                    tombstone = e.tombstone
-                    _lru_unlink(nc, e)
-                    _lru_push_head(nc, e)
-            self._mutex.unlock()
+                e = deref(it).second
+                self._hits += 1
+                found = 1
+                value = e.value
+                timestamp = e.timestamp
+                tombstone = e.tombstone
+                _lru_unlink(nc, e)
+                _lru_push_head(nc, e)
+        self._mutex.unlock()
         if found == 1:
             return (_value_object(value, tombstone), timestamp)
         if found == -1:
@@ -457,25 +467,24 @@ cdef class RecordCache:
             if type(value) is not bytes:
                 raise TypeError(f"record cache values must be bytes or None, got {type(value).__name__}")
             v = _bytes_to_string(<bytes>value)
-        with nogil:
-            self._mutex.lock()
-            nc = self._find(name)
-            if nc == NULL:
-                rc = -1
-            else:
-                if only_if_absent:
-                    it = nc.index.find(_view(k))
-                    if it != nc.index.end():
-                        self._hits += 1
-                        _lru_unlink(nc, deref(it).second)
-                        _lru_push_head(nc, deref(it).second)
-                        rc = 0
-                    else:
-                        self._misses += 1
-                if rc == 1:
-                    self._upsert(nc, k, v, tombstone, timestamp, dirty)
-                    self._evict_while_over(nc, batches, pending)
-            self._mutex.unlock()
+        _acquire(&self._mutex)
+        nc = self._find(name)
+        if nc == NULL:
+            rc = -1
+        else:
+            if only_if_absent:
+                it = nc.index.find(_view(k))
+                if it != nc.index.end():
+                    self._hits += 1
+                    _lru_unlink(nc, deref(it).second)
+                    _lru_push_head(nc, deref(it).second)
+                    rc = 0
+                else:
+                    self._misses += 1
+            if rc == 1:
+                self._upsert(nc, k, v, tombstone, timestamp, dirty)
+                self._evict_while_over(nc, batches, pending)
+        self._mutex.unlock()
         if rc == -1:
             raise self._unknown(namespace)
         if not batches.empty():
@@ -509,22 +518,21 @@ cdef class RecordCache:
         cdef int found = 0
         cdef ks_NamedCache* nc
         cdef ks_CacheEntry* e
-        with nogil:
-            self._mutex.lock()
-            nc = self._find(name)
-            if nc == NULL:
-                found = -1
-            else:
-                it = nc.index.find(_view(k))
-                if it != nc.index.end():
-                    e = deref(it).second
-                    found = 1
-                    self._remove_entry(nc, e)
-                    value = move(e.value)
-                    timestamp = e.timestamp
-                    tombstone = e.tombstone
-                    del e
-            self._mutex.unlock()
+        _acquire(&self._mutex)
+        nc = self._find(name)
+        if nc == NULL:
+            found = -1
+        else:
+            it = nc.index.find(_view(k))
+            if it != nc.index.end():
+                e = deref(it).second
+                found = 1
+                self._remove_entry(nc, e)
+                value = move(e.value)
+                timestamp = e.timestamp
+                tombstone = e.tombstone
+                del e
+        self._mutex.unlock()
         if found == 1:
             return (_value_object(value, tombstone), timestamp)
         if found == -1:
