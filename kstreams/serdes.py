@@ -234,6 +234,27 @@ class UUIDSerde(Serde):
             self._fail("deserialize", topic, f"{bytes(data)[:64]!r}: not a UUID", exc)
 
 
+# json.dumps/json.loads with non-default arguments build an encoder per call, and loads(bytes)
+# detects the encoding in Python first; one encoder and the decoder's scanner, made once, give the
+# same results at a fraction of the cost per record.
+_json_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+_json_scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
+def json_loads(data: bytes) -> Any:
+    """``json.loads(data)``, faster for the usual case: UTF-8 text holding one JSON value with no
+    surrounding whitespace. Anything else (other encodings, whitespace, invalid JSON) goes through
+    ``json.loads``, which decides and raises as it always does."""
+    try:
+        text = data.decode("utf-8")
+        value, end = _json_scan(text, 0)
+    except (UnicodeDecodeError, StopIteration):
+        return json.loads(data)
+    if end != len(text):
+        return json.loads(data)
+    return value
+
+
 class JsonSerde(Serde):
     """Compact UTF-8 JSON (no spaces; non-ASCII characters kept as UTF-8)."""
 
@@ -243,7 +264,7 @@ class JsonSerde(Serde):
         if data is None:
             return None
         try:
-            return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+            return _json_encode(data).encode("utf-8")
         except (TypeError, ValueError) as exc:
             self._fail("serialize", topic, f"a {type(data).__name__}: {exc}", exc)
 
@@ -251,7 +272,7 @@ class JsonSerde(Serde):
         if data is None:
             return None
         try:
-            return json.loads(data)
+            return json_loads(data)
         except (ValueError, TypeError) as exc:
             self._fail("deserialize", topic, f"{bytes(data)[:64]!r}: not valid JSON ({exc})", exc)
 

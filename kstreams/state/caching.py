@@ -89,6 +89,10 @@ class _Caching(StoreLayer):
         super().__init__(wrapped)
         self._context: StateStoreContext | None = None
         self._namespace = ""
+        # The cache last seen holding the namespace. A task's namespaces move with the task into
+        # the cache of the thread that runs it, so while that thread's cache is the current one
+        # the namespace is known to be there and needs no lookup per read and write.
+        self._holding: Any = None
         self._listener: Callable[[Any, bytes | None, bytes | None, int], None] | None = None
 
     @property
@@ -99,6 +103,7 @@ class _Caching(StoreLayer):
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         self._context = context
         self._namespace = f"{context.task_id}-{self.wrapped.name}"
+        self._holding = None
         self.wrapped.init(context, root)
 
     def set_flush_listener(self, listener: Callable[[Any, bytes | None, bytes | None, int], None]) -> bool:
@@ -116,8 +121,10 @@ class _Caching(StoreLayer):
                 "task opened it."
             )
         cache = context.record_cache()
-        if cache is not None and not cache.has_namespace(self._namespace):
-            cache.add_namespace(self._namespace, self._on_flush)
+        if cache is not None and cache is not self._holding:
+            if not cache.has_namespace(self._namespace):
+                cache.add_namespace(self._namespace, self._on_flush)
+            self._holding = cache
         return cache
 
     def _timestamp(self) -> int:
@@ -155,6 +162,7 @@ class _Caching(StoreLayer):
                     cache.flush(self._namespace)
                     cache.remove_namespace(self._namespace)
         finally:
+            self._holding = None
             self.wrapped.close()
 
     def _cached_between(

@@ -144,3 +144,38 @@ def test_serde_from_config_reads_default_serdes_and_configures_custom_ones() -> 
     assert Configurable.seen is not None and Configurable.seen[1] is True
     assert serde_from_config(config, "default.value.serde") is Serdes.string()
     assert serde_from_config({}, "default.value.serde") is None
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"user":"u1","bot":false,"ms":12}',
+        b' {"a": [1, 2.5, null]}\n',
+        b'"caf\xc3\xa9"',
+        b"NaN",
+        '{"\u00e9":1}'.encode("utf-16"),
+        '{"\u00e9":1}'.encode("utf-32"),
+        b'{"a":1}x',
+        b"",
+        b"{",
+        b"\xc3",
+    ],
+)
+def test_json_serde_reads_exactly_what_json_loads_reads(data: bytes) -> None:
+    import json
+
+    serde = Serdes.json()
+    try:
+        expected = json.loads(data)
+    except ValueError:
+        with pytest.raises(SerializationException):
+            serde.deserialize("t", data)
+        return
+    got = serde.deserialize("t", data)
+    assert got == expected or (got != got and expected != expected)  # NaN
+
+
+def test_json_serde_writes_compact_utf8() -> None:
+    assert Serdes.json().serialize("t", {"\u00e9": [1, 2.5, None], "b": True}) == (
+        b'{"\xc3\xa9":[1,2.5,null],"b":true}'
+    )
