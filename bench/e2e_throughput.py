@@ -8,6 +8,13 @@ Pipelines over N records (default 1,000,000; ~100-byte JSON values, 10,000 keys,
   (1-minute tumbling windows, logged store).
 - P3 a sum per key of a long value (``reduce(operator.add)``), written to a topic.
 
+Each is written two ways (``--style``): ``dsl`` with kstreams' compiled vocabulary
+(``Serdes.json()``, ``json_field``, ``operator.add``), and ``lambda`` as a user writes it with plain
+Python: values read as bytes and parsed in ``map_values`` (``--json stdlib``: the standard
+library's json, through the same call as ``Serdes.json()``; ``--json orjson``: orjson), lambda
+filters and mappers, ``reduce(lambda a, b: a + b)``. The hand-written loops parse JSON with the
+same library and the same call as the kstreams side.
+
 Each runs on the embedded cluster (or, with ``--bootstrap``, a Kafka-protocol broker) with 1 and 2
 stream threads, with compiled processors and (``--paths both``) without them. For each run the
 script prints records/s (input records over the time from start() until the last one was
@@ -20,6 +27,7 @@ interpreter floor: a hand-written Python loop over plain dicts doing the same wo
     python bench/e2e_throughput.py --records 1000000
     python bench/e2e_throughput.py --pipelines p2 p3 --threads 1 2 --records 5000000
     python bench/e2e_throughput.py --bootstrap 127.0.0.1:9092 --pipelines p1 p2
+    python bench/e2e_throughput.py --style lambda --json orjson --paths both
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from kstreams._native.record_batch import RecordBatch, default_partition
+from kstreams.serdes import json_loads
 
 WINDOW_MS = 60_000
 PARTITIONS = 2
@@ -141,11 +150,22 @@ def generate(records: int, keys: int, pipelines: list[str], seed: int = 11, chun
 # --------------------------------------------------------------------------- the topologies
 
 
-def topology(pipeline: str, inp: str, out: str) -> Any:
+def json_library(name: str) -> Any:
+    """The JSON parser of both sides: stdlib json (through kstreams' call of it) or orjson."""
+    if name == "orjson":
+        import orjson
+
+        return orjson.loads
+    return json_loads
+
+
+def topology(pipeline: str, inp: str, out: str, style: str = "dsl", loads: Any = json_loads) -> Any:
     from kstreams import Consumed, Materialized, Produced, Serdes, StreamsBuilder, TimeWindows
     from kstreams.predicates import json_field
 
     builder = StreamsBuilder()
+    if style == "lambda":
+        return _lambda_topology(builder, pipeline, inp, out, loads)
     if pipeline == "p1":
         stream = builder.stream(inp, Consumed.with_(Serdes.string(), Serdes.json()))
         (
@@ -170,12 +190,40 @@ def topology(pipeline: str, inp: str, out: str) -> Any:
     return builder.build()
 
 
+def _lambda_topology(builder: Any, pipeline: str, inp: str, out: str, loads: Any) -> Any:
+    """The pipelines as a user writes them with plain Python functions."""
+    from kstreams import Consumed, Materialized, Produced, Serdes, TimeWindows
+
+    if pipeline == "p1":
+        stream = builder.stream(inp, Consumed.with_(Serdes.string(), Serdes.bytes()))
+        (
+            stream.map_values(loads)
+            .filter(lambda key, doc: doc["bot"] is False)
+            .map_values(lambda doc: doc["user"])
+            .to(out, Produced.with_(Serdes.string(), Serdes.string()))
+        )
+    elif pipeline == "p2":
+        stream = builder.stream(inp, Consumed.with_(Serdes.string(), Serdes.bytes()))
+        grouped = stream.map_values(loads).group_by_key()
+        grouped.count(Materialized.as_("counts")).to_stream().to(
+            out, Produced.with_(Serdes.string(), Serdes.long())
+        )
+        grouped.windowed_by(TimeWindows.of_size_with_no_grace(WINDOW_MS)).count(
+            Materialized.as_("windowed-counts")
+        )
+    else:
+        stream = builder.stream(inp, Consumed.with_(Serdes.string(), Serdes.long()))
+        stream.group_by_key().reduce(
+            lambda a, b: a + b, Materialized.with_(Serdes.string(), Serdes.long())
+        ).to_stream().to(out, Produced.with_(Serdes.string(), Serdes.long()))
+    return builder.build()
+
+
 # --------------------------------------------------------------------------------- floors
 
 
-def python_floor(pipeline: str, data: Data) -> tuple[float, float]:
+def python_floor(pipeline: str, data: Data, loads: Any = json_loads) -> tuple[float, float]:
     """The same work as a plain Python loop over dicts: (records/s, CPU us/record)."""
-    loads = json.loads
     unpack = _LONG.unpack
     cpu0, t0 = time.process_time(), time.perf_counter()
     if pipeline == "p1":
@@ -203,7 +251,9 @@ def python_floor(pipeline: str, data: Data) -> tuple[float, float]:
     return data.records / wall, cpu / data.records * 1e6
 
 
-def confluent_floor(pipeline: str, bootstrap: str, topic: str, records: int) -> tuple[float, float]:
+def confluent_floor(
+    pipeline: str, bootstrap: str, topic: str, records: int, loads: Any = json_loads
+) -> tuple[float, float]:
     """A hand-written confluent-kafka consume-process-produce loop doing the same work."""
     from confluent_kafka import Consumer, Producer
 
@@ -220,7 +270,6 @@ def confluent_floor(pipeline: str, bootstrap: str, topic: str, records: int) -> 
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     out = f"{topic}-floor-out"
     consumer.subscribe([topic])
-    loads = json.loads
     unpack = _LONG.unpack
     counts: Counter[bytes] = Counter()
     windows: Counter[tuple[bytes, int]] = Counter()
@@ -279,7 +328,13 @@ def _processed(streams: Any) -> int:
 
 
 def run_streams(
-    pipeline: str, data: Data, threads: int, compiled: bool, bootstrap: str | None
+    pipeline: str,
+    data: Data,
+    threads: int,
+    compiled: bool,
+    bootstrap: str | None,
+    style: str = "dsl",
+    loads: Any = json_loads,
 ) -> dict[str, float]:
     from kstreams import KafkaStreams
 
@@ -303,7 +358,7 @@ def run_streams(
     producer.flush()
     with tempfile.TemporaryDirectory(prefix="kstreams-bench-") as state_dir:
         streams = KafkaStreams(
-            topology(pipeline, inp, out),
+            topology(pipeline, inp, out, style, loads),
             {
                 "application.id": f"bench-{pipeline}-{suffix}",
                 "num.stream.threads": threads,
@@ -330,7 +385,7 @@ def run_streams(
             peak_rss = max(peak_rss, _rss_mb())
             if seen >= data.records:
                 break
-            if streams.wait_for_state(streams.State.ERROR, streams.State.NOT_RUNNING, timeout=0.005):
+            if streams.wait_for_state(streams.State.ERROR, streams.State.NOT_RUNNING, timeout=0.05):
                 break
         finished = time.perf_counter()
         elapsed = finished - started
@@ -357,6 +412,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--pipelines", nargs="+", default=["p1", "p2", "p3"], choices=["p1", "p2", "p3"])
     parser.add_argument("--paths", choices=["compiled", "python", "both"], default="compiled")
+    parser.add_argument("--style", nargs="+", choices=["dsl", "lambda"], default=["dsl"])
+    parser.add_argument("--json", choices=["stdlib", "orjson"], default="stdlib")
     parser.add_argument(
         "--bootstrap", default=None, help="a Kafka-protocol broker instead of the embedded cluster"
     )
@@ -385,8 +442,10 @@ def main(argv: list[str] | None = None) -> int:
         f"(generated in {time.perf_counter() - t0:.1f}s)"
     )
     paths = {"compiled": [True], "python": [False], "both": [True, False]}[args.paths]
+    loads = json_library(args.json)
+    print(f"JSON: {args.json} on both sides")
     for pipeline in args.pipelines:
-        rate, cpu = python_floor(pipeline, data)
+        rate, cpu = python_floor(pipeline, data, loads)
         print(f"{pipeline} python loop on dicts       : {rate:>12,.0f} rec/s  {cpu:6.2f} us CPU/rec")
         if args.bootstrap:
             topic = f"{pipeline}-floor-{uuid.uuid4().hex[:6]}"
@@ -399,19 +458,20 @@ def main(argv: list[str] | None = None) -> int:
                 for chunk in chunks:
                     producer.send(topic, partition, chunk)
             producer.flush()
-            rate, cpu = confluent_floor(pipeline, args.bootstrap, topic, args.records)
+            rate, cpu = confluent_floor(pipeline, args.bootstrap, topic, args.records, loads)
             print(f"{pipeline} confluent-kafka loop         : {rate:>12,.0f} rec/s  {cpu:6.2f} us CPU/rec")
-        for compiled in paths:
-            for threads in args.threads:
-                r = run_streams(pipeline, data, threads, compiled, args.bootstrap)
-                label = "compiled" if compiled else "per-record"
-                print(
-                    f"{pipeline} kstreams {label:10} {threads} thread(s): {r['rate']:>12,.0f} rec/s "
-                    f"({r['steady']:>10,.0f} after start-up)  "
-                    f"{r['cpu_us']:6.2f} us CPU/rec  RSS {r['rss_before']:,.0f} MB "
-                    f"+ {r['rss_growth']:,.0f} MB during the run",
-                    flush=True,
-                )
+        for style in args.style:
+            for compiled in paths:
+                for threads in args.threads:
+                    r = run_streams(pipeline, data, threads, compiled, args.bootstrap, style, loads)
+                    label = f"{style} {'compiled' if compiled else 'per-record'}"
+                    print(
+                        f"{pipeline} kstreams {label:17} {threads} thread(s): {r['rate']:>12,.0f} rec/s "
+                        f"({r['steady']:>10,.0f} after start-up)  "
+                        f"{r['cpu_us']:6.2f} us CPU/rec  RSS {r['rss_before']:,.0f} MB "
+                        f"+ {r['rss_growth']:,.0f} MB during the run",
+                        flush=True,
+                    )
     return 0
 
 

@@ -24,8 +24,8 @@ from kstreams.runtime.compiled.steps import (
     FilterStep,
     PassThroughStep,
     ProjectStep,
+    PythonChainStep,
     PythonFilterStep,
-    PythonMapStep,
     SegmentTask,
     SinkStep,
     Step,
@@ -132,7 +132,9 @@ def _compile_source(source: SourceNode) -> CompiledSource | None:
     # Batch order differs from record order only across branches: two sinks writing one topic
     # from different branches would interleave differently, so such trees stay per record.
     sink_topics = Counter(step.node.topic for step in steps if isinstance(step, SinkStep))
-    sink_topics.update(sink.topic for step in steps if isinstance(step, PythonMapStep) for sink in step.sinks)
+    sink_topics.update(
+        sink.topic for step in steps if isinstance(step, PythonChainStep) for sink in step.sinks
+    )
     if any(count > 1 for count in sink_topics.values()):
         return None
     # Kafka runs each record depth first through every branch before the next record. A batch
@@ -168,12 +170,15 @@ def _compile_node(node: Any, key_enc: int, value_enc: int) -> Step:
     op = kernel_for_supplier(node.supplier)
     if op is None:
         return BoundaryStep(node, [])
-    if op.name == PYTHON_FILTER:
+    if op.name in (PYTHON_FILTER, PYTHON_MAP):
+        chain = _compile_python_chain(node, op)
+        if chain is not None:
+            return chain
+        if op.name == PYTHON_MAP:
+            return BoundaryStep(node, [])
         assert op.function is not None
         children = [_compile_node(child, key_enc, value_enc) for child in node.children]
         return PythonFilterStep(node, children, op.function, op.negate)
-    if op.name == PYTHON_MAP:
-        return _compile_python_map(node, op)
     if op.name == "pass":
         return PassThroughStep(node, [_compile_node(c, key_enc, value_enc) for c in node.children])
     if op.name == "filter":
@@ -206,16 +211,26 @@ def _compile_node(node: Any, key_enc: int, value_enc: int) -> Step:
     return _compile_aggregate(node, op, key_enc, value_enc)
 
 
-def _compile_python_map(node: ProcessorNode, op: OperationKernel) -> Step:
-    """A Python mapper whose records go only to sinks that take batches runs in batch form;
-    anything else is a boundary."""
-    assert op.function is not None
-    sinks = [child for child in node.children if isinstance(child, SinkNode) and child.sends_batches]
-    if not sinks or len(sinks) != len(node.children):
-        return BoundaryStep(node, [])
+def _compile_python_chain(node: ProcessorNode, op: OperationKernel) -> Step | None:
+    """Python filters and mappers in a line (each the only child of the one before) whose last one
+    forwards only to sinks that take batches run as one step; None when the line ends elsewhere."""
+    nodes, ops = [node], [op]
+    while len(nodes[-1].children) == 1:
+        child = nodes[-1].children[0]
+        if not isinstance(child, ProcessorNode):
+            break
+        child_op = kernel_for_supplier(child.supplier)
+        if child_op is None or child_op.name not in (PYTHON_FILTER, PYTHON_MAP):
+            return None
+        nodes.append(child)
+        ops.append(child_op)
+    children = nodes[-1].children
+    sinks = [child for child in children if isinstance(child, SinkNode) and child.sends_batches]
+    if not sinks or len(sinks) != len(children):
+        return None
     if len({sink.topic for sink in sinks}) != len(sinks):
-        return BoundaryStep(node, [])  # two sinks of one topic: per-record order interleaves them
-    return PythonMapStep(node, sinks, op.function, op.shape)
+        return None  # two sinks of one topic: per-record order interleaves them
+    return PythonChainStep(nodes, ops, sinks)
 
 
 def _predicate_fits(predicate: Any, key_enc: int, value_enc: int) -> bool:

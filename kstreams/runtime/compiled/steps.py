@@ -37,11 +37,12 @@ from kstreams.serdes import (
     StringSerde,
 )
 from kstreams.state.caching import CachingKeyValueStore, CachingWindowStore
+from kstreams.topology.compiled_ops import PYTHON_FILTER
 
 if TYPE_CHECKING:
     from kstreams.runtime.processor_context import ProcessorContextImpl
     from kstreams.state.metered import MeteredKeyValueStore, MeteredWindowStore
-    from kstreams.topology.compiled_ops import MapShape
+    from kstreams.topology.compiled_ops import OperationKernel
     from kstreams.topology.dsl.processors.aggregate import WindowedAggregateProcessor
     from kstreams.topology.dsl.windows import TimeWindows
     from kstreams.topology.graph import ProcessorNode, SinkNode
@@ -52,8 +53,8 @@ __all__ = [
     "FilterStep",
     "PassThroughStep",
     "ProjectStep",
+    "PythonChainStep",
     "PythonFilterStep",
-    "PythonMapStep",
     "SegmentTask",
     "SinkStep",
     "Step",
@@ -206,41 +207,65 @@ class PythonFilterStep(Step):
         self._forward(task, batch, key_enc, value_enc)
 
 
-class PythonMapStep(Step):
-    """``map``/``map_values``/``select_key`` with a plain Python function, straight into sinks:
-    the function runs per record with the GIL, but the results are serialized for each sink and
-    sent as one batch per partition, without a Record or a forward per record."""
+class PythonChainStep(Step):
+    """A chain of ``filter``/``map``/``map_values``/``select_key`` with plain Python functions,
+    straight into sinks: each function runs over the whole batch in turn (one list comprehension
+    per operation, with the GIL), and the survivors are serialized for each sink and sent as one
+    batch per partition, without a Record, a context switch or a forward per record.
 
-    kernel = "map[python]"
+    The functions see the same records as on the per-record path and the sinks get the same
+    records in the same order; only the order of calls across operations differs (all records
+    through the first function, then through the second), which only a function with side effects
+    can tell.
+    """
 
-    def __init__(self, node: Any, sinks: list[SinkNode], mapper: Callable[..., Any], shape: MapShape) -> None:
-        super().__init__(node, [])
+    kernel = "chain[python]"
+
+    def __init__(self, nodes: list[ProcessorNode], ops: list[OperationKernel], sinks: list[SinkNode]):
+        super().__init__(nodes[0], [])
+        self.nodes = nodes
         self.sinks = sinks
-        self._mapper = mapper
-        self._shape = shape
+        self._ops = ops
 
     def run(self, task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
         context = task.context
         topic = context.record_context.topic
         decode_key = _DECODERS[key_enc].deserialize
         decode_value = _DECODERS[value_enc].deserialize
-        mapper = self._mapper
-        shape = self._shape
-        context.node = self.node  # an exception then names this processor
+        context.node = self.node  # an exception then names the processor that raised
         keys = [decode_key(topic, k) for k in batch.keys()]
         values = [decode_value(topic, v) for v in batch.values()]
-        if shape == "map":
-            pairs = [_key_value(mapper(k, v)) for k, v in zip(keys, values, strict=True)]
-            keys = [k for k, _ in pairs]
-            values = [v for _, v in pairs]
-        elif shape == "values":
-            values = [mapper(v) for v in values]
-        elif shape == "values_with_key":
-            values = [mapper(k, v) for k, v in zip(keys, values, strict=True)]
-        else:
-            keys = [mapper(k, v) for k, v in zip(keys, values, strict=True)]
+        kept: list[int] | None = None  # positions in the batch of the records still in the chain
+        for node, op in zip(self.nodes, self._ops, strict=True):
+            context.node = node
+            fn: Any = op.function
+            if op.name == PYTHON_FILTER:
+                negate = op.negate
+                keep = [
+                    i for i, (k, v) in enumerate(zip(keys, values, strict=True)) if bool(fn(k, v)) != negate
+                ]
+                if len(keep) != len(keys):
+                    keys = [keys[i] for i in keep]
+                    values = [values[i] for i in keep]
+                    kept = keep if kept is None else [kept[i] for i in keep]
+            elif op.shape == "values":
+                values = [fn(v) for v in values]
+            elif op.shape == "values_with_key":
+                values = [fn(k, v) for k, v in zip(keys, values, strict=True)]
+            elif op.shape == "key":
+                keys = [fn(k, v) for k, v in zip(keys, values, strict=True)]
+            else:
+                pairs = [_key_value(fn(k, v)) for k, v in zip(keys, values, strict=True)]
+                keys = [k for k, _ in pairs]
+                values = [v for _, v in pairs]
+        if not keys:
+            return
         timestamps = batch.timestamps_array()
         offsets = batch.offsets_array()
+        if kept is not None:
+            index = np.asarray(kept, dtype=np.intp)
+            timestamps = timestamps[index]
+            offsets = offsets[index]
         for sink in self.sinks:
             context.node = sink
             sink.send_batch(keys, values, timestamps, offsets)

@@ -17,7 +17,13 @@ from kstreams import Consumed, Materialized, Produced, Serdes, StreamsBuilder, T
 from kstreams._native.record_batch import RecordBatch, default_partition
 from kstreams.client import KafkaStreams
 from kstreams.predicates import json_field, value
-from kstreams.runtime.compiled.steps import AggregateStep, BoundaryStep, FilterStep, ProjectStep, SinkStep
+from kstreams.runtime.compiled.steps import (
+    AggregateStep,
+    FilterStep,
+    ProjectStep,
+    PythonChainStep,
+    SinkStep,
+)
 from kstreams.testing import TopologyTestDriver
 
 LONG = struct.Struct(">q")
@@ -61,7 +67,7 @@ def reductions() -> Any:
 
 
 def mixed() -> Any:
-    """A compiled filter, then a Python mapper: the per-record path from the mapper on."""
+    """A compiled filter, then a line of Python functions into a sink (one batch step)."""
     builder = StreamsBuilder()
     stream = builder.stream("longs", Consumed.with_(STRING, LONG_SERDE))
     stream.filter_not(value().le(0)).map_values(lambda v: v * 2).filter(lambda k, v: v % 3 != 0).to(
@@ -81,6 +87,21 @@ def python_mappers() -> Any:
     return builder.build()
 
 
+def python_chain() -> Any:
+    """A line of plain Python filters and mappers into a sink: one batch step for the whole line."""
+    builder = StreamsBuilder()
+    stream = builder.stream("in", Consumed.with_(STRING, JSON))
+    (
+        stream.filter(lambda k, doc: not doc["bot"])
+        .map_values(lambda doc: doc["user"])
+        .select_key(lambda k, user: f"{k}/{user}")
+        .filter_not(lambda k, user: user.startswith("u1"))
+        .map(lambda k, user: (k.upper(), user + "!"))
+        .to("out", Produced.with_(STRING, STRING))
+    )
+    return builder.build()
+
+
 def rekeyed() -> Any:
     """select_key from a JSON field, a repartition, then a count in the next subtopology."""
     builder = StreamsBuilder()
@@ -97,8 +118,11 @@ TOPOLOGIES = {
     "reductions": reductions,
     "mixed": mixed,
     "python_mappers": python_mappers,
+    "python_chain": python_chain,
     "rekeyed": rekeyed,
 }
+
+STRING_OUTPUT = (stateless, python_chain)
 
 
 def records(n: int, seed: int = 5) -> list[tuple[str, Any, int, int]]:
@@ -144,7 +168,7 @@ def run_driver(
         out = {}
         for topic, serde in (("out", None), ("out-min", LONG_SERDE), ("out-windowed", LONG_SERDE)):
             if topic in {t for s in driver._plan.subtopologies for t in s.sink_topics}:
-                value_serde = serde or (STRING if make is stateless else LONG_SERDE)
+                value_serde = serde or (STRING if make in STRING_OUTPUT else LONG_SERDE)
                 out[topic] = driver.create_output_topic(topic, STRING, value_serde).read_key_values_to_list()
         segments = [task.compiled_segments for task in driver._tasks.values()]
         return out, segments
@@ -179,9 +203,15 @@ def test_dsl_operations_with_kernels_become_compiled_steps() -> None:
         "windowed-count",
     ]
     _, segments = run_driver(mixed, records(5))
-    assert _kinds(segments) == [FilterStep, BoundaryStep]
+    assert _kinds(segments) == [FilterStep, PythonChainStep]
     _, segments = run_driver(python_mappers, records(5))
-    assert sorted(t.__name__ for t in _kinds(segments)) == ["FilterStep", "PythonMapStep", "PythonMapStep"]
+    assert sorted(t.__name__ for t in _kinds(segments)) == [
+        "FilterStep",
+        "PythonChainStep",
+        "PythonChainStep",
+    ]
+    _, segments = run_driver(python_chain, records(5))
+    assert _kinds(segments) == [PythonChainStep]
 
 
 def test_a_store_without_a_cache_gets_every_update_per_record() -> None:
@@ -308,7 +338,8 @@ def test_runtime_aggregates_match_the_per_record_path(name: str, tmp_path) -> No
     assert outputs[0][0] or outputs[0][1]["out"]
 
 
-def test_runtime_stateless_output_is_identical_record_for_record(tmp_path) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("make", [stateless, python_chain])
+def test_runtime_stateless_output_is_identical_record_for_record(make: Callable[[], Any], tmp_path) -> None:  # type: ignore[no-untyped-def]
     from kstreams.cluster import EmbeddedCluster
 
     data = records(3000)
@@ -316,13 +347,20 @@ def test_runtime_stateless_output_is_identical_record_for_record(tmp_path) -> No
     for compiled in ("1", "0"):
         cluster = EmbeddedCluster()
         try:
-            run_runtime(stateless, cluster, f"app-stateless-{compiled}", data, 2, tmp_path, mode(compiled))
+            app = f"app-{make.__name__}-{compiled}"
+            run_runtime(make, cluster, app, data, 2, tmp_path, mode(compiled))
             wait_until(lambda c=cluster: len(c.read("out")) > 0, what="output")
             outputs.append([(r.partition, r.key, r.value, r.timestamp) for r in cluster.read("out")])
         finally:
             cluster.close()
+    if make is python_chain:
+        # New keys send both tasks' records to one output partition, interleaved as the tasks ran.
+        outputs = [sorted(output) for output in outputs]
     assert outputs[0] == outputs[1]
-    assert len(outputs[0]) == sum(1 for _, doc, _, _ in data if not doc["bot"])
+    expected = [doc for _, doc, _, _ in data if not doc["bot"]]
+    if make is python_chain:
+        expected = [doc for doc in expected if not doc["user"].startswith("u1")]
+    assert len(outputs[0]) == len(expected)
 
 
 def test_a_bad_record_goes_to_the_deserialization_handler_on_both_paths(tmp_path) -> None:  # type: ignore[no-untyped-def]
