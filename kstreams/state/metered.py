@@ -221,6 +221,10 @@ class _Metered(StoreLayer, Generic[K, V]):
         finally:
             self._unmeter()
 
+    def raw_key(self, key: K) -> bytes:
+        """The bytes ``key`` is stored under (its serialized form)."""
+        return self._key_bytes(key)
+
     def _key_bytes(self, key: K) -> bytes:
         serde = self.key_serde
         data = key if serde is None else serde.serialize(self._topic, key)

@@ -7,8 +7,9 @@ reducer and window spec), so operations are recognised here with no change to us
 - with a kernel (``native``): filters written with ``kstreams.predicates``, projections of a
   JSON field, pass-throughs, and counts and reductions with the built-in reducers
   (``operator.add``, ``min``, ``max``), plain or over time windows;
-- in batch form around a Python function: a ``filter`` with a plain predicate, and a
-  ``map``/``map_values``/``select_key`` with a plain function (whose records go only to sinks).
+- in batch form around a Python function: a ``filter`` with a plain predicate, a
+  ``map``/``map_values``/``select_key`` with a plain function, and a count, reduce or aggregate
+  (not windowed) with Python functions.
 
 This module decides from the topology's definition only (``describe()`` labels the kernels); the
 runtime's compiler (``kstreams.runtime.compiled``) then checks the serdes and stores of the running
@@ -49,6 +50,7 @@ MapShape = Literal["map", "values", "values_with_key", "key"]
 # Operations around Python functions: batch form, but no kernel (describe() does not label them).
 PYTHON_FILTER = "filter[python]"
 PYTHON_MAP = "map[python]"
+PYTHON_AGGREGATE = "aggregate[python]"
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,7 @@ class OperationKernel:
     @property
     def native(self) -> bool:
         """Whether a kernel runs it (not a Python function called per record)."""
-        return self.name not in (PYTHON_FILTER, PYTHON_MAP)
+        return self.name not in (PYTHON_FILTER, PYTHON_MAP, PYTHON_AGGREGATE)
 
     @property
     def label(self) -> str:
@@ -104,16 +106,22 @@ def kernel_for_supplier(supplier: Any) -> OperationKernel | None:
         return OperationKernel("pass")
     if isinstance(supplier, StreamAggregateSupplier | WindowedAggregateSupplier):
         windows = supplier.windows if isinstance(supplier, WindowedAggregateSupplier) else None
-        if supplier.kind == "count":
-            name = "count"
-        elif supplier.kind == "reduce":
-            try:
-                name = REDUCERS.get(supplier.aggregator, "")
-            except TypeError:  # an unhashable callable object: not a built-in reducer
-                name = ""
-            if not name:
+        name = _kernel_of_aggregation(supplier)
+        if name is None:
+            if windows is not None:
                 return None
-        else:
-            return None
+            return OperationKernel(PYTHON_AGGREGATE, store_name=supplier.store_name)
         return OperationKernel(name, windows=windows, store_name=supplier.store_name)
+    return None
+
+
+def _kernel_of_aggregation(supplier: StreamAggregateSupplier | WindowedAggregateSupplier) -> str | None:
+    """count, or reduce with a built-in reducer: the kernel's name; None for Python functions."""
+    if supplier.kind == "count":
+        return "count"
+    if supplier.kind == "reduce":
+        try:
+            return REDUCERS.get(supplier.aggregator)
+        except TypeError:  # an unhashable callable object: not a built-in reducer
+            return None
     return None

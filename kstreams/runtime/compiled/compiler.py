@@ -21,9 +21,11 @@ from kstreams._native import kernels
 from kstreams.runtime.compiled.steps import (
     AggregateStep,
     BoundaryStep,
+    ColumnSinkStep,
     FilterStep,
     PassThroughStep,
     ProjectStep,
+    PythonAggregateStep,
     PythonChainStep,
     PythonFilterStep,
     SegmentTask,
@@ -33,7 +35,13 @@ from kstreams.runtime.compiled.steps import (
 )
 from kstreams.state.caching import CachingKeyValueStore, CachingWindowStore
 from kstreams.state.metered import MeteredKeyValueStore, MeteredWindowStore
-from kstreams.topology.compiled_ops import PYTHON_FILTER, PYTHON_MAP, OperationKernel, kernel_for_supplier
+from kstreams.topology.compiled_ops import (
+    PYTHON_AGGREGATE,
+    PYTHON_FILTER,
+    PYTHON_MAP,
+    OperationKernel,
+    kernel_for_supplier,
+)
 from kstreams.topology.dsl.processors.aggregate import StreamAggregateProcessor, WindowedAggregateProcessor
 from kstreams.topology.graph import ProcessorGraph, ProcessorNode, SinkNode, SourceNode
 
@@ -131,10 +139,7 @@ def _compile_source(source: SourceNode) -> CompiledSource | None:
         return None
     # Batch order differs from record order only across branches: two sinks writing one topic
     # from different branches would interleave differently, so such trees stay per record.
-    sink_topics = Counter(step.node.topic for step in steps if isinstance(step, SinkStep))
-    sink_topics.update(
-        sink.topic for step in steps if isinstance(step, PythonChainStep) for sink in step.sinks
-    )
+    sink_topics = Counter(step.node.topic for step in steps if isinstance(step, SinkStep | ColumnSinkStep))
     if any(count > 1 for count in sink_topics.values()):
         return None
     # Kafka runs each record depth first through every branch before the next record. A batch
@@ -147,16 +152,36 @@ def _compile_source(source: SourceNode) -> CompiledSource | None:
     return segment
 
 
+_AGGREGATES = (AggregateStep, PythonAggregateStep)
+
+
 def _contains(step: Step, kinds: tuple[type, ...]) -> bool:
     return isinstance(step, kinds) or any(_contains(child, kinds) for child in step.children)
+
+
+def _runs_python(step: Step) -> bool:
+    """Whether a Python processor that may read any store runs somewhere in the step's subtree."""
+    if isinstance(step, BoundaryStep) and not _lone_aggregation(step.node):
+        return True
+    return any(_runs_python(child) for child in step.children)
+
+
+def _lone_aggregation(node: Any) -> bool:
+    """A DSL aggregation without children: it touches only its own store."""
+    return (
+        isinstance(node, ProcessorNode)
+        and isinstance(node.processor, StreamAggregateProcessor | WindowedAggregateProcessor)
+        and not node.children
+    )
 
 
 def _stateful_branches_fork(children: list[Step]) -> bool:
     """At some fork, a branch of Python processors (which may read any store of the task) runs
     beside another branch that writes state (an aggregation) or runs Python too. Sibling
-    aggregations alone never observe each other: each writes its own store."""
-    python = sum(1 for child in children if _contains(child, (BoundaryStep,)))
-    stateful = sum(1 for child in children if _contains(child, (BoundaryStep, AggregateStep)))
+    aggregations alone never observe each other: each writes its own store, and so does a DSL
+    aggregation run record by record that forwards nowhere else."""
+    python = sum(1 for child in children if _runs_python(child))
+    stateful = sum(1 for child in children if _runs_python(child) or _contains(child, _AGGREGATES))
     if python >= 1 and stateful >= 2:
         return True
     return any(_stateful_branches_fork(child.children) for child in children)
@@ -179,6 +204,8 @@ def _compile_node(node: Any, key_enc: int, value_enc: int) -> Step:
         assert op.function is not None
         children = [_compile_node(child, key_enc, value_enc) for child in node.children]
         return PythonFilterStep(node, children, op.function, op.negate)
+    if op.name == PYTHON_AGGREGATE:
+        return _compile_python_aggregate(node) or BoundaryStep(node, [])
     if op.name == "pass":
         return PassThroughStep(node, [_compile_node(c, key_enc, value_enc) for c in node.children])
     if op.name == "filter":
@@ -212,25 +239,48 @@ def _compile_node(node: Any, key_enc: int, value_enc: int) -> Step:
 
 
 def _compile_python_chain(node: ProcessorNode, op: OperationKernel) -> Step | None:
-    """Python filters and mappers in a line (each the only child of the one before) whose last one
-    forwards only to sinks that take batches run as one step; None when the line ends elsewhere."""
+    """Python filters and mappers in a line (each the only child of the one before) run as one
+    step when what follows the line can take their results as columns (sinks that take batches,
+    aggregations with a cache); None when nothing after the line would."""
     nodes, ops = [node], [op]
     while len(nodes[-1].children) == 1:
         child = nodes[-1].children[0]
-        if not isinstance(child, ProcessorNode):
-            break
-        child_op = kernel_for_supplier(child.supplier)
+        child_op = kernel_for_supplier(child.supplier) if isinstance(child, ProcessorNode) else None
         if child_op is None or child_op.name not in (PYTHON_FILTER, PYTHON_MAP):
-            return None
+            break
         nodes.append(child)
         ops.append(child_op)
-    children = nodes[-1].children
-    sinks = [child for child in children if isinstance(child, SinkNode) and child.sends_batches]
-    if not sinks or len(sinks) != len(children):
+    children = [_column_step(child) for child in nodes[-1].children]
+    if all(isinstance(child, BoundaryStep) for child in children):
         return None
-    if len({sink.topic for sink in sinks}) != len(sinks):
+    sinks = [child.node.topic for child in children if isinstance(child, ColumnSinkStep)]
+    if len(set(sinks)) != len(sinks):
         return None  # two sinks of one topic: per-record order interleaves them
-    return PythonChainStep(nodes, ops, sinks)
+    return PythonChainStep(nodes, ops, children)
+
+
+def _column_step(node: Any) -> Step:
+    """The step for a node below a chain of Python functions (records as Python objects)."""
+    if isinstance(node, SinkNode) and node.sends_batches:
+        return ColumnSinkStep(node, [])
+    if isinstance(node, ProcessorNode):
+        op = kernel_for_supplier(node.supplier)
+        if op is not None and op.windows is None and (op.name == PYTHON_AGGREGATE or op.name in _OPS):
+            return _compile_python_aggregate(node) or BoundaryStep(node, [])
+    return BoundaryStep(node, [])
+
+
+def _compile_python_aggregate(node: ProcessorNode) -> PythonAggregateStep | None:
+    """A DSL aggregation (not windowed) over a cached key-value store, with Python functions."""
+    processor = node.processor
+    if not isinstance(processor, StreamAggregateProcessor) or not isinstance(
+        processor.store, MeteredKeyValueStore
+    ):
+        return None
+    caching = processor.store.wrapped
+    if not processor.forwarder.cached or not isinstance(caching, CachingKeyValueStore):
+        return None
+    return PythonAggregateStep(node, processor, processor.store, caching)
 
 
 def _predicate_fits(predicate: Any, key_enc: int, value_enc: int) -> bool:
@@ -258,6 +308,8 @@ def _compile_sink(sink: SinkNode, key_enc: int, value_enc: int) -> Step:
 def _compile_aggregate(node: ProcessorNode, op: OperationKernel, key_enc: int, value_enc: int) -> Step:
     """An aggregation over a cached store whose serdes are the stream's runs through its kernel."""
     processor = node.processor
+    # Where the kernel does not fit, Python functions over the same cached store still may.
+    fallback: Step = (op.windows is None and _compile_python_aggregate(node)) or BoundaryStep(node, [])
     # The layers a kernel can update: a metered store over a caching store of the window kind.
     layers = (
         (WindowedAggregateProcessor, MeteredWindowStore, CachingWindowStore)
@@ -265,20 +317,20 @@ def _compile_aggregate(node: ProcessorNode, op: OperationKernel, key_enc: int, v
         else (StreamAggregateProcessor, MeteredKeyValueStore, CachingKeyValueStore)
     )
     if not isinstance(processor, layers[0]) or not isinstance(processor.store, layers[1]):
-        return BoundaryStep(node, [])
+        return fallback
     metered = processor.store
     caching = metered.wrapped
     if not processor.forwarder.cached or not isinstance(caching, layers[2]):
-        return BoundaryStep(node, [])
+        return fallback
     store_key = encoding_of(metered.key_serde)
     store_value = encoding_of(metered.value_serde)
     if store_key != key_enc or key_enc == kernels.JSON:
-        return BoundaryStep(node, [])
+        return fallback
     if op.name == "count":
         if store_value != kernels.LONG:
-            return BoundaryStep(node, [])
+            return fallback
     elif store_value != value_enc or value_enc not in _NUMERIC:
-        return BoundaryStep(node, [])
+        return fallback
     assert store_value is not None
     return AggregateStep(
         node, _OPS[op.name], op.label, key_enc, value_enc, store_value, metered, caching, op.windows

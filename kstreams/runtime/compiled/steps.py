@@ -12,6 +12,9 @@ aggregation step is the same instance the per-record path uses, so state such as
 aggregation's observed stream time is shared. A step reads and sets what its task's processor
 context says is running (``SegmentTask``): the node, so that an exception names it, and the
 record context, for the records it hands to Python processors.
+
+Below a chain of Python functions the records are Python objects, not bytes: such steps take
+``Columns`` (``run_columns``). A step that cannot use them hands them record by record to its node.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import logging
 import struct
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -43,16 +47,22 @@ if TYPE_CHECKING:
     from kstreams.runtime.processor_context import ProcessorContextImpl
     from kstreams.state.metered import MeteredKeyValueStore, MeteredWindowStore
     from kstreams.topology.compiled_ops import OperationKernel
-    from kstreams.topology.dsl.processors.aggregate import WindowedAggregateProcessor
+    from kstreams.topology.dsl.processors.aggregate import (
+        StreamAggregateProcessor,
+        WindowedAggregateProcessor,
+    )
     from kstreams.topology.dsl.windows import TimeWindows
     from kstreams.topology.graph import ProcessorNode, SinkNode
 
 __all__ = [
     "AggregateStep",
     "BoundaryStep",
+    "ColumnSinkStep",
+    "Columns",
     "FilterStep",
     "PassThroughStep",
     "ProjectStep",
+    "PythonAggregateStep",
     "PythonChainStep",
     "PythonFilterStep",
     "SegmentTask",
@@ -101,8 +111,19 @@ def encoding_of(serde: Any) -> int | None:
     return _SERDE_ENCODINGS.get(type(serde))
 
 
+@dataclass(slots=True)
+class Columns:
+    """Records as Python objects, column by column (keys and values as the serdes made them)."""
+
+    keys: list[Any]
+    values: list[Any]
+    timestamps: list[int]
+    offsets: list[int]
+
+
 class Step:
-    """One node of a compiled segment. ``run`` processes a batch in the given encodings."""
+    """One node of a compiled segment. ``run`` processes a batch in the given encodings;
+    ``run_columns`` records given as Python objects."""
 
     name: str
     kernel: str  # what describe() and logs call the kernel; "" for a boundary
@@ -124,6 +145,20 @@ class Step:
     def boundary(self, task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
         """Run this step's node record by record (the per-record path from here on)."""
         run_per_record(task, self.node, batch, key_enc, value_enc)
+
+    def run_columns(self, task: SegmentTask, columns: Columns) -> None:
+        """Hand each record to this step's node (the per-record path from here on)."""
+        context = task.context
+        position = context.record_context
+        node = self.node
+        process = node.process
+        for k, v, ts, offset in zip(
+            columns.keys, columns.values, columns.timestamps, columns.offsets, strict=True
+        ):
+            position.offset = offset
+            position.timestamp = ts
+            context.node = node
+            process(Record(k, v, ts, None))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
@@ -221,10 +256,9 @@ class PythonChainStep(Step):
 
     kernel = "chain[python]"
 
-    def __init__(self, nodes: list[ProcessorNode], ops: list[OperationKernel], sinks: list[SinkNode]):
-        super().__init__(nodes[0], [])
+    def __init__(self, nodes: list[ProcessorNode], ops: list[OperationKernel], children: list[Step]):
+        super().__init__(nodes[0], children)
         self.nodes = nodes
-        self.sinks = sinks
         self._ops = ops
 
     def run(self, task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
@@ -266,9 +300,9 @@ class PythonChainStep(Step):
             index = np.asarray(kept, dtype=np.intp)
             timestamps = timestamps[index]
             offsets = offsets[index]
-        for sink in self.sinks:
-            context.node = sink
-            sink.send_batch(keys, values, timestamps, offsets)
+        columns = Columns(keys, values, timestamps.tolist(), offsets.tolist())
+        for child in self.children:
+            child.run_columns(task, columns)
 
 
 def _key_value(result: Any) -> tuple[Any, Any]:
@@ -279,6 +313,94 @@ def _key_value(result: Any) -> tuple[Any, Any]:
             f"The mapper of map must return a KeyValue (or a (key, value) tuple), got {result!r}."
         ) from None
     return key, value
+
+
+class ColumnSinkStep(Step):
+    """A sink that takes batches, below a chain of Python functions: serializes the columns and
+    sends one batch per partition."""
+
+    kernel = "sink[python]"
+    node: SinkNode
+
+    def run_columns(self, task: SegmentTask, columns: Columns) -> None:
+        task.context.node = self.node
+        self.node.send_batch(
+            columns.keys,
+            columns.values,
+            np.asarray(columns.timestamps, dtype=np.int64),
+            np.asarray(columns.offsets, dtype=np.int64),
+        )
+
+
+class PythonAggregateStep(Step):
+    """count, reduce or aggregate with Python functions per key into a cached key-value store, a
+    batch at a time: the functions run per record, in record order, but each key of the batch is
+    read from the store once and written once (after its last record, in the order of the keys'
+    last records, as the cache orders record by record updates). Without a cache every update must
+    go downstream, so the per-record path runs instead. The batch's writes hold the store's query
+    lock, so an interactive query sees the store before or after a batch, never in between."""
+
+    kernel = "aggregate[python]"
+
+    def __init__(
+        self,
+        node: ProcessorNode,
+        processor: StreamAggregateProcessor,
+        store: MeteredKeyValueStore[Any, Any],
+        caching: CachingKeyValueStore,
+    ) -> None:
+        super().__init__(node, [])
+        self._processor = processor
+        self._store = store
+        self._caching = caching
+
+    def run(self, task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
+        topic = task.context.record_context.topic
+        decode_key = _DECODERS[key_enc].deserialize
+        decode_value = _DECODERS[value_enc].deserialize
+        columns = Columns(
+            [decode_key(topic, k) for k in batch.keys()],
+            [decode_value(topic, v) for v in batch.values()],
+            batch.timestamps_array().tolist(),
+            batch.offsets_array().tolist(),
+        )
+        self.run_columns(task, columns)
+
+    def run_columns(self, task: SegmentTask, columns: Columns) -> None:
+        cache = self._caching.current_cache()
+        if cache is None or cache.max_bytes == 0:
+            super().run_columns(task, columns)
+            return
+        context = task.context
+        position = context.record_context
+        context.node = self.node
+        store = self._store
+        raw_key = store.raw_key
+        apply = self._processor.spec._apply
+        # store key -> [key, aggregate, timestamp, index of the key's last record]
+        slots: dict[bytes, list[Any]] = {}
+        for i, (k, v, ts) in enumerate(zip(columns.keys, columns.values, columns.timestamps, strict=True)):
+            if k is None or v is None:
+                continue  # as the processor skips them (Kafka's rule for non-windowed aggregations)
+            position.offset = columns.offsets[i]
+            position.timestamp = ts
+            slot = slots.get(raw := raw_key(k))
+            if slot is None:
+                slot = slots[raw] = [k, store.get(k), ts, i]
+            slot[1] = apply(k, v, slot[1])
+            slot[2] = ts
+            slot[3] = i
+        if not slots:
+            return
+        with store.query_lock:
+            for k, aggregate, ts, i in sorted(slots.values(), key=_last_record):
+                position.offset = columns.offsets[i]
+                position.timestamp = ts
+                store.put(k, aggregate)
+
+
+def _last_record(slot: list[Any]) -> int:
+    return slot[3]  # type: ignore[no-any-return]
 
 
 class ProjectStep(Step):

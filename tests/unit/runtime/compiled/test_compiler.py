@@ -19,6 +19,7 @@ from kstreams.client import KafkaStreams
 from kstreams.predicates import json_field, value
 from kstreams.runtime.compiled.steps import (
     AggregateStep,
+    ColumnSinkStep,
     FilterStep,
     ProjectStep,
     PythonChainStep,
@@ -102,6 +103,20 @@ def python_chain() -> Any:
     return builder.build()
 
 
+def python_aggregates() -> Any:
+    """Aggregations with Python functions, after a Python mapper and straight from the source."""
+    builder = StreamsBuilder()
+    docs = builder.stream("in", Consumed.with_(STRING, JSON)).map_values(lambda doc: doc["user"])
+    grouped = docs.group_by_key()
+    grouped.count(Materialized.as_("counts")).to_stream().to("out", Produced.with_(STRING, LONG_SERDE))
+    grouped.windowed_by(TimeWindows.of_size_with_no_grace(50)).count(Materialized.as_("windowed"))
+    longs = builder.stream("longs", Consumed.with_(STRING, LONG_SERDE))
+    longs.group_by_key().reduce(
+        lambda a, b: a + b if b % 7 else a - b, Materialized.as_("sums").with_value_serde(LONG_SERDE)
+    ).to_stream().to("out-min", Produced.with_(STRING, LONG_SERDE))
+    return builder.build()
+
+
 def rekeyed() -> Any:
     """select_key from a JSON field, a repartition, then a count in the next subtopology."""
     builder = StreamsBuilder()
@@ -119,6 +134,7 @@ TOPOLOGIES = {
     "mixed": mixed,
     "python_mappers": python_mappers,
     "python_chain": python_chain,
+    "python_aggregates": python_aggregates,
     "rekeyed": rekeyed,
 }
 
@@ -203,15 +219,24 @@ def test_dsl_operations_with_kernels_become_compiled_steps() -> None:
         "windowed-count",
     ]
     _, segments = run_driver(mixed, records(5))
-    assert _kinds(segments) == [FilterStep, PythonChainStep]
+    assert _kinds(segments) == [FilterStep, PythonChainStep, ColumnSinkStep]
     _, segments = run_driver(python_mappers, records(5))
     assert sorted(t.__name__ for t in _kinds(segments)) == [
+        "ColumnSinkStep",
+        "ColumnSinkStep",
         "FilterStep",
         "PythonChainStep",
         "PythonChainStep",
     ]
     _, segments = run_driver(python_chain, records(5))
-    assert _kinds(segments) == [PythonChainStep]
+    assert _kinds(segments) == [PythonChainStep, ColumnSinkStep]
+    _, segments = run_driver(python_aggregates, records(5))
+    assert sorted(t.__name__ for t in _kinds(segments)) == [
+        "BoundaryStep",
+        "PythonAggregateStep",
+        "PythonAggregateStep",
+        "PythonChainStep",
+    ]
 
 
 def test_a_store_without_a_cache_gets_every_update_per_record() -> None:
@@ -278,7 +303,8 @@ def run_runtime(make: Callable[[], Any], cluster: Any, app_id: str, data, thread
         cluster=cluster,
     )
     # records processed: each input record once per subtopology it passes (skipped ones are not counted)
-    expected = len(data) * (2 if make is rekeyed else 1) - (1 if bad else 0)
+    inputs = 2 if make in (rekeyed, python_aggregates) else 1  # a repartition, or two source topics
+    expected = len(data) * inputs - (1 if bad else 0)
     streams.start()
     try:
         wait_until(
@@ -314,7 +340,7 @@ def _final(cluster: Any, topic: str) -> dict[bytes, bytes]:
     return {r.key: r.value for r in cluster.read(topic)}
 
 
-@pytest.mark.parametrize("name", ["counts", "reductions", "rekeyed", "python_mappers"])
+@pytest.mark.parametrize("name", ["counts", "reductions", "rekeyed", "python_mappers", "python_aggregates"])
 def test_runtime_aggregates_match_the_per_record_path(name: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
     from kstreams.cluster import EmbeddedCluster
 
