@@ -9,7 +9,7 @@ reducer and window spec), so operations are recognised here with no change to us
   (``operator.add``, ``min``, ``max``), plain or over time windows;
 - in batch form around a Python function: a ``filter`` with a plain predicate, a
   ``map``/``map_values``/``select_key`` with a plain function, and a count, reduce or aggregate
-  (not windowed) with Python functions.
+  (plain or over time windows) with Python functions.
 
 This module decides from the topology's definition only (``describe()`` labels the kernels); the
 runtime's compiler (``kstreams.runtime.compiled``) then checks the serdes and stores of the running
@@ -108,9 +108,7 @@ def kernel_for_supplier(supplier: Any) -> OperationKernel | None:
         windows = supplier.windows if isinstance(supplier, WindowedAggregateSupplier) else None
         name = _kernel_of_aggregation(supplier)
         if name is None:
-            if windows is not None:
-                return None
-            return OperationKernel(PYTHON_AGGREGATE, store_name=supplier.store_name)
+            return OperationKernel(PYTHON_AGGREGATE, windows=windows, store_name=supplier.store_name)
         return OperationKernel(name, windows=windows, store_name=supplier.store_name)
     return None
 

@@ -28,6 +28,7 @@ from kstreams.runtime.compiled.steps import (
     PythonAggregateStep,
     PythonChainStep,
     PythonFilterStep,
+    PythonWindowedAggregateStep,
     SegmentTask,
     SinkStep,
     Step,
@@ -152,7 +153,7 @@ def _compile_source(source: SourceNode) -> CompiledSource | None:
     return segment
 
 
-_AGGREGATES = (AggregateStep, PythonAggregateStep)
+_AGGREGATES = (AggregateStep, PythonAggregateStep, PythonWindowedAggregateStep)
 
 
 def _contains(step: Step, kinds: tuple[type, ...]) -> bool:
@@ -265,22 +266,23 @@ def _column_step(node: Any) -> Step:
         return ColumnSinkStep(node, [])
     if isinstance(node, ProcessorNode):
         op = kernel_for_supplier(node.supplier)
-        if op is not None and op.windows is None and (op.name == PYTHON_AGGREGATE or op.name in _OPS):
+        if op is not None and (op.name == PYTHON_AGGREGATE or op.name in _OPS):
             return _compile_python_aggregate(node) or BoundaryStep(node, [])
     return BoundaryStep(node, [])
 
 
-def _compile_python_aggregate(node: ProcessorNode) -> PythonAggregateStep | None:
-    """A DSL aggregation (not windowed) over a cached key-value store, with Python functions."""
+def _compile_python_aggregate(node: ProcessorNode) -> Step | None:
+    """A DSL aggregation over a cached store, with Python functions (plain or windowed)."""
     processor = node.processor
-    if not isinstance(processor, StreamAggregateProcessor) or not isinstance(
-        processor.store, MeteredKeyValueStore
-    ):
-        return None
-    caching = processor.store.wrapped
-    if not processor.forwarder.cached or not isinstance(caching, CachingKeyValueStore):
-        return None
-    return PythonAggregateStep(node, processor, processor.store, caching)
+    if isinstance(processor, StreamAggregateProcessor) and isinstance(processor.store, MeteredKeyValueStore):
+        caching = processor.store.wrapped
+        if processor.forwarder.cached and isinstance(caching, CachingKeyValueStore):
+            return PythonAggregateStep(node, processor, processor.store, caching)
+    if isinstance(processor, WindowedAggregateProcessor) and isinstance(processor.store, MeteredWindowStore):
+        window_caching = processor.store.wrapped
+        if processor.forwarder.cached and isinstance(window_caching, CachingWindowStore):
+            return PythonWindowedAggregateStep(node, processor, processor.store, window_caching)
+    return None
 
 
 def _predicate_fits(predicate: Any, key_enc: int, value_enc: int) -> bool:
@@ -309,7 +311,7 @@ def _compile_aggregate(node: ProcessorNode, op: OperationKernel, key_enc: int, v
     """An aggregation over a cached store whose serdes are the stream's runs through its kernel."""
     processor = node.processor
     # Where the kernel does not fit, Python functions over the same cached store still may.
-    fallback: Step = (op.windows is None and _compile_python_aggregate(node)) or BoundaryStep(node, [])
+    fallback = _compile_python_aggregate(node) or BoundaryStep(node, [])
     # The layers a kernel can update: a metered store over a caching store of the window kind.
     layers = (
         (WindowedAggregateProcessor, MeteredWindowStore, CachingWindowStore)

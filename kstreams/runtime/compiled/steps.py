@@ -65,6 +65,7 @@ __all__ = [
     "PythonAggregateStep",
     "PythonChainStep",
     "PythonFilterStep",
+    "PythonWindowedAggregateStep",
     "SegmentTask",
     "SinkStep",
     "Step",
@@ -355,16 +356,7 @@ class PythonAggregateStep(Step):
         self._caching = caching
 
     def run(self, task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
-        topic = task.context.record_context.topic
-        decode_key = _DECODERS[key_enc].deserialize
-        decode_value = _DECODERS[value_enc].deserialize
-        columns = Columns(
-            [decode_key(topic, k) for k in batch.keys()],
-            [decode_value(topic, v) for v in batch.values()],
-            batch.timestamps_array().tolist(),
-            batch.offsets_array().tolist(),
-        )
-        self.run_columns(task, columns)
+        self.run_columns(task, _decoded(task, batch, key_enc, value_enc))
 
     def run_columns(self, task: SegmentTask, columns: Columns) -> None:
         cache = self._caching.current_cache()
@@ -400,7 +392,96 @@ class PythonAggregateStep(Step):
 
 
 def _last_record(slot: list[Any]) -> int:
-    return slot[3]  # type: ignore[no-any-return]
+    return slot[-1]  # type: ignore[no-any-return]
+
+
+class PythonWindowedAggregateStep(Step):
+    """A windowed count, reduce or aggregate with Python functions into a cached window store, a
+    batch at a time, as ``PythonAggregateStep`` does per key: per (key, window) here. Records are
+    assigned to windows and late ones dropped in record order, against the processor's own
+    observed stream time, exactly as record by record."""
+
+    kernel = "windowed-aggregate[python]"
+
+    def __init__(
+        self,
+        node: ProcessorNode,
+        processor: WindowedAggregateProcessor,
+        store: MeteredWindowStore[Any, Any],
+        caching: CachingWindowStore,
+    ) -> None:
+        super().__init__(node, [])
+        self._processor = processor
+        self._store = store
+        self._caching = caching
+
+    def run(self, task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
+        self.run_columns(task, _decoded(task, batch, key_enc, value_enc))
+
+    def run_columns(self, task: SegmentTask, columns: Columns) -> None:
+        cache = self._caching.current_cache()
+        if cache is None or cache.max_bytes == 0:
+            super().run_columns(task, columns)
+            return
+        context = task.context
+        position = context.record_context
+        context.node = self.node
+        store = self._store
+        raw_key = store.raw_key
+        processor = self._processor
+        spec = processor.spec
+        apply = spec._apply
+        windows_for = spec.windows.windows_for
+        grace = processor.grace_ms
+        observed = processor.observed_stream_time
+        dropped = 0
+        # (store key, window start) -> [key, start, aggregate, timestamp, index of the last record]
+        slots: dict[tuple[bytes, int], list[Any]] = {}
+        try:
+            for i, (k, v, ts) in enumerate(
+                zip(columns.keys, columns.values, columns.timestamps, strict=True)
+            ):
+                if k is None:
+                    continue  # a null value still counts in a windowed aggregation (Kafka's rule)
+                if ts > observed:
+                    observed = ts
+                close = observed - grace
+                raw = raw_key(k)
+                for start, end in windows_for(ts):
+                    if end <= close:
+                        dropped += 1
+                        continue
+                    slot = slots.get((raw, start))
+                    if slot is None:
+                        position.offset = columns.offsets[i]
+                        position.timestamp = ts
+                        slot = slots[(raw, start)] = [k, start, store.fetch(k, start), ts, i]
+                    slot[2] = apply(k, v, slot[2])
+                    slot[3] = ts
+                    slot[4] = i
+        finally:
+            processor.observed_stream_time = observed
+            processor.dropped += dropped
+        if not slots:
+            return
+        with store.query_lock:
+            for k, start, aggregate, ts, i in sorted(slots.values(), key=_last_record):
+                position.offset = columns.offsets[i]
+                position.timestamp = ts
+                store.put(k, aggregate, start)
+
+
+def _decoded(task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> Columns:
+    """A batch's records as Python objects, decoded as the source's serdes would."""
+    topic = task.context.record_context.topic
+    decode_key = _DECODERS[key_enc].deserialize
+    decode_value = _DECODERS[value_enc].deserialize
+    return Columns(
+        [decode_key(topic, k) for k in batch.keys()],
+        [decode_value(topic, v) for v in batch.values()],
+        batch.timestamps_array().tolist(),
+        batch.offsets_array().tolist(),
+    )
 
 
 class ProjectStep(Step):

@@ -110,10 +110,16 @@ def python_aggregates() -> Any:
     grouped = docs.group_by_key()
     grouped.count(Materialized.as_("counts")).to_stream().to("out", Produced.with_(STRING, LONG_SERDE))
     grouped.windowed_by(TimeWindows.of_size_with_no_grace(50)).count(Materialized.as_("windowed"))
-    longs = builder.stream("longs", Consumed.with_(STRING, LONG_SERDE))
-    longs.group_by_key().reduce(
+    longs = builder.stream("longs", Consumed.with_(STRING, LONG_SERDE)).group_by_key()
+    longs.reduce(
         lambda a, b: a + b if b % 7 else a - b, Materialized.as_("sums").with_value_serde(LONG_SERDE)
     ).to_stream().to("out-min", Produced.with_(STRING, LONG_SERDE))
+    # hopping windows with a grace shorter than the input's disorder: some records come too late
+    longs.windowed_by(TimeWindows.of_size_and_grace(100, 20).advance_by(50)).aggregate(
+        lambda: 0,
+        lambda k, v, agg: agg * 3 + v,
+        Materialized.as_("windowed-sums").with_value_serde(LONG_SERDE),
+    )
     return builder.build()
 
 
@@ -232,10 +238,11 @@ def test_dsl_operations_with_kernels_become_compiled_steps() -> None:
     assert _kinds(segments) == [PythonChainStep, ColumnSinkStep]
     _, segments = run_driver(python_aggregates, records(5))
     assert sorted(t.__name__ for t in _kinds(segments)) == [
-        "BoundaryStep",
         "PythonAggregateStep",
         "PythonAggregateStep",
         "PythonChainStep",
+        "PythonWindowedAggregateStep",
+        "PythonWindowedAggregateStep",
     ]
 
 
