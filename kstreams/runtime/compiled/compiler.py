@@ -22,6 +22,7 @@ from kstreams.runtime.compiled.steps import (
     AggregateStep,
     BoundaryStep,
     ColumnSinkStep,
+    CountColumnsStep,
     FilterStep,
     PassThroughStep,
     ProjectStep,
@@ -33,6 +34,7 @@ from kstreams.runtime.compiled.steps import (
     SinkStep,
     Step,
     encoding_of,
+    keeps_keys,
 )
 from kstreams.state.caching import CachingKeyValueStore, CachingWindowStore
 from kstreams.state.metered import MeteredKeyValueStore, MeteredWindowStore
@@ -153,7 +155,7 @@ def _compile_source(source: SourceNode) -> CompiledSource | None:
     return segment
 
 
-_AGGREGATES = (AggregateStep, PythonAggregateStep, PythonWindowedAggregateStep)
+_AGGREGATES = (AggregateStep, CountColumnsStep, PythonAggregateStep, PythonWindowedAggregateStep)
 
 
 def _contains(step: Step, kinds: tuple[type, ...]) -> bool:
@@ -197,7 +199,7 @@ def _compile_node(node: Any, key_enc: int, value_enc: int) -> Step:
     if op is None:
         return BoundaryStep(node, [])
     if op.name in (PYTHON_FILTER, PYTHON_MAP):
-        chain = _compile_python_chain(node, op)
+        chain = _compile_python_chain(node, op, key_enc)
         if chain is not None:
             return chain
         if op.name == PYTHON_MAP:
@@ -239,7 +241,7 @@ def _compile_node(node: Any, key_enc: int, value_enc: int) -> Step:
     return _compile_aggregate(node, op, key_enc, value_enc)
 
 
-def _compile_python_chain(node: ProcessorNode, op: OperationKernel) -> Step | None:
+def _compile_python_chain(node: ProcessorNode, op: OperationKernel, key_enc: int) -> Step | None:
     """Python filters and mappers in a line (each the only child of the one before) run as one
     step when what follows the line can take their results as columns (sinks that take batches,
     aggregations with a cache); None when nothing after the line would."""
@@ -251,7 +253,8 @@ def _compile_python_chain(node: ProcessorNode, op: OperationKernel) -> Step | No
             break
         nodes.append(child)
         ops.append(child_op)
-    children = [_column_step(child) for child in nodes[-1].children]
+    source_keys = key_enc if keeps_keys(ops) else None
+    children = [_column_step(child, source_keys) for child in nodes[-1].children]
     if all(isinstance(child, BoundaryStep) for child in children):
         return None
     sinks = [child.node.topic for child in children if isinstance(child, ColumnSinkStep)]
@@ -260,12 +263,17 @@ def _compile_python_chain(node: ProcessorNode, op: OperationKernel) -> Step | No
     return PythonChainStep(nodes, ops, children)
 
 
-def _column_step(node: Any) -> Step:
-    """The step for a node below a chain of Python functions (records as Python objects)."""
+def _column_step(node: Any, key_enc: int | None) -> Step:
+    """The step for a node below a chain of Python functions (records as Python objects);
+    ``key_enc`` is the source's key encoding when the chain kept the keys."""
     if isinstance(node, SinkNode) and node.sends_batches:
         return ColumnSinkStep(node, [])
     if isinstance(node, ProcessorNode):
         op = kernel_for_supplier(node.supplier)
+        if op is not None and op.name == "count" and key_enc is not None:
+            count = _compile_aggregate(node, op, key_enc, kernels.BYTES)
+            if isinstance(count, AggregateStep):
+                return CountColumnsStep(node, count, key_enc)
         if op is not None and (op.name == PYTHON_AGGREGATE or op.name in _OPS):
             return _compile_python_aggregate(node) or BoundaryStep(node, [])
     return BoundaryStep(node, [])

@@ -59,6 +59,7 @@ __all__ = [
     "BoundaryStep",
     "ColumnSinkStep",
     "Columns",
+    "CountColumnsStep",
     "FilterStep",
     "PassThroughStep",
     "ProjectStep",
@@ -114,12 +115,14 @@ def encoding_of(serde: Any) -> int | None:
 
 @dataclass(slots=True)
 class Columns:
-    """Records as Python objects, column by column (keys and values as the serdes made them)."""
+    """Records as Python objects, column by column (keys and values as the serdes made them);
+    ``raw_keys``: the keys as the source read them (bytes), when nothing on the way changed them."""
 
     keys: list[Any]
     values: list[Any]
     timestamps: list[int]
     offsets: list[int]
+    raw_keys: list[bytes | None] | None = None
 
 
 class Step:
@@ -261,6 +264,7 @@ class PythonChainStep(Step):
         super().__init__(nodes[0], children)
         self.nodes = nodes
         self._ops = ops
+        self.keeps_keys = keeps_keys(ops)
 
     def run(self, task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
         context = task.context
@@ -268,7 +272,8 @@ class PythonChainStep(Step):
         decode_key = _DECODERS[key_enc].deserialize
         decode_value = _DECODERS[value_enc].deserialize
         context.node = self.node  # an exception then names the processor that raised
-        keys = [decode_key(topic, k) for k in batch.keys()]
+        raw_keys = batch.keys()
+        keys = [decode_key(topic, k) for k in raw_keys]
         values = [decode_value(topic, v) for v in batch.values()]
         kept: list[int] | None = None  # positions in the batch of the records still in the chain
         for node, op in zip(self.nodes, self._ops, strict=True):
@@ -301,9 +306,42 @@ class PythonChainStep(Step):
             index = np.asarray(kept, dtype=np.intp)
             timestamps = timestamps[index]
             offsets = offsets[index]
-        columns = Columns(keys, values, timestamps.tolist(), offsets.tolist())
+            raw_keys = [raw_keys[i] for i in kept]
+        columns = Columns(
+            keys, values, timestamps.tolist(), offsets.tolist(), raw_keys if self.keeps_keys else None
+        )
         for child in self.children:
             child.run_columns(task, columns)
+
+
+def keeps_keys(ops: list[OperationKernel]) -> bool:
+    """Whether a chain of Python operations leaves every record's key as it was."""
+    return all(op.name == PYTHON_FILTER or op.shape in ("values", "values_with_key") for op in ops)
+
+
+class CountColumnsStep(Step):
+    """A count (plain or windowed) below a chain that kept the keys: a count reads only the key and
+    whether the value is null, so the kernel counts a batch of the source's key bytes and empty or
+    null values, as if the chain's values had been re-encoded."""
+
+    def __init__(self, node: ProcessorNode, count: AggregateStep, key_enc: int) -> None:
+        super().__init__(node, [])
+        self.kernel = count.kernel
+        self._count = count
+        self._key_enc = key_enc
+
+    def run_columns(self, task: SegmentTask, columns: Columns) -> None:
+        if columns.raw_keys is None:
+            super().run_columns(task, columns)
+            return
+        batch = RecordBatch.from_columns(
+            columns.raw_keys,
+            [None if v is None else b"" for v in columns.values],
+            np.asarray(columns.timestamps, dtype=np.int64),
+            0,
+            np.asarray(columns.offsets, dtype=np.int64),
+        )
+        self._count.run(task, batch, self._key_enc, kernels.BYTES)
 
 
 def _key_value(result: Any) -> tuple[Any, Any]:
