@@ -27,6 +27,7 @@ COUNT: int
 SUM: int
 MIN: int
 MAX: int
+REDUCE: int
 
 def validate(batch: RecordBatch, key_enc: int, value_enc: int) -> int:
     """Index of the first record whose key or value its serde would reject, or whose timestamp is
@@ -74,11 +75,13 @@ def aggregate(
     advance_ms: int = 0,
     grace_ms: int = 0,
     observed_time: int = -1,
+    reducer: Callable[[Any, Any], Any] | None = None,
 ) -> tuple[int, int] | None:
-    """COUNT/SUM/MIN/MAX per key (per window) of a batch into a record-cache namespace, as the
-    DSL's aggregate processors would record by record; old aggregates from the cache, else from
-    ``load(cache_key)``. Each key's newest aggregate is put once, in last-update order, with its
-    last record's timestamp. Returns (observed_time, dropped) or None (nothing written)."""
+    """COUNT/SUM/MIN/MAX/REDUCE per key (per window) of a batch into a record-cache namespace, as
+    the DSL's aggregate processors would record by record; old aggregates from the cache, else from
+    ``load(cache_key)``. REDUCE calls ``reducer(aggregate, value)`` per record with the GIL. Each
+    key's newest aggregate is put once, in last-update order, with its last record's timestamp.
+    Returns (observed_time, dropped) or None (nothing written: a record needs the Python path)."""
 
 def decode_numbers(batch: RecordBatch, side: int, enc: int) -> tuple[np.ndarray, np.ndarray]:
     """Keys (side 0) or values (1) of a numeric encoding as int64 or float64, and a null mask."""

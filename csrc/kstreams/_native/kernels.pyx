@@ -88,11 +88,13 @@ cdef enum:
     OP_SUM = 1
     OP_MIN = 2
     OP_MAX = 3
+    OP_REDUCE = 4
 
 COUNT = OP_COUNT
 SUM = OP_SUM
 MIN = OP_MIN
 MAX = OP_MAX
+REDUCE = OP_REDUCE
 P_KINDS = {"cmp": P_CMP, "and": P_AND, "or": P_OR, "not": P_NOT, "true": P_TRUE}
 CMP_OPS = {"eq": CMP_EQ, "ne": CMP_NE, "lt": CMP_LT, "le": CMP_LE, "gt": CMP_GT, "ge": CMP_GE,
            "is_null": CMP_IS_NULL}

@@ -101,9 +101,14 @@ cdef inline void _cache_key(const ks_SlotKey* key, string& out) noexcept nogil:
 def aggregate(RecordCache cache not None, str namespace not None, RecordBatch batch not None,
               int op, int value_enc, int store_enc, load, bint windowed=False,
               int64_t size_ms=0, int64_t advance_ms=0, int64_t grace_ms=0,
-              int64_t observed_time=-1):
-    """Count, sum, min or max per key (per window when ``windowed``) of a batch into the store's
-    record-cache namespace, exactly as the DSL's aggregate processors would record by record.
+              int64_t observed_time=-1, reducer=None):
+    """Count, sum, min, max or reduce per key (per window when ``windowed``) of a batch into the
+    store's record-cache namespace, exactly as the DSL's aggregate processors would record by record.
+
+    REDUCE calls the Python ``reducer(aggregate, value)`` per record (with the GIL), on numbers as
+    the built-in serdes decode them; a result the aggregate's encoding cannot hold (not an int for
+    LONG/INT, out of range, not a float for DOUBLE) returns None, and the per-record path then runs
+    the batch (calling the reducer again for its records).
 
     Records with a null key are skipped; records with a null value are skipped unless windowed
     counting (Kafka's rules). Old aggregates come from the cache, else from ``load(cache_key)``
@@ -139,6 +144,8 @@ def aggregate(RecordCache cache not None, str namespace not None, RecordBatch ba
     cdef char buf[8]
     if windowed and (size_ms <= 0 or advance_ms <= 0):
         raise ValueError("windowed aggregation needs a positive size and advance")
+    if (op == OP_REDUCE) != (reducer is not None):
+        raise ValueError("REDUCE needs a reducer, and only REDUCE takes one")
     # Pass 1 (no GIL): the slots each record updates; then, under the cache mutex, the cached
     # aggregates of those slots.
     with nogil:
@@ -212,7 +219,92 @@ def aggregate(RecordCache cache not None, str namespace not None, RecordBatch ba
         elif type(stored) is not bytes or _slot_from_bytes(
                 &entry.second, PyBytes_AS_STRING(stored), PyBytes_GET_SIZE(stored), store_enc) < 0:
             return None
-    # Pass 2 (no GIL, no lock): the aggregates, record by record, in the slots.
+    # Pass 2: the aggregates, record by record, in the slots (REDUCE calls Python, with the GIL).
+    if op == OP_REDUCE:
+        failed = _reduce_in_slots(batch, updates, value_enc, store_enc, reducer)
+    else:
+        _aggregate_in_slots(batch, updates, op, value_enc, store_enc, &failed)
+    if failed:
+        return None
+    # Pass 3 (cache mutex, no GIL): each key's newest aggregate, in last-update order; then the
+    # batch's maps are freed, still without the GIL.
+    with nogil:
+        cache._mutex.lock()
+        nc = cache._find(name)
+        if nc != NULL:
+            for j in range(<Py_ssize_t>updates.size()):
+                u = updates[j]
+                slot = &u.entry.second
+                if slot.last != j:
+                    continue
+                if store_enc == ENC_DOUBLE:
+                    _put_be64(buf, _double_bits(slot.d))
+                    wval.assign(buf, 8)
+                elif store_enc == ENC_INT:
+                    _put_be32(buf, <uint32_t><int32_t>slot.i)
+                    wval.assign(buf, 4)
+                else:
+                    _put_be64(buf, <uint64_t>slot.i)
+                    wval.assign(buf, 8)
+                _cache_key(&u.entry.first, wkey)
+                cache._upsert(nc, wkey, wval, False, slot.ts, True)
+                cache._evict_while_over(nc, flushes, pending)
+        cache._mutex.unlock()
+        slots.clear()
+        updates.clear()
+        updates.shrink_to_fit()
+    if not flushes.empty():
+        cache._deliver(flushes, pending)
+    return observed, dropped
+
+
+cdef int _reduce_in_slots(RecordBatch batch, vector[Update]& updates, int value_enc, int store_enc,
+                          object reducer) except -1:
+    """Pass 2 of REDUCE: 1 when a result does not fit the aggregate's encoding (nothing written)."""
+    cdef Py_ssize_t j, i
+    cdef Update u
+    cdef ks_Slot* slot
+    cdef int64_t vi = 0
+    cdef double vd = 0.0
+    for j in range(<Py_ssize_t>updates.size()):
+        u = updates[j]
+        slot = &u.entry.second
+        i = u.record
+        if _decode_number(batch.value_ptr(i), batch.value_len(i), value_enc, &vi, &vd) < 0:
+            return 1
+        if value_enc == ENC_DOUBLE:
+            if slot.state != 2:
+                slot.d = vd
+            else:
+                result = reducer(slot.d, vd)
+                if type(result) is not float:
+                    return 1
+                slot.d = <double>result
+        else:
+            if slot.state != 2:
+                slot.i = vi
+            else:
+                result = reducer(slot.i, vi)
+                if type(result) is not int or not (-(1 << 63) <= result < (1 << 63)):
+                    return 1
+                slot.i = <int64_t>result
+            if store_enc == ENC_INT and (slot.i < INT32_MIN or slot.i > INT32_MAX):
+                return 1
+        slot.state = 2
+        slot.ts = batch.ts(i)
+        slot.last = j
+    return 0
+
+
+cdef void _aggregate_in_slots(RecordBatch batch, vector[Update]& updates, int op, int value_enc,
+                              int store_enc, int* failed_out) noexcept:
+    """Pass 2 of COUNT/SUM/MIN/MAX, without the GIL; sets failed_out[0] when the kernel cannot."""
+    cdef Py_ssize_t j, i
+    cdef Update u
+    cdef ks_Slot* slot
+    cdef int64_t vi = 0, acc
+    cdef double vd = 0.0
+    cdef int failed = 0
     with nogil:
         for j in range(<Py_ssize_t>updates.size()):
             u = updates[j]
@@ -253,35 +345,4 @@ def aggregate(RecordCache cache not None, str namespace not None, RecordBatch ba
             slot.state = 2
             slot.ts = batch.ts(i)
             slot.last = j
-    if failed:
-        return None
-    # Pass 3 (cache mutex, no GIL): each key's newest aggregate, in last-update order; then the
-    # batch's maps are freed, still without the GIL.
-    with nogil:
-        cache._mutex.lock()
-        nc = cache._find(name)
-        if nc != NULL:
-            for j in range(<Py_ssize_t>updates.size()):
-                u = updates[j]
-                slot = &u.entry.second
-                if slot.last != j:
-                    continue
-                if store_enc == ENC_DOUBLE:
-                    _put_be64(buf, _double_bits(slot.d))
-                    wval.assign(buf, 8)
-                elif store_enc == ENC_INT:
-                    _put_be32(buf, <uint32_t><int32_t>slot.i)
-                    wval.assign(buf, 4)
-                else:
-                    _put_be64(buf, <uint64_t>slot.i)
-                    wval.assign(buf, 8)
-                _cache_key(&u.entry.first, wkey)
-                cache._upsert(nc, wkey, wval, False, slot.ts, True)
-                cache._evict_while_over(nc, flushes, pending)
-        cache._mutex.unlock()
-        slots.clear()
-        updates.clear()
-        updates.shrink_to_fit()
-    if not flushes.empty():
-        cache._deliver(flushes, pending)
-    return observed, dropped
+    failed_out[0] = failed

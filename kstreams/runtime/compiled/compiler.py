@@ -207,7 +207,7 @@ def _compile_node(node: Any, key_enc: int, value_enc: int) -> Step:
         assert op.function is not None
         children = [_compile_node(child, key_enc, value_enc) for child in node.children]
         return PythonFilterStep(node, children, op.function, op.negate)
-    if op.name == PYTHON_AGGREGATE:
+    if op.name == PYTHON_AGGREGATE and not _python_reduce(node):
         return _compile_python_aggregate(node) or BoundaryStep(node, [])
     if op.name == "pass":
         return PassThroughStep(node, [_compile_node(c, key_enc, value_enc) for c in node.children])
@@ -315,6 +315,14 @@ def _compile_sink(sink: SinkNode, key_enc: int, value_enc: int) -> Step:
     return SinkStep(sink, key_dst, value_dst)
 
 
+def _python_reduce(node: ProcessorNode) -> bool:
+    """A reduce with a Python reducer: the kernel runs it on numbers, calling the reducer."""
+    processor = node.processor
+    return isinstance(processor, StreamAggregateProcessor | WindowedAggregateProcessor) and (
+        processor.spec.kind == "reduce"
+    )
+
+
 def _compile_aggregate(node: ProcessorNode, op: OperationKernel, key_enc: int, value_enc: int) -> Step:
     """An aggregation over a cached store whose serdes are the stream's runs through its kernel."""
     processor = node.processor
@@ -336,12 +344,19 @@ def _compile_aggregate(node: ProcessorNode, op: OperationKernel, key_enc: int, v
     store_value = encoding_of(metered.value_serde)
     if store_key != key_enc or key_enc == kernels.JSON:
         return fallback
+    reducer = None
+    if op.name == PYTHON_AGGREGATE:  # a reduce with a Python reducer (see _python_reduce)
+        reducer = processor.spec.aggregator
     if op.name == "count":
         if store_value != kernels.LONG:
             return fallback
     elif store_value != value_enc or value_enc not in _NUMERIC:
         return fallback
     assert store_value is not None
+    if reducer is not None:
+        code, label = kernels.REDUCE, ("windowed-" if op.windows is not None else "") + "reduce[python]"
+    else:
+        code, label = _OPS[op.name], op.label
     return AggregateStep(
-        node, _OPS[op.name], op.label, key_enc, value_enc, store_value, metered, caching, op.windows
+        node, code, label, key_enc, value_enc, store_value, metered, caching, op.windows, reducer
     )

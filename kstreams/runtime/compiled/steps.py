@@ -582,9 +582,9 @@ class SinkStep(Step):
 
 
 class AggregateStep(Step):
-    """count, or reduce with ``operator.add``/``min``/``max``, per key (and window) into a cached
-    store, through the ``aggregate`` kernel. Without a cache (or with a cache of size 0) every
-    update must go downstream, so the per-record path runs instead."""
+    """count, or reduce with ``operator.add``/``min``/``max`` or a Python reducer (on numbers), per
+    key (and window) into a cached store, through the ``aggregate`` kernel. Without a cache (or
+    with a cache of size 0) every update must go downstream, so the per-record path runs instead."""
 
     def __init__(
         self,
@@ -597,9 +597,11 @@ class AggregateStep(Step):
         store: MeteredKeyValueStore[Any, Any] | MeteredWindowStore[Any, Any],
         caching: CachingKeyValueStore | CachingWindowStore,
         windows: TimeWindows | None = None,
+        reducer: Callable[[Any, Any], Any] | None = None,
     ) -> None:
         super().__init__(node, [])
         self._op = op
+        self._reducer = reducer
         self.kernel = kernel
         self._key_enc = key_enc
         self._value_enc = value_enc
@@ -628,6 +630,7 @@ class AggregateStep(Step):
         if cache is None or cache.max_bytes == 0:
             self.boundary(task, batch, key_enc, value_enc)
             return
+        task.context.node = self.node  # a reducer's exception then names this processor
         with self._query_lock:
             result = self._aggregate(cache, batch, value_enc)
         if result is None:
@@ -638,7 +641,14 @@ class AggregateStep(Step):
         windows = self._windows
         if windows is None:
             return kernels.aggregate(
-                cache, caching.namespace, batch, self._op, value_enc, self._store_enc, self._load
+                cache,
+                caching.namespace,
+                batch,
+                self._op,
+                value_enc,
+                self._store_enc,
+                self._load,
+                reducer=self._reducer,
             )
         processor: WindowedAggregateProcessor = self.node.processor
         result = kernels.aggregate(
@@ -654,6 +664,7 @@ class AggregateStep(Step):
             windows.advance_ms,
             windows.grace_ms,
             processor.observed_stream_time,
+            self._reducer,
         )
         if result is not None:
             processor.observed_stream_time, dropped = result

@@ -206,11 +206,11 @@ def test_split_partitions_uses_the_default_partitioner_and_round_robin() -> None
     assert sum(len(p) for _, p in parts) == len(keys)
 
 
-def _aggregate(cache, batch, op, value_enc=kernels.LONG, store=None, **window):  # type: ignore[no-untyped-def]
+def _aggregate(cache, batch, op, value_enc=kernels.LONG, store=None, reducer=None, **window):  # type: ignore[no-untyped-def]
     store = {} if store is None else store
     store_enc = kernels.LONG if op == kernels.COUNT else value_enc
     return kernels.aggregate(
-        cache, "0_0-s", batch, op, value_enc, store_enc, store.get, bool(window), **window
+        cache, "0_0-s", batch, op, value_enc, store_enc, store.get, bool(window), **window, reducer=reducer
     )
 
 
@@ -218,8 +218,14 @@ def _flushed(cache):  # type: ignore[no-untyped-def]
     cache.flush("0_0-s")
 
 
+def _wavy(aggregate: int, value: int) -> int:
+    """A reducer no kernel has, whose result depends on the order of the values."""
+    return aggregate * 3 - value if value % 4 else aggregate + value
+
+
 @pytest.mark.parametrize(
-    ("op", "fold"), [(kernels.SUM, operator.add), (kernels.MIN, min), (kernels.MAX, max)]
+    ("op", "fold"),
+    [(kernels.SUM, operator.add), (kernels.MIN, min), (kernels.MAX, max), (kernels.REDUCE, _wavy)],
 )
 def test_aggregate_reduces_per_key_like_python(op, fold) -> None:  # type: ignore[no-untyped-def]
     rng = random.Random(op)
@@ -230,7 +236,8 @@ def test_aggregate_reduces_per_key_like_python(op, fold) -> None:  # type: ignor
     cache = RecordCache(1 << 20)
     cache.add_namespace("0_0-s", flushed.extend)
     store = {b"k3": LONG.pack(1000)}  # an aggregate the cache does not hold yet
-    assert _aggregate(cache, batch, op, store=store) == (-1, 0)
+    reducer = fold if op == kernels.REDUCE else None
+    assert _aggregate(cache, batch, op, store=store, reducer=reducer) == (-1, 0)
     expected: dict[bytes, int] = {b"k3": 1000}
     last_ts: dict[bytes, int] = {}
     for i, (k, n) in enumerate(zip(keys, numbers, strict=True)):
@@ -280,6 +287,25 @@ def test_windowed_count_buckets_hopping_windows_and_drops_closed_ones() -> None:
             start += 5
     assert counts == expected
     assert dropped == expected_dropped
+
+
+@pytest.mark.parametrize("result", [2**63, 1.5, "1", None, True])
+def test_a_python_reducer_result_the_long_cannot_hold_leaves_the_batch_to_python(result) -> None:  # type: ignore[no-untyped-def]
+    cache = RecordCache(1 << 20)
+    cache.add_namespace("0_0-s", lambda entries: None)
+    batch = batch_of([b"a", b"b", b"a"], [LONG.pack(1), LONG.pack(2), LONG.pack(3)])
+    assert _aggregate(cache, batch, kernels.REDUCE, reducer=lambda a, v: result) is None
+    assert cache.namespace_size("0_0-s") == 0
+
+
+def test_reduce_needs_a_reducer_and_only_reduce_takes_one() -> None:
+    cache = RecordCache(1 << 20)
+    cache.add_namespace("0_0-s", lambda entries: None)
+    batch = batch_of([b"a"], [LONG.pack(1)])
+    with pytest.raises(ValueError, match="REDUCE needs a reducer"):
+        _aggregate(cache, batch, kernels.REDUCE)
+    with pytest.raises(ValueError, match="REDUCE needs a reducer"):
+        _aggregate(cache, batch, kernels.SUM, reducer=operator.add)
 
 
 def test_aggregate_leaves_overflow_to_python_and_changes_nothing() -> None:

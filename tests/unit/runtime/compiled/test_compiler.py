@@ -121,7 +121,9 @@ def python_aggregates() -> Any:
         lambda a, b: a + b if b % 7 else a - b, Materialized.as_("sums").with_value_serde(LONG_SERDE)
     ).to_stream().to("out-min", Produced.with_(STRING, LONG_SERDE))
     # hopping windows with a grace shorter than the input's disorder: some records come too late
-    longs.windowed_by(TimeWindows.of_size_and_grace(100, 20).advance_by(50)).aggregate(
+    hopping = longs.windowed_by(TimeWindows.of_size_and_grace(100, 20).advance_by(50))
+    hopping.reduce(lambda a, b: a * 2 - b, Materialized.as_("windowed-reduce").with_value_serde(LONG_SERDE))
+    hopping.aggregate(
         lambda: 0,
         lambda k, v, agg: agg * 3 + v,
         Materialized.as_("windowed-sums").with_value_serde(LONG_SERDE),
@@ -244,9 +246,10 @@ def test_dsl_operations_with_kernels_become_compiled_steps() -> None:
     assert _kinds(segments) == [PythonChainStep, ColumnSinkStep]
     _, segments = run_driver(python_aggregates, records(5))
     assert sorted(t.__name__ for t in _kinds(segments)) == [
+        "AggregateStep",
+        "AggregateStep",
         "CountColumnsStep",
         "CountColumnsStep",
-        "PythonAggregateStep",
         "PythonAggregateStep",
         "PythonChainStep",
         "PythonChainStep",
