@@ -223,14 +223,23 @@ class SinkNode(_Node):
         """Whether the sink takes whole batches: its topic is fixed and it partitions by default."""
         return self.topic is not None and self._partition is None
 
-    def send_batch(self, keys: list[Any], values: list[Any], timestamps: Any, offsets: Any) -> None:
+    def send_batch(
+        self,
+        keys: list[Any],
+        values: list[Any],
+        timestamps: Any,
+        offsets: Any,
+        key_bytes: list[bytes | None] | None = None,
+    ) -> None:
         """Serialize and send records given as columns (timestamps and offsets as int64 arrays),
-        as ``process`` would one by one. Only for a sink that ``sends_batches``."""
+        as ``process`` would one by one; ``key_bytes``, when given, are the keys already
+        serialized. Only for a sink that ``sends_batches``."""
         topic = self._batch_topic()
-        try:
-            key_bytes = [self._key_serialize(topic, k) for k in keys]
-        except Exception as exc:
-            raise self._serialization_error("key", self.key_serializer, topic, exc) from exc
+        if key_bytes is None:
+            try:
+                key_bytes = [self._key_serialize(topic, k) for k in keys]
+            except Exception as exc:
+                raise self._serialization_error("key", self.key_serializer, topic, exc) from exc
         try:
             value_bytes = [self._value_serialize(topic, v) for v in values]
         except Exception as exc:

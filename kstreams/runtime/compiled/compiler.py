@@ -267,7 +267,10 @@ def _column_step(node: Any, key_enc: int | None) -> Step:
     """The step for a node below a chain of Python functions (records as Python objects);
     ``key_enc`` is the source's key encoding when the chain kept the keys."""
     if isinstance(node, SinkNode) and node.sends_batches:
-        return ColumnSinkStep(node, [])
+        same_key_bytes = (
+            key_enc is not None and key_enc != kernels.JSON and key_enc == encoding_of(node.key_serializer)
+        )
+        return ColumnSinkStep(node, same_key_bytes)
     if isinstance(node, ProcessorNode):
         op = kernel_for_supplier(node.supplier)
         if op is not None and op.name == "count" and key_enc is not None:

@@ -39,6 +39,7 @@ from kstreams.serdes import (
     LongSerde,
     ShortSerde,
     StringSerde,
+    json_loads,
 )
 from kstreams.state.caching import CachingKeyValueStore, CachingWindowStore
 from kstreams.topology.compiled_ops import PYTHON_FILTER
@@ -106,6 +107,19 @@ class SegmentTask(Protocol):
 
     @property
     def context(self) -> ProcessorContextImpl: ...
+
+
+def decode_column(enc: int, topic: str | None, raw: list[bytes | None]) -> list[Any]:
+    """A column's bytes as the built-in serde of ``enc`` reads them, for a batch the source's
+    compiled segment accepted (so every value decodes)."""
+    if enc == kernels.BYTES:
+        return raw
+    if enc == kernels.STRING:
+        return [None if b is None else b.decode("utf-8") for b in raw]
+    if enc == kernels.JSON:
+        return [None if b is None else json_loads(b) for b in raw]
+    deserialize = _DECODERS[enc].deserialize
+    return [deserialize(topic, b) for b in raw]
 
 
 def encoding_of(serde: Any) -> int | None:
@@ -269,12 +283,10 @@ class PythonChainStep(Step):
     def run(self, task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
         context = task.context
         topic = context.record_context.topic
-        decode_key = _DECODERS[key_enc].deserialize
-        decode_value = _DECODERS[value_enc].deserialize
         context.node = self.node  # an exception then names the processor that raised
         raw_keys = batch.keys()
-        keys = [decode_key(topic, k) for k in raw_keys]
-        values = [decode_value(topic, v) for v in batch.values()]
+        keys = decode_column(key_enc, topic, raw_keys)
+        values = decode_column(value_enc, topic, batch.values())
         kept: list[int] | None = None  # positions in the batch of the records still in the chain
         for node, op in zip(self.nodes, self._ops, strict=True):
             context.node = node
@@ -361,6 +373,12 @@ class ColumnSinkStep(Step):
     kernel = "sink[python]"
     node: SinkNode
 
+    def __init__(self, node: SinkNode, reuses_keys: bool) -> None:
+        super().__init__(node, [])
+        # The sink would write the keys exactly as the source read them (same built-in serde,
+        # one whose bytes survive a decode and encode): the source's bytes are sent as they are.
+        self._reuses_keys = reuses_keys
+
     def run_columns(self, task: SegmentTask, columns: Columns) -> None:
         task.context.node = self.node
         self.node.send_batch(
@@ -368,6 +386,7 @@ class ColumnSinkStep(Step):
             columns.values,
             np.asarray(columns.timestamps, dtype=np.int64),
             np.asarray(columns.offsets, dtype=np.int64),
+            columns.raw_keys if self._reuses_keys else None,
         )
 
 
@@ -512,11 +531,9 @@ class PythonWindowedAggregateStep(Step):
 def _decoded(task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> Columns:
     """A batch's records as Python objects, decoded as the source's serdes would."""
     topic = task.context.record_context.topic
-    decode_key = _DECODERS[key_enc].deserialize
-    decode_value = _DECODERS[value_enc].deserialize
     return Columns(
-        [decode_key(topic, k) for k in batch.keys()],
-        [decode_value(topic, v) for v in batch.values()],
+        decode_column(key_enc, topic, batch.keys()),
+        decode_column(value_enc, topic, batch.values()),
         batch.timestamps_array().tolist(),
         batch.offsets_array().tolist(),
     )
