@@ -586,9 +586,11 @@ class KafkaConsumer:
             return
         except KafkaException as exc:
             err = kafka_error_of(exc)
-            if err is None or err.code() != KafkaError._STATE:
+            if err is None or err.code() not in _NOT_SEEKABLE_YET:
                 raise cluster_error(f"Seeking {partition} to offset {offset}", exc) from exc
-        # librdkafka has not started fetching the partition yet, so it cannot seek it.
+        # librdkafka has not started fetching the partition yet (_STATE), or its fetcher moved to
+        # a newer version of the assignment while the seek was on its way (_OUTDATED, right after
+        # an assign): either way the partition cannot be sought now.
         if self._listener is None:
             # Manual assignment: assign the partition again at the offset.
             try:
@@ -644,6 +646,10 @@ class KafkaConsumer:
 def message_partition(message: Message) -> TopicPartition:
     """The partition a fetched (non-error) message comes from."""
     return TopicPartition(cast(str, message.topic()), cast(int, message.partition()))
+
+
+# Seek errors that mean "not yet": the partition is (re)assigned at the offset instead.
+_NOT_SEEKABLE_YET = frozenset({KafkaError._STATE, KafkaError._OUTDATED})
 
 
 def _ktp(tp: TopicPartition, offset: int = OFFSET_INVALID) -> KafkaTopicPartition:

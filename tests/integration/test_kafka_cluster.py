@@ -289,3 +289,49 @@ def test_kafka_streams_reaches_the_broker_from_bootstrap_servers_alone(kafka_bro
         assert streams.close(timeout=30)
     assert sorted(r.value for r in cluster.read(sink)) == sorted(f"V{i}".encode() for i in range(10))
     cluster.close()
+
+
+class _OutdatedOnce:
+    """librdkafka's consumer, whose first seek fails with _OUTDATED: what librdkafka answers a
+    seek that races an assign (the fetcher moved on to the new assignment's version)."""
+
+    def __init__(self, consumer: object) -> None:
+        self._consumer = consumer
+        self.failed = False
+
+    def seek(self, partition: object) -> None:
+        if not self.failed:
+            from confluent_kafka import KafkaError, KafkaException
+
+            self.failed = True
+            raise KafkaException(
+                KafkaError(KafkaError._OUTDATED, "Failed to seek to offset: Local: Outdated")
+            )
+        self._consumer.seek(partition)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._consumer, name)
+
+
+def test_a_seek_that_librdkafka_calls_outdated_still_lands_on_its_offset(kafka_cluster, app_id):
+    # The restore thread assigns changelog partitions and seeks them at once; an _OUTDATED seek
+    # used to end the restore thread (and with it the client).
+    name = f"{app_id}-seek"
+    kafka_cluster.create_topic(name, partitions=1)
+    for i in range(6):
+        kafka_cluster.produce(name, None, f"v{i}".encode(), partition=0)
+    tp = TopicPartition(name, 0)
+    consumer = kafka_cluster.consumer(None, {"auto.offset.reset": "earliest"})
+    try:
+        consumer.assign([tp])
+        injected = consumer._consumer = _OutdatedOnce(consumer._consumer)
+        consumer.seek(tp, 4)
+        assert injected.failed
+        values: list[bytes] = []
+        deadline = time.monotonic() + 30
+        while len(values) < 2 and time.monotonic() < deadline:
+            for _, batch in consumer.poll(0.2):
+                values.extend(batch.values())
+        assert values == [b"v4", b"v5"]
+    finally:
+        consumer.close()
