@@ -390,23 +390,12 @@ class ColumnSinkStep(Step):
         )
 
 
-class PythonAggregateStep(Step):
-    """count, reduce or aggregate with Python functions per key into a cached key-value store, a
-    batch at a time: the functions run per record, in record order, but each key of the batch is
-    read from the store once and written once (after its last record, in the order of the keys'
-    last records, as the cache orders record by record updates). Without a cache every update must
-    go downstream, so the per-record path runs instead. The batch's writes hold the store's query
-    lock, so an interactive query sees the store before or after a batch, never in between."""
+class _PythonAggregation(Step):
+    """What the batch forms of the DSL's aggregations share: the node's processor, its metered
+    store and the caching layer below it, and the rule that without a cache (or with a cache of
+    size 0) every update must go downstream, so the per-record path runs instead."""
 
-    kernel = "aggregate[python]"
-
-    def __init__(
-        self,
-        node: ProcessorNode,
-        processor: StreamAggregateProcessor,
-        store: MeteredKeyValueStore[Any, Any],
-        caching: CachingKeyValueStore,
-    ) -> None:
+    def __init__(self, node: ProcessorNode, processor: Any, store: Any, caching: Any) -> None:
         super().__init__(node, [])
         self._processor = processor
         self._store = store
@@ -415,9 +404,25 @@ class PythonAggregateStep(Step):
     def run(self, task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
         self.run_columns(task, _decoded(task, batch, key_enc, value_enc))
 
-    def run_columns(self, task: SegmentTask, columns: Columns) -> None:
+    def _caches(self) -> bool:
         cache = self._caching.current_cache()
-        if cache is None or cache.max_bytes == 0:
+        return cache is not None and cache.max_bytes > 0
+
+
+class PythonAggregateStep(_PythonAggregation):
+    """count, reduce or aggregate with Python functions per key into a cached key-value store, a
+    batch at a time: the functions run per record, in record order, but each key of the batch is
+    read from the store once and written once (after its last record, in the order of the keys'
+    last records, as the cache orders record by record updates). Without a cache every update must
+    go downstream, so the per-record path runs instead. The batch's writes hold the store's query
+    lock, so an interactive query sees the store before or after a batch, never in between."""
+
+    kernel = "aggregate[python]"
+    _processor: StreamAggregateProcessor
+    _store: MeteredKeyValueStore[Any, Any]
+
+    def run_columns(self, task: SegmentTask, columns: Columns) -> None:
+        if not self._caches():
             super().run_columns(task, columns)
             return
         context = task.context
@@ -452,32 +457,18 @@ def _last_record(slot: list[Any]) -> int:
     return slot[-1]  # type: ignore[no-any-return]
 
 
-class PythonWindowedAggregateStep(Step):
+class PythonWindowedAggregateStep(_PythonAggregation):
     """A windowed count, reduce or aggregate with Python functions into a cached window store, a
     batch at a time, as ``PythonAggregateStep`` does per key: per (key, window) here. Records are
     assigned to windows and late ones dropped in record order, against the processor's own
     observed stream time, exactly as record by record."""
 
     kernel = "windowed-aggregate[python]"
-
-    def __init__(
-        self,
-        node: ProcessorNode,
-        processor: WindowedAggregateProcessor,
-        store: MeteredWindowStore[Any, Any],
-        caching: CachingWindowStore,
-    ) -> None:
-        super().__init__(node, [])
-        self._processor = processor
-        self._store = store
-        self._caching = caching
-
-    def run(self, task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
-        self.run_columns(task, _decoded(task, batch, key_enc, value_enc))
+    _processor: WindowedAggregateProcessor
+    _store: MeteredWindowStore[Any, Any]
 
     def run_columns(self, task: SegmentTask, columns: Columns) -> None:
-        cache = self._caching.current_cache()
-        if cache is None or cache.max_bytes == 0:
+        if not self._caches():
             super().run_columns(task, columns)
             return
         context = task.context
