@@ -223,9 +223,6 @@ class _Metered(StoreLayer, Generic[K, V]):
 
     def raw_key(self, key: K) -> bytes:
         """The bytes ``key`` is stored under (its serialized form)."""
-        return self._key_bytes(key)
-
-    def _key_bytes(self, key: K) -> bytes:
         serde = self.key_serde
         data = key if serde is None else serde.serialize(self._topic, key)
         if isinstance(data, bytes):
@@ -300,28 +297,28 @@ class MeteredKeyValueStore(_Metered[K, V], KeyValueStore[K, V]):
         return self.wrapped.set_flush_listener(forward)
 
     def get(self, key: K) -> V | None:
-        return self._value(self.wrapped.get(self._key_bytes(key)))
+        return self._value(self.wrapped.get(self.raw_key(key)))
 
     def put(self, key: K, value: V | None) -> None:
-        key_bytes = self._key_bytes(key)
+        key_bytes = self.raw_key(key)
         value_bytes = self._value_bytes(value)
         with self.query_lock:
             self.wrapped.put(key_bytes, value_bytes)
 
     def put_if_absent(self, key: K, value: V) -> V | None:
-        key_bytes = self._key_bytes(key)
+        key_bytes = self.raw_key(key)
         value_bytes = self._value_bytes(value)
         with self.query_lock:
             previous = self.wrapped.put_if_absent(key_bytes, value_bytes)  # type: ignore[arg-type]
         return self._value(previous)
 
     def put_all(self, entries: list[tuple[K, V | None]]) -> None:
-        serialized = [(self._key_bytes(key), self._value_bytes(value)) for key, value in entries]
+        serialized = [(self.raw_key(key), self._value_bytes(value)) for key, value in entries]
         with self.query_lock:
             self.wrapped.put_all(serialized)
 
     def delete(self, key: K) -> V | None:
-        key_bytes = self._key_bytes(key)
+        key_bytes = self.raw_key(key)
         with self.query_lock:
             old = self.wrapped.delete(key_bytes)
         return self._value(old)
@@ -342,7 +339,7 @@ class MeteredKeyValueStore(_Metered[K, V], KeyValueStore[K, V]):
         if isinstance(prefix, bytes):
             prefix_bytes = prefix
         elif prefix_serializer is None:
-            prefix_bytes = self._key_bytes(prefix)
+            prefix_bytes = self.raw_key(prefix)
         elif hasattr(prefix_serializer, "serialize"):
             prefix_bytes = prefix_serializer.serialize(self._topic, prefix)
         else:
@@ -353,7 +350,7 @@ class MeteredKeyValueStore(_Metered[K, V], KeyValueStore[K, V]):
         return self.wrapped.approximate_num_entries()
 
     def _bound(self, key: K | None) -> bytes | None:
-        return None if key is None else self._key_bytes(key)
+        return None if key is None else self.raw_key(key)
 
     def _typed(self, entries: Iterator[tuple[bytes, bytes]]) -> Iterator[tuple[K, V]]:
         key, value = self._key, self._value
@@ -378,17 +375,17 @@ class MeteredWindowStore(_Metered[K, V], WindowLayer, WindowStore[K, V]):
         return self._set_windowed_flush_listener(listener)
 
     def put(self, key: K, value: V | None, window_start: int) -> None:
-        key_bytes = self._key_bytes(key)
+        key_bytes = self.raw_key(key)
         value_bytes = self._value_bytes(value)
         with self.query_lock:
             self.wrapped.put(key_bytes, value_bytes, window_start)
 
     def fetch(self, key: K, window_start: int) -> V | None:
-        return self._value(self.wrapped.fetch(self._key_bytes(key), window_start))
+        return self._value(self.wrapped.fetch(self.raw_key(key), window_start))
 
     def fetch_range(self, key: K, time_from: int, time_to: int) -> Iterator[tuple[int, V]]:
         value = self._value
-        for start, value_bytes in self.wrapped.fetch_range(self._key_bytes(key), time_from, time_to):
+        for start, value_bytes in self.wrapped.fetch_range(self.raw_key(key), time_from, time_to):
             yield start, value(value_bytes)  # type: ignore[misc]
 
     def fetch_all(self, time_from: int, time_to: int) -> Iterator[tuple[WindowedKey[K], V]]:
@@ -422,7 +419,7 @@ class MeteredSessionStore(_Metered[K, V], SessionLayer, SessionStore[K, V]):
         return self._set_windowed_flush_listener(listener)
 
     def _session_bytes(self, session: WindowedKey[K]) -> WindowedKey[bytes]:
-        return WindowedKey(self._key_bytes(session.key), session.start, session.end)
+        return WindowedKey(self.raw_key(session.key), session.start, session.end)
 
     def put(self, session: WindowedKey[K], aggregate: V | None) -> None:
         session_bytes = self._session_bytes(session)
@@ -436,16 +433,16 @@ class MeteredSessionStore(_Metered[K, V], SessionLayer, SessionStore[K, V]):
             self.wrapped.remove(session_bytes)
 
     def fetch_session(self, key: K, session_start: int, session_end: int) -> V | None:
-        return self._value(self.wrapped.fetch_session(self._key_bytes(key), session_start, session_end))
+        return self._value(self.wrapped.fetch_session(self.raw_key(key), session_start, session_end))
 
     def find_sessions(
         self, key: K, earliest_session_end: int, latest_session_start: int
     ) -> Iterator[tuple[WindowedKey[K], V]]:
-        found = self.wrapped.find_sessions(self._key_bytes(key), earliest_session_end, latest_session_start)
+        found = self.wrapped.find_sessions(self.raw_key(key), earliest_session_end, latest_session_start)
         return self._typed_sessions(key, found)
 
     def fetch(self, key: K) -> Iterator[tuple[WindowedKey[K], V]]:
-        return self._typed_sessions(key, self.wrapped.fetch(self._key_bytes(key)))
+        return self._typed_sessions(key, self.wrapped.fetch(self.raw_key(key)))
 
     def _typed_sessions(
         self, key: K, entries: Iterator[tuple[WindowedKey[bytes], bytes]]

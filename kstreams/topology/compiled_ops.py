@@ -8,8 +8,9 @@ reducer and window spec), so operations are recognised here with no change to us
   JSON field, pass-throughs, and counts and reductions with the built-in reducers
   (``operator.add``, ``min``, ``max``), plain or over time windows;
 - in batch form around a Python function: a ``filter`` with a plain predicate, a
-  ``map``/``map_values``/``select_key`` with a plain function, and a count, reduce or aggregate
-  (plain or over time windows) with Python functions.
+  ``map``/``map_values``/``select_key`` with a plain function, a ``reduce`` with a Python reducer
+  (the aggregation kernel calls it on numbers), and an ``aggregate`` with Python functions (plain
+  or over time windows).
 
 This module decides from the topology's definition only (``describe()`` labels the kernels); the
 runtime's compiler (``kstreams.runtime.compiled``) then checks the serdes and stores of the running
@@ -36,7 +37,18 @@ from kstreams.topology.dsl.processors.stateless import (
 )
 from kstreams.topology.dsl.windows import TimeWindows
 
-__all__ = ["REDUCERS", "OperationKernel", "kernel_for_supplier"]
+__all__ = [
+    "AGGREGATIONS",
+    "PYTHON_AGGREGATE",
+    "PYTHON_FILTER",
+    "PYTHON_MAP",
+    "PYTHON_OPS",
+    "PYTHON_REDUCE",
+    "REDUCERS",
+    "MapShape",
+    "OperationKernel",
+    "kernel_for_supplier",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -50,14 +62,17 @@ MapShape = Literal["map", "values", "values_with_key", "key"]
 # Operations around Python functions: batch form, but no kernel (describe() does not label them).
 PYTHON_FILTER = "filter[python]"
 PYTHON_MAP = "map[python]"
+PYTHON_REDUCE = "reduce[python]"
 PYTHON_AGGREGATE = "aggregate[python]"
+PYTHON_OPS = (PYTHON_FILTER, PYTHON_MAP, PYTHON_REDUCE, PYTHON_AGGREGATE)
+# The aggregations: each has a batch form over a cached store (with a kernel or around Python).
+AGGREGATIONS = ("count", "sum", "min", "max", PYTHON_REDUCE, PYTHON_AGGREGATE)
 
 
 @dataclass(frozen=True)
 class OperationKernel:
     """What a DSL operation runs as in batch form: ``name`` (filter, project, pass, count, sum,
-    min, max with kernels; ``PYTHON_FILTER``, ``PYTHON_MAP`` around a Python function) and its
-    parameters."""
+    min, max with kernels; one of ``PYTHON_OPS`` around a Python function) and its parameters."""
 
     name: str
     predicate: Predicate | None = None
@@ -66,13 +81,13 @@ class OperationKernel:
     dst_side: int = 1  # project: 0 replaces the key, 1 the value
     windows: TimeWindows | None = None
     store_name: str | None = None
-    function: Callable[..., Any] | None = None  # the Python predicate or mapper
+    function: Callable[..., Any] | None = None  # the Python predicate, mapper or reducer
     shape: MapShape = "map"
 
     @property
     def native(self) -> bool:
         """Whether a kernel runs it (not a Python function called per record)."""
-        return self.name not in (PYTHON_FILTER, PYTHON_MAP, PYTHON_AGGREGATE)
+        return self.name not in PYTHON_OPS
 
     @property
     def label(self) -> str:
@@ -107,9 +122,13 @@ def kernel_for_supplier(supplier: Any) -> OperationKernel | None:
     if isinstance(supplier, StreamAggregateSupplier | WindowedAggregateSupplier):
         windows = supplier.windows if isinstance(supplier, WindowedAggregateSupplier) else None
         name = _kernel_of_aggregation(supplier)
-        if name is None:
-            return OperationKernel(PYTHON_AGGREGATE, windows=windows, store_name=supplier.store_name)
-        return OperationKernel(name, windows=windows, store_name=supplier.store_name)
+        if name is not None:
+            return OperationKernel(name, windows=windows, store_name=supplier.store_name)
+        if supplier.kind == "reduce":
+            return OperationKernel(
+                PYTHON_REDUCE, windows=windows, store_name=supplier.store_name, function=supplier.aggregator
+            )
+        return OperationKernel(PYTHON_AGGREGATE, windows=windows, store_name=supplier.store_name)
     return None
 
 

@@ -135,8 +135,7 @@ def aggregate(RecordCache cache not None, str namespace not None, RecordBatch ba
     cdef Py_ssize_t i, j, kn, vn
     cdef const char* kp
     cdef int failed = 0, unknown_ns = 0
-    cdef int64_t ts, start, dropped = 0, observed = observed_time, vi = 0, acc
-    cdef double vd = 0.0
+    cdef int64_t ts, start, dropped = 0, observed = observed_time
     cdef string ck
     cdef vector[ks_FlushBatch] flushes
     cdef vector[ks_PendingFlush] pending
@@ -223,7 +222,8 @@ def aggregate(RecordCache cache not None, str namespace not None, RecordBatch ba
     if op == OP_REDUCE:
         failed = _reduce_in_slots(batch, updates, value_enc, store_enc, reducer)
     else:
-        _aggregate_in_slots(batch, updates, op, value_enc, store_enc, &failed)
+        with nogil:
+            failed = _aggregate_in_slots(batch, updates, op, value_enc, store_enc)
     if failed:
         return None
     # Pass 3 (cache mutex, no GIL): each key's newest aggregate, in last-update order; then the
@@ -296,53 +296,48 @@ cdef int _reduce_in_slots(RecordBatch batch, vector[Update]& updates, int value_
     return 0
 
 
-cdef void _aggregate_in_slots(RecordBatch batch, vector[Update]& updates, int op, int value_enc,
-                              int store_enc, int* failed_out) noexcept:
-    """Pass 2 of COUNT/SUM/MIN/MAX, without the GIL; sets failed_out[0] when the kernel cannot."""
+cdef int _aggregate_in_slots(RecordBatch batch, vector[Update]& updates, int op, int value_enc,
+                             int store_enc) noexcept nogil:
+    """Pass 2 of COUNT/SUM/MIN/MAX: 1 when a record needs the Python path (nothing written)."""
     cdef Py_ssize_t j, i
     cdef Update u
     cdef ks_Slot* slot
     cdef int64_t vi = 0, acc
     cdef double vd = 0.0
-    cdef int failed = 0
-    with nogil:
-        for j in range(<Py_ssize_t>updates.size()):
-            u = updates[j]
-            slot = &u.entry.second
-            i = u.record
-            if op == OP_COUNT:
-                slot.i = (slot.i if slot.state == 2 else 0) + 1
+    for j in range(<Py_ssize_t>updates.size()):
+        u = updates[j]
+        slot = &u.entry.second
+        i = u.record
+        if op == OP_COUNT:
+            slot.i = (slot.i if slot.state == 2 else 0) + 1
+        else:
+            if _decode_number(batch.value_ptr(i), batch.value_len(i), value_enc, &vi, &vd) < 0:
+                return 1
+            if value_enc == ENC_DOUBLE:
+                if slot.state != 2:
+                    slot.d = vd
+                elif op == OP_SUM:
+                    slot.d = slot.d + vd
+                elif op == OP_MIN:
+                    if vd < slot.d:
+                        slot.d = vd
+                elif vd > slot.d:
+                    slot.d = vd
             else:
-                if _decode_number(batch.value_ptr(i), batch.value_len(i), value_enc, &vi, &vd) < 0:
-                    failed = 1
-                    break
-                if value_enc == ENC_DOUBLE:
-                    if slot.state != 2:
-                        slot.d = vd
-                    elif op == OP_SUM:
-                        slot.d = slot.d + vd
-                    elif op == OP_MIN:
-                        if vd < slot.d:
-                            slot.d = vd
-                    elif vd > slot.d:
-                        slot.d = vd
-                else:
-                    if slot.state != 2:
+                if slot.state != 2:
+                    slot.i = vi
+                elif op == OP_SUM:
+                    if ks_add_overflow(slot.i, vi, &acc):
+                        return 1   # Python's int would not fit the long serde either
+                    slot.i = acc
+                elif op == OP_MIN:
+                    if vi < slot.i:
                         slot.i = vi
-                    elif op == OP_SUM:
-                        if ks_add_overflow(slot.i, vi, &acc):
-                            failed = 1   # Python's int would not fit the long serde either
-                            break
-                        slot.i = acc
-                    elif op == OP_MIN:
-                        if vi < slot.i:
-                            slot.i = vi
-                    elif vi > slot.i:
-                        slot.i = vi
-                    if store_enc == ENC_INT and (slot.i < INT32_MIN or slot.i > INT32_MAX):
-                        failed = 1
-                        break
-            slot.state = 2
-            slot.ts = batch.ts(i)
-            slot.last = j
-    failed_out[0] = failed
+                elif vi > slot.i:
+                    slot.i = vi
+                if store_enc == ENC_INT and (slot.i < INT32_MIN or slot.i > INT32_MAX):
+                    return 1
+        slot.state = 2
+        slot.ts = batch.ts(i)
+        slot.last = j
+    return 0

@@ -39,9 +39,11 @@ from kstreams.runtime.compiled.steps import (
 from kstreams.state.caching import CachingKeyValueStore, CachingWindowStore
 from kstreams.state.metered import MeteredKeyValueStore, MeteredWindowStore
 from kstreams.topology.compiled_ops import (
+    AGGREGATIONS,
     PYTHON_AGGREGATE,
     PYTHON_FILTER,
     PYTHON_MAP,
+    PYTHON_REDUCE,
     OperationKernel,
     kernel_for_supplier,
 )
@@ -207,7 +209,7 @@ def _compile_node(node: Any, key_enc: int, value_enc: int) -> Step:
         assert op.function is not None
         children = [_compile_node(child, key_enc, value_enc) for child in node.children]
         return PythonFilterStep(node, children, op.function, op.negate)
-    if op.name == PYTHON_AGGREGATE and not _python_reduce(node):
+    if op.name == PYTHON_AGGREGATE:
         return _compile_python_aggregate(node) or BoundaryStep(node, [])
     if op.name == "pass":
         return PassThroughStep(node, [_compile_node(c, key_enc, value_enc) for c in node.children])
@@ -238,7 +240,11 @@ def _compile_node(node: Any, key_enc: int, value_enc: int) -> Step:
         new_key, new_value = (kernels.JSON, value_enc) if op.dst_side == 0 else (key_enc, kernels.JSON)
         children = [_compile_node(c, new_key, new_value) for c in node.children]
         return ProjectStep(node, children, expr.side, expr.field, op.dst_side)
-    return _compile_aggregate(node, op, key_enc, value_enc)
+    return (
+        _kernel_aggregate(node, op, key_enc, value_enc)
+        or _compile_python_aggregate(node)
+        or BoundaryStep(node, [])
+    )
 
 
 def _compile_python_chain(node: ProcessorNode, op: OperationKernel, key_enc: int) -> Step | None:
@@ -274,10 +280,10 @@ def _column_step(node: Any, key_enc: int | None) -> Step:
     if isinstance(node, ProcessorNode):
         op = kernel_for_supplier(node.supplier)
         if op is not None and op.name == "count" and key_enc is not None:
-            count = _compile_aggregate(node, op, key_enc, kernels.BYTES)
-            if isinstance(count, AggregateStep):
+            count = _kernel_aggregate(node, op, key_enc, kernels.BYTES)
+            if count is not None:
                 return CountColumnsStep(node, count, key_enc)
-        if op is not None and (op.name == PYTHON_AGGREGATE or op.name in _OPS):
+        if op is not None and op.name in AGGREGATIONS:
             return _compile_python_aggregate(node) or BoundaryStep(node, [])
     return BoundaryStep(node, [])
 
@@ -318,19 +324,12 @@ def _compile_sink(sink: SinkNode, key_enc: int, value_enc: int) -> Step:
     return SinkStep(sink, key_dst, value_dst)
 
 
-def _python_reduce(node: ProcessorNode) -> bool:
-    """A reduce with a Python reducer: the kernel runs it on numbers, calling the reducer."""
+def _kernel_aggregate(
+    node: ProcessorNode, op: OperationKernel, key_enc: int, value_enc: int
+) -> AggregateStep | None:
+    """The aggregation kernel's step for a DSL aggregation over a cached store whose serdes are
+    the stream's (numbers for sum/min/max/reduce); None where the kernel does not fit."""
     processor = node.processor
-    return isinstance(processor, StreamAggregateProcessor | WindowedAggregateProcessor) and (
-        processor.spec.kind == "reduce"
-    )
-
-
-def _compile_aggregate(node: ProcessorNode, op: OperationKernel, key_enc: int, value_enc: int) -> Step:
-    """An aggregation over a cached store whose serdes are the stream's runs through its kernel."""
-    processor = node.processor
-    # Where the kernel does not fit, Python functions over the same cached store still may.
-    fallback = _compile_python_aggregate(node) or BoundaryStep(node, [])
     # The layers a kernel can update: a metered store over a caching store of the window kind.
     layers = (
         (WindowedAggregateProcessor, MeteredWindowStore, CachingWindowStore)
@@ -338,28 +337,23 @@ def _compile_aggregate(node: ProcessorNode, op: OperationKernel, key_enc: int, v
         else (StreamAggregateProcessor, MeteredKeyValueStore, CachingKeyValueStore)
     )
     if not isinstance(processor, layers[0]) or not isinstance(processor.store, layers[1]):
-        return fallback
+        return None
     metered = processor.store
     caching = metered.wrapped
     if not processor.forwarder.cached or not isinstance(caching, layers[2]):
-        return fallback
+        return None
     store_key = encoding_of(metered.key_serde)
     store_value = encoding_of(metered.value_serde)
-    if store_key != key_enc or key_enc == kernels.JSON:
-        return fallback
-    reducer = None
-    if op.name == PYTHON_AGGREGATE:  # a reduce with a Python reducer (see _python_reduce)
-        reducer = processor.spec.aggregator
+    if store_key != key_enc or key_enc == kernels.JSON or store_value is None:
+        return None
     if op.name == "count":
         if store_value != kernels.LONG:
-            return fallback
+            return None
+    elif op.name not in _OPS and op.name != PYTHON_REDUCE:
+        return None
     elif store_value != value_enc or value_enc not in _NUMERIC:
-        return fallback
-    assert store_value is not None
-    if reducer is not None:
-        code, label = kernels.REDUCE, ("windowed-" if op.windows is not None else "") + "reduce[python]"
-    else:
-        code, label = _OPS[op.name], op.label
+        return None
+    code = kernels.REDUCE if op.name == PYTHON_REDUCE else _OPS[op.name]
     return AggregateStep(
-        node, code, label, key_enc, value_enc, store_value, metered, caching, op.windows, reducer
+        node, code, op.label, key_enc, value_enc, store_value, metered, caching, op.windows, op.function
     )

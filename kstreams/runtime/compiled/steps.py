@@ -43,6 +43,7 @@ from kstreams.serdes import (
 )
 from kstreams.state.caching import CachingKeyValueStore, CachingWindowStore
 from kstreams.topology.compiled_ops import PYTHON_FILTER
+from kstreams.topology.dsl.processors.stateless import key_value_of
 
 if TYPE_CHECKING:
     from kstreams.runtime.processor_context import ProcessorContextImpl
@@ -71,7 +72,10 @@ __all__ = [
     "SegmentTask",
     "SinkStep",
     "Step",
+    "decode_column",
     "encoding_of",
+    "keeps_keys",
+    "run_per_record",
 ]
 
 logger = logging.getLogger(__name__)
@@ -87,17 +91,8 @@ _SERDE_ENCODINGS: dict[type, int] = {
     JsonSerde: kernels.JSON,
 }
 
-# How a boundary turns a column's bytes back into the Python objects the serde would make.
-_DECODERS: dict[int, Any] = {
-    kernels.BYTES: BytesSerde(),
-    kernels.STRING: StringSerde(),
-    kernels.LONG: LongSerde(),
-    kernels.INT: IntegerSerde(),
-    kernels.SHORT: ShortSerde(),
-    kernels.DOUBLE: DoubleSerde(),
-    kernels.FLOAT: FloatSerde(),
-    kernels.JSON: JsonSerde(),
-}
+# How a column's bytes turn back into the Python objects the serde of its encoding would make.
+_DECODERS: dict[int, Any] = {enc: serde() for serde, enc in _SERDE_ENCODINGS.items()}
 
 _WINDOW_START = struct.Struct(">q")
 
@@ -162,44 +157,29 @@ class Step:
 
     def boundary(self, task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
         """Run this step's node record by record (the per-record path from here on)."""
-        run_per_record(task, self.node, batch, key_enc, value_enc)
+        if len(batch):
+            run_per_record(task, self.node, _decoded(task, batch, key_enc, value_enc))
 
     def run_columns(self, task: SegmentTask, columns: Columns) -> None:
         """Hand each record to this step's node (the per-record path from here on)."""
-        context = task.context
-        position = context.record_context
-        node = self.node
-        process = node.process
-        for k, v, ts, offset in zip(
-            columns.keys, columns.values, columns.timestamps, columns.offsets, strict=True
-        ):
-            position.offset = offset
-            position.timestamp = ts
-            context.node = node
-            process(Record(k, v, ts, None))
+        run_per_record(task, self.node, columns)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
 
 
-def run_per_record(task: SegmentTask, node: Any, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
-    """Hand each record of ``batch`` to ``node.process``, decoded as its serdes would."""
-    if len(batch) == 0:
-        return
+def run_per_record(task: SegmentTask, node: Any, columns: Columns) -> None:
+    """Hand each record to ``node.process`` with its position and timestamp in the context."""
     context = task.context
     position = context.record_context
-    topic = position.topic
-    decode_key = _DECODERS[key_enc].deserialize
-    decode_value = _DECODERS[value_enc].deserialize
     process = node.process
-    timestamps = batch.timestamps_array().tolist()
-    offsets = batch.offsets_array().tolist()
-    for k, v, ts, offset in zip(batch.keys(), batch.values(), timestamps, offsets, strict=True):
-        record = Record(decode_key(topic, k), decode_value(topic, v), ts, None)
+    for k, v, ts, offset in zip(
+        columns.keys, columns.values, columns.timestamps, columns.offsets, strict=True
+    ):
         position.offset = offset
         position.timestamp = ts
         context.node = node
-        process(record)
+        process(Record(k, v, ts, None))
 
 
 class BoundaryStep(Step):
@@ -245,15 +225,13 @@ class PythonFilterStep(Step):
 
     def run(self, task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
         topic = task.context.record_context.topic
-        decode_key = _DECODERS[key_enc].deserialize
-        decode_value = _DECODERS[value_enc].deserialize
         predicate = self._predicate
         negate = self._negate
         task.context.node = self.node  # an exception then names this processor
+        keys = decode_column(key_enc, topic, batch.keys())
+        values = decode_column(value_enc, topic, batch.values())
         keep = [
-            i
-            for i, (k, v) in enumerate(zip(batch.keys(), batch.values(), strict=True))
-            if bool(predicate(decode_key(topic, k), decode_value(topic, v))) != negate
+            i for i, (k, v) in enumerate(zip(keys, values, strict=True)) if bool(predicate(k, v)) != negate
         ]
         if len(keep) != len(batch):
             batch = kernels.take(batch, np.asarray(keep, dtype=np.int32))
@@ -307,7 +285,7 @@ class PythonChainStep(Step):
             elif op.shape == "key":
                 keys = [fn(k, v) for k, v in zip(keys, values, strict=True)]
             else:
-                pairs = [_key_value(fn(k, v)) for k, v in zip(keys, values, strict=True)]
+                pairs = [key_value_of(fn(k, v), "map") for k, v in zip(keys, values, strict=True)]
                 keys = [k for k, _ in pairs]
                 values = [v for _, v in pairs]
         if not keys:
@@ -354,16 +332,6 @@ class CountColumnsStep(Step):
             np.asarray(columns.offsets, dtype=np.int64),
         )
         self._count.run(task, batch, self._key_enc, kernels.BYTES)
-
-
-def _key_value(result: Any) -> tuple[Any, Any]:
-    try:
-        key, value = result
-    except (TypeError, ValueError):
-        raise TypeError(
-            f"The mapper of map must return a KeyValue (or a (key, value) tuple), got {result!r}."
-        ) from None
-    return key, value
 
 
 class ColumnSinkStep(Step):
@@ -436,7 +404,7 @@ class PythonAggregateStep(_PythonAggregation):
         for i, (k, v, ts) in enumerate(zip(columns.keys, columns.values, columns.timestamps, strict=True)):
             if k is None or v is None:
                 continue  # as the processor skips them (Kafka's rule for non-windowed aggregations)
-            position.offset = columns.offsets[i]
+            position.offset = columns.offsets[i]  # an exception then names this record
             position.timestamp = ts
             slot = slots.get(raw := raw_key(k))
             if slot is None:
@@ -491,6 +459,8 @@ class PythonWindowedAggregateStep(_PythonAggregation):
             ):
                 if k is None:
                     continue  # a null value still counts in a windowed aggregation (Kafka's rule)
+                position.offset = columns.offsets[i]  # an exception then names this record
+                position.timestamp = ts
                 if ts > observed:
                     observed = ts
                 close = observed - grace
@@ -501,8 +471,6 @@ class PythonWindowedAggregateStep(_PythonAggregation):
                         continue
                     slot = slots.get((raw, start))
                     if slot is None:
-                        position.offset = columns.offsets[i]
-                        position.timestamp = ts
                         slot = slots[(raw, start)] = [k, start, store.fetch(k, start), ts, i]
                     slot[2] = apply(k, v, slot[2])
                     slot[3] = ts

@@ -25,6 +25,7 @@ __all__ = [
     "PassThroughSupplier",
     "PeekSupplier",
     "SelectKeySupplier",
+    "key_value_of",
 ]
 
 logger = logging.getLogger(__name__)
@@ -39,7 +40,8 @@ class _Forwarding(Processor[Any, Any, Any, Any]):
         self.context = context
 
 
-def _key_value(result: Any, what: str) -> tuple[Any, Any]:
+def key_value_of(result: Any, what: str) -> tuple[Any, Any]:
+    """A mapper's result as (key, value); a clear error for anything else."""
     try:
         key, value = result
     except (TypeError, ValueError):
@@ -89,7 +91,7 @@ class _Map(_Forwarding):
         self.mapper = mapper
 
     def process(self, record: Record[Any, Any]) -> None:
-        key, value = _key_value(self.mapper(record.key, record.value), "map")
+        key, value = key_value_of(self.mapper(record.key, record.value), "map")
         self.context.forward(Record(key, value, record.timestamp, record.headers))
 
 
@@ -134,7 +136,7 @@ class _FlatMap(_Forwarding):
 
     def process(self, record: Record[Any, Any]) -> None:
         for result in self.mapper(record.key, record.value):
-            key, value = _key_value(result, "flat_map")
+            key, value = key_value_of(result, "flat_map")
             self.context.forward(Record(key, value, record.timestamp, record.headers))
 
 
