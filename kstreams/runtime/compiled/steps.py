@@ -19,6 +19,7 @@ Below a chain of Python functions the records are Python objects, not bytes: suc
 
 from __future__ import annotations
 
+import abc
 import logging
 import struct
 from collections.abc import Callable
@@ -358,10 +359,13 @@ class ColumnSinkStep(Step):
         )
 
 
-class _PythonAggregation(Step):
+class _PythonAggregation(Step, abc.ABC):
     """What the batch forms of the DSL's aggregations share: the node's processor, its metered
-    store and the caching layer below it, and the rule that without a cache (or with a cache of
-    size 0) every update must go downstream, so the per-record path runs instead."""
+    store and the caching layer below it; the rule that without a cache (or with a cache of size 0)
+    every update must go downstream, so the per-record path runs instead; and the write-back: each
+    slot (key, window) once, after its last record, in the order of the slots' last records (the
+    order a record-by-record cache keeps), stamped with that record, under the store's query lock
+    so an interactive query sees the store before or after a batch, never in between."""
 
     def __init__(self, node: ProcessorNode, processor: Any, store: Any, caching: Any) -> None:
         super().__init__(node, [])
@@ -372,34 +376,46 @@ class _PythonAggregation(Step):
     def run(self, task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
         self.run_columns(task, _decoded(task, batch, key_enc, value_enc))
 
-    def _caches(self) -> bool:
+    def run_columns(self, task: SegmentTask, columns: Columns) -> None:
         cache = self._caching.current_cache()
-        return cache is not None and cache.max_bytes > 0
+        if cache is None or cache.max_bytes == 0:
+            super().run_columns(task, columns)
+            return
+        context = task.context
+        context.node = self.node
+        position = context.record_context
+        slots = self._aggregate(position, columns)
+        if not slots:
+            return
+        with self._store.query_lock:
+            for k, start, aggregate, ts, i in sorted(slots, key=_last_record):
+                position.offset = columns.offsets[i]
+                position.timestamp = ts
+                self._write(k, start, aggregate)
+
+    @abc.abstractmethod
+    def _aggregate(self, position: Any, columns: Columns) -> list[list[Any]]:
+        """Each slot's [key, window start, aggregate, timestamp, index of its last record],
+        updated record by record in record order (the position set per record)."""
+
+    @abc.abstractmethod
+    def _write(self, key: Any, start: int | None, aggregate: Any) -> None:
+        """Put one slot's aggregate into the store."""
 
 
 class PythonAggregateStep(_PythonAggregation):
     """count, reduce or aggregate with Python functions per key into a cached key-value store, a
     batch at a time: the functions run per record, in record order, but each key of the batch is
-    read from the store once and written once (after its last record, in the order of the keys'
-    last records, as the cache orders record by record updates). Without a cache every update must
-    go downstream, so the per-record path runs instead. The batch's writes hold the store's query
-    lock, so an interactive query sees the store before or after a batch, never in between."""
+    read from the store once and written once."""
 
     kernel = "aggregate[python]"
     _processor: StreamAggregateProcessor
     _store: MeteredKeyValueStore[Any, Any]
 
-    def run_columns(self, task: SegmentTask, columns: Columns) -> None:
-        if not self._caches():
-            super().run_columns(task, columns)
-            return
-        context = task.context
-        position = context.record_context
-        context.node = self.node
+    def _aggregate(self, position: Any, columns: Columns) -> list[list[Any]]:
         store = self._store
         raw_key = store.raw_key
         apply = self._processor.spec._apply
-        # store key -> [key, aggregate, timestamp, index of the key's last record]
         slots: dict[bytes, list[Any]] = {}
         for i, (k, v, ts) in enumerate(zip(columns.keys, columns.values, columns.timestamps, strict=True)):
             if k is None or v is None:
@@ -408,21 +424,18 @@ class PythonAggregateStep(_PythonAggregation):
             position.timestamp = ts
             slot = slots.get(raw := raw_key(k))
             if slot is None:
-                slot = slots[raw] = [k, store.get(k), ts, i]
-            slot[1] = apply(k, v, slot[1])
-            slot[2] = ts
-            slot[3] = i
-        if not slots:
-            return
-        with store.query_lock:
-            for k, aggregate, ts, i in sorted(slots.values(), key=_last_record):
-                position.offset = columns.offsets[i]
-                position.timestamp = ts
-                store.put(k, aggregate)
+                slot = slots[raw] = [k, None, store.get(k), ts, i]
+            slot[2] = apply(k, v, slot[2])
+            slot[3] = ts
+            slot[4] = i
+        return list(slots.values())
+
+    def _write(self, key: Any, start: int | None, aggregate: Any) -> None:
+        self._store.put(key, aggregate)
 
 
 def _last_record(slot: list[Any]) -> int:
-    return slot[-1]  # type: ignore[no-any-return]
+    return slot[4]  # type: ignore[no-any-return]
 
 
 class PythonWindowedAggregateStep(_PythonAggregation):
@@ -435,23 +448,15 @@ class PythonWindowedAggregateStep(_PythonAggregation):
     _processor: WindowedAggregateProcessor
     _store: MeteredWindowStore[Any, Any]
 
-    def run_columns(self, task: SegmentTask, columns: Columns) -> None:
-        if not self._caches():
-            super().run_columns(task, columns)
-            return
-        context = task.context
-        position = context.record_context
-        context.node = self.node
+    def _aggregate(self, position: Any, columns: Columns) -> list[list[Any]]:
         store = self._store
         raw_key = store.raw_key
         processor = self._processor
-        spec = processor.spec
-        apply = spec._apply
-        windows_for = spec.windows.windows_for
+        apply = processor.spec._apply
+        windows_for = processor.spec.windows.windows_for
         grace = processor.grace_ms
         observed = processor.observed_stream_time
         dropped = 0
-        # (store key, window start) -> [key, start, aggregate, timestamp, index of the last record]
         slots: dict[tuple[bytes, int], list[Any]] = {}
         try:
             for i, (k, v, ts) in enumerate(
@@ -478,13 +483,11 @@ class PythonWindowedAggregateStep(_PythonAggregation):
         finally:
             processor.observed_stream_time = observed
             processor.dropped += dropped
-        if not slots:
-            return
-        with store.query_lock:
-            for k, start, aggregate, ts, i in sorted(slots.values(), key=_last_record):
-                position.offset = columns.offsets[i]
-                position.timestamp = ts
-                store.put(k, aggregate, start)
+        return list(slots.values())
+
+    def _write(self, key: Any, start: int | None, aggregate: Any) -> None:
+        assert start is not None
+        self._store.put(key, aggregate, start)
 
 
 def _decoded(task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> Columns:
