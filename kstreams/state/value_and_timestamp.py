@@ -1,0 +1,88 @@
+"""A value with the timestamp of the records that made it, and its serde (Kafka's timestamped stores).
+
+The DSL's tables and aggregations remember, per key (and window), the largest timestamp of the
+records that made the current value, so that a later update is forwarded at that timestamp even
+when the triggering record is older (Kafka's ``ValueAndTimestamp``). Stored bytes are Kafka's
+format: the timestamp as 8 big-endian bytes, then the value's own serialization; a deleted value
+is stored as None (no bytes), never as a timestamp alone.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from kstreams.serdes import Serde
+
+__all__ = ["ValueAndTimestamp", "ValueAndTimestampSerde", "raw_timestamp", "raw_value"]
+
+V = TypeVar("V")
+
+_TIMESTAMP = struct.Struct(">q")
+TIMESTAMP_BYTES = _TIMESTAMP.size
+
+
+@dataclass(frozen=True, slots=True)
+class ValueAndTimestamp(Generic[V]):
+    """``value`` and the timestamp that goes with it."""
+
+    value: V
+    timestamp: int
+
+    @staticmethod
+    def make(value: V | None, timestamp: int) -> ValueAndTimestamp[V] | None:
+        """None for a None value (a deletion), as Kafka's ``ValueAndTimestamp.make``."""
+        return None if value is None else ValueAndTimestamp(value, timestamp)
+
+    @staticmethod
+    def get_value_or_null(value_and_timestamp: ValueAndTimestamp[V] | None) -> V | None:
+        return None if value_and_timestamp is None else value_and_timestamp.value
+
+
+def raw_timestamp(data: bytes) -> int:
+    """The timestamp of stored ``ValueAndTimestamp`` bytes."""
+    return int(_TIMESTAMP.unpack_from(data)[0])
+
+
+def raw_value(data: bytes) -> bytes:
+    """The value's own bytes inside stored ``ValueAndTimestamp`` bytes."""
+    return data[TIMESTAMP_BYTES:]
+
+
+class ValueAndTimestampSerde(Serde):
+    """Serializes ``ValueAndTimestamp`` with ``inner`` for the value: 8-byte big-endian timestamp,
+    then the value's bytes. A value the inner serde turns into None is stored as None."""
+
+    def __init__(self, inner: Serde) -> None:
+        self.inner = inner
+
+    def serialize(self, topic: str | None, data: Any) -> bytes | None:
+        if data is None:
+            return None
+        if not isinstance(data, ValueAndTimestamp):
+            raise TypeError(
+                f"A timestamped store holds ValueAndTimestamp values, got {type(data).__name__}: "
+                "put ValueAndTimestamp.make(value, timestamp)."
+            )
+        value = self.inner.serialize(topic, data.value)
+        if value is None:
+            return None
+        return _TIMESTAMP.pack(data.timestamp) + value
+
+    def deserialize(self, topic: str | None, data: bytes | None) -> ValueAndTimestamp[Any] | None:
+        if data is None:
+            return None
+        if len(data) < TIMESTAMP_BYTES:
+            raise ValueError(
+                f"Timestamped store bytes must start with an 8-byte timestamp, got {len(data)} bytes."
+            )
+        return ValueAndTimestamp.make(
+            self.inner.deserialize(topic, data[TIMESTAMP_BYTES:]), raw_timestamp(data)
+        )
+
+    def configure(self, configs: Any, is_key: bool) -> None:
+        self.inner.configure(configs, is_key)
+
+    def __repr__(self) -> str:
+        return f"ValueAndTimestampSerde({self.inner!r})"
