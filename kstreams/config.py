@@ -17,6 +17,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kstreams.config_catalog import (
+    CLIENT_PREFIXES,
+    CONSUMER_KEYS,
+    PRODUCER_KEYS,
+    SERDE_KEY_PREFIXES,
+    TOPIC_PREFIX,
+    UNSUPPORTED_KEYS,
+    UNSUPPORTED_PREFIXES,
+    closest_key,
+)
 from kstreams.errors import ConfigException
 
 __all__ = ["ConfigKey", "StreamsConfig", "cache_max_bytes_of"]
@@ -159,10 +169,16 @@ _KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("default.key.serde", (str, type, object), None, "Serde of keys where none is given."),
     ConfigKey("default.value.serde", (str, type, object), None, "Serde of values where none is given."),
     ConfigKey(
-        "default.deserialization.exception.handler",
+        "deserialization.exception.handler",
         (str, type),
         None,
         "LogAndFailExceptionHandler (default) or LogAndContinueExceptionHandler, a class or dotted path.",
+    ),
+    ConfigKey(
+        "default.deserialization.exception.handler",
+        (str, type),
+        None,
+        "Deprecated name of deserialization.exception.handler (which wins when both are set).",
     ),
     ConfigKey(
         "max.task.idle.ms",
@@ -216,11 +232,16 @@ _KEYS: tuple[ConfigKey, ...] = (
         "metadata.max.age.ms",
         int,
         300000,
-        "How often cluster metadata is refreshed (partition growth is noticed then).",
+        "How often a Kafka cluster's topic metadata is refreshed, so partition growth is noticed "
+        "(the embedded cluster's metadata is always current).",
         _at_least(0),
     ),
     ConfigKey(
-        "probing.rebalance.interval.ms", int, 600000, "Interval of follow-up rebalances.", _at_least(0)
+        "state.cleanup.delay.ms",
+        int,
+        600000,
+        "How long the state directory of a task no client holds is kept before it is deleted.",
+        _at_least(0),
     ),
     ConfigKey(
         "auto.offset.reset",
@@ -235,61 +256,6 @@ _KEYS: tuple[ConfigKey, ...] = (
 )
 
 _BY_NAME = {key.name: key for key in _KEYS}
-
-CLIENT_PREFIXES = (
-    "main.consumer.",
-    "restore.consumer.",
-    "global.consumer.",
-    "consumer.",
-    "producer.",
-    "admin.",
-)
-TOPIC_PREFIX = "topic."
-
-# Unprefixed client keys that pass through (Kafka Streams passes any consumer/producer key).
-CONSUMER_KEYS = frozenset(
-    {
-        "fetch.min.bytes",
-        "fetch.max.bytes",
-        "fetch.max.wait.ms",
-        "max.partition.fetch.bytes",
-        "heartbeat.interval.ms",
-        "max.poll.interval.ms",
-        "isolation.level",
-        "security.protocol",
-        "sasl.mechanism",
-        "sasl.username",
-        "sasl.password",
-        "ssl.ca.location",
-        "group.instance.id",
-        "client.rack",
-        "request.timeout.ms",
-        "socket.timeout.ms",
-        "debug",
-    }
-)
-PRODUCER_KEYS = frozenset(
-    {
-        "acks",
-        "linger.ms",
-        "batch.size",
-        "compression.type",
-        "enable.idempotence",
-        "retries",
-        "delivery.timeout.ms",
-        "transaction.timeout.ms",
-        "queue.buffering.max.messages",
-        "queue.buffering.max.kbytes",
-        "message.max.bytes",
-        "security.protocol",
-        "sasl.mechanism",
-        "sasl.username",
-        "sasl.password",
-        "ssl.ca.location",
-        "request.timeout.ms",
-        "debug",
-    }
-)
 
 # Connection and security settings every client of one cluster shares.
 _SHARED_PREFIXES = ("security.", "sasl.", "ssl.", "client.dns.", "socket.")
@@ -311,8 +277,11 @@ class StreamsConfig(Mapping[str, Any]):
     """A validated view of the application's configuration.
 
     Construction checks every known key's type and range and raises ``ConfigException`` naming the
-    key, the value and what is allowed. Unknown keys are kept: client keys pass through to the
-    Kafka clients, ``topic.*`` keys go to internal topics; others are kept for user processors.
+    key, the value and what is allowed. Client keys (prefixed, or the unprefixed names of
+    ``config_catalog``) pass through to the Kafka clients, ``topic.*`` keys go to internal topics,
+    schema registry keys stay for the serdes. A Kafka Streams key kstreams does not implement is
+    rejected with the reason, and any other key (a typo) with the closest known key: a setting is
+    never silently ignored.
     """
 
     KEYS = _BY_NAME
@@ -324,6 +293,8 @@ class StreamsConfig(Mapping[str, Any]):
             if not isinstance(name, str):
                 raise ConfigException(f"Config keys must be strings, got {name!r}.")
             key = _BY_NAME.get(name)
+            if key is None:
+                _check_unknown(name)
             values[name] = _coerce(key, raw) if key is not None else raw
         if not values.get("application.id"):
             raise ConfigException(
@@ -413,19 +384,46 @@ class StreamsConfig(Mapping[str, Any]):
         """An instance of the configured deserialization exception handler, configured."""
         from kstreams.errors import DeserializationExceptionHandler, LogAndFailExceptionHandler
 
-        spec = self["default.deserialization.exception.handler"] or LogAndFailExceptionHandler
-        handler_class = resolve_class(spec, "default.deserialization.exception.handler")
+        name = "deserialization.exception.handler"
+        if self[name] is None and self["default.deserialization.exception.handler"] is not None:
+            name = "default.deserialization.exception.handler"
+        spec = self[name] or LogAndFailExceptionHandler
+        handler_class = resolve_class(spec, name)
         if not (
             isinstance(handler_class, type) and issubclass(handler_class, DeserializationExceptionHandler)
         ):
             raise ConfigException(
-                f"default.deserialization.exception.handler={spec!r} is not a "
+                f"{name}={spec!r} is not a "
                 "DeserializationExceptionHandler; use kstreams.errors.LogAndFailExceptionHandler or "
                 "LogAndContinueExceptionHandler."
             )
         handler = handler_class()
         handler.configure(self.originals())
         return handler
+
+
+def _check_unknown(name: str) -> None:
+    """Accept a key outside kstreams' table that goes somewhere; reject it with a reason otherwise."""
+    if name.startswith((*CLIENT_PREFIXES, TOPIC_PREFIX, *SERDE_KEY_PREFIXES)):
+        return
+    if name in CONSUMER_KEYS or name in PRODUCER_KEYS or name.startswith(_SHARED_PREFIXES):
+        return
+    reason = UNSUPPORTED_KEYS.get(name)
+    if reason is None:
+        reason = next((r for p, r in UNSUPPORTED_PREFIXES.items() if name.startswith(p)), None)
+    if reason is not None:
+        raise ConfigException(
+            f"Config '{name}' is a Kafka Streams setting kstreams does not support: {reason}."
+        )
+    known = [*_BY_NAME, *CONSUMER_KEYS, *PRODUCER_KEYS, *UNSUPPORTED_KEYS]
+    guess = closest_key(name, known)
+    hint = f"Did you mean '{guess}'? " if guess else ""
+    raise ConfigException(
+        f"Unknown config '{name}'. {hint}kstreams accepts its own keys (StreamsConfig.KEYS), client "
+        f"keys with a client prefix ({', '.join(CLIENT_PREFIXES)}), topic.* keys for internal topics "
+        "and schema registry keys for serdes. Settings of your own processors belong in their "
+        "constructors, not in the streams config."
+    )
 
 
 def resolve_class(spec: Any, key: str) -> Any:

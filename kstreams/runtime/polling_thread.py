@@ -117,6 +117,8 @@ class PollingThread(threading.Thread):
         self._poll_s = int(config["poll.ms"]) / 1000.0
         self._commit_interval_s = config.commit_interval_ms / 1000.0
         self._last_commit = time.monotonic()
+        self._cleanup_delay_ms = int(config["state.cleanup.delay.ms"])
+        self._last_cleanup = time.monotonic()
         self._in_rebalance = False
         self._followup_at: float | None = None
         self._abandoned = False
@@ -232,6 +234,7 @@ class PollingThread(threading.Thread):
             self._maybe_commit(running)
         except ClusterError as exc:
             self._recover("commit", exc)
+        self._maybe_clean_state()
         if self._followup_at is not None and time.monotonic() >= self._followup_at:
             # Autoscaling grew topics (or must retry): rebalance so the new partitions are assigned.
             self._followup_at = None
@@ -310,6 +313,18 @@ class PollingThread(threading.Thread):
             due = entry.task.next_wall_clock_punctuation_ms()
             if due is not None and due <= now_ms:
                 self._scheduler.signal(entry.handle)
+
+    def _maybe_clean_state(self) -> None:
+        """Every ``state.cleanup.delay.ms``, delete the state directories of tasks that no client
+        has held for that long (Kafka's state cleaner)."""
+        now = time.monotonic()
+        if now - self._last_cleanup < self._cleanup_delay_ms / 1000.0:
+            return
+        self._last_cleanup = now
+        try:
+            self._tasks.state_directory.clean_unlocked(self._cleanup_delay_ms)
+        except OSError as exc:  # a directory that cannot be deleted now is tried again next time
+            logger.warning("Could not clean obsolete state directories: %s", exc)
 
     def _maybe_commit(self, running: list[TaskEntry]) -> None:
         now = time.monotonic()

@@ -70,6 +70,9 @@ class StreamsRuntime:
         consumer_config.setdefault("client.id", f"{client_id}-consumer")
         consumer_config.setdefault("session.timeout.ms", config["session.timeout.ms"])
         consumer_config.setdefault("auto.offset.reset", config["auto.offset.reset"])
+        # Kafka's metadata.max.age.ms is librdkafka's topic metadata refresh (how soon source
+        # topics' new partitions are noticed); the embedded consumer's metadata is always current.
+        consumer_config.setdefault("topic.metadata.refresh.interval.ms", config["metadata.max.age.ms"])
         restore_config = dict(config.client_configs("restore.consumer"))
         restore_config.setdefault("client.id", f"{client_id}-restore-consumer")
         producer_config = dict(config.client_configs("producer"))

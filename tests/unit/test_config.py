@@ -137,3 +137,62 @@ def test_deserialization_handler_from_a_class_or_a_name() -> None:
         StreamsConfig(
             {"application.id": "app", "default.deserialization.exception.handler": "nope.Missing"}
         ).deserialization_exception_handler()
+
+
+def test_a_typo_is_an_error_naming_the_closest_key() -> None:
+    with pytest.raises(ConfigException) as info:
+        StreamsConfig({"application.id": "app", "procesing.guarantee": "exactly_once_v2"})
+    text = str(info.value)
+    assert "Unknown config 'procesing.guarantee'" in text and "Did you mean 'processing.guarantee'?" in text
+
+
+def test_an_unknown_key_without_a_close_match_is_an_error_saying_where_keys_go() -> None:
+    with pytest.raises(ConfigException) as info:
+        StreamsConfig({"application.id": "app", "my.processor.threshold": 3})
+    assert "client prefix" in str(info.value) and "constructors" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("key", "reason"),
+    [
+        ("probing.rebalance.interval.ms", "no warm-up replicas"),
+        ("application.server", "interactive-query routing"),
+        ("default.dsl.store", "Materialized"),
+        ("client.tag.zone", "rack awareness"),
+        ("topology.optimization", "as written"),
+    ],
+)
+def test_kafka_streams_keys_kstreams_does_not_support_are_rejected_with_the_reason(
+    key: str, reason: str
+) -> None:
+    with pytest.raises(ConfigException) as info:
+        StreamsConfig({"application.id": "app", key: "x"})
+    text = str(info.value)
+    assert f"'{key}' is a Kafka Streams setting kstreams does not support" in text and reason in text
+
+
+def test_client_topic_and_serde_keys_are_accepted_and_routed() -> None:
+    c = StreamsConfig(
+        {
+            "application.id": "app",
+            "main.consumer.some.librdkafka.key": 1,
+            "max.poll.interval.ms": 60000,
+            "topic.segment.bytes": 1024,
+            "schema.registry.url": "http://registry:8081",
+        }
+    )
+    assert c.client_configs("main.consumer")["some.librdkafka.key"] == 1
+    assert c.client_configs("main.consumer")["max.poll.interval.ms"] == 60000
+    assert c.topic_configs() == {"segment.bytes": "1024"}
+    assert c.originals()["schema.registry.url"] == "http://registry:8081"
+
+
+def test_the_new_deserialization_handler_name_wins_over_the_deprecated_one() -> None:
+    both = StreamsConfig(
+        {
+            "application.id": "app",
+            "deserialization.exception.handler": "LogAndContinueExceptionHandler",
+            "default.deserialization.exception.handler": "LogAndFailExceptionHandler",
+        }
+    )
+    assert isinstance(both.deserialization_exception_handler(), LogAndContinueExceptionHandler)
