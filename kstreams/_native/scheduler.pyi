@@ -38,7 +38,15 @@ class TaskScheduler:
         """Records were pushed: wake threads waiting in next_task."""
     def signal(self, task_id: int) -> None:
         """Make a task eligible once even with an empty buffer (due punctuation, a commit request);
-        cleared when the task is next handed out."""
+        cleared when the task is next handed out. Also ends a deferral."""
+    def defer(self, task_id: int) -> None:
+        """Keep a task's records from being handed out until resume(task_id) or signal(task_id):
+        the task waits for input on its other partitions (max.task.idle.ms). Unknown ids are
+        ignored. A signalled task is still handed out (a due punctuation)."""
+    def resume(self, task_id: int) -> None:
+        """Make a deferred task eligible again by its buffered records. Unknown ids are ignored."""
+    def is_deferred(self, task_id: int) -> bool:
+        """Whether the task is deferred (False for an unknown id)."""
     def wake_all(self) -> None:
         """Make every current next_task waiter return -1 at once (a thread was asked to stop)."""
     def pause_all(self, timeout: float = -1.0) -> bool:

@@ -40,6 +40,7 @@ from kstreams.errors import StreamsException
 from kstreams.runtime.barrier import barrier
 from kstreams.runtime.retry import FailureWindow, is_transient
 from kstreams.runtime.standby import StandbyPlacer
+from kstreams.runtime.task_idling import resume_ready
 from kstreams.runtime.task_manager import TaskEntry, TaskState
 
 if TYPE_CHECKING:
@@ -228,6 +229,7 @@ class PollingThread(threading.Thread):
         if sent:
             self.send_sensor.record(sent, sent)
         running = self._tasks.running()
+        resume_ready(running, self._scheduler)
         self._signal_punctuations(running)
         self._drain_failures()
         try:

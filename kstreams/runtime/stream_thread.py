@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from kstreams._native.record_cache import RecordCache
 from kstreams._native.scheduler import TaskScheduler
+from kstreams.runtime.task_idling import must_wait
 
 if TYPE_CHECKING:
     from kstreams.runtime.metrics import MetricsRegistry, Sensor
@@ -157,11 +158,16 @@ class StreamThread(threading.Thread):
         batch_size = self._batch_size
         task_sensor = self._task_sensor(task.task_id) if self._task_sensor is not None else None
         single = ordered[0][1] if len(ordered) == 1 else None
+        idles = single is None and entry.idle_s > 0
         while not scheduler.pause_requested and not self._stop_requested.is_set():
             if single is not None:
                 partition = ordered[0][0]
                 batch = single.pop(batch_size)
             else:
+                if idles and must_wait(entry):
+                    entry.deferred = True
+                    scheduler.defer(entry.handle)
+                    break
                 picked = _pick_oldest(ordered)
                 if picked is None:
                     break

@@ -38,6 +38,7 @@ from kstreams.runtime.metrics import MetricsRegistry
 from kstreams.runtime.standby import StandbyTask
 from kstreams.runtime.task import StreamTask
 from kstreams.state.directory import StateDirectory
+from kstreams.state.store import StateStore
 from kstreams.topology.plan import TopologyPlan
 
 __all__ = ["TaskEntry", "TaskManager", "TaskState"]
@@ -75,6 +76,10 @@ class TaskEntry:
     state: TaskState = TaskState.RESTORING
     # (partition, buffer) pairs in a fixed order, for the stream threads' merge by timestamp.
     ordered: list[tuple[TopicPartition, RecordBuffer]] = field(default_factory=list)
+    # max.task.idle.ms in seconds (0: never wait) and the idling state (runtime/task_idling.py).
+    idle_s: float = 0.0
+    idle_deadlines: dict[TopicPartition, float] = field(default_factory=dict)
+    deferred: bool = False
 
     def __post_init__(self) -> None:
         self.ordered = sorted(self.buffers.items())
@@ -103,6 +108,7 @@ class TaskManager:
     ) -> None:
         self._plan = plan
         self._config = config
+        self._idle_s = max(int(config["max.task.idle.ms"]), 0) / 1000.0
         self._collector = collector
         self._scheduler = scheduler
         self._partition_count = partition_count
@@ -113,6 +119,8 @@ class TaskManager:
         self._exactly_once = config.exactly_once
         self._lock = threading.Lock()
         self._entries: dict[TaskId, TaskEntry] = {}
+        # The client's global stores, given to every task it creates (set by the runtime).
+        self.global_stores: dict[str, StateStore] = {}
         self._by_handle: dict[int, TaskEntry] = {}
         self._by_partition: dict[TopicPartition, tuple[TaskEntry, RecordBuffer]] = {}
         self._next_handle = 0
@@ -206,7 +214,7 @@ class TaskManager:
         with self._lock:
             handle = self._next_handle
             self._next_handle += 1
-            entry = TaskEntry(task, handle, buffers, checkpoint, state)
+            entry = TaskEntry(task, handle, buffers, checkpoint, state, idle_s=self._idle_s)
             self._entries[task_id] = entry
             self._by_handle[handle] = entry
             for tp, buffer in buffers.items():
@@ -247,7 +255,7 @@ class TaskManager:
         return StandbyTask(task, checkpoint, self.state_directory)
 
     def _new_task(self, task_id: TaskId, partitions: list[TopicPartition]) -> StreamTask:
-        return StreamTask(
+        task = StreamTask(
             task_id,
             self._plan.subtopology(task_id.subtopology),
             partitions,
@@ -258,6 +266,8 @@ class TaskManager:
             metrics=self._metrics,
             client_id=self._client_id,
         )
+        task.global_stores = self.global_stores
+        return task
 
     def _open(self, task: StreamTask, checkpoint: TaskCheckpoint, standby: bool = False) -> bool:
         """Lock the task directory, load the checkpoint and open the stores; False if locked."""

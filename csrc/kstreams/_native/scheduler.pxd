@@ -25,6 +25,7 @@ cdef extern from * nogil:
         bool held = false;       /* locked to one stream thread */
         bool failed = false;     /* never handed out until reset */
         bool signalled = false;  /* eligible once even when empty */
+        bool deferred = false;   /* idling for input (max.task.idle.ms): not handed out until resumed */
         int closing = 0;          /* unregister calls waiting for it: not handed out */
         uint64_t last_served = 0;  /* tie-break: the least recently served task goes first */
     };
@@ -57,6 +58,7 @@ cdef extern from * nogil:
         bool held
         bool failed
         bool signalled
+        bool deferred
         int closing
         uint64_t last_served
 

@@ -98,7 +98,7 @@ cdef class TaskScheduler:
                     best = t
                     best_signalled = True
                 continue
-            if best_signalled:
+            if best_signalled or t.deferred:
                 continue
             count = _buffered(t)
             if count == 0:
@@ -276,8 +276,44 @@ cdef class TaskScheduler:
             t = self._find(task_id)
             if t != NULL:
                 t.signalled = True
+                t.deferred = False
                 self._cv.notify_all()
             self._mu.unlock()
+
+    def defer(self, int64_t task_id) -> None:
+        """Keep a task's records from being handed out until resume(task_id) or signal(task_id):
+        the task waits for input on its other partitions (max.task.idle.ms). Unknown ids are
+        ignored."""
+        cdef ks_Task* t
+        with nogil:
+            self._mu.lock()
+            t = self._find(task_id)
+            if t != NULL:
+                t.deferred = True
+            self._mu.unlock()
+
+    def resume(self, int64_t task_id) -> None:
+        """Make a deferred task eligible again by its buffered records. Unknown ids are ignored."""
+        cdef ks_Task* t
+        with nogil:
+            self._mu.lock()
+            t = self._find(task_id)
+            if t != NULL and t.deferred:
+                t.deferred = False
+                self._cv.notify_all()
+            self._mu.unlock()
+
+    def is_deferred(self, int64_t task_id) -> bool:
+        """Whether the task is deferred (False for an unknown id)."""
+        cdef ks_Task* t
+        cdef bool deferred = False
+        with nogil:
+            self._mu.lock()
+            t = self._find(task_id)
+            if t != NULL:
+                deferred = t.deferred
+            self._mu.unlock()
+        return deferred
 
     def wake_all(self) -> None:
         """Make every current next_task waiter return -1 at once (a thread was asked to stop)."""
