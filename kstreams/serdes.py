@@ -387,6 +387,31 @@ class Serdes:
         return _JSON
 
     @staticmethod
+    def avro(
+        schema: str | None = None, registry: Any = None, *, is_key: bool = False, conf: Any = None
+    ) -> Serde:
+        """Avro through a Confluent Schema Registry (``kstreams.schema_registry.AvroSerde``)."""
+        from kstreams.schema_registry import AvroSerde
+
+        return AvroSerde(schema, registry, is_key=is_key, conf=conf)
+
+    @staticmethod
+    def json_schema(schema: str, registry: Any = None, *, is_key: bool = False, conf: Any = None) -> Serde:
+        """JSON Schema through a Confluent Schema Registry (``kstreams.schema_registry``)."""
+        from kstreams.schema_registry import JsonSchemaSerde
+
+        return JsonSchemaSerde(schema, registry, is_key=is_key, conf=conf)
+
+    @staticmethod
+    def protobuf(
+        message_type: type, registry: Any = None, *, is_key: bool = False, conf: Any = None
+    ) -> Serde:
+        """Protobuf through a Confluent Schema Registry (``kstreams.schema_registry``)."""
+        from kstreams.schema_registry import ProtobufSerde
+
+        return ProtobufSerde(message_type, registry, is_key=is_key, conf=conf)
+
+    @staticmethod
     def serde_from(serialize: _SerializeFn, deserialize: _DeserializeFn, name: str = "custom") -> Serde:
         """A serde from two functions of non-None data (None passes through them untouched)."""
         return FunctionSerde(serialize, deserialize, name)
