@@ -181,6 +181,32 @@ _KEYS: tuple[ConfigKey, ...] = (
         "Deprecated name of deserialization.exception.handler (which wins when both are set).",
     ),
     ConfigKey(
+        "processing.exception.handler",
+        (str, type),
+        None,
+        "LogAndFailProcessingExceptionHandler (default) or LogAndContinueProcessingExceptionHandler: "
+        "what happens when a processor raises on a record.",
+    ),
+    ConfigKey(
+        "production.exception.handler",
+        (str, type),
+        None,
+        "DefaultProductionExceptionHandler (fail) or your own: what happens when a sink cannot "
+        "serialize a record or the cluster rejects it.",
+    ),
+    ConfigKey(
+        "default.production.exception.handler",
+        (str, type),
+        None,
+        "Deprecated name of production.exception.handler (which wins when both are set).",
+    ),
+    ConfigKey(
+        "errors.deadletterqueue.topic.name",
+        str,
+        None,
+        "Topic the built-in exception handlers write failed records to, with headers naming the error.",
+    ),
+    ConfigKey(
         "max.task.idle.ms",
         int,
         0,
@@ -384,20 +410,58 @@ class StreamsConfig(Mapping[str, Any]):
         """An instance of the configured deserialization exception handler, configured."""
         from kstreams.errors import DeserializationExceptionHandler, LogAndFailExceptionHandler
 
-        name = "deserialization.exception.handler"
-        if self[name] is None and self["default.deserialization.exception.handler"] is not None:
-            name = "default.deserialization.exception.handler"
-        spec = self[name] or LogAndFailExceptionHandler
-        handler_class = resolve_class(spec, name)
-        if not (
-            isinstance(handler_class, type) and issubclass(handler_class, DeserializationExceptionHandler)
-        ):
-            raise ConfigException(
-                f"{name}={spec!r} is not a "
-                "DeserializationExceptionHandler; use kstreams.errors.LogAndFailExceptionHandler or "
-                "LogAndContinueExceptionHandler."
+        return self._handler(
+            ("deserialization.exception.handler", "default.deserialization.exception.handler"),
+            LogAndFailExceptionHandler,
+            DeserializationExceptionHandler,
+            "kstreams.errors.LogAndFailExceptionHandler or LogAndContinueExceptionHandler",
+        )
+
+    def processing_exception_handler(self) -> Any:
+        """An instance of the configured processing exception handler (KIP-1033), configured."""
+        from kstreams.errors import LogAndFailProcessingExceptionHandler, ProcessingExceptionHandler
+
+        return self._handler(
+            ("processing.exception.handler",),
+            LogAndFailProcessingExceptionHandler,
+            ProcessingExceptionHandler,
+            "LogAndFailProcessingExceptionHandler or LogAndContinueProcessingExceptionHandler",
+        )
+
+    def production_exception_handler(self) -> Any:
+        """An instance of the configured production exception handler, configured."""
+        from kstreams.errors import DefaultProductionExceptionHandler, ProductionExceptionHandler
+
+        return self._handler(
+            ("production.exception.handler", "default.production.exception.handler"),
+            DefaultProductionExceptionHandler,
+            ProductionExceptionHandler,
+            "DefaultProductionExceptionHandler or a subclass of ProductionExceptionHandler",
+        )
+
+    @property
+    def handles_errors(self) -> bool:
+        """Whether a processing or production handler, or a dead-letter topic, is configured: the
+        runtime then attributes every failure to one record (which costs the compiled path)."""
+        return any(
+            self[name] is not None
+            for name in (
+                "processing.exception.handler",
+                "production.exception.handler",
+                "default.production.exception.handler",
+                "errors.deadletterqueue.topic.name",
             )
-        handler = handler_class()
+        )
+
+    def _handler(self, names: tuple[str, ...], default: type, base: type, choices: str) -> Any:
+        """The handler configured under the first of ``names`` that is set (else ``default``),
+        instantiated and configured with the application's configs."""
+        name = next((n for n in names if self[n] is not None), names[0])
+        spec = self[name] or default
+        handler_class = resolve_class(spec, name)
+        if not (isinstance(handler_class, type) and issubclass(handler_class, base)):
+            raise ConfigException(f"{name}={spec!r} is not a {base.__name__}; use {choices}.")
+        handler: Any = handler_class()
         handler.configure(self.originals())
         return handler
 

@@ -126,7 +126,6 @@ _METRICS = (
     "kstreams keeps its metrics in the client (metrics(), metrics_prometheus()); it has no metric "
     "reporters or sampling windows"
 )
-_HANDLERS = "kstreams has no processing/production exception handlers or dead-letter queue yet"
 _DSL_STORE = (
     "choose the store of each DSL operation with Materialized.as_(...).with_store_type(...) or "
     "Materialized.as_(Stores.in_memory_key_value_store(...))"
@@ -153,10 +152,6 @@ UNSUPPORTED_KEYS: dict[str, str] = {
     "metrics.sample.window.ms": _METRICS,
     "built.in.metrics.version": _METRICS,
     "enable.metrics.push": _METRICS,
-    "processing.exception.handler": _HANDLERS,
-    "production.exception.handler": _HANDLERS,
-    "default.production.exception.handler": _HANDLERS,
-    "errors.deadletterqueue.topic.name": _HANDLERS,
     "default.timestamp.extractor": (
         "set a timestamp extractor per source with Consumed.with_timestamp_extractor(...)"
     ),

@@ -13,6 +13,8 @@ Like its task, a record context is used by one thread at a time.
 
 from __future__ import annotations
 
+from typing import Any
+
 from kstreams.processor import RecordMetadata
 
 __all__ = ["RecordContext"]
@@ -21,13 +23,15 @@ __all__ = ["RecordContext"]
 class RecordContext:
     """The position (topic None outside record processing) and timestamp of the current record."""
 
-    __slots__ = ("offset", "partition", "timestamp", "topic")
+    # ``source``: the input batch the record came from (its raw bytes, for exception handlers).
+    __slots__ = ("offset", "partition", "source", "timestamp", "topic")
 
     def __init__(self, topic: str | None = None, partition: int = -1, offset: int = -1, timestamp: int = 0):
         self.topic = topic
         self.partition = partition
         self.offset = offset
         self.timestamp = timestamp
+        self.source: Any = None
 
     def metadata(self) -> RecordMetadata | None:
         """The record's topic, partition and offset; None outside record processing."""

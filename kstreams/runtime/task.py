@@ -29,11 +29,12 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from kstreams.cluster.port import TopicPartition
-from kstreams.errors import DeserializationHandlerResponse, ProcessorStateException, StreamsException
+from kstreams.errors import ProcessorStateException, StreamsException
 from kstreams.processor import PunctuationType, Punctuator, Record, TaskId
 from kstreams.runtime.compiled.compiler import CompiledSource, compile_segments
 from kstreams.runtime.processor_context import ProcessorContextImpl, PunctuationSchedule
 from kstreams.runtime.record_context import RecordContext
+from kstreams.runtime.record_errors import RecordErrors, handler_decision
 from kstreams.topology.graph import ProcessorGraph, ProcessorNode
 
 if TYPE_CHECKING:
@@ -84,9 +85,12 @@ class StreamTask:
         self.stream_time = -1
         self.commit_requested = False
         self.record_cache: Any = None
+        # The client's global stores (name -> store), readable by every processor unconnected.
+        self.global_stores: dict[str, StateStore] = {}
         self.graph: ProcessorGraph = ProcessorGraph(subtopology.id)
         self.context = ProcessorContextImpl(self)
         self._deserialization_handler = config.deserialization_exception_handler()
+        self.record_errors = RecordErrors(self)
         self._consumed: dict[TopicPartition, int] = {}
         self._partition_times: dict[TopicPartition, int] = {}
         self._stream_schedules: list[tuple[int, int, PunctuationSchedule]] = []
@@ -187,6 +191,15 @@ class StreamTask:
             with self.running(node, failure=failure):
                 node.processor.init(self.context)
         self._processors_initialized = True
+        errors = self.record_errors
+        if errors.enabled:
+            # Each failure must name one record and one node: wrap the nodes, and leave batches to
+            # the per-record path (a compiled batch cannot say which record failed).
+            for node in self.graph.processor_nodes:
+                errors.guard(node)
+            for sink in self.graph.sink_nodes:
+                sink.on_serialization_error = errors.on_serialization_error
+            return
         self._segments = compile_segments(self)
 
     @property
@@ -256,6 +269,7 @@ class StreamTask:
         children = source.children
         context = self.context
         position = RecordContext(topic, tp.partition)
+        position.source = batch
         keys = batch.keys()
         values = batch.values()
         timestamps = batch.timestamps_array().tolist()
@@ -366,12 +380,15 @@ class StreamTask:
                 f"{offset} of task {self.task_id}: {handler_exc!r}",
                 task_id=self.task_id,
             ) from handler_exc
-        if response == DeserializationHandlerResponse.CONTINUE:
+        decision = handler_decision(response)
+        self.record_errors.send_dead_letters(decision)
+        if decision.continues:
+            self.record_errors.record_dropped()
             return
         raise StreamsException(
             f"Deserialization exception handler is set to fail upon a deserialization error of the record "
             f"at topic {tp.topic} partition {tp.partition} offset {offset} (task {self.task_id}): {exc} "
-            "To skip such records instead, set default.deserialization.exception.handler to "
+            "To skip such records instead, set deserialization.exception.handler to "
             "LogAndContinueExceptionHandler.",
             task_id=self.task_id,
         ) from exc

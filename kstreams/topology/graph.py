@@ -118,6 +118,7 @@ class SinkNode(_Node):
         "_partition_count",
         "_value_serialize",
         "key_serializer",
+        "on_serialization_error",
         "topic",
         "value_serializer",
     )
@@ -143,6 +144,9 @@ class SinkNode(_Node):
         self._partition_count: Callable[[str], int] = _unbound_partition_count
         self._context: Any = None
         self._next_round_robin = 0
+        # The production exception handler's say on a serializer failure (set by the task when one
+        # is configured): ``(sink, record, exc, is_key) -> True`` drops the record and goes on.
+        self.on_serialization_error: Callable[[str, Any, Exception, bool], bool] | None = None
 
     def add_child(self, child: Any) -> None:
         raise StreamsException(f"Sink {self.name} cannot have children.")
@@ -174,10 +178,18 @@ class SinkNode(_Node):
         try:
             key_bytes = self._key_serialize(topic, record.key)
         except Exception as exc:
+            if self.on_serialization_error is not None and self.on_serialization_error(
+                self.name, record, exc, True
+            ):
+                return
             raise self._serialization_error("key", self.key_serializer, topic, exc) from exc
         try:
             value_bytes = self._value_serialize(topic, record.value)
         except Exception as exc:
+            if self.on_serialization_error is not None and self.on_serialization_error(
+                self.name, record, exc, False
+            ):
+                return
             raise self._serialization_error("value", self.value_serializer, topic, exc) from exc
         num_partitions = self._partition_count(topic)
         partition = None
