@@ -1,8 +1,10 @@
 """The ``kstreams`` command.
 
-``kstreams demo`` runs a realistic pipeline on the embedded cluster: page views are generated,
-filtered (bot traffic dropped), counted per user in total and per user in one-minute windows, and
-the results are checked against counts computed independently in plain Python.
+``kstreams reset``, ``kstreams describe`` and ``kstreams run`` are the operating tools (see
+``kstreams.tools.commands``). ``kstreams demo`` runs a realistic pipeline on the embedded cluster:
+page views are generated, filtered (bot traffic dropped), counted per user in total and per user
+in one-minute windows, and the results are checked against counts computed independently in plain
+Python.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Sequence
+
+from kstreams.tools.commands import add_commands, run_command
 
 __all__ = ["main"]
 
@@ -35,7 +39,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo.add_argument("--partitions", type=int, default=4, help="partitions of the input topic")
     demo.add_argument("--metrics", action="store_true", help="print the client's metrics at the end")
     demo.add_argument("--log-level", default="WARNING")
+    add_commands(sub)  # reset, describe, run
     args = parser.parse_args(argv)
+    code = run_command(args)
+    if code is not None:
+        return code
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "demo":
         return run_demo(args.records, args.threads, args.users, args.partitions, args.metrics)

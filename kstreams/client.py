@@ -47,6 +47,7 @@ from kstreams.runtime.client_state import State, check_transition
 from kstreams.runtime.internal_topics.init_parameters import InitParameters
 from kstreams.runtime.internal_topics.manager import InternalTopicManager, SetupResult
 from kstreams.runtime.metrics import MetricName, MetricsRegistry, Sensor
+from kstreams.runtime.metrics_endpoint import MetricsEndpoint
 from kstreams.runtime.polling_thread import Failure, FailureSource, PollingThread, RuntimeHooks
 from kstreams.runtime.state_updater import StateRestoreListener, StateUpdater
 from kstreams.runtime.stream_thread import StreamThread
@@ -129,7 +130,15 @@ class KafkaStreams:
         # Made by start(): None before it (and in a client closed before it started).
         self._runtime: StreamsRuntime | None = None
         self._close_thread: threading.Thread | None = None
+        # Serves metrics_prometheus() over HTTP from start() to close() (metrics.http.port).
+        self._metrics_endpoint: MetricsEndpoint | None = None
         self._admin = self.cluster.admin()  # one admin client for internal topics and partition counts
+        if topology.has_pattern_sources:
+            # Pattern sources read the topics that exist and match when the client is made; a
+            # topic created later is read by clients made after it (the plan is fixed per client).
+            self.plan = topology.build(
+                self.config.application_id, self.config, topics=self._admin.describe_topics()
+            )
         self.internal_topics = InternalTopicManager(self._admin, self.config, self.plan)
         client_tags = {"client-id": self.client_id}
         self._metrics.gauge(
@@ -255,6 +264,15 @@ class KafkaStreams:
             self._restore_listener,
         )
         self._runtime.start()
+        port = self.config["metrics.http.port"]
+        if port is not None:
+            self._metrics_endpoint = MetricsEndpoint(
+                self.metrics_prometheus,
+                str(self.config["metrics.http.host"]),
+                int(port),
+                f"{self.client_id}-MetricsEndpoint",
+            )
+            self._metrics_endpoint.start()
 
     # The runtime's parts (None before start()).
 
@@ -306,6 +324,26 @@ class KafkaStreams:
             return False
         return self.wait_for_state(State.NOT_RUNNING, State.ERROR, timeout=seconds)
 
+    def clean_up(self) -> None:
+        """Delete this application's local state directory (``<state.dir>/<application.id>``), as
+        Kafka's ``KafkaStreams.cleanUp()``: every task's stores and checkpoints, so the next start
+        restores all state from the changelogs (after ``kstreams reset``: from scratch).
+
+        Only before ``start()`` (CREATED) or after ``close()`` completed (NOT_RUNNING); otherwise
+        IllegalStateException. Raises LockException, deleting nothing, while another running client
+        holds a task directory of this application under the same state.dir. Before ``start()``
+        the process id files stay (this client already took its id from them).
+        """
+        with self._state_lock:
+            state = self._state
+            if state not in (State.CREATED, State.NOT_RUNNING):
+                raise IllegalStateException(
+                    f"Stream-client {self.client_id}: cannot clean up the local state in state {state.name}: "
+                    "call clean_up() before start() or after close() has completed."
+                )
+            holds_process_id = self._release_process_id is not None and self._release_process_id.alive
+            StateDirectory(str(self.config["state.dir"]), self.config.application_id).clean(holds_process_id)
+
     def _close_async(self, final: ClientState) -> None:
         def finish() -> None:
             try:
@@ -328,6 +366,8 @@ class KafkaStreams:
 
     def _stop_runtime(self, timeout: float | None) -> bool:
         deadline = None if timeout is None else time.monotonic() + timeout
+        if self._metrics_endpoint is not None:
+            self._metrics_endpoint.stop()
         ok = self._runtime.stop(deadline) if self._runtime is not None else True
         if ok and self._release_process_id is not None:
             self._release_process_id()  # a successor client may now take over the process id
@@ -535,15 +575,24 @@ class KafkaStreams:
             )
         return self._metrics.snapshot()
 
+    @property
+    def metrics_url(self) -> str | None:
+        """Where the metrics endpoint serves (``metrics.http.port``) while the client runs, else None."""
+        endpoint = self._metrics_endpoint
+        return endpoint.url if endpoint is not None else None
+
     def metrics_prometheus(self) -> str:
         """The same metrics in Prometheus' text exposition format."""
         return self._metrics.to_prometheus()
 
-    def store(self, name: str) -> Any:
+    def store(self, name: str, timestamped: bool = False) -> Any:
         """A read-only view of a state store across this client's running tasks (interactive queries).
 
         The view finds the store's current local instances on every read, so it follows tasks as they
-        come and go; reading a store that migrated away raises InvalidStateStoreException.
+        come and go; reading a store that migrated away raises InvalidStateStoreException. A
+        timestamped store (the DSL's tables and aggregations) shows plain values, as Kafka's
+        ``keyValueStore()``/``windowStore()`` query types do; ``timestamped=True`` shows its
+        ``ValueAndTimestamp`` values (Kafka's ``timestampedKeyValueStore()``/``timestampedWindowStore()``).
         """
         from kstreams.state.query import ReadOnlyKeyValueStore, ReadOnlySessionStore, ReadOnlyWindowStore
 
@@ -556,11 +605,23 @@ class KafkaStreams:
             raise InvalidStateStoreException(
                 f"Cannot query store {name!r} in state {self._state.name}: wait until the client is RUNNING."
             )
+        from kstreams.state.timestamped import is_timestamped, plain_value_view
+
+        if timestamped and not is_timestamped(builder):
+            raise InvalidStateStoreException(
+                f"State store {name!r} is not a timestamped store: query it with store({name!r})."
+            )
+        view = (lambda store: store) if timestamped else plain_value_view
 
         def instances() -> list[Any]:
+            runtime = self._runtime
+            if name in self.plan.global_store_names:
+                # A global store: this client holds all of it (none once the client stopped).
+                found = runtime.global_thread.stores.get(name) if runtime and runtime.global_thread else None
+                return [view(found)] if found is not None else []
             tasks = self._task_manager
             running = tasks.running() if tasks is not None else []
-            return [e.task.get_store(name) for e in running if name in e.task.store_names()]
+            return [view(e.task.get_store(name)) for e in running if name in e.task.store_names()]
 
         views: dict[str, Any] = {"window": ReadOnlyWindowStore, "session": ReadOnlySessionStore}
         return views.get(builder.store_type, ReadOnlyKeyValueStore)(name, instances)

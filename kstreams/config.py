@@ -279,6 +279,20 @@ _KEYS: tuple[ConfigKey, ...] = (
     ConfigKey(
         "metrics.recording.level", str, "INFO", "INFO, DEBUG or TRACE.", _one_of("INFO", "DEBUG", "TRACE")
     ),
+    ConfigKey(
+        "metrics.http.port",
+        int,
+        None,
+        "Port of an HTTP endpoint serving the metrics for Prometheus at /metrics while the client "
+        "runs (0: any free port); unset: no endpoint.",
+        lambda v: None if 0 <= v <= 65535 else "must be a port number from 0 to 65535",
+    ),
+    ConfigKey(
+        "metrics.http.host",
+        str,
+        "127.0.0.1",
+        "Address the metrics endpoint listens on (metrics.http.port); 0.0.0.0 for every interface.",
+    ),
 )
 
 _BY_NAME = {key.name: key for key in _KEYS}

@@ -374,15 +374,17 @@ class LogAndContinueProcessingExceptionHandler(_DeadLetterAware, ProcessingExcep
 
 class ProductionExceptionHandler:
     """Decides what happens to an output record that cannot be written: ``handle`` for one the
-    cluster rejected (``record`` is the serialized DeadLetterRecord-like (topic, key, value)),
-    ``handle_serialization_exception`` for one a sink's serializer failed on."""
+    cluster rejected for good, ``handle_serialization_exception`` for one a sink's serializer
+    failed on. Both fail unless overridden."""
 
     def configure(self, configs: dict[str, Any]) -> None:
         """Receives the application's configs once, before the first record."""
 
     def handle(
-        self, context: ErrorHandlerContext, record: DeadLetterRecord, exception: Exception
+        self, context: ErrorHandlerContext, record: Any, exception: Exception
     ) -> ProductionExceptionHandlerResponse | Response:
+        """``record`` is the rejected record (``topic``, ``partition``, ``key``, ``value``,
+        ``timestamp``, ``headers`` as bytes, and the broker's ``reason``)."""
         return ProductionExceptionHandlerResponse.FAIL
 
     def handle_serialization_exception(
@@ -400,7 +402,7 @@ class DefaultProductionExceptionHandler(_DeadLetterAware, ProductionExceptionHan
     dead-letter topic is set)."""
 
     def handle(
-        self, context: ErrorHandlerContext, record: DeadLetterRecord, exception: Exception
+        self, context: ErrorHandlerContext, record: Any, exception: Exception
     ) -> ProductionExceptionHandlerResponse | Response:
         return self._respond(
             ProductionExceptionHandlerResponse.FAIL, context, exception, record.key, record.value

@@ -16,6 +16,9 @@ from typing import Any, Generic, TypeVar
 
 __all__ = [
     "Cancellable",
+    "FixedKeyProcessor",
+    "FixedKeyProcessorContext",
+    "FixedKeyRecord",
     "Processor",
     "ProcessorContext",
     "PunctuationType",
@@ -23,6 +26,7 @@ __all__ = [
     "Record",
     "RecordMetadata",
     "TaskId",
+    "To",
 ]
 
 K = TypeVar("K")
@@ -119,6 +123,38 @@ class Cancellable(abc.ABC):
     def cancel(self) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class To:
+    """Where ``context.forward`` sends a record (Kafka's ``To``): one child processor by name, or
+    every child (``To.all()``), optionally with a new timestamp. A plain child name works as well:
+    ``forward(record, "child")`` is ``forward(record, To.child("child"))``."""
+
+    child_name: str | None = None
+    timestamp: int | None = None
+
+    @staticmethod
+    def child(child_name: str) -> To:
+        if not isinstance(child_name, str) or not child_name:
+            raise ValueError(f"To.child() needs the name of a child processor, got {child_name!r}.")
+        return To(child_name)
+
+    @staticmethod
+    def all() -> To:
+        return To()
+
+    def with_timestamp(self, timestamp: int) -> To:
+        """Forward with this timestamp instead of the record's (ms, not negative)."""
+        if not isinstance(timestamp, int) or timestamp < 0:
+            raise ValueError(f"To.with_timestamp() needs a non-negative int of ms, got {timestamp!r}.")
+        return To(self.child_name, timestamp)
+
+    def apply(self, record: Record[K, V]) -> tuple[Record[K, V], str | None]:
+        """The record to forward (with this timestamp, if set) and the child to send it to."""
+        if self.timestamp is not None:
+            record = record.with_timestamp(self.timestamp)
+        return record, self.child_name
+
+
 class ProcessorContext(abc.ABC, Generic[KOut, VOut]):
     """What a processor can see of, and do to, the task that runs it."""
 
@@ -135,8 +171,9 @@ class ProcessorContext(abc.ABC, Generic[KOut, VOut]):
     def app_configs(self) -> Mapping[str, Any]: ...
 
     @abc.abstractmethod
-    def forward(self, record: Record[KOut, VOut], child_name: str | None = None) -> None:
-        """Send a record to every child processor, or only to the named one."""
+    def forward(self, record: Record[KOut, VOut], child_name: str | To | None = None) -> None:
+        """Send a record to every child processor, or only to the named one (a name or
+        ``To.child(name)``; ``To`` may also set the forwarded record's timestamp)."""
 
     @abc.abstractmethod
     def get_state_store(self, name: str) -> Any:
@@ -190,3 +227,12 @@ class Processor(abc.ABC, Generic[K, V, KOut, VOut]):
 
     def close(self) -> None:
         """Called once when the task closes; release what init acquired."""
+
+
+# The key-preserving processors live in their own module, built on the names above; imported last
+# so that module can import this one.
+from kstreams.fixed_key_processor import (  # noqa: E402
+    FixedKeyProcessor,
+    FixedKeyProcessorContext,
+    FixedKeyRecord,
+)

@@ -26,18 +26,21 @@ from typing import Any, NoReturn
 from kstreams.errors import ConfigException, SerializationException
 
 __all__ = [
+    "BooleanSerde",
     "BytesSerde",
     "DoubleSerde",
     "FloatSerde",
     "FunctionSerde",
     "IntegerSerde",
     "JsonSerde",
+    "ListSerde",
     "LongSerde",
     "Serde",
     "Serdes",
     "ShortSerde",
     "StringSerde",
     "UUIDSerde",
+    "VoidSerde",
     "resolve_serde",
     "serde_from_config",
 ]
@@ -314,6 +317,228 @@ class FunctionSerde(Serde):
         return f"FunctionSerde(name={self.name!r})"
 
 
+class VoidSerde(Serde):
+    """Only None (Kafka's VoidSerde): for topics whose keys or values are always null."""
+
+    name = "void"
+
+    def serialize(self, topic: str | None, data: Any) -> bytes | None:
+        if data is not None:
+            self._fail("serialize", topic, f"a {type(data).__name__}: the void serde holds only None")
+        return None
+
+    def deserialize(self, topic: str | None, data: bytes | None) -> None:
+        if data is not None:
+            self._fail("deserialize", topic, f"{len(data)} bytes: data should be null for a VoidDeserializer")
+        return None
+
+
+class BooleanSerde(Serde):
+    """One byte, 0x01 for True and 0x00 for False (Kafka's BooleanSerde)."""
+
+    name = "boolean"
+
+    def serialize(self, topic: str | None, data: Any) -> bytes | None:
+        if data is None:
+            return None
+        if type(data) is not bool:
+            self._fail("serialize", topic, f"a {type(data).__name__} (expected bool)")
+        return b"\x01" if data else b"\x00"
+
+    def deserialize(self, topic: str | None, data: bytes | None) -> bool | None:
+        if data is None:
+            return None
+        if len(data) != 1:
+            self._fail(
+                "deserialize",
+                topic,
+                f"{len(data)} bytes: size of data received by BooleanDeserializer is not 1",
+            )
+        if data[0] not in (0, 1):
+            self._fail("deserialize", topic, f"the byte {data[0]}: a boolean is 0x00 or 0x01")
+        return data[0] == 1
+
+
+_INT32 = struct.Struct(">i")
+# Kafka's ListSerde writes a per-entry length of -1 for a null entry of a variable-size list.
+_NULL_ENTRY = -1
+# Serialization strategies (the first byte of Kafka's list format).
+_CONSTANT_SIZE, _VARIABLE_SIZE = 0, 1
+
+
+class ListSerde(Serde):
+    """Lists of values of one inner serde, in Kafka's ListSerde format.
+
+    One strategy byte, then for inner serdes of fixed size (short, int, float, long, double, uuid:
+    CONSTANT_SIZE, 0) the count and indexes of null entries, the entry count and each non-null
+    entry's bytes; for all others (VARIABLE_SIZE, 1) the entry count, then per entry its length
+    (-1 for a null entry) and its bytes. Integers are 4-byte big-endian. Deserialized lists are made
+    with ``list_class`` (``list`` by default; ``tuple``, ``collections.deque``... work too).
+
+    Made bare (as ``default.value.serde=list`` does), it is configured from
+    ``default.list.key.serde.type``/``.inner`` or ``default.list.value.serde.type``/``.inner``,
+    as Kafka's ListSerde is.
+    """
+
+    name = "list"
+
+    def __init__(self, list_class: Callable[[Any], Any] | None = None, inner: Any = None) -> None:
+        self.list_class: Callable[[Any], Any] = list_class if list_class is not None else list
+        self.inner: Any = None
+        self._entry_size: int | None = None
+        if inner is not None:
+            self._set_inner(resolve_serde(inner, "ListSerde inner serde"))
+
+    def _set_inner(self, inner: Any) -> None:
+        if isinstance(inner, ListSerde) and inner is self:
+            raise ConfigException("A ListSerde cannot be its own inner serde.")
+        self.inner = inner
+        # Kafka decides by the inner serializer's class: only the built-in fixed-size serdes count.
+        builtin = any(inner is serde for serde in _BY_NAME.values())
+        self._entry_size = _FIXED_ENTRY_SIZES.get(str(inner.name)) if builtin else None
+
+    def configure(self, configs: Mapping[str, Any], is_key: bool) -> None:
+        if self.inner is not None:
+            return  # made with its inner serde: nothing to learn from the configs
+        which = "key" if is_key else "value"
+        type_key, inner_key = f"default.list.{which}.serde.type", f"default.list.{which}.serde.inner"
+        inner = configs.get(inner_key)
+        if inner is None:
+            raise ConfigException(
+                f"The list serde has no inner serde: set {inner_key} (e.g. 'string') or construct it "
+                "with Serdes.list_serde(list, inner_serde)."
+            )
+        self._set_inner(serde_from_config(configs, inner_key))
+        list_type = configs.get(type_key)
+        if list_type is not None:
+            self.list_class = _list_class(list_type, type_key)
+
+    def _check_configured(self, action: str, topic: str | None) -> None:
+        if self.inner is None:
+            self._fail(action, topic, "data before it has an inner serde: use Serdes.list_serde(list, inner)")
+
+    def serialize(self, topic: str | None, data: Any) -> bytes | None:
+        if data is None:
+            return None
+        self._check_configured("serialize", topic)
+        if isinstance(data, str | bytes | bytearray | Mapping) or not hasattr(data, "__iter__"):
+            self._fail("serialize", topic, f"a {type(data).__name__} (expected a list or other sequence)")
+        entries = list(data)
+        serialize = self.inner.serialize
+        out = bytearray()
+        if self._entry_size is not None:
+            out.append(_CONSTANT_SIZE)
+            nulls = [i for i, entry in enumerate(entries) if entry is None]
+            out += _INT32.pack(len(nulls))
+            for index in nulls:
+                out += _INT32.pack(index)
+            out += _INT32.pack(len(entries))
+            for entry in entries:
+                if entry is not None:
+                    out += serialize(topic, entry)
+        else:
+            out.append(_VARIABLE_SIZE)
+            out += _INT32.pack(len(entries))
+            for entry in entries:
+                if entry is None:
+                    out += _INT32.pack(_NULL_ENTRY)
+                    continue
+                raw = serialize(topic, entry)
+                if raw is None:
+                    self._fail("serialize", topic, f"the entry {entry!r}: its inner serde gave null bytes")
+                out += _INT32.pack(len(raw))
+                out += raw
+        return bytes(out)
+
+    def deserialize(self, topic: str | None, data: bytes | None) -> Any:
+        if data is None:
+            return None
+        self._check_configured("deserialize", topic)
+        view = memoryview(data)
+        try:
+            entries = self._entries(topic, view)
+        except struct.error as exc:
+            self._fail("deserialize", topic, f"{len(data)} bytes: they end inside a list entry", exc)
+        return self.list_class(entries)
+
+    def _entries(self, topic: str | None, view: memoryview) -> list[Any]:
+        if len(view) < 1:
+            self._fail("deserialize", topic, "0 bytes: a list starts with its strategy byte")
+        strategy, pos = view[0], 1
+        deserialize = self.inner.deserialize
+        entries: list[Any] = []
+        if strategy == _CONSTANT_SIZE:
+            size = self._entry_size
+            if size is None:
+                self._fail(
+                    "deserialize",
+                    topic,
+                    f"a fixed-size list: its inner {self.inner.name} serde is not fixed-size",
+                )
+            (null_count,) = _INT32.unpack_from(view, pos)
+            pos += 4
+            nulls = set()
+            for _ in range(null_count):
+                nulls.add(_INT32.unpack_from(view, pos)[0])
+                pos += 4
+            (count,) = _INT32.unpack_from(view, pos)
+            pos += 4
+            for i in range(count):
+                if i in nulls:
+                    entries.append(None)
+                    continue
+                if pos + size > len(view):
+                    raise struct.error("entry past the end")
+                entries.append(deserialize(topic, bytes(view[pos : pos + size])))
+                pos += size
+        elif strategy == _VARIABLE_SIZE:
+            (count,) = _INT32.unpack_from(view, pos)
+            pos += 4
+            for _ in range(count):
+                (length,) = _INT32.unpack_from(view, pos)
+                pos += 4
+                if length == _NULL_ENTRY:
+                    entries.append(None)
+                    continue
+                if length < 0 or pos + length > len(view):
+                    raise struct.error("entry past the end")
+                entries.append(deserialize(topic, bytes(view[pos : pos + length])))
+                pos += length
+        else:
+            self._fail("deserialize", topic, f"a list with the unknown serialization strategy {strategy}")
+        if pos != len(view):
+            self._fail(
+                "deserialize", topic, f"{len(view)} bytes: {len(view) - pos} bytes follow the last entry"
+            )
+        return entries
+
+    def __repr__(self) -> str:
+        return f"ListSerde({getattr(self.list_class, '__name__', self.list_class)!r}, {self.inner!r})"
+
+
+def _list_class(spec: Any, config_key: str) -> Callable[[Any], Any]:
+    """The list type a ``default.list.*.serde.type`` config names (a type, a dotted path, or
+    Java's ArrayList/LinkedList, which both mean ``list``)."""
+    if callable(spec):
+        return spec  # type: ignore[no-any-return]
+    if isinstance(spec, str):
+        simple = spec.rsplit(".", 1)[-1]
+        if simple in ("ArrayList", "LinkedList", "list"):
+            return list
+        if simple == "tuple":
+            return tuple
+        module_name, _, attr = spec.rpartition(".")
+        try:
+            target = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError, ValueError):
+            target = None
+        if callable(target):
+            return target  # type: ignore[no-any-return]
+    raise ConfigException(
+        f"{config_key}={spec!r} is not a list type: give list, tuple or a dotted path to one."
+    )
+
+
 # Built-in serdes are stateless, so one shared instance of each suffices.
 _STRING = StringSerde()
 _BYTES = BytesSerde()
@@ -324,6 +549,8 @@ _FLOAT = FloatSerde()
 _DOUBLE = DoubleSerde()
 _UUID = UUIDSerde()
 _JSON = JsonSerde()
+_VOID = VoidSerde()
+_BOOLEAN = BooleanSerde()
 
 # Names accepted by default.key.serde / default.value.serde, lower-cased, including Kafka's class
 # names so configs copied from a Java application keep working.
@@ -338,9 +565,14 @@ for _serde, _aliases in (
     (_DOUBLE, ("double", "doubleserde")),
     (_UUID, ("uuid", "uuidserde")),
     (_JSON, ("json", "jsonserde")),
+    (_VOID, ("void", "voidserde")),
+    (_BOOLEAN, ("boolean", "bool", "booleanserde")),
 ):
     for _alias in _aliases:
         _BY_NAME[_alias] = _serde
+
+# Inner serdes whose entries a ListSerde writes without a length (Kafka's FIXED_LENGTH_SERIALIZERS).
+_FIXED_ENTRY_SIZES = {"short": 2, "int": 4, "float": 4, "long": 8, "double": 8, "uuid": 36}
 
 
 class Serdes:
@@ -412,6 +644,25 @@ class Serdes:
         return ProtobufSerde(message_type, registry, is_key=is_key, conf=conf)
 
     @staticmethod
+    def void() -> Serde:
+        return _VOID
+
+    @staticmethod
+    def boolean() -> Serde:
+        return _BOOLEAN
+
+    @staticmethod
+    def list_serde(list_class: Callable[[Any], Any], inner_serde: Any) -> ListSerde:
+        """Lists of ``inner_serde`` values in Kafka's ListSerde format, read back as ``list_class``."""
+        if not callable(list_class):
+            raise TypeError(
+                f"list_serde() takes a list type such as list or tuple first, got {list_class!r}."
+            )
+        if inner_serde is None:
+            raise TypeError("list_serde() needs an inner serde for the entries, e.g. Serdes.string().")
+        return ListSerde(list_class, inner_serde)
+
+    @staticmethod
     def serde_from(serialize: _SerializeFn, deserialize: _DeserializeFn, name: str = "custom") -> Serde:
         """A serde from two functions of non-None data (None passes through them untouched)."""
         return FunctionSerde(serialize, deserialize, name)
@@ -426,11 +677,19 @@ class Serdes:
     Float = float
     Double = double
     UUID = uuid
+    Void = void
+    Boolean = boolean
+    ListSerde = list_serde
 
     @staticmethod
     def by_name(name: str) -> Serde:
         """The built-in serde called ``name`` ("string", "long", "Serdes$LongSerde", ...)."""
         key = name.rsplit("$", 1)[-1].rsplit(".", 1)[-1].lower()
+        if key in ("list", "listserde"):
+            raise ConfigException(
+                f"The list serde ({name!r}) needs its inner serde, which a name cannot carry: pass the "
+                "instance instead, e.g. default.value.serde=Serdes.list_serde(list, Serdes.string())."
+            )
         serde = _BY_NAME.get(key)
         if serde is None:
             raise ConfigException(

@@ -10,6 +10,10 @@ and look into state stores::
     words.pipe_input("k", "hello")
     assert counts.read_key_value() == ("hello", 1)
 
+Piping follows Kafka's ``TestInputTopic.pipeInput`` overloads: ``pipe_input(value)`` (a null key),
+``pipe_input(key, value)``, ``pipe_input(value, instant)`` (a ``datetime`` second argument),
+``pipe_input(key, value, timestamp)`` and ``pipe_input(TestRecord(...))``.
+
 How it runs: one ``StreamTask`` per subtopology, all on partition 0 (every topic has one
 partition), sharing a real ``RecordCollector``. Each piped record is processed, then its task is
 committed the way Kafka's driver commits after every record: stores are flushed (caches forward
@@ -19,9 +23,15 @@ driver); records written to a topic the topology reads (its repartition topics, 
 it writes and reads back) are also fed, one by one, to the subtopology that reads them before
 ``pipe_input`` returns.
 
-Time: input topics stamp records with their own clock (starting at the driver's wall-clock time
-when the topic is created, advancing by ``auto_advance`` per record) unless a timestamp is given;
-``advance_wall_clock_time`` moves the mock wall clock and runs due wall-clock punctuations.
+Time: the mock wall clock starts at the current time (Kafka's ``System.currentTimeMillis()``)
+unless the driver is given ``initial_wall_clock_time_ms``. Input topics stamp records with their
+own clock (starting at the driver's wall-clock time when the topic is created, advancing by
+``auto_advance`` per record) unless a timestamp is given; ``advance_wall_clock_time`` moves the
+mock wall clock and runs due wall-clock punctuations.
+
+Stores: the DSL's tables and aggregations are timestamped stores. ``get_key_value_store`` and
+``get_window_store`` show them with plain values (Kafka's facades);
+``get_timestamped_key_value_store`` and ``get_timestamped_window_store`` with ``ValueAndTimestamp``.
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
+import time
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -40,9 +51,11 @@ from kstreams._native.record_collector import RecordCollector
 from kstreams.cluster.port import TopicPartition
 from kstreams.config import StreamsConfig
 from kstreams.processor import TaskId
+from kstreams.runtime.global_state import GlobalStateTask
 from kstreams.runtime.task import StreamTask
 from kstreams.runtime.thread_caches import single_thread_cache
 from kstreams.state.store import KeyValueStore, StateStore, WindowStore
+from kstreams.state.timestamped import is_timestamped, plain_value_view
 from kstreams.topology.dsl.records import KeyValue
 
 if TYPE_CHECKING:
@@ -53,6 +66,8 @@ __all__ = ["TestInputTopic", "TestOutputTopic", "TestRecord", "TopologyTestDrive
 logger = logging.getLogger(__name__)
 
 Headers = list[tuple[str, bytes | None]]
+
+_MISSING: Any = object()  # an argument not given (None is a value: a null key or value)
 
 
 def _to_ms(value: int | float | timedelta | datetime, what: str) -> int:
@@ -82,11 +97,15 @@ class TopologyTestDriver:
     """Runs ``topology`` synchronously (see the module docstring).
 
     ``config`` defaults ``application.id`` to "test-driver" and ``state.dir`` to a fresh temporary
-    directory that ``close()`` removes.
+    directory that ``close()`` removes. The wall clock starts at ``initial_wall_clock_time_ms``
+    (milliseconds, a timedelta since the epoch or a datetime), else at the current time.
     """
 
     def __init__(
-        self, topology: Topology, config: Mapping[str, Any] | None = None, initial_wall_clock_time_ms: int = 0
+        self,
+        topology: Topology,
+        config: Mapping[str, Any] | None = None,
+        initial_wall_clock_time_ms: int | datetime | None = None,
     ) -> None:
         props = config.originals() if isinstance(config, StreamsConfig) else dict(config or {})
         props.setdefault("application.id", "test-driver")
@@ -97,7 +116,11 @@ class TopologyTestDriver:
         self.config = StreamsConfig(props)
         application_id = self.config.application_id
         self._plan = topology.build(application_id, self.config)
-        self._wall_clock_ms = _to_ms(initial_wall_clock_time_ms, "initial_wall_clock_time_ms")
+        self._wall_clock_ms = (
+            int(time.time() * 1000)
+            if initial_wall_clock_time_ms is None
+            else _to_ms(initial_wall_clock_time_ms, "initial_wall_clock_time_ms")
+        )
         self._collector = RecordCollector()
         self._offsets: dict[str, int] = {}
         self._outputs: dict[str, deque[tuple[bytes | None, bytes | None, int, Headers | None]]] = {}
@@ -107,7 +130,27 @@ class TopologyTestDriver:
         self._tasks: dict[int, StreamTask] = {}
         self._task_for_topic: dict[str, StreamTask] = {}
         app_state_dir = f"{self.config['state.dir']}/{application_id}"
+        # Global stores: one task per global subtopology; a record piped into a global topic
+        # updates its store at once, and every task reads the stores without being connected.
+        self._global_tasks: dict[str, StreamTask] = {}
+        global_stores: dict[str, StateStore] = {}
         try:
+            for sub in self._plan.global_subtopologies:
+                global_task = GlobalStateTask(
+                    TaskId(sub.id, -1),
+                    sub,
+                    [TopicPartition(t, 0) for t in sub.source_topics],
+                    self.config,
+                    self._collector,
+                    _one_partition,
+                    app_state_dir,
+                    clock=self._clock,
+                )
+                for topic in sub.source_topics:
+                    self._global_tasks[topic] = global_task
+                global_task.initialize()
+                global_task.initialize_processors()
+                global_stores.update(global_task.graph.stores)
             for sub in self._plan.subtopologies:
                 task = StreamTask(
                     TaskId(sub.id, 0),
@@ -120,6 +163,7 @@ class TopologyTestDriver:
                     clock=self._clock,
                 )
                 task.record_cache = cache
+                task.global_stores = global_stores
                 self._tasks[sub.id] = task
                 for topic in sub.source_topics:
                     self._task_for_topic[topic] = task
@@ -127,7 +171,7 @@ class TopologyTestDriver:
             for task in self._tasks.values():
                 task.initialize_processors()
         except BaseException:
-            for task in self._tasks.values():
+            for task in [*self._tasks.values(), *self._global_tasks.values()]:
                 task.close(clean=False)
             self._remove_temp_dir()
             raise
@@ -188,23 +232,39 @@ class TopologyTestDriver:
     # ----------------------------------------------------------------- stores
 
     def get_all_state_stores(self) -> dict[str, StateStore]:
-        return {name: store for task in self._tasks.values() for name, store in task.graph.stores.items()}
+        tasks = [*self._tasks.values(), *self._global_tasks.values()]
+        return {name: store for task in tasks for name, store in task.graph.stores.items()}
 
     def get_state_store(self, name: str) -> StateStore | None:
-        """The store called ``name`` (its outermost layer), or None if the topology has none."""
-        for task in self._tasks.values():
+        """The store called ``name`` (its outermost layer, global stores included), or None if the
+        topology has none."""
+        for task in [*self._tasks.values(), *self._global_tasks.values()]:
             store = task.graph.stores.get(name)
             if store is not None:
                 return store
         return None
 
     def get_key_value_store(self, name: str) -> Any:
-        """The key-value store called ``name``; None if there is none or it is not a key-value store."""
-        return self._typed_store(name, "keyvalue", KeyValueStore)
+        """The key-value store called ``name``, with plain values even when it is timestamped (the
+        DSL's tables and aggregations); None if there is none or it is not a key-value store."""
+        return plain_value_view(self._typed_store(name, "keyvalue", KeyValueStore))
+
+    def get_timestamped_key_value_store(self, name: str) -> Any:
+        """The timestamped key-value store called ``name`` (values are ``ValueAndTimestamp``); None
+        if there is none or it is not a timestamped key-value store."""
+        store = self._typed_store(name, "keyvalue", KeyValueStore)
+        return store if is_timestamped(store) else None
 
     def get_window_store(self, name: str) -> Any:
-        """The window store called ``name``; None if there is none or it is not a window store."""
-        return self._typed_store(name, "window", WindowStore)
+        """The window store called ``name``, with plain values even when it is timestamped (the
+        DSL's windowed aggregations); None if there is none or it is not a window store."""
+        return plain_value_view(self._typed_store(name, "window", WindowStore))
+
+    def get_timestamped_window_store(self, name: str) -> Any:
+        """The timestamped window store called ``name`` (values are ``ValueAndTimestamp``); None if
+        there is none or it is not a timestamped window store."""
+        store = self._typed_store(name, "window", WindowStore)
+        return store if is_timestamped(store) else None
 
     def get_session_store(self, name: str) -> Any:
         """The session store called ``name``; None if there is none or it is not a session store."""
@@ -229,7 +289,7 @@ class TopologyTestDriver:
             return
         self._closed = True
         failure: BaseException | None = None
-        for task in self._tasks.values():
+        for task in [*self._tasks.values(), *dict.fromkeys(self._global_tasks.values())]:
             try:
                 task.flush()
                 task.close(clean=True)
@@ -262,7 +322,16 @@ class TopologyTestDriver:
         self, topic: str, key: bytes | None, value: bytes | None, timestamp: int, headers: Headers | None
     ) -> None:
         self._check_open()
-        task = self._task_for_topic.get(topic)
+        global_task = self._global_tasks.get(topic)
+        if global_task is not None:
+            if timestamp < 0:
+                raise ValueError(f"Timestamp must not be negative, got {timestamp} for topic {topic}.")
+            offset = self._next_offset(topic, 1)
+            batch = RecordBatch.from_records([(key, value, timestamp, 0, offset, headers)])
+            global_task.process(TopicPartition(topic, 0), batch)
+            global_task.flush()
+            return
+        task = self._task_for_topic.get(topic) or self._pattern_task(topic)
         if task is None or topic in self._internal_sources:
             raise ValueError(
                 f"Unknown topic: {topic}. The topology reads {sorted(self._plan.source_topics)}; pipe "
@@ -272,6 +341,14 @@ class TopologyTestDriver:
             raise ValueError(f"Timestamp must not be negative, got {timestamp} for topic {topic}.")
         batch = RecordBatch.from_records([(key, value, timestamp, 0, self._next_offset(topic, 1), headers)])
         self._run_queue(deque([(task, topic, batch)]))
+
+    def _pattern_task(self, topic: str) -> StreamTask | None:
+        """The task of the pattern source matching ``topic``, which then reads it for good."""
+        for task in self._tasks.values():
+            if any(pattern.fullmatch(topic) for pattern, _ in task.graph.pattern_sources):
+                self._task_for_topic[topic] = task
+                return task
+        return None
 
     def _next_offset(self, topic: str, count: int) -> int:
         offset = self._offsets.get(topic, 0)
@@ -350,14 +427,36 @@ class TestInputTopic:
 
     def pipe_input(
         self,
-        key: Any,
-        value: Any = None,
+        key_or_value: Any = _MISSING,
+        value: Any = _MISSING,
         timestamp: int | datetime | None = None,
         headers: Headers | None = None,
+        *,
+        key: Any = _MISSING,
     ) -> None:
-        """Send one record. ``pipe_input(TestRecord(...))`` sends a prepared record."""
-        if isinstance(key, TestRecord) and value is None and timestamp is None:
-            key, value, timestamp, headers = key.key, key.value, key.timestamp, key.headers
+        """Send one record, as Kafka's ``pipeInput`` overloads: ``pipe_input(value)`` sends a value
+        with a null key; ``pipe_input(key, value)``; ``pipe_input(value, instant)`` when the second
+        argument is a ``datetime``; ``pipe_input(key, value, timestamp)`` (milliseconds or a
+        datetime); ``pipe_input(TestRecord(...))`` a prepared record. Keywords: ``key=``,
+        ``value=``, ``timestamp=``, ``headers=``."""
+        if isinstance(key_or_value, TestRecord):
+            if value is not _MISSING or key is not _MISSING or timestamp is not None or headers is not None:
+                raise TypeError("pipe_input(TestRecord) takes no other argument: put them in the TestRecord.")
+            record = key_or_value
+            key, value, timestamp, headers = record.key, record.value, record.timestamp, record.headers
+        elif key is not _MISSING:
+            if value is not _MISSING and key_or_value is not _MISSING:
+                raise TypeError("pipe_input() got the key twice: pass it by position or as key=, not both.")
+            if value is _MISSING:
+                value = None if key_or_value is _MISSING else key_or_value
+        elif value is _MISSING:
+            if key_or_value is _MISSING:
+                raise TypeError("pipe_input() needs a value: pipe_input(value) or pipe_input(key, value).")
+            key, value = None, key_or_value  # Kafka's pipeInput(V): a null key
+        elif isinstance(value, datetime) and timestamp is None and key_or_value is not _MISSING:
+            key, value, timestamp = None, key_or_value, value  # Kafka's pipeInput(V, Instant)
+        else:
+            key = None if key_or_value is _MISSING else key_or_value
         if timestamp is None:
             ts = self._current_time
             self._current_time += self._advance

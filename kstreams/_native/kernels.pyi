@@ -76,11 +76,14 @@ def aggregate(
     grace_ms: int = 0,
     observed_time: int = -1,
     reducer: Callable[[Any, Any], Any] | None = None,
+    timestamped: bool = False,
 ) -> tuple[int, int] | None:
     """COUNT/SUM/MIN/MAX/REDUCE per key (per window) of a batch into a record-cache namespace, as
     the DSL's aggregate processors would record by record; old aggregates from the cache, else from
     ``load(cache_key)``. REDUCE calls ``reducer(aggregate, value)`` per record with the GIL. Each
-    key's newest aggregate is put once, in last-update order, with its last record's timestamp.
+    key's newest aggregate is put once, in last-update order, with its last record's timestamp;
+    ``timestamped``: the store's bytes are ValueAndTimestamp's (8-byte timestamp first) and each
+    aggregate carries the largest timestamp of the records that made it.
     Returns (observed_time, dropped) or None (nothing written: a record needs the Python path)."""
 
 def decode_numbers(batch: RecordBatch, side: int, enc: int) -> tuple[np.ndarray, np.ndarray]:

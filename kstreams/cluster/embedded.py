@@ -14,7 +14,8 @@ Fault injection for tests: ``fail_next(operation, times=1, error=None)`` makes t
 calls of a client operation raise ``error`` (by default a retriable ``ClusterError``) before doing
 anything. Operations are named after the client methods: admin ("create_topics",
 "describe_topics", "delete_topics", "alter_topic_config", "create_partitions", "list_offsets",
-"delete_records", "committed_offsets"), producer ("send", "flush", "partitions_for",
+"delete_records", "committed_offsets", "alter_committed_offsets", "group_members",
+"offsets_for_times"), producer ("send", "flush", "partitions_for",
 "init_transactions", "begin_transaction", "send_offsets_to_transaction", "commit_transaction",
 "abort_transaction") and consumer ("poll", "commit", "committed", "end_offsets"). The helper
 methods of this class are never failed.

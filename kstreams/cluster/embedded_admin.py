@@ -11,10 +11,11 @@ Threads: an admin may be used from any thread; each request runs under the broke
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping, Sequence
 
 from kstreams.cluster.embedded_broker import EmbeddedBroker
-from kstreams.cluster.port import TopicDescription, TopicPartition
+from kstreams.cluster.port import ClusterError, GroupNotEmptyError, TopicDescription, TopicPartition
 
 __all__ = ["EmbeddedAdmin"]
 
@@ -88,3 +89,43 @@ class EmbeddedAdmin:
             if group is None:
                 return {}
             return {tp: group.offsets[tp] for tp in partitions if tp in group.offsets}
+
+    def alter_committed_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
+        self._broker.faults.check("alter_committed_offsets")
+        with self._broker.lock:
+            self._broker.check_open()
+            members = self._active_members(group_id)
+            if members:
+                raise GroupNotEmptyError(
+                    f"Cannot set the committed offsets of group {group_id!r}: it has {len(members)} active "
+                    f"member(s) ({', '.join(members)}). Stop every consumer of the group first."
+                )
+            # Validate the whole request before changing anything, as the broker does.
+            for tp, offset in offsets.items():
+                self._broker.require_log(tp)
+                if offset < 0:
+                    raise ClusterError(f"Cannot commit offset {offset} of {tp} for group {group_id!r}")
+            self._broker.commit_offsets(group_id, offsets)
+            self._broker.notify()
+
+    def group_members(self, group_id: str) -> list[str]:
+        self._broker.faults.check("group_members")
+        with self._broker.lock:
+            self._broker.check_open()
+            return self._active_members(group_id)
+
+    def offsets_for_times(self, timestamps: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        self._broker.faults.check("offsets_for_times")
+        with self._broker.lock:
+            self._broker.check_open()
+            return {tp: self._broker.require_log(tp).offset_for_time(ts) for tp, ts in timestamps.items()}
+
+    def _active_members(self, group_id: str) -> list[str]:
+        """The group's members once those whose session ran out are expelled (a broker expels
+        them on a timer; here whoever asks does it first). Caller holds the broker lock."""
+        group = self._broker.groups.get(group_id)
+        if group is None:
+            return []
+        if group.expire(time.monotonic(), self._broker.partition_counts()):
+            self._broker.notify()
+        return sorted(group.members)

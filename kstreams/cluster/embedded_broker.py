@@ -27,6 +27,8 @@ from kstreams.cluster.embedded_log import PartitionLog, Transaction
 from kstreams.cluster.port import (
     ClusterError,
     ProducerFencedError,
+    RecordRejectedError,
+    RejectedRecord,
     TopicDescription,
     TopicExistsError,
     TopicNotFoundError,
@@ -216,6 +218,53 @@ class EmbeddedBroker:
         log = self.require_log(tp)
         if len(batch) == 0:
             return
+        batch, rejected = self._accepted(topic, partition, batch)
+        if len(batch):
+            self._append(tp, log, batch, partition, txn)
+        if rejected:
+            raise RecordRejectedError(rejected)
+
+    def _accepted(
+        self, topic: str, partition: int, batch: RecordBatch
+    ) -> tuple[RecordBatch, list[RejectedRecord]]:
+        """The records the topic's ``max.message.bytes`` admits, and those it refuses (a broker
+        answers MESSAGE_TOO_LARGE for them)."""
+        limit = self.topics[topic].config.get("max.message.bytes")
+        if limit is None:
+            return batch, []
+        max_bytes = int(limit)
+        kept: list[int] = []
+        rejected: list[RejectedRecord] = []
+        for i in range(len(batch)):
+            key, value = batch.key(i), batch.value(i)
+            size = len(key or b"") + len(value or b"")
+            if size <= max_bytes:
+                kept.append(i)
+                continue
+            rejected.append(
+                RejectedRecord(
+                    topic,
+                    partition,
+                    key,
+                    value,
+                    batch.timestamp(i),
+                    batch.headers(i),
+                    f"MESSAGE_TOO_LARGE: the record has {size} bytes, more than the topic's "
+                    f"max.message.bytes={max_bytes}",
+                )
+            )
+        if not rejected:
+            return batch, []
+        return RecordBatch.from_records([batch[i] for i in kept]), rejected
+
+    def _append(
+        self,
+        tp: TopicPartition,
+        log: PartitionLog,
+        batch: RecordBatch,
+        partition: int,
+        txn: Transaction | None,
+    ) -> None:
         entry = log.append(batch, partition, txn)
         if txn is not None:
             txn.started(time.monotonic())

@@ -32,6 +32,9 @@ OPERATIONS = frozenset(
         "list_offsets",
         "delete_records",
         "committed_offsets",
+        "alter_committed_offsets",
+        "group_members",
+        "offsets_for_times",
         # Producer
         "send",
         "flush",

@@ -174,6 +174,23 @@ class PartitionLog:
             return None, position
         return (slices[0] if len(slices) == 1 else RecordBatch.concat(slices)), position
 
+    def offset_for_time(self, timestamp: int) -> int:
+        """The earliest offset at or after the log start whose record's timestamp is at or after
+        ``timestamp``, or the end offset when there is none (control markers and aborted batches
+        hold no records a reader would see, so they never match)."""
+        i = max(bisect_right(self._bases, self.start_offset) - 1, 0)
+        for entry in self._entries[i:]:
+            if entry.batch is None or entry.aborted:
+                continue
+            lo = max(self.start_offset - entry.base, 0)
+            batch = entry.batch if lo == 0 else entry.batch.slice(lo, entry.count)
+            if len(batch) == 0 or batch.max_timestamp < timestamp:
+                continue
+            for k, ts in enumerate(batch.timestamps_array().tolist()):
+                if ts >= timestamp:
+                    return entry.base + lo + k
+        return self.end_offset
+
     def read_all(self, read_committed: bool) -> RecordBatch | None:
         """Every visible record from the log start to the reader's limit, in offset order."""
         return self.read(self.start_offset, self.end_offset - self.start_offset, read_committed)[0]

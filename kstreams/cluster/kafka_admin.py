@@ -36,6 +36,7 @@ from confluent_kafka.admin import (
 from kstreams.cluster.kafka_errors import cluster_error, kafka_error_of
 from kstreams.cluster.port import (
     ClusterError,
+    GroupNotEmptyError,
     TopicDescription,
     TopicExistsError,
     TopicNotFoundError,
@@ -219,6 +220,71 @@ class KafkaAdmin:
             for p in result.topic_partitions
             if p.offset >= 0 and p.error is None
         }
+
+    def alter_committed_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
+        members = self.group_members(group_id)
+        if members:
+            raise GroupNotEmptyError(
+                f"Cannot set the committed offsets of group {group_id!r}: it has {len(members)} active "
+                f"member(s) ({', '.join(members)}). Stop every consumer of the group first."
+            )
+        if not offsets:
+            return
+        for tp, offset in offsets.items():
+            if offset < 0:
+                raise ClusterError(f"Cannot commit offset {offset} of {tp} for group {group_id!r}")
+        request = ConsumerGroupTopicPartitions(
+            group_id, [KafkaTopicPartition(tp.topic, tp.partition, offset) for tp, offset in offsets.items()]
+        )
+        futures = self._client.alter_consumer_group_offsets([request], request_timeout=self._timeout)
+        try:
+            result = futures[group_id].result(self._timeout)
+        except KafkaException as exc:
+            err = kafka_error_of(exc)
+            # A broker refuses offsets from outside a group that has members with UNKNOWN_MEMBER_ID.
+            if err is not None and err.code() == KafkaError.UNKNOWN_MEMBER_ID:
+                raise GroupNotEmptyError(
+                    f"Cannot set the committed offsets of group {group_id!r}: a member joined it meanwhile. "
+                    "Stop every consumer of the group first."
+                ) from exc
+            raise cluster_error(f"Setting the committed offsets of group {group_id!r}", exc) from exc
+        for p in result.topic_partitions:
+            if p.error is not None:
+                raise cluster_error(
+                    f"Setting the committed offset of {p.topic}-{p.partition} for group {group_id!r}",
+                    p.error,
+                )
+        logger.info("Set the committed offsets of group %s: %s", group_id, _offsets_text(offsets))
+
+    def group_members(self, group_id: str) -> list[str]:
+        return sorted(self.group_assignment(group_id))
+
+    def offsets_for_times(self, timestamps: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        if not timestamps:
+            return {}
+        level = _ISOLATION["read_uncommitted"]
+        request = {
+            KafkaTopicPartition(tp.topic, tp.partition): OffsetSpec.for_timestamp(ts)
+            for tp, ts in timestamps.items()
+        }
+        futures = self._client.list_offsets(request, isolation_level=level, request_timeout=self._timeout)
+        result: dict[TopicPartition, int] = {}
+        missing: list[TopicPartition] = []
+        for ktp, future in futures.items():
+            tp = TopicPartition(ktp.topic, ktp.partition)
+            try:
+                offset = future.result(self._timeout).offset
+            except KafkaException as exc:
+                what = f"Looking up the offset of {tp} at timestamp {timestamps[tp]}"
+                raise cluster_error(what, exc) from exc
+            # No record that recent: the broker answers -1; the tools then take the end offset.
+            if offset is None or offset < 0:
+                missing.append(tp)
+            else:
+                result[tp] = offset
+        if missing:
+            result.update(self._list(missing, OffsetSpec.latest(), level))
+        return result
 
     def group_assignment(self, group_id: str) -> dict[str, list[TopicPartition]]:
         """{member id: partitions} of the group's current generation, as the group coordinator

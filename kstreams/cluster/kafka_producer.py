@@ -35,7 +35,14 @@ from kstreams._native.record_batch import RecordBatch
 from kstreams.cluster.kafka_admin import KafkaAdmin
 from kstreams.cluster.kafka_consumer import GroupMembers
 from kstreams.cluster.kafka_errors import cluster_error
-from kstreams.cluster.port import ClusterError, FatalClientError, TopicNotFoundError, TopicPartition
+from kstreams.cluster.port import (
+    ClusterError,
+    FatalClientError,
+    RecordRejectedError,
+    RejectedRecord,
+    TopicNotFoundError,
+    TopicPartition,
+)
 
 __all__ = ["DeliveryFailures", "KafkaProducer"]
 
@@ -45,6 +52,31 @@ logger = logging.getLogger(__name__)
 _QUEUE_FULL_WAIT = 0.1
 # How long past its own timeout a bounded librdkafka call may take before the producer is given up.
 _HUNG_GRACE_S = 5.0
+# Errors that refuse one record for good (retrying sends it again and again to the same refusal):
+# the production exception handler decides about such records.
+_REJECTIONS = frozenset(
+    {
+        KafkaError.MSG_SIZE_TOO_LARGE,
+        KafkaError.INVALID_MSG_SIZE,
+        KafkaError.INVALID_MSG,
+        KafkaError.INVALID_RECORD,
+        KafkaError.RECORD_LIST_TOO_LARGE,
+    }
+)
+
+
+def _rejected(message: Message, error: KafkaError) -> RejectedRecord:
+    """The record of a delivery report librdkafka failed for good."""
+    partition = message.partition()
+    return RejectedRecord(
+        message.topic() or "",
+        partition if partition is not None else -1,
+        message.key(),
+        message.value(),
+        message.timestamp()[1],
+        cast("list[tuple[str, bytes | None]] | None", message.headers()),
+        f"{error.name()}: {error.str()}",
+    )
 
 
 class DeliveryFailures:
@@ -56,9 +88,13 @@ class DeliveryFailures:
     def __init__(self) -> None:
         # Appended by librdkafka's callback inside poll/flush, on the thread using the producer.
         self.failures: list[tuple[str, KafkaError]] = []
+        self.rejected: list[RejectedRecord] = []
 
     def __call__(self, error: KafkaError | None, message: Message) -> None:
         if error is not None:
+            if error.code() in _REJECTIONS:
+                self.rejected.append(_rejected(message, error))
+                return
             try:
                 where = f"{message.topic()}-{message.partition()}"
             except Exception:  # a message of a fatally failed producer may not say where it went
@@ -91,8 +127,9 @@ class KafkaProducer:
         self._group_only_metadata = group_only_metadata
         self._transactional_id = transactional_id
         self._timeout = timeout
-        # The same list the client's delivery callback fills.
+        # The same lists the client's delivery callback fills.
         self._failures = delivery.failures
+        self._rejected = delivery.rejected
         # True from begin_transaction until the transaction is committed or aborted (also after
         # a failed commit, which must be followed by an abort).
         self._in_transaction = False
@@ -125,7 +162,9 @@ class KafkaProducer:
         except BufferError:
             self._send_slowly(topic, partition, batch, keys, values, timestamps, i)
         except KafkaException as exc:
-            raise cluster_error(f"Producing to {topic}-{partition}", exc) from exc
+            if not self._reject(exc, topic, partition, batch, i):
+                raise cluster_error(f"Producing to {topic}-{partition}", exc) from exc
+            self._send_slowly(topic, partition, batch, keys, values, timestamps, i + 1)
         self._producer.poll(0)
         self._raise_failures()
 
@@ -160,7 +199,8 @@ class KafkaProducer:
                 self._producer.poll(_QUEUE_FULL_WAIT)
                 continue
             except KafkaException as exc:
-                raise cluster_error(f"Producing to {topic}-{partition}", exc) from exc
+                if not self._reject(exc, topic, partition, batch, i):
+                    raise cluster_error(f"Producing to {topic}-{partition}", exc) from exc
             i += 1
 
     def flush(self, timeout: float | None = None) -> None:
@@ -254,8 +294,24 @@ class KafkaProducer:
 
     # Internals
 
+    def _reject(self, exc: KafkaException, topic: str, partition: int, batch: RecordBatch, i: int) -> bool:
+        """Keep record ``i`` as rejected when librdkafka refused it for good (too large); False for
+        any other error."""
+        error = exc.args[0] if exc.args else None
+        if not isinstance(error, KafkaError) or error.code() not in _REJECTIONS:
+            return False
+        key, value, timestamp, _p, _o, headers = batch[i]
+        self._rejected.append(
+            RejectedRecord(topic, partition, key, value, timestamp, headers, f"{error.name()}: {error.str()}")
+        )
+        return True
+
     def _raise_failures(self) -> None:
         if not self._failures:
+            if self._rejected:
+                rejected = list(self._rejected)
+                self._rejected.clear()
+                raise RecordRejectedError(rejected)
             return
         where, error = self._failures[0]
         count = len(self._failures)

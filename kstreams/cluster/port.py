@@ -30,8 +30,11 @@ __all__ = [
     "ConsumerRecord",
     "FatalClientError",
     "GroupListener",
+    "GroupNotEmptyError",
     "Producer",
     "ProducerFencedError",
+    "RecordRejectedError",
+    "RejectedRecord",
     "TopicDescription",
     "TopicExistsError",
     "TopicNotFoundError",
@@ -109,6 +112,38 @@ class FatalClientError(ClusterError):
     its state): close it and create a new one."""
 
 
+@dataclass(frozen=True, slots=True)
+class RejectedRecord:
+    """An output record the cluster refused for good, and why."""
+
+    topic: str
+    partition: int
+    key: bytes | None
+    value: bytes | None
+    timestamp: int
+    headers: list[tuple[str, bytes | None]] | None
+    reason: str
+
+
+class RecordRejectedError(ClusterError):
+    """The cluster refused some records for good (too large for the topic, invalid): they were not
+    written, every other record of the same sends was. Retrying cannot help; the production
+    exception handler decides whether the application goes on without them."""
+
+    def __init__(self, records: list[RejectedRecord]) -> None:
+        first = records[0]
+        super().__init__(
+            f"The cluster rejected {len(records)} record(s), the first for {first.topic}-{first.partition}: "
+            f"{first.reason}"
+        )
+        self.records = records
+
+
+class GroupNotEmptyError(ClusterError):
+    """A request that needs a consumer group without active members (setting its offsets from
+    outside, as the reset tool does) found members in it."""
+
+
 @runtime_checkable
 class Admin(Protocol):
     def create_topics(
@@ -141,6 +176,18 @@ class Admin(Protocol):
         self, group_id: str, partitions: Sequence[TopicPartition]
     ) -> dict[TopicPartition, int]:
         """The group's committed offsets (partitions without one are left out)."""
+
+    def alter_committed_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
+        """Set a group's committed offsets from outside the group (Kafka's AlterConsumerGroupOffsets).
+        Raises GroupNotEmptyError when the group has active members: they would overwrite them."""
+
+    def group_members(self, group_id: str) -> list[str]:
+        """Member ids of the group's active members, sorted ([] for an empty or unknown group)."""
+
+    def offsets_for_times(self, timestamps: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        """Per partition, the earliest offset whose record has a timestamp (ms) at or after the one
+        given, or the partition's end offset when no record is that recent (Kafka's ListOffsets by
+        timestamp, with the tools' fallback to the end)."""
 
 
 class GroupListener(Protocol):

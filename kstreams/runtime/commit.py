@@ -36,6 +36,8 @@ from kstreams.cluster.port import (
     Consumer,
     Producer,
     ProducerFencedError,
+    RecordRejectedError,
+    RejectedRecord,
     TopicPartition,
 )
 from kstreams.errors import ProcessorStateException, StreamsException
@@ -55,13 +57,21 @@ def send_collected(
     collector: RecordCollector, producer: Producer, written: set[tuple[str, int]] | None = None
 ) -> int:
     """Move every buffered output record from the collector to the producer; returns the count.
-    The (topic, partition) of every batch sent is added to ``written``."""
+    The (topic, partition) of every batch sent is added to ``written``. Records the cluster
+    rejects for good are raised together, as one RecordRejectedError, once every batch is sent."""
     sent = 0
+    rejected: list[RejectedRecord] = []
     for topic, partition, batch in collector.drain():
-        producer.send(topic, partition, batch)
+        try:
+            producer.send(topic, partition, batch)
+        except RecordRejectedError as exc:
+            # The batch's other records were sent; so must the batches drained after it be.
+            rejected.extend(exc.records)
         sent += len(batch)
         if written is not None:
             written.add((topic, partition))
+    if rejected:
+        raise RecordRejectedError(rejected)
     return sent
 
 

@@ -34,10 +34,12 @@ from kstreams.cluster.port import (
     ClusterError,
     FatalClientError,
     ProducerFencedError,
+    RecordRejectedError,
     TopicPartition,
 )
 from kstreams.errors import StreamsException
 from kstreams.runtime.barrier import barrier
+from kstreams.runtime.record_errors import skip_rejected
 from kstreams.runtime.retry import FailureWindow, is_transient
 from kstreams.runtime.standby import StandbyPlacer
 from kstreams.runtime.task_idling import resume_ready
@@ -138,6 +140,9 @@ class PollingThread(threading.Thread):
             "poll-records", "stream-thread-metrics", tags, total=False, rate=False, avg=True, max_=True
         )
         self.send_sensor = metrics.sensor("send", "stream-thread-metrics", tags)
+        self._dropped = metrics.sensor("dropped-records", "stream-thread-metrics", tags)
+        self._production_handler = config.production_exception_handler()
+        self._partition_count = runtime.partition_count
         self.closed_cleanly = False
 
     # -- other threads ----------------------------------------------------------------------
@@ -346,6 +351,14 @@ class PollingThread(threading.Thread):
         task to the last commit, so that nothing is lost or counted twice. An error that retrying
         cannot fix, or failures without a successful commit for ``task.timeout.ms``, go to the
         uncaught exception handler instead."""
+        if (
+            isinstance(exc, RecordRejectedError)
+            and not self._config.exactly_once
+            and skip_rejected(
+                self._production_handler, exc, self._collector, self._partition_count, self._dropped
+            )
+        ):
+            return  # at_least_once: the handler goes on without the records the cluster refused
         fatal = isinstance(exc, FatalClientError)
         if not (fatal or is_transient(exc) or isinstance(exc, ProducerFencedError)):
             raise StreamsException(

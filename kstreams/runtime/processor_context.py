@@ -24,6 +24,7 @@ from kstreams.processor import (
     Record,
     RecordMetadata,
     TaskId,
+    To,
 )
 from kstreams.runtime.record_context import RecordContext
 from kstreams.topology.graph import ProcessorNode
@@ -124,8 +125,15 @@ class ProcessorContextImpl(ProcessorContext[Any, Any]):
 
     # ---- routing
 
-    def forward(self, record: Record[Any, Any], child_name: str | None = None) -> None:
+    def forward(self, record: Record[Any, Any], child_name: str | To | None = None) -> None:
         node = self.node
+        if child_name is not None and not isinstance(child_name, str):
+            if not isinstance(child_name, To):
+                raise TypeError(
+                    f"forward() takes a child processor's name or a To, got {child_name!r}; "
+                    "write forward(record, 'child') or forward(record, To.child('child'))."
+                )
+            record, child_name = child_name.apply(record)
         if child_name is None:
             children = node.children
         else:
@@ -153,7 +161,9 @@ class ProcessorContextImpl(ProcessorContext[Any, Any]):
             self.node = node
             record_context.timestamp = previous_timestamp
 
-    def forward_from(self, node_name: str, record: Record[Any, Any], child_name: str | None = None) -> None:
+    def forward_from(
+        self, node_name: str, record: Record[Any, Any], child_name: str | To | None = None
+    ) -> None:
         """Forward ``record`` to the children of ``node_name`` (as if that node forwarded it)."""
         previous = self.node
         self.node = self._task.graph.nodes[node_name]
@@ -166,6 +176,10 @@ class ProcessorContextImpl(ProcessorContext[Any, Any]):
 
     def get_state_store(self, name: str) -> Any:
         node = self.node
+        # As in Kafka, a global store is open to every processor without being connected.
+        global_store = self._task.global_stores.get(name)
+        if global_store is not None and isinstance(node, ProcessorNode) and name not in node.stores:
+            return global_store
         if not isinstance(node, ProcessorNode) or name not in node.stores:
             node_name = node.name if node is not None else None
             raise TopologyException(

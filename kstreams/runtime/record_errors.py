@@ -9,7 +9,10 @@ Kafka, where the handler runs in the node); FAIL fails the task, and the outer n
 that failure pass untouched. Without either setting nothing is wrapped: the hot path is as before.
 
 Production: a sink whose serializer fails asks the production handler
-(``handle_serialization_exception``); CONTINUE drops the record.
+(``handle_serialization_exception``); CONTINUE drops the record. A record the cluster rejects for
+good (too large for the topic) asks it too (``handle``, through ``skip_rejected`` on the polling
+thread, which sends): CONTINUE goes on without it under at_least_once; under exactly_once_v2 the
+transaction holding it cannot commit, so the failure stands whatever the handler says.
 
 Dead letters (KIP-1034): a handler may answer with a ``Response`` carrying dead-letter records;
 they are sent through the task's record collector before the decision takes effect, so they
@@ -21,12 +24,15 @@ Records dropped by any handler, the deserialization handler's included, count in
 
 from __future__ import annotations
 
+import itertools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kstreams._native.record_batch import default_partition
+from kstreams.cluster.port import RecordRejectedError
 from kstreams.errors import (
+    DeadLetterRecord,
     ErrorHandlerContext,
     Response,
     SerializationExceptionOrigin,
@@ -37,7 +43,13 @@ from kstreams.errors import (
 if TYPE_CHECKING:
     from kstreams.runtime.task import StreamTask
 
-__all__ = ["FailedProcessingException", "RecordErrors", "handler_decision"]
+__all__ = [
+    "FailedProcessingException",
+    "RecordErrors",
+    "handler_decision",
+    "send_dead_letters",
+    "skip_rejected",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +71,72 @@ def handler_decision(response: Any) -> Response:
     return Response(response)
 
 
+_round_robin = itertools.count()
+
+
+def send_dead_letters(
+    letters: Sequence[DeadLetterRecord],
+    collector: Any,
+    partition_count: Callable[[str], int],
+    timestamp: int,
+    task_id: Any = None,
+) -> None:
+    """Send dead-letter records through a record collector: keyed ones to the key's partition,
+    others round robin; ``timestamp`` for those without their own."""
+    for letter in letters:
+        try:
+            partitions = partition_count(letter.topic)
+        except Exception as exc:
+            raise StreamsException(
+                f"Cannot write a dead-letter record to topic {letter.topic}: {exc}. Create the topic "
+                "named by errors.deadletterqueue.topic.name.",
+                task_id=task_id,
+            ) from exc
+        if letter.key is not None:
+            partition = default_partition(letter.key, partitions)
+        else:
+            partition = next(_round_robin) % partitions
+        at = letter.timestamp if letter.timestamp is not None else timestamp
+        collector.send(letter.topic, partition, letter.key, letter.value, at, letter.headers)
+
+
+def skip_rejected(
+    handler: Any,
+    error: RecordRejectedError,
+    collector: Any,
+    partition_count: Callable[[str], int],
+    dropped: Any = None,
+) -> bool:
+    """Ask the production handler about each record the cluster rejected; True when it continued
+    on every one (the records stay unwritten, their dead letters are queued, and they count as
+    dropped), False when it failed on any."""
+    for rejected in error.records:
+        context = ErrorHandlerContext(
+            None, -1, -1, rejected.headers, None, None, rejected.timestamp, None, None
+        )
+        try:
+            decision = handler_decision(handler.handle(context, rejected, RecordRejectedError([rejected])))
+        except StreamsException:
+            raise
+        except Exception as handler_exc:
+            raise StreamsException(
+                f"Fatal user code error in the production exception handler: {handler_exc!r}"
+            ) from handler_exc
+        send_dead_letters(decision.dead_letter_queue_records, collector, partition_count, rejected.timestamp)
+        if not decision.continues:
+            return False
+        logger.warning(
+            "Dropping a record the cluster rejected for %s-%d (%s): the production exception handler "
+            "continued.",
+            rejected.topic,
+            rejected.partition,
+            rejected.reason,
+        )
+        if dropped is not None:
+            dropped.record()
+    return True
+
+
 class RecordErrors:
     """The exception handlers of one task and what their decisions do."""
 
@@ -70,7 +148,6 @@ class RecordErrors:
         self.production: Any = config.production_exception_handler() if self.enabled else None
         self.dropped = 0
         self._dropped_sensor: Any = None
-        self._next_partition = 0
 
     # -- wiring ---------------------------------------------------------------------------
 
@@ -138,24 +215,13 @@ class RecordErrors:
     def send_dead_letters(self, decision: Response) -> None:
         """Send a decision's dead-letter records through the task's collector."""
         task = self._task
-        for letter in decision.dead_letter_queue_records:
-            try:
-                partitions = task.partition_count(letter.topic)
-            except Exception as exc:
-                raise StreamsException(
-                    f"Cannot write a dead-letter record to topic {letter.topic} (task {task.task_id}): "
-                    f"{exc}. Create the topic named by errors.deadletterqueue.topic.name.",
-                    task_id=task.task_id,
-                ) from exc
-            if letter.key is not None:
-                partition = default_partition(letter.key, partitions)
-            else:
-                partition = self._next_partition % partitions
-                self._next_partition += 1
-            timestamp = letter.timestamp
-            if timestamp is None:
-                timestamp = max(task.context.record_context.timestamp, 0)
-            task.collector.send(letter.topic, partition, letter.key, letter.value, timestamp, letter.headers)
+        send_dead_letters(
+            decision.dead_letter_queue_records,
+            task.collector,
+            task.partition_count,
+            max(task.context.record_context.timestamp, 0),
+            task.task_id,
+        )
 
     def record_dropped(self) -> None:
         self.dropped += 1

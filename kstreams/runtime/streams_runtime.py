@@ -24,6 +24,7 @@ from kstreams._native.scheduler import TaskScheduler
 from kstreams.cluster.port import Admin, Cluster, Consumer, Producer, TopicNotFoundError
 from kstreams.config import StreamsConfig
 from kstreams.runtime.commit import Committer
+from kstreams.runtime.global_state import GlobalStreamThread
 from kstreams.runtime.internal_topics.manager import InternalTopicManager
 from kstreams.runtime.metrics import MetricsRegistry, Sensor
 from kstreams.runtime.polling_thread import PollingThread, RuntimeHooks
@@ -136,6 +137,27 @@ class StreamsRuntime:
         )
         if restore_listener is not None:
             self.state_updater.listener = restore_listener
+        # Global stores: a thread of their own with a group-less consumer of every partition of
+        # the global topics (kstreams/runtime/global_state.py says why not the state updater).
+        self.global_thread: GlobalStreamThread | None = None
+        if plan.global_subtopologies:
+            global_config = dict(config.client_configs("global.consumer"))
+            global_config.setdefault("client.id", f"{client_id}-global-consumer")
+            if config.exactly_once:
+                global_config["isolation.level"] = "read_committed"
+            self.global_thread = GlobalStreamThread(
+                f"{client_id}-GlobalStreamThread",
+                plan,
+                config,
+                cluster.consumer(None, global_config),
+                admin,
+                state_dir,
+                on_failure=lambda exc: on_restore_failure(None, exc),
+                metrics=metrics,
+                client_id=client_id,
+            )
+            self.global_thread.listener = restore_listener
+            self.task_manager.global_stores = self.global_thread.stores
         self.polling = PollingThread(polling_name, self, hooks)
         self.stream_threads = StreamThreads(
             client_id,
@@ -149,14 +171,20 @@ class StreamsRuntime:
         )
 
     def start(self) -> None:
-        """Start the restore thread, the polling thread and ``num.stream.threads`` stream threads."""
+        """Bootstrap the global stores (blocking, as Kafka's GlobalStreamThread.start) and start
+        the global thread; then the restore thread, the polling thread and ``num.stream.threads``
+        stream threads, so no task processes before the global stores are complete."""
+        if self.global_thread is not None:
+            self.global_thread.bootstrap()
+            self.global_thread.start()
         self.state_updater.start()
         self.polling.start()
         self.stream_threads.start(int(self.config["num.stream.threads"]))
 
     def threads(self) -> list[Any]:
         """Every thread of the runtime (stream threads not yet pruned, the polling and restore threads)."""
-        return [*self.stream_threads.all(), self.polling, self.state_updater]
+        threads = [*self.stream_threads.all(), self.polling, self.state_updater]
+        return threads + ([self.global_thread] if self.global_thread is not None else [])
 
     def renew_producer(self) -> Producer:
         """Replace the producer (after a fatal error; the caller closed the old one) and return it.
@@ -197,7 +225,22 @@ class StreamsRuntime:
         if not polling.is_alive():
             for client in (self.consumer, self.producer):
                 _close_quietly(client)
+        ok = self._stop_global_thread(deadline) and ok
         return ok
+
+    def _stop_global_thread(self, deadline: float | None) -> bool:
+        """Stop the global thread last (stream threads read its stores until they stop); it
+        checkpoints and closes its stores and consumer."""
+        thread = self.global_thread
+        if thread is None:
+            return True
+        thread.shutdown()
+        if thread.is_alive():
+            thread.join(time_left(deadline))
+            return not thread.is_alive()
+        if thread.ident is None:
+            thread.close_unstarted()  # bootstrapped (or failed) but never started
+        return True
 
     def abandon(self) -> None:
         """Stop where it is, as a crashed process would (tests only): nothing is committed,
@@ -209,6 +252,9 @@ class StreamsRuntime:
         if self.state_updater.is_alive():
             self.state_updater.shutdown()
             self.state_updater.join(30.0)
+        if self.global_thread is not None and self.global_thread.is_alive():
+            self.global_thread.shutdown()
+            self.global_thread.join(30.0)
 
 
 def _close_quietly(client: Consumer | Producer) -> None:

@@ -127,7 +127,9 @@ class StreamTask:
                 store.init(self.context, store)
                 opened.append(store)
                 topic = self.subtopology.changelog_topics.get(name)
-                if topic is not None:
+                # A versioned store's changelog records are versions, not overwrites of a key:
+                # none may be suppressed by a newer record of the same key.
+                if topic is not None and not getattr(store, "keeps_every_changelog_record", False):
                     self.collector.register_changelog(topic, self.task_id.partition)
                     self._registered_changelogs.append((topic, self.task_id.partition))
         except Exception as exc:
@@ -180,6 +182,11 @@ class StreamTask:
                 f"{sorted(str(tp) for tp in self._restore_callbacks)}.",
                 task_id=self.task_id,
             )
+        if getattr(callback, "with_timestamps", False):
+            # Stores whose restore needs the changelog records' timestamps (versioned stores).
+            timestamps = batch.timestamps_array().tolist()
+            callback(list(zip(batch.keys(), batch.values(), timestamps, strict=True)))  # type: ignore[arg-type]
+            return
         callback(list(zip(batch.keys(), batch.values(), strict=True)))
 
     def initialize_processors(self) -> None:

@@ -3,7 +3,9 @@
 ``run_topology`` runs a topology over DataFrames of records (backfills, reprocessing) with the
 same StreamTask the streaming runtime uses, so the same topology over the same input gives the
 same final aggregates. ``register_data_source`` registers the ``kstreams`` Spark data source,
-which reads a topic's records in batch and streaming queries::
+which reads a topic's records in batch and streaming queries and writes DataFrames to a topic
+(``df.write``/``df.writeStream``; see ``data_sink``). ``kstreams.spark.functions`` holds the
+compiled kernels as Spark column functions (``from kstreams.spark import functions as F``)::
 
     from kstreams.spark import local_session, register_data_source, run_topology
 

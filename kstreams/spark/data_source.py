@@ -1,4 +1,5 @@
-"""The ``kstreams`` Spark data source: a topic's records as a DataFrame, batch or streaming.
+"""The ``kstreams`` Spark data source: a topic's records as a DataFrame, batch or streaming, and
+DataFrames written to a topic (``df.write``/``df.writeStream``: see ``data_sink``).
 
     register_data_source(spark)
     df = (spark.read.format("kstreams")
@@ -28,7 +29,14 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import SparkSession
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+    InputPartition,
+)
 from pyspark.sql.types import StructType
 
 try:  # Spark 4.2+: read limits, and availableNow reads up to offsets fixed when the query starts
@@ -73,7 +81,8 @@ class TopicPartitionRange(InputPartition):
 
 
 class KStreamsDataSource(DataSource):
-    """Reads the records of Kafka topics (any Kafka-protocol cluster) into Spark."""
+    """Reads the records of Kafka topics (any Kafka-protocol cluster) into Spark, and writes
+    DataFrames to a topic."""
 
     @classmethod
     def name(cls) -> str:
@@ -87,6 +96,17 @@ class KStreamsDataSource(DataSource):
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return TopicStreamReader(TopicReaderOptions.from_options(self.options, streaming=True))
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        # Imported here: the sink's module is only needed by queries that write.
+        from kstreams.spark.data_sink import TopicBatchWriter, sink_writer_options
+
+        return TopicBatchWriter(sink_writer_options(self.options, schema))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from kstreams.spark.data_sink import TopicStreamWriter, sink_writer_options
+
+        return TopicStreamWriter(sink_writer_options(self.options, schema))
 
 
 def _read(options: TopicReaderOptions, partition: InputPartition) -> Iterator[pa.RecordBatch]:

@@ -31,7 +31,12 @@ from kstreams.config import StreamsConfig
 from kstreams.processor import TaskId
 from kstreams.runtime.task import StreamTask
 from kstreams.runtime.thread_caches import single_thread_cache
-from kstreams.state.stores import KeyValueBytesStoreSupplier, Stores, WindowBytesStoreSupplier
+from kstreams.state.stores import (
+    KeyValueBytesStoreSupplier,
+    SessionBytesStoreSupplier,
+    Stores,
+    WindowBytesStoreSupplier,
+)
 
 __all__ = ["OUTPUT_SCHEMA", "StagePartitionTask", "StageTaskSpec", "run_stage_partition"]
 
@@ -209,6 +214,8 @@ def _prepare_stores_for_spark(topology: Any) -> None:
             builder.supplier = Stores.in_memory_window_store(
                 supplier.name, supplier.retention_ms, supplier.window_size_ms, supplier.retain_duplicates
             )
+        elif isinstance(supplier, SessionBytesStoreSupplier) and supplier.persistent:
+            builder.supplier = Stores.in_memory_session_store(supplier.name, supplier.retention_ms)
 
 
 def _int_column(batch: pa.RecordBatch, name: str, dtype: Any) -> np.ndarray:

@@ -42,7 +42,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, TimestampType
 
 from kstreams.config import StreamsConfig
-from kstreams.errors import ConfigException
+from kstreams.errors import ConfigException, TopologyException
 from kstreams.spark.partition_task import StageTaskSpec, run_stage_partition
 from kstreams.spark.plan_compiler import ExecutionPlan, Stage, compile_plan
 from kstreams.topology.nodes import SinkNodeSpec
@@ -91,7 +91,31 @@ def run_topology(
         raise ConfigException(
             f"run_topology needs partitions >= 1 for stateful stages, got {task_partitions}."
         )
-    plan = topology.build(streams_config.application_id, streams_config)
+    # Pattern sources read the input DataFrames whose topic names they match.
+    plan = topology.build(streams_config.application_id, streams_config, topics=list(inputs))
+    if plan.global_subtopologies:
+        # A global store must hold its whole topic before any task processes and stay current
+        # while tasks run: a batch of DataFrames has no such order between inputs.
+        stores = ", ".join(plan.global_store_names)
+        raise TopologyException(
+            f"run_topology cannot run a topology with global stores or GlobalKTables ({stores}): "
+            "Spark tasks have no global thread to bootstrap them before processing. Use a KTable "
+            "(co-partitioned join) for the Spark run, or run the topology with KafkaStreams."
+        )
+    fk_joins = sorted(
+        name
+        for name, spec in topology.nodes.items()
+        if getattr(getattr(spec, "supplier", None), "kind", None) == "fk_subscription_send"
+    )
+    if fk_joins:
+        # Registrations and answers loop between the two tables' subtopologies through two topics:
+        # a single ordered pass over finite DataFrames cannot run that loop.
+        raise TopologyException(
+            f"run_topology cannot run a foreign-key table join (KTable.join/left_join with a "
+            f"foreign_key_extractor; subscription processors {fk_joins}): its subscription and response "
+            "topics form a loop between subtopologies. Run the topology with KafkaStreams, or join the "
+            "tables on Spark before the run."
+        )
     execution = compile_plan(plan, inputs)
     _log_python_execution_once()
     dynamic_sinks = any(

@@ -27,6 +27,15 @@ from kstreams.state.stores import (
     WindowBytesStoreSupplier,
     WindowStoreBuilder,
 )
+from kstreams.state.timestamped import TimestampedKeyValueStoreBuilder, TimestampedWindowStoreBuilder
+from kstreams.state.value_and_timestamp import ValueAndTimestamp, ValueAndTimestampSerde
+from kstreams.state.versioned import (
+    VersionedBytesStoreSupplier,
+    VersionedKeyValueStore,
+    VersionedRecord,
+)
+from kstreams.state.versioned_layers import VersionedKeyValueStoreBuilder
+from kstreams.state.window import Window
 
 __all__ = [
     "FlushListener",
@@ -44,6 +53,15 @@ __all__ = [
     "StateStoreContext",
     "StoreBuilder",
     "Stores",
+    "TimestampedKeyValueStoreBuilder",
+    "TimestampedWindowStoreBuilder",
+    "ValueAndTimestamp",
+    "ValueAndTimestampSerde",
+    "VersionedBytesStoreSupplier",
+    "VersionedKeyValueStore",
+    "VersionedKeyValueStoreBuilder",
+    "VersionedRecord",
+    "Window",
     "WindowBytesStoreSupplier",
     "WindowStore",
     "WindowStoreBuilder",

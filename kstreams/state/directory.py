@@ -193,6 +193,64 @@ class StateDirectory:
             logger.info("Deleted the obsolete state directory %s of task %s", path, entry)
         return removed
 
+    def clean(self, keep_process_id: bool) -> list[str]:
+        """Delete the application's local state directory (``KafkaStreams.clean_up``); return
+        what was deleted, relative to it.
+
+        Nothing is deleted while another client holds a task directory's lock, or the process id
+        lock (a client that uses this directory is alive): LockException names the directory.
+        Every task lock is taken first and held until the end, so no client opens a task half-way
+        through. With ``keep_process_id`` (the caller holds the process id lock) the process id
+        files stay, so a restart keeps the process id; otherwise the directory itself goes too.
+        Raises ProcessorStateException naming the path when deleting fails.
+        """
+        directory = self._application_dir
+        if not os.path.isdir(directory):
+            return []
+        taken: list[int] = []
+        removed: list[str] = []
+        kept = {_PROCESS_FILE_NAME, _PROCESS_LOCK_FILE_NAME} if keep_process_id else set()
+        with self._mutex:
+            try:
+                if not keep_process_id:
+                    fd = self._try_flock(os.path.join(directory, _PROCESS_LOCK_FILE_NAME))
+                    if fd is None:
+                        raise LockException(
+                            f"Cannot clean up the state directory {directory}: another running client of "
+                            f"application {self.application_id!r} uses it. Close that client first."
+                        )
+                    taken.append(fd)
+                for entry in self._task_entries():
+                    if entry in self._held:
+                        continue
+                    fd = self._try_flock(os.path.join(directory, entry, LOCK_FILE_NAME))
+                    if fd is None:
+                        raise LockException(
+                            f"Cannot clean up the state directory {directory}: task {entry} is locked by "
+                            "another running client. Close that client first.",
+                            task_id=entry,
+                        )
+                    taken.append(fd)
+                removed = sorted(name for name in os.listdir(directory) if name not in kept)
+                for name in removed:
+                    target = os.path.join(directory, name)
+                    if os.path.isdir(target) and not os.path.islink(target):
+                        shutil.rmtree(target)
+                    else:
+                        os.unlink(target)
+                if not keep_process_id:
+                    os.rmdir(directory)
+            except OSError as exc:
+                raise ProcessorStateException(
+                    f"Could not clean up the state directory {directory}: {exc}. Check the permissions of "
+                    "state.dir, or delete the directory by hand while the application is stopped."
+                ) from exc
+            finally:
+                for fd in taken:
+                    self._release(fd)
+        logger.info("Cleaned up the local state directory %s (%d entries)", directory, len(removed))
+        return removed
+
     def _task_entries(self) -> list[str]:
         """Names of the task directories (``<subtopology>_<partition>``) in the application directory."""
         try:

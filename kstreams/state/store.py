@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
+from kstreams.state.window import Window
+
 if TYPE_CHECKING:
     from kstreams.runtime.metrics import MetricsRegistry
 
@@ -151,11 +153,23 @@ class KeyValueStore(StateStore, Generic[K, V]):
 
 @dataclass(frozen=True, slots=True, order=True)
 class WindowedKey(Generic[K]):
-    """A key in a window: what windowed aggregations emit as their key."""
+    """A key in a window: what windowed aggregations emit as their key (Kafka's ``Windowed``).
+
+    ``key``, ``start`` and ``end`` are plain fields; ``window()`` gives Kafka's ``Window`` view
+    (``start()``, ``end()``, ``start_time()``, ``end_time()``). Kafka's ``key()`` accessor is the
+    ``key`` field here: a method of that name would replace the field that existing code reads.
+    """
 
     key: K
     start: int
     end: int
+
+    def window(self) -> Window:
+        return Window(self.start, self.end)
+
+    def __str__(self) -> str:
+        # Kafka's Windowed.toString, which KStream.print shows.
+        return f"[{self.key}@{self.start}/{self.end}]"
 
 
 class WindowStore(StateStore, Generic[K, V]):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from kstreams.errors import TopologyException
 from kstreams.state.caching import CachingKeyValueStore, CachingSessionStore, CachingWindowStore
@@ -33,6 +33,10 @@ from kstreams.state.rocksdb_session import RocksDBSessionStore
 from kstreams.state.rocksdb_window import RocksDBWindowStore
 from kstreams.state.segments import default_segment_interval
 from kstreams.state.store import KeyValueStore, SessionStore, StateStore, StoreBuilder, WindowStore
+
+if TYPE_CHECKING:
+    from kstreams.state.versioned import VersionedBytesStoreSupplier
+    from kstreams.state.versioned_layers import VersionedKeyValueStoreBuilder
 
 __all__ = [
     "KeyValueBytesStoreSupplier",
@@ -272,6 +276,35 @@ class Stores:
         return SessionBytesStoreSupplier(name, _millis(retention_ms, "retention", name), persistent=True)
 
     @staticmethod
+    def persistent_versioned_key_value_store(
+        name: str, history_retention: Millis
+    ) -> VersionedBytesStoreSupplier:
+        """A versioned store (KIP-889) in RocksDB keeping each key's history for ``history_retention``
+        (which is also its grace period for out-of-order puts)."""
+        from kstreams.state.versioned import VersionedBytesStoreSupplier  # it builds on this module
+
+        return VersionedBytesStoreSupplier(name, _millis(history_retention, "history retention", name), True)
+
+    @staticmethod
+    def in_memory_versioned_key_value_store(
+        name: str, history_retention: Millis
+    ) -> VersionedBytesStoreSupplier:
+        """A versioned store kept in memory (restored from its changelog); Kafka has only the
+        persistent one."""
+        from kstreams.state.versioned import VersionedBytesStoreSupplier  # it builds on this module
+
+        return VersionedBytesStoreSupplier(name, _millis(history_retention, "history retention", name), False)
+
+    @staticmethod
+    def versioned_key_value_store_builder(
+        supplier: VersionedBytesStoreSupplier, key_serde: Any = None, value_serde: Any = None
+    ) -> VersionedKeyValueStoreBuilder[Any, Any]:
+        """A builder of typed versioned stores (logged; never cached)."""
+        from kstreams.state.versioned_layers import VersionedKeyValueStoreBuilder  # it builds on this module
+
+        return VersionedKeyValueStoreBuilder(supplier, key_serde, value_serde)
+
+    @staticmethod
     def key_value_store_builder(
         supplier: KeyValueBytesStoreSupplier, key_serde: Any = None, value_serde: Any = None
     ) -> KeyValueStoreBuilder:
@@ -288,3 +321,21 @@ class Stores:
         supplier: SessionBytesStoreSupplier, key_serde: Any = None, value_serde: Any = None
     ) -> SessionStoreBuilder:
         return SessionStoreBuilder(supplier, key_serde, value_serde)
+
+    @staticmethod
+    def timestamped_key_value_store_builder(
+        supplier: KeyValueBytesStoreSupplier, key_serde: Any = None, value_serde: Any = None
+    ) -> KeyValueStoreBuilder:
+        """A builder of key-value stores of ``ValueAndTimestamp`` (``value_serde``: the plain value's)."""
+        from kstreams.state.timestamped import TimestampedKeyValueStoreBuilder  # it builds on this module
+
+        return TimestampedKeyValueStoreBuilder(supplier, key_serde, value_serde)
+
+    @staticmethod
+    def timestamped_window_store_builder(
+        supplier: WindowBytesStoreSupplier, key_serde: Any = None, value_serde: Any = None
+    ) -> WindowStoreBuilder:
+        """A builder of window stores of ``ValueAndTimestamp`` (``value_serde``: the plain value's)."""
+        from kstreams.state.timestamped import TimestampedWindowStoreBuilder  # it builds on this module
+
+        return TimestampedWindowStoreBuilder(supplier, key_serde, value_serde)

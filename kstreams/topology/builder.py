@@ -3,12 +3,18 @@
 Here, and only here, internal topic names get the ``<application.id>-`` prefix: repartition
 topics become ``<application.id>-<name>`` and the changelog of a logged store
 ``<application.id>-<store>-changelog``. Subtopologies are numbered as ``describe()`` numbers them.
+
+Global stores' subtopologies (a source and its update processor) take their number in that
+sequence, as in Kafka, but go to ``TopologyPlan.global_subtopologies``: they make no tasks, so
+task ids skip their numbers. Pattern sources read the given existing topics their pattern
+matches in full, never an internal topic (``__``-prefixed, or this application's changelog,
+repartition and control topics).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kstreams.config import cache_max_bytes_of
@@ -23,7 +29,7 @@ if TYPE_CHECKING:
     from kstreams.state.store import StoreBuilder
     from kstreams.topology.topology import Topology
 
-__all__ = ["build_plan", "changelog_store_name", "changelog_topic_name"]
+__all__ = ["build_plan", "changelog_store_name", "changelog_topic_name", "is_internal_topic"]
 
 logger = logging.getLogger(__name__)
 
@@ -44,10 +50,24 @@ def changelog_store_name(application_id: str, topic: str) -> str | None:
     return topic[len(prefix) : -len(suffix)]
 
 
+def is_internal_topic(application_id: str, topic: str) -> bool:
+    """Whether a pattern source must skip ``topic``: the cluster's own topics (``__`` prefix) and
+    this application's changelog, repartition and control topics."""
+    if topic.startswith("__"):
+        return True
+    if not topic.startswith(f"{application_id}-"):
+        return False
+    return topic.endswith(("-changelog", "-repartition", "-control"))
+
+
 def build_plan(
-    topology: Topology, application_id: str, config: Mapping[str, Any] | None = None
+    topology: Topology,
+    application_id: str,
+    config: Mapping[str, Any] | None = None,
+    existing_topics: Iterable[str] | None = None,
 ) -> TopologyPlan:
-    """Resolve ``topology`` for ``application_id`` (see ``Topology.build``)."""
+    """Resolve ``topology`` for ``application_id`` (see ``Topology.build``); pattern sources read
+    the ``existing_topics`` they match."""
     if not isinstance(application_id, str) or not application_id:
         raise TopologyException(
             f"Cannot build the topology for application id {application_id!r}: give the non-empty "
@@ -63,6 +83,16 @@ def build_plan(
     def resolve(topic: str) -> str:
         return f"{application_id}-{topic}" if topic in internal else topic
 
+    candidates = sorted(t for t in existing_topics or () if not is_internal_topic(application_id, t))
+
+    def topics_of(spec: SourceNodeSpec) -> tuple[str, ...]:
+        if spec.pattern is None:
+            return spec.topics
+        return tuple(t for t in candidates if spec.pattern.fullmatch(t) and t not in claimed)
+
+    claimed = {t for s in specs.values() if isinstance(s, SourceNodeSpec) for t in s.topics}
+    global_nodes = topology.global_node_names
+
     default_key = serde_from_config(config, "default.key.serde")
     default_value = serde_from_config(config, "default.value.serde")
     if config is not None and _cache_disabled(config):
@@ -72,6 +102,8 @@ def build_plan(
 
     groups = node_groups({n: s.predecessors for n, s in specs.items()}, topology.store_users)
     subtopologies: list[SubtopologyPlan] = []
+    global_subtopologies: list[SubtopologyPlan] = []
+    patterns: dict[str, str] = {}  # pattern source -> its pattern
     internal_topics: dict[str, InternalTopicSpec] = {}
     offset_resets: dict[str, str] = {}
     for group_id, names in groups.items():
@@ -84,8 +116,11 @@ def build_plan(
         for name in names:
             spec = specs[name]
             if isinstance(spec, SourceNodeSpec):
-                resolved = tuple(resolve(t) for t in spec.topics)
-                for topic, full in zip(spec.topics, resolved, strict=True):
+                source_topic_names = topics_of(spec)
+                if spec.pattern is not None:
+                    patterns[name] = spec.pattern.pattern
+                resolved = tuple(resolve(t) for t in source_topic_names)
+                for topic, full in zip(source_topic_names, resolved, strict=True):
                     source_topics[full] = None
                     if topic in internal:
                         repartition_sources[full] = None
@@ -102,6 +137,7 @@ def build_plan(
                         spec.key_deserializer if spec.key_deserializer is not None else default_key,
                         spec.value_deserializer if spec.value_deserializer is not None else default_value,
                         spec.timestamp_extractor,
+                        spec.pattern,
                     )
                 )
             elif isinstance(spec, ProcessorNodeSpec):
@@ -145,7 +181,8 @@ def build_plan(
                 retention_ms=builder.retention_ms if windowed else -1,
             )
         template = GraphTemplate(group_id, tuple(templates), dict(stores))
-        subtopologies.append(
+        is_global = all(name in global_nodes for name in names)
+        (global_subtopologies if is_global else subtopologies).append(
             SubtopologyPlan(
                 id=group_id,
                 source_topics=tuple(source_topics),
@@ -168,6 +205,8 @@ def build_plan(
         copartition_groups=copartition_groups,
         store_builders=dict(topology.store_builders),
         offset_resets=offset_resets,
+        global_subtopologies=tuple(global_subtopologies),
+        source_patterns=patterns,
     )
 
 

@@ -119,6 +119,9 @@ def kernel_for_supplier(supplier: Any) -> OperationKernel | None:
         return OperationKernel(PYTHON_MAP, function=supplier.mapper, shape="map")
     if isinstance(supplier, PassThroughSupplier):
         return OperationKernel("pass")
+    if isinstance(supplier, WindowedAggregateSupplier) and supplier.emit_strategy.on_close:
+        # The batch kernels forward per update; emitting at window close runs record by record.
+        return None
     if isinstance(supplier, StreamAggregateSupplier | WindowedAggregateSupplier):
         windows = supplier.windows if isinstance(supplier, WindowedAggregateSupplier) else None
         name = _kernel_of_aggregation(supplier)

@@ -20,6 +20,11 @@ Processors whose DSL operation has a batch kernel carry its name in ``compiled``
 "count", "windowed-sum"); ``to_string(show_compiled=True)`` marks them (``str()`` keeps Kafka's
 text exactly). The runtime still checks serdes and stores per task and falls back to the
 per-record path where they do not fit a kernel.
+
+A pattern source prints its regex where a topic set would be (``Source: s (topics: orders-.*)``,
+Kafka's ``topicPattern.toString()``). A global store's subtopology prints as
+``Sub-topology: N for global store (will not generate tasks)`` with its source and processor,
+numbered in the same sequence as the other subtopologies (Kafka's ``GlobalStore``).
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ if TYPE_CHECKING:
     from kstreams.topology.topology import Topology
 
 __all__ = [
+    "GlobalStoreDescription",
     "NodeDescription",
     "ProcessorDescription",
     "SinkDescription",
@@ -69,6 +75,8 @@ class SourceDescription(NodeDescription):
 
     @property
     def topics(self) -> str:
+        if self.topic_pattern is not None and not self.topic_set:
+            return self.topic_pattern
         return _java_set(self.topic_set)
 
     def __str__(self) -> str:
@@ -122,19 +130,44 @@ class SubtopologyDescription:
 
 
 @dataclass(eq=False)
+class GlobalStoreDescription:
+    """A global store's subtopology: the source reading its topic and the processor updating it."""
+
+    id: int
+    source: SourceDescription
+    processor: ProcessorDescription
+
+    def __str__(self) -> str:
+        return self.to_string()
+
+    def to_string(self, show_compiled: bool = False) -> str:
+        # Unlike a subtopology, Kafka's GlobalStore.toString ends without a blank line.
+        return (
+            f"Sub-topology: {self.id} for global store (will not generate tasks)\n"
+            f"    {self.source}\n    {self.processor}\n"
+        )
+
+
+@dataclass(eq=False)
 class TopologyDescription:
-    """Every subtopology of a topology (kstreams has no global stores yet: always empty)."""
+    """Every subtopology of a topology, and its global stores' subtopologies."""
 
     subtopologies: list[SubtopologyDescription]
-    global_stores: list[Any] = field(default_factory=list)
+    global_stores: list[GlobalStoreDescription] = field(default_factory=list)
 
     def __str__(self) -> str:
         return self.to_string()
 
     def to_string(self, show_compiled: bool = False) -> str:
         """Kafka's text; with ``show_compiled``, processors with a batch kernel are marked."""
-        # Kafka's format: one space after the header, then two before every subtopology.
-        return "Topologies:\n " + "".join(f"  {sub.to_string(show_compiled)}" for sub in self.subtopologies)
+        # Kafka's format: one space after the header, then two before every subtopology; global
+        # stores' subtopologies go in their place in the id order.
+        parts: list[SubtopologyDescription | GlobalStoreDescription] = [
+            *self.subtopologies,
+            *self.global_stores,
+        ]
+        parts.sort(key=lambda part: part.id)
+        return "Topologies:\n " + "".join(f"  {part.to_string(show_compiled)}" for part in parts)
 
     def compiled_nodes(self) -> dict[str, str]:
         """Processor name -> the batch kernel its DSL operation compiles to."""
@@ -157,12 +190,18 @@ def describe_topology(topology: Topology) -> TopologyDescription:
     specs = topology.nodes
     groups = node_groups({n: s.predecessors for n, s in specs.items()}, topology.store_users)
     subtopologies = []
+    global_stores = []
+    global_nodes = topology.global_node_names
     for group_id, names in groups.items():
         described: dict[str, NodeDescription] = {}
         for name in names:
             spec = specs[name]
             if isinstance(spec, SourceNodeSpec):
-                described[name] = SourceDescription(name, topic_set=java_hash_set_order(spec.topics))
+                described[name] = SourceDescription(
+                    name,
+                    topic_set=java_hash_set_order(spec.topics),
+                    topic_pattern=spec.pattern.pattern if spec.pattern is not None else None,
+                )
             elif isinstance(spec, ProcessorNodeSpec):
                 described[name] = ProcessorDescription(
                     name, stores=java_hash_set_order(spec.stores), compiled=_kernel_label(spec.supplier)
@@ -186,8 +225,13 @@ def describe_topology(topology: Topology) -> TopologyDescription:
         for node in described.values():
             node.predecessors.sort(key=_node_order)
             node.successors.sort(key=_node_order)
+        if names and all(name in global_nodes for name in names):
+            source, processor = (described[name] for name in names)
+            assert isinstance(source, SourceDescription) and isinstance(processor, ProcessorDescription)
+            global_stores.append(GlobalStoreDescription(group_id, source, processor))
+            continue
         subtopologies.append(SubtopologyDescription(group_id, sorted(described.values(), key=_node_order)))
-    return TopologyDescription(subtopologies)
+    return TopologyDescription(subtopologies, global_stores)
 
 
 def _kernel_label(supplier: Any) -> str | None:

@@ -312,6 +312,7 @@ class SourceTemplate:
     key_deserializer: Any
     value_deserializer: Any
     timestamp_extractor: Any
+    pattern: Any = None  # a pattern source's compiled regex: it also reads topics matched later
 
 
 @dataclass(frozen=True)
@@ -357,6 +358,8 @@ class GraphTemplate:
                 )
                 for topic in spec.topics:
                     graph.sources_by_topic[topic] = node
+                if spec.pattern is not None:
+                    graph.pattern_sources.append((spec.pattern, node))
             elif isinstance(spec, ProcessorTemplate):
                 node = ProcessorNode(spec.name, self._new_processor(spec), spec.stores, spec.supplier)
                 graph.processor_nodes.append(node)
@@ -429,6 +432,8 @@ class ProcessorGraph:
         self.subtopology = subtopology
         self.nodes: dict[str, Any] = {}
         self.sources_by_topic: dict[str, SourceNode] = {}
+        # (regex, source) of pattern sources, for topics that matched after the plan was built
+        self.pattern_sources: list[tuple[Any, SourceNode]] = []
         self.processor_nodes: list[ProcessorNode] = []
         self.sink_nodes: list[SinkNode] = []
         self.stores: dict[str, StateStore] = {}
@@ -443,6 +448,10 @@ class ProcessorGraph:
     def source_for(self, topic: str) -> SourceNode:
         source = self.sources_by_topic.get(topic)
         if source is None:
+            for pattern, candidate in self.pattern_sources:
+                if pattern.fullmatch(topic):
+                    source = self.sources_by_topic[topic] = candidate
+                    return source
             raise StreamsException(
                 f"Subtopology {self.subtopology} has no source for topic {topic}: it reads "
                 f"{sorted(self.sources_by_topic)}."

@@ -7,6 +7,7 @@ Topic names here are as the user gave them; internal topics are still unprefixed
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,7 +34,10 @@ class InternalTopicProperties:
 
 @dataclass(slots=True)
 class SourceNodeSpec:
-    """Reads topics; deserializers of None mean the default serdes of the application's config."""
+    """Reads topics; deserializers of None mean the default serdes of the application's config.
+
+    A pattern source has no ``topics``: it reads every topic whose whole name matches ``pattern``.
+    """
 
     name: str
     topics: tuple[str, ...]
@@ -41,6 +45,7 @@ class SourceNodeSpec:
     value_deserializer: Any = None
     offset_reset: str | None = None
     timestamp_extractor: Any = None
+    pattern: re.Pattern[str] | None = None
 
     @property
     def predecessors(self) -> tuple[str, ...]:

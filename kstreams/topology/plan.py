@@ -74,9 +74,31 @@ class TopologyPlan:
     store_builders: dict[str, StoreBuilder] = field(default_factory=dict)
     # resolved source topic -> "earliest" | "latest", where a source overrides auto.offset.reset
     offset_resets: dict[str, str] = field(default_factory=dict)
+    # The global stores' subtopologies: read in full by every client's global thread, no tasks.
+    # Their ids are taken from the same sequence, so ``subtopologies`` may skip numbers.
+    global_subtopologies: tuple[SubtopologyPlan, ...] = ()
+    # pattern source node -> its regex; ``source_topics`` hold the topics it matched at build
+    source_patterns: dict[str, str] = field(default_factory=dict)
 
     def subtopology(self, subtopology_id: int) -> SubtopologyPlan:
-        return self.subtopologies[subtopology_id]
+        # Ids equal positions unless a global store's subtopology took a number.
+        if 0 <= subtopology_id < len(self.subtopologies):
+            sub = self.subtopologies[subtopology_id]
+            if sub.id == subtopology_id:
+                return sub
+        for sub in self.subtopologies:
+            if sub.id == subtopology_id:
+                return sub
+        raise KeyError(subtopology_id)
+
+    @property
+    def global_source_topics(self) -> tuple[str, ...]:
+        """Topics the global stores are read from, sorted."""
+        return tuple(sorted({t for s in self.global_subtopologies for t in s.source_topics}))
+
+    @property
+    def global_store_names(self) -> tuple[str, ...]:
+        return tuple(store for s in self.global_subtopologies for store in s.stores)
 
     @property
     def source_topics(self) -> tuple[str, ...]:

@@ -19,7 +19,8 @@ For the DSL (``StreamsBuilder``), the topology also keeps:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kstreams.errors import TopologyException
@@ -59,19 +60,22 @@ class Topology:
         self._internal_topics: dict[str, InternalTopicProperties] = {}
         self._copartition_groups: list[frozenset[str]] = []
         self._index = 0
+        # Global stores (add_global_store): store name -> (source, update processor) feeding it.
+        self._global_stores: dict[str, tuple[str, str]] = {}
 
     # ------------------------------------------------------------------ nodes
 
     def add_source(
         self,
         name: str,
-        *topics: str,
+        *topics: str | re.Pattern[str],
         key_deserializer: Any = None,
         value_deserializer: Any = None,
         offset_reset: str | None = None,
         timestamp_extractor: Any = None,
     ) -> Topology:
-        """Add a source reading ``topics``.
+        """Add a source reading ``topics``, or every topic whose whole name matches one compiled
+        pattern (``add_source(name, re.compile("orders-.*"))``, Kafka's pattern source).
 
         A deserializer is any object with ``deserialize(topic, data)`` (a ``Serde`` works); None
         means the ``default.key.serde``/``default.value.serde`` of the config given to ``build``.
@@ -86,7 +90,8 @@ class Topology:
                 f"Source {name} has no topics: pass at least one topic name, "
                 f"e.g. add_source({name!r}, 'input-topic')."
             )
-        for topic in topics:
+        pattern = self._source_pattern(name, topics)
+        for topic in () if pattern is not None else topics:
             if not isinstance(topic, str) or not topic:
                 raise TopologyException(
                     f"Source {name} has an invalid topic name {topic!r}: use a non-empty str."
@@ -98,6 +103,13 @@ class Topology:
                     f" ({owner or name}); source {name} cannot read it too. Read each topic with one "
                     "source and give that source several children instead."
                 )
+            for other in self._nodes.values():
+                if isinstance(other, SourceNodeSpec) and other.pattern and other.pattern.fullmatch(topic):
+                    raise TopologyException(
+                        f"Topic {topic} of source {name} matches the pattern {other.pattern.pattern} of "
+                        f"source {other.name}: a topic is read by one source only. Narrow the pattern or "
+                        "read the topic through that source."
+                    )
         if offset_reset is not None:
             offset_reset = str(getattr(offset_reset, "value", offset_reset)).lower()
             if offset_reset not in _OFFSET_RESETS:
@@ -120,12 +132,44 @@ class Topology:
                 f"Source {name} has a timestamp_extractor that is neither callable nor has "
                 "extract(record, partition_time): pass one of those."
             )
+        if pattern is not None:
+            self._nodes[name] = SourceNodeSpec(
+                name, (), key_deserializer, value_deserializer, offset_reset, timestamp_extractor, pattern
+            )
+            return self
         self._nodes[name] = SourceNodeSpec(
-            name, tuple(topics), key_deserializer, value_deserializer, offset_reset, timestamp_extractor
+            name,
+            tuple(topics),  # type: ignore[arg-type]  # only str left: a pattern returned above
+            key_deserializer,
+            value_deserializer,
+            offset_reset,
+            timestamp_extractor,
         )
         for topic in topics:
-            self._topic_sources[topic] = name
+            self._topic_sources[topic] = name  # type: ignore[index]
         return self
+
+    def _source_pattern(self, name: str, topics: tuple[str | re.Pattern[str], ...]) -> re.Pattern[str] | None:
+        """The pattern of a pattern source (None for topic names), checked against the topics and
+        patterns other sources already read."""
+        patterns = [t for t in topics if isinstance(t, re.Pattern)]
+        if not patterns:
+            return None
+        if len(topics) > 1:
+            raise TopologyException(
+                f"Source {name} mixes a pattern with other topics or patterns: a pattern source takes "
+                "exactly one compiled pattern (join alternatives with |, e.g. re.compile('a|b'))."
+            )
+        pattern = patterns[0]
+        if not isinstance(pattern.pattern, str):
+            raise TopologyException(f"Source {name} has a bytes pattern: compile the pattern from a str.")
+        for topic, owner in self._topic_sources.items():
+            if pattern.fullmatch(topic):
+                raise TopologyException(
+                    f"Pattern {pattern.pattern} of source {name} matches topic {topic}, already "
+                    f"registered by source {owner}: a topic is read by one source only."
+                )
+        return pattern
 
     def add_processor(self, name: str, supplier: Callable[[], Any], *parent_names: str) -> Topology:
         """Add a processor; ``supplier`` is a zero-argument callable (a Processor subclass works)
@@ -199,6 +243,85 @@ class Topology:
         )
         return self
 
+    # ---------------------------------------------------------- global stores
+
+    def add_global_store(
+        self,
+        store_builder: StoreBuilder,
+        source_name: str,
+        key_deserializer: Any,
+        value_deserializer: Any,
+        topic: str,
+        processor_name: str,
+        state_update_supplier: Callable[[], Any],
+        *,
+        timestamp_extractor: Any = None,
+    ) -> Topology:
+        """Add a global store (Kafka's ``addGlobalStore``): every client holds all of it, fed from
+        every partition of ``topic`` by a source ``source_name`` and the processor
+        ``processor_name`` that ``state_update_supplier`` makes, which writes the records it wants
+        into the store (and forwards nothing).
+
+        The store is not logged: ``topic`` is its changelog, and each client bootstraps it from
+        there before it runs. Any processor of the topology may read it with
+        ``context.get_state_store(name)`` without being connected to it; it is queryable with
+        ``KafkaStreams.store(name)``. Its source and processor form a subtopology of their own,
+        which ``describe()`` prints as ``Sub-topology: N for global store (will not generate
+        tasks)``.
+        """
+        name = getattr(store_builder, "name", None)
+        if not isinstance(name, str) or not callable(getattr(store_builder, "build", None)):
+            raise TopologyException(
+                f"{store_builder!r} is not a StoreBuilder: build one with kstreams.state.Stores "
+                "(or implement kstreams.state.store.StoreBuilder)."
+            )
+        if getattr(store_builder, "logging_enabled", False):
+            raise TopologyException(
+                f"StateStore {name} for global table must not have logging enabled: its source topic "
+                f"{topic!r} is its changelog. Build it with .with_logging_disabled()."
+            )
+        if name in self._store_builders:
+            raise TopologyException(
+                f"A StateStore named {name} is already added: give the global store a unique name."
+            )
+        if not isinstance(topic, str) or not topic:
+            raise TopologyException(
+                f"Global store {name} needs one non-empty source topic name, got {topic!r}."
+            )
+        self.add_source(
+            source_name,
+            topic,
+            key_deserializer=key_deserializer,
+            value_deserializer=value_deserializer,
+            timestamp_extractor=timestamp_extractor,
+        )
+        try:
+            self.add_processor(processor_name, state_update_supplier, source_name)
+        except TopologyException:
+            del self._nodes[source_name]
+            del self._topic_sources[topic]
+            raise
+        # The global thread is the store's only writer while stream threads read it; a record
+        # cache in between would be a second, unsynchronized copy of its rows.
+        store_builder.with_caching_disabled()
+        self.add_state_store(store_builder, processor_name)
+        self._global_stores[name] = (source_name, processor_name)
+        return self
+
+    @property
+    def global_stores(self) -> Mapping[str, tuple[str, str]]:
+        """Global store name -> (its source node, its update processor)."""
+        return self._global_stores
+
+    @property
+    def global_node_names(self) -> frozenset[str]:
+        """The sources and update processors of the global stores."""
+        return frozenset(n for pair in self._global_stores.values() for n in pair)
+
+    @property
+    def has_pattern_sources(self) -> bool:
+        return any(isinstance(s, SourceNodeSpec) and s.pattern is not None for s in self._nodes.values())
+
     # ----------------------------------------------------------------- stores
 
     def add_state_store(self, store_builder: StoreBuilder, *processor_names: str) -> Topology:
@@ -211,6 +334,11 @@ class Topology:
                 "(or implement kstreams.state.store.StoreBuilder)."
             )
         existing = self._store_builders.get(name)
+        if name in self._global_stores and processor_names:
+            raise TopologyException(
+                f"StateStore {name} is a global store: it cannot be connected to processors (every "
+                "processor reads it with context.get_state_store without connecting)."
+            )
         if existing is not None and existing is not store_builder:
             raise TopologyException(
                 f"A different StateStore has already been added with the name {name}: give each "
@@ -229,6 +357,11 @@ class Topology:
                 f"No store names given to connect to processor {processor_name}: name at least one store."
             )
         for store_name in store_names:
+            if store_name in self._global_stores:
+                raise TopologyException(
+                    f"StateStore {store_name} is a global store: processor {processor_name} reads it "
+                    "with context.get_state_store without connecting it."
+                )
             self._connect(processor_name, store_name)
         return self
 
@@ -335,16 +468,23 @@ class Topology:
         """The subtopologies and their nodes; ``str()`` of it prints Kafka's text format."""
         return describe_topology(self)
 
-    def build(self, application_id: str, config: Mapping[str, Any] | None = None) -> TopologyPlan:
+    def build(
+        self,
+        application_id: str,
+        config: Mapping[str, Any] | None = None,
+        topics: Iterable[str] | None = None,
+    ) -> TopologyPlan:
         """Resolve the topology for one application: numbered subtopologies, prefixed internal
         topic names, changelog topics, co-partition groups, and a graph factory per subtopology.
 
         ``config`` (a StreamsConfig or a plain mapping) supplies the default serdes used where a
         source or sink has none, and ``statestore.cache.max.bytes``: 0 turns store caching off.
+        ``topics`` are the topics that exist: a pattern source reads those its pattern matches
+        (internal topics excluded); None matches none yet.
         """
         from kstreams.topology.builder import build_plan
 
-        return build_plan(self, application_id, config)
+        return build_plan(self, application_id, config, topics)
 
     def __str__(self) -> str:
         return str(self.describe())

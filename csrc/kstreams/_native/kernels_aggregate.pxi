@@ -81,10 +81,18 @@ cdef int _decode_number(const char* p, Py_ssize_t n, int enc, int64_t* i, double
         return -1
     return 0
 
-cdef int _slot_from_bytes(ks_Slot* slot, const char* p, Py_ssize_t n, int enc) noexcept nogil:
+cdef int _slot_from_bytes(ks_Slot* slot, const char* p, Py_ssize_t n, int enc,
+                          bint timestamped) noexcept nogil:
     if n < 0:
         slot.state = 1
         return 0
+    if timestamped:
+        # Kafka's ValueAndTimestamp bytes: the aggregate's timestamp (8 bytes, big-endian) first.
+        if n < 8:
+            return -1
+        slot.ts = <int64_t>_be64(p)
+        p += 8
+        n -= 8
     if _decode_number(p, n, enc, &slot.i, &slot.d) < 0:
         return -1
     slot.state = 2
@@ -101,7 +109,7 @@ cdef inline void _cache_key(const ks_SlotKey* key, string& out) noexcept nogil:
 def aggregate(RecordCache cache not None, str namespace not None, RecordBatch batch not None,
               int op, int value_enc, int store_enc, load, bint windowed=False,
               int64_t size_ms=0, int64_t advance_ms=0, int64_t grace_ms=0,
-              int64_t observed_time=-1, reducer=None):
+              int64_t observed_time=-1, reducer=None, bint timestamped=False):
     """Count, sum, min, max or reduce per key (per window when ``windowed``) of a batch into the
     store's record-cache namespace, exactly as the DSL's aggregate processors would record by record.
 
@@ -116,6 +124,11 @@ def aggregate(RecordCache cache not None, str namespace not None, RecordBatch ba
     cache once per batch, in the order of the keys' last updates (so the cache's dirty order is
     the per-record path's), with the timestamp of its last record; evictions flush through the
     namespace's listener as usual. ``store_enc`` encodes the aggregate (LONG for counts).
+
+    ``timestamped``: the store holds Kafka's ``ValueAndTimestamp`` bytes (8-byte big-endian
+    timestamp, then the aggregate), and an aggregate's timestamp is the largest of the records that
+    made it (Kafka's KStreamAggregate rule) rather than its last record's; the cache entry is stamped
+    with that timestamp too.
 
     Returns ``(observed_time, dropped)`` (windowed: the largest timestamp seen and the records
     dropped for closed windows), or None when some record needs the Python path.
@@ -199,7 +212,7 @@ def aggregate(RecordCache cache not None, str namespace not None, RecordBatch ba
                         if e.tombstone:
                             entry.second.state = 1
                         elif _slot_from_bytes(&entry.second, e.value.data(),
-                                              <Py_ssize_t>e.value.size(), store_enc) < 0:
+                                              <Py_ssize_t>e.value.size(), store_enc, timestamped) < 0:
                             failed = 1
                             break
                     inc(sit)
@@ -216,14 +229,15 @@ def aggregate(RecordCache cache not None, str namespace not None, RecordBatch ba
         if stored is None:
             entry.second.state = 1
         elif type(stored) is not bytes or _slot_from_bytes(
-                &entry.second, PyBytes_AS_STRING(stored), PyBytes_GET_SIZE(stored), store_enc) < 0:
+                &entry.second, PyBytes_AS_STRING(stored), PyBytes_GET_SIZE(stored), store_enc,
+                timestamped) < 0:
             return None
     # Pass 2: the aggregates, record by record, in the slots (REDUCE calls Python, with the GIL).
     if op == OP_REDUCE:
-        failed = _reduce_in_slots(batch, updates, value_enc, store_enc, reducer)
+        failed = _reduce_in_slots(batch, updates, value_enc, store_enc, reducer, timestamped)
     else:
         with nogil:
-            failed = _aggregate_in_slots(batch, updates, op, value_enc, store_enc)
+            failed = _aggregate_in_slots(batch, updates, op, value_enc, store_enc, timestamped)
     if failed:
         return None
     # Pass 3 (cache mutex, no GIL): each key's newest aggregate, in last-update order; then the
@@ -237,15 +251,19 @@ def aggregate(RecordCache cache not None, str namespace not None, RecordBatch ba
                 slot = &u.entry.second
                 if slot.last != j:
                     continue
+                wval.clear()
+                if timestamped:
+                    _put_be64(buf, <uint64_t>slot.ts)
+                    wval.append(buf, 8)
                 if store_enc == ENC_DOUBLE:
                     _put_be64(buf, _double_bits(slot.d))
-                    wval.assign(buf, 8)
+                    wval.append(buf, 8)
                 elif store_enc == ENC_INT:
                     _put_be32(buf, <uint32_t><int32_t>slot.i)
-                    wval.assign(buf, 4)
+                    wval.append(buf, 4)
                 else:
                     _put_be64(buf, <uint64_t>slot.i)
-                    wval.assign(buf, 8)
+                    wval.append(buf, 8)
                 _cache_key(&u.entry.first, wkey)
                 cache._upsert(nc, wkey, wval, False, slot.ts, True)
                 cache._evict_while_over(nc, flushes, pending)
@@ -258,8 +276,16 @@ def aggregate(RecordCache cache not None, str namespace not None, RecordBatch ba
     return observed, dropped
 
 
+cdef inline void _stamp(ks_Slot* slot, int64_t ts, bint timestamped) noexcept nogil:
+    """A slot's timestamp after a record at ``ts`` updated it: timestamped, the largest of the
+    records that made the aggregate (the stored one's included); else the record's own."""
+    if timestamped and slot.state == 2 and slot.ts > ts:
+        return
+    slot.ts = ts
+
+
 cdef int _reduce_in_slots(RecordBatch batch, vector[Update]& updates, int value_enc, int store_enc,
-                          object reducer) except -1:
+                          object reducer, bint timestamped) except -1:
     """Pass 2 of REDUCE: 1 when a result does not fit the aggregate's encoding (nothing written)."""
     cdef Py_ssize_t j, i
     cdef Update u
@@ -290,14 +316,14 @@ cdef int _reduce_in_slots(RecordBatch batch, vector[Update]& updates, int value_
                 slot.i = <int64_t>result
             if store_enc == ENC_INT and (slot.i < INT32_MIN or slot.i > INT32_MAX):
                 return 1
+        _stamp(slot, batch.ts(i), timestamped)
         slot.state = 2
-        slot.ts = batch.ts(i)
         slot.last = j
     return 0
 
 
 cdef int _aggregate_in_slots(RecordBatch batch, vector[Update]& updates, int op, int value_enc,
-                             int store_enc) noexcept nogil:
+                             int store_enc, bint timestamped) noexcept nogil:
     """Pass 2 of COUNT/SUM/MIN/MAX: 1 when a record needs the Python path (nothing written)."""
     cdef Py_ssize_t j, i
     cdef Update u
@@ -337,7 +363,7 @@ cdef int _aggregate_in_slots(RecordBatch batch, vector[Update]& updates, int op,
                     slot.i = vi
                 if store_enc == ENC_INT and (slot.i < INT32_MIN or slot.i > INT32_MAX):
                     return 1
+        _stamp(slot, batch.ts(i), timestamped)
         slot.state = 2
-        slot.ts = batch.ts(i)
         slot.last = j
     return 0

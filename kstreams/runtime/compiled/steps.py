@@ -43,6 +43,8 @@ from kstreams.serdes import (
     json_loads,
 )
 from kstreams.state.caching import CachingKeyValueStore, CachingWindowStore
+from kstreams.state.timestamped import is_timestamped
+from kstreams.state.value_and_timestamp import ValueAndTimestamp
 from kstreams.topology.compiled_ops import PYTHON_FILTER
 from kstreams.topology.dsl.processors.stateless import key_value_of
 
@@ -364,8 +366,9 @@ class _PythonAggregation(Step, abc.ABC):
     store and the caching layer below it; the rule that without a cache (or with a cache of size 0)
     every update must go downstream, so the per-record path runs instead; and the write-back: each
     slot (key, window) once, after its last record, in the order of the slots' last records (the
-    order a record-by-record cache keeps), stamped with that record, under the store's query lock
-    so an interactive query sees the store before or after a batch, never in between."""
+    order a record-by-record cache keeps), stamped with the aggregate's timestamp (the largest of
+    the records that made it, the stored aggregate's included: Kafka's rule), under the store's
+    query lock so an interactive query sees the store before or after a batch, never in between."""
 
     def __init__(self, node: ProcessorNode, processor: Any, store: Any, caching: Any) -> None:
         super().__init__(node, [])
@@ -391,16 +394,34 @@ class _PythonAggregation(Step, abc.ABC):
             for k, start, aggregate, ts, i in sorted(slots, key=_last_record):
                 position.offset = columns.offsets[i]
                 position.timestamp = ts
-                self._write(k, start, aggregate)
+                self._write(k, start, ValueAndTimestamp.make(aggregate, ts))
 
     @abc.abstractmethod
     def _aggregate(self, position: Any, columns: Columns) -> list[list[Any]]:
         """Each slot's [key, window start, aggregate, timestamp, index of its last record],
-        updated record by record in record order (the position set per record)."""
+        updated record by record in record order (the position set per record); ``_update``
+        does one record's update of a slot."""
 
     @abc.abstractmethod
-    def _write(self, key: Any, start: int | None, aggregate: Any) -> None:
-        """Put one slot's aggregate into the store."""
+    def _write(self, key: Any, start: int | None, aggregate: ValueAndTimestamp[Any] | None) -> None:
+        """Put one slot's aggregate, with its timestamp, into the store."""
+
+
+def _new_slot(
+    key: Any, start: int | None, stored: ValueAndTimestamp[Any] | None, ts: int, i: int
+) -> list[Any]:
+    """A slot for an aggregate read from the store (None: none yet), before its first record."""
+    if stored is None:
+        return [key, start, None, ts, i]
+    return [key, start, stored.value, stored.timestamp, i]
+
+
+def _update(slot: list[Any], aggregate: Any, ts: int, i: int) -> None:
+    """A record at ``ts`` (index ``i``) made ``aggregate``: its timestamp is the larger one."""
+    slot[2] = aggregate
+    if ts > slot[3]:
+        slot[3] = ts
+    slot[4] = i
 
 
 class PythonAggregateStep(_PythonAggregation):
@@ -424,13 +445,11 @@ class PythonAggregateStep(_PythonAggregation):
             position.timestamp = ts
             slot = slots.get(raw := raw_key(k))
             if slot is None:
-                slot = slots[raw] = [k, None, store.get(k), ts, i]
-            slot[2] = apply(k, v, slot[2])
-            slot[3] = ts
-            slot[4] = i
+                slot = slots[raw] = _new_slot(k, None, store.get(k), ts, i)
+            _update(slot, apply(k, v, slot[2]), ts, i)
         return list(slots.values())
 
-    def _write(self, key: Any, start: int | None, aggregate: Any) -> None:
+    def _write(self, key: Any, start: int | None, aggregate: ValueAndTimestamp[Any] | None) -> None:
         self._store.put(key, aggregate)
 
 
@@ -476,16 +495,14 @@ class PythonWindowedAggregateStep(_PythonAggregation):
                         continue
                     slot = slots.get((raw, start))
                     if slot is None:
-                        slot = slots[(raw, start)] = [k, start, store.fetch(k, start), ts, i]
-                    slot[2] = apply(k, v, slot[2])
-                    slot[3] = ts
-                    slot[4] = i
+                        slot = slots[(raw, start)] = _new_slot(k, start, store.fetch(k, start), ts, i)
+                    _update(slot, apply(k, v, slot[2]), ts, i)
         finally:
             processor.observed_stream_time = observed
             processor.dropped += dropped
         return list(slots.values())
 
-    def _write(self, key: Any, start: int | None, aggregate: Any) -> None:
+    def _write(self, key: Any, start: int | None, aggregate: ValueAndTimestamp[Any] | None) -> None:
         assert start is not None
         self._store.put(key, aggregate, start)
 
@@ -587,6 +604,8 @@ class AggregateStep(Step):
         self._store_enc = store_enc
         self._caching = caching
         self._windows = windows
+        # The DSL's stores hold ValueAndTimestamp bytes; the kernel reads and writes that format.
+        self._timestamped = is_timestamped(store)
         # Writes hold the metered layer's query lock, as its put does, so an interactive query
         # never reads the store in the middle of a batch's update.
         self._query_lock = store.query_lock
@@ -628,6 +647,7 @@ class AggregateStep(Step):
                 self._store_enc,
                 self._load,
                 reducer=self._reducer,
+                timestamped=self._timestamped,
             )
         processor: WindowedAggregateProcessor = self.node.processor
         result = kernels.aggregate(
@@ -644,6 +664,7 @@ class AggregateStep(Step):
             windows.grace_ms,
             processor.observed_stream_time,
             self._reducer,
+            self._timestamped,
         )
         if result is not None:
             processor.observed_stream_time, dropped = result

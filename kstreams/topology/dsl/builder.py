@@ -8,10 +8,13 @@ prints with Kafka's node names.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable
 from typing import Any
 
+from kstreams.state.store import StoreBuilder
 from kstreams.topology.dsl import naming
+from kstreams.topology.dsl.global_ktable import GlobalKTable, global_table
 from kstreams.topology.dsl.internal_builder import InternalStreamsBuilder
 from kstreams.topology.dsl.kstream import KStream
 from kstreams.topology.dsl.ktable import KTable, updates_table
@@ -34,12 +37,21 @@ class StreamsBuilder:
     def __init__(self, topology: Any = None) -> None:
         self._internal = InternalStreamsBuilder(topology if topology is not None else _new_topology())
 
-    def stream(self, topics: str | Iterable[str], consumed: Consumed | None = None) -> KStream[Any, Any]:
-        """A KStream of the records of one topic or several (read as one stream). Its key and
-        value types are ``Any``: the serdes do not declare the types they produce."""
-        topic_list = (topics,) if isinstance(topics, str) else tuple(topics)
-        if not topic_list or not all(isinstance(t, str) and t for t in topic_list):
-            raise ValueError(f"stream() needs one or more non-empty topic names, got {topics!r}.")
+    def stream(
+        self, topics: str | Iterable[str] | re.Pattern[str], consumed: Consumed | None = None
+    ) -> KStream[Any, Any]:
+        """A KStream of the records of one topic or several (read as one stream), or of every
+        topic whose whole name matches a compiled pattern (``re.compile("orders-.*")``). Its key
+        and value types are ``Any``: the serdes do not declare the types they produce."""
+        topic_list: tuple[Any, ...]
+        if isinstance(topics, re.Pattern):
+            topic_list = (topics,)
+        else:
+            topic_list = (topics,) if isinstance(topics, str) else tuple(topics)
+            if not topic_list or not all(isinstance(t, str) and t for t in topic_list):
+                raise ValueError(
+                    f"stream() needs one or more non-empty topic names or one re.Pattern, got {topics!r}."
+                )
         consumed = consumed or Consumed()
         name = self._internal.name_or_generate(consumed.name, naming.SOURCE)
         self._internal.add_source(
@@ -81,6 +93,26 @@ class StreamsBuilder:
         return updates_table(
             internal, table_source, source, topic, store_name, materialized, key_serde, value_serde, (source,)
         )
+
+    def add_state_store(self, store_builder: StoreBuilder) -> StreamsBuilder:
+        """Add a store (built per task by ``store_builder``, e.g. from ``kstreams.state.Stores``)
+        that ``process``, ``process_values`` and ``transform_values`` can then name to use it."""
+        if not isinstance(store_builder, StoreBuilder):
+            raise TypeError(
+                f"add_state_store() takes a StoreBuilder (from kstreams.state.Stores, e.g. "
+                f"Stores.key_value_store_builder(...)), got {store_builder!r}."
+            )
+        self._internal.add_store(store_builder)
+        return self
+
+    def global_table(
+        self, topic: str, consumed: Consumed | None = None, materialized: Materialized | None = None
+    ) -> GlobalKTable[Any, Any]:
+        """A GlobalKTable of every partition of ``topic``, held in full by every client: a global
+        store, bootstrapped from the topic before the client runs and kept current after. Join a
+        stream with it without repartitioning (``KStream.join(table, key_selector, joiner)``);
+        ``materialized`` may name the store to query it with ``KafkaStreams.store``."""
+        return global_table(self._internal, topic, consumed, materialized)
 
     def build(self) -> Any:
         """The topology built so far (the same object on every call)."""

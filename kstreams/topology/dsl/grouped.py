@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from kstreams.serdes import Serdes
 from kstreams.state.store import WindowedKey
 from kstreams.topology.dsl import naming
+from kstreams.topology.dsl.emit_strategy import EmitStrategy
 from kstreams.topology.dsl.internal_builder import InternalStreamsBuilder
 from kstreams.topology.dsl.kstream import named_as
 from kstreams.topology.dsl.ktable import KTable
@@ -33,7 +34,12 @@ from kstreams.topology.dsl.processors.aggregate import (
     count_initializer,
 )
 from kstreams.topology.dsl.processors.table import StoreValueGetterSupplier
-from kstreams.topology.dsl.windows import TimeWindows
+from kstreams.topology.dsl.session_windowed import SessionWindowedKStream
+from kstreams.topology.dsl.windows import SessionWindows, SlidingWindows, TimeWindows
+
+if TYPE_CHECKING:
+    from kstreams.topology.dsl.cogrouped import CogroupedKStream
+    from kstreams.topology.dsl.sliding_windowed import SlidingWindowedKStream
 
 __all__ = ["KGroupedStream", "TimeWindowedKStream"]
 
@@ -60,6 +66,8 @@ class _Grouping(Generic[KT, K, V]):
     windows when windowed) and its aggregations, whose tables are keyed by ``KT``."""
 
     windows: TimeWindows | None = None
+    # When a windowed aggregation forwards (None: on every update).
+    emit: EmitStrategy | None = None
 
     def __init__(
         self,
@@ -136,8 +144,11 @@ class _Grouping(Generic[KT, K, V]):
             )
         else:
             store_builder = _window_store_builder(materialized, store_name, windows, key_serde, value_serde)
+            if self.emit is not None and self.emit.on_close:
+                # As in Kafka, never cached: its results leave only when their windows close.
+                store_builder.with_caching_disabled()
             supplier = WindowedAggregateSupplier(
-                kind, store_name, windows, initializer, aggregator, key_serde, value_serde
+                kind, store_name, windows, initializer, aggregator, key_serde, value_serde, self.emit
             )
         processor = builder.name_or_generate(name, prefix)
         parent, sources = self._parent_for(store_name)
@@ -167,10 +178,41 @@ class _Grouping(Generic[KT, K, V]):
 class KGroupedStream(_Grouping[K, K, V], Generic[K, V]):
     """A stream grouped by key, ready to aggregate. Create one with ``group_by_key``/``group_by``."""
 
-    def windowed_by(self, windows: TimeWindows) -> TimeWindowedKStream[K, V]:
-        """Aggregate per time window (tumbling or hopping) instead of over all time."""
+    @overload
+    def windowed_by(self, windows: TimeWindows) -> TimeWindowedKStream[K, V]: ...
+
+    @overload
+    def windowed_by(self, windows: SlidingWindows) -> SlidingWindowedKStream[K, V]: ...
+
+    @overload
+    def windowed_by(self, windows: SessionWindows) -> SessionWindowedKStream[K, V]: ...
+
+    def windowed_by(self, windows: Any) -> Any:
+        """Aggregate per time window (tumbling or hopping), per sliding window or per session of
+        activity (``SessionWindows``) instead of over all time."""
+        if isinstance(windows, SessionWindows):
+            # Per session of activity: the repartition (when needed) is named after its store.
+            return SessionWindowedKStream(
+                self._builder, self._key_serde, self._value_serde, windows, self._parent_for
+            )
+        if isinstance(windows, SlidingWindows):
+            # Imported here: the sliding-windowed stream builds on this module's _Grouping.
+            from kstreams.topology.dsl.sliding_windowed import SlidingWindowedKStream
+
+            return SlidingWindowedKStream(
+                self._builder,
+                self._name,
+                self._key_serde,
+                self._value_serde,
+                self._repartition_required,
+                self._grouped_name,
+                self._source_nodes,
+                windows,
+            )
         if not isinstance(windows, TimeWindows):
-            raise TypeError(f"windowed_by() takes TimeWindows, got {windows!r}.")
+            raise TypeError(
+                f"windowed_by() takes TimeWindows, SlidingWindows or SessionWindows, got {windows!r}."
+            )
         return TimeWindowedKStream(
             self._builder,
             self._name,
@@ -181,6 +223,13 @@ class KGroupedStream(_Grouping[K, K, V], Generic[K, V]):
             self._source_nodes,
             windows,
         )
+
+    def cogroup(self, aggregator: Callable[[K, V, VA], VA]) -> CogroupedKStream[K, VA]:
+        """Start a cogroup (KIP-150): this stream, aggregated by ``aggregator(key, value, aggregate)``,
+        and the grouped streams added with ``.cogroup(other, aggregator)``, all into one table."""
+        from kstreams.topology.dsl.cogrouped import CogroupedKStream  # it builds on this module
+
+        return CogroupedKStream(self, aggregator)
 
 
 class TimeWindowedKStream(_Grouping[WindowedKey[K], K, V], Generic[K, V]):
@@ -201,6 +250,17 @@ class TimeWindowedKStream(_Grouping[WindowedKey[K], K, V], Generic[K, V]):
             builder, name, key_serde, value_serde, repartition_required, grouped_name, source_nodes
         )
         self.windows = windows
+
+    def emit_strategy(self, emit_strategy: EmitStrategy) -> TimeWindowedKStream[K, V]:
+        """When the aggregations of this windowed stream forward: ``EmitStrategy.on_window_close()``
+        (each window's final result once, when it closes) or ``on_window_update()`` (the default)."""
+        if not isinstance(emit_strategy, EmitStrategy):
+            raise TypeError(
+                "emit_strategy() takes EmitStrategy.on_window_close() or EmitStrategy.on_window_update(), "
+                f"got {emit_strategy!r}."
+            )
+        self.emit = emit_strategy
+        return self
 
 
 def _window_store_builder(
@@ -229,4 +289,5 @@ def _window_store_builder(
         logging_enabled=materialized.logging_enabled,
         log_config=materialized.log_config,
         supplier=materialized.store_supplier,
+        timestamped=True,
     )

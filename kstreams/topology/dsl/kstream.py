@@ -39,10 +39,13 @@ from kstreams.topology.dsl.processors.stream_table_join import StreamTableJoinSu
 from kstreams.topology.dsl.windows import JoinWindows
 
 if TYPE_CHECKING:
+    from kstreams.fixed_key_processor import FixedKeyProcessor
     from kstreams.processor import Processor
     from kstreams.topology.dsl.branched import BranchedKStream
+    from kstreams.topology.dsl.global_ktable import GlobalKTable
     from kstreams.topology.dsl.grouped import KGroupedStream
     from kstreams.topology.dsl.ktable import KTable
+    from kstreams.topology.dsl.printed import Printed
     from kstreams.topology.dsl.records import KeyValue
 
 __all__ = ["KStream", "named_as"]
@@ -289,6 +292,39 @@ class KStream(Generic[K, V]):
         self._builder.connect_stores(name, store_names)
         return KStream(self._builder, name, None, None, True, self._source_nodes)
 
+    def process_values(
+        self,
+        fixed_key_processor_supplier: Callable[[], FixedKeyProcessor[K, V, VR]],
+        *store_names: str,
+        named: Named | str | None = None,
+    ) -> KStream[K, VR]:
+        """A key-preserving processor in the stream: ``fixed_key_processor_supplier()`` makes one
+        ``FixedKeyProcessor`` per task; it may change values, timestamps and headers (not keys)
+        and use the named stores (and those its supplier's ``stores()`` declares). Keys stay, so
+        unlike ``process`` the result needs no repartition."""
+        from kstreams.fixed_key_processor import FixedKeyProcessorSupplierAdapter
+
+        supplier = FixedKeyProcessorSupplierAdapter(fixed_key_processor_supplier)
+        name = self._builder.name_or_generate(named_as(named), naming.PROCESSVALUES)
+        self._builder.add_processor(name, supplier, self._name)
+        self._builder.connect_stores(name, store_names)
+        return KStream(
+            self._builder, name, self._key_serde, None, self._repartition_required, self._source_nodes
+        )
+
+    def print(self, printed: Printed) -> None:
+        """Print each record as ``[label]: key, value`` to standard output or a file (see
+        ``Printed``); ends the stream."""
+        from kstreams.topology.dsl.printed import Printed, PrintSupplier
+
+        if not isinstance(printed, Printed):
+            raise TypeError(
+                f"print() takes a Printed (Printed.to_sys_out() or Printed.to_file(path)), got {printed!r}."
+            )
+        name = self._builder.name_or_generate(printed.name, naming.PRINTER)
+        label = printed.label if printed.label is not None else name
+        self._builder.add_processor(name, PrintSupplier(printed, label), self._name)
+
     # --- sinks and repartitioning ----------------------------------------------------------
 
     def to(self, topic: str | Callable[[K, V, Any], str], produced: Produced | None = None) -> None:
@@ -296,13 +332,20 @@ class KStream(Generic[K, V]):
         picks per record. Serdes default to the stream's, then to the application's."""
         produced = produced or Produced()
         name = self._builder.name_or_generate(produced.name, naming.SINK)
+        key_serde = produced.key_serde if produced.key_serde is not None else self._key_serde
+        partitioner = produced.partitioner
+        if partitioner is None and hasattr(key_serde, "serialize_base_key"):
+            # Kafka's sinks partition windowed keys by the inner key: a key's windows stay together.
+            from kstreams.topology.dsl.windowed_serdes import WindowedStreamPartitioner
+
+            partitioner = WindowedStreamPartitioner(key_serde)
         self._builder.add_sink(
             name,
             topic,
             self._name,
-            produced.key_serde if produced.key_serde is not None else self._key_serde,
+            key_serde,
             produced.value_serde if produced.value_serde is not None else self._value_serde,
-            produced.partitioner,
+            partitioner,
         )
 
     def repartition(self, repartitioned: Repartitioned | None = None) -> KStream[K, V]:
@@ -418,15 +461,26 @@ class KStream(Generic[K, V]):
         joined: StreamJoined | None = None,
     ) -> KStream[K, VR]: ...
 
+    @overload
     def join(
         self,
-        other: KStream[Any, Any] | KTable[Any, Any],
+        other: GlobalKTable[KR, VO],
+        joiner: Callable[[K, V], KR],
+        windows: Callable[[V, VO], VR],
+        joined: Named | str | None = None,
+    ) -> KStream[K, VR]: ...
+
+    def join(
+        self,
+        other: KStream[Any, Any] | KTable[Any, Any] | GlobalKTable[Any, Any],
         joiner: Callable[[Any, Any], Any],
-        windows: JoinWindows | Joined | None = None,
-        joined: Joined | StreamJoined | None = None,
+        windows: JoinWindows | Joined | Callable[[Any, Any], Any] | None = None,
+        joined: Joined | StreamJoined | Named | str | None = None,
     ) -> KStream[Any, Any]:
-        """Inner join with a KTable (``join(table, joiner[, Joined])``) or with another KStream
-        within ``windows`` (``join(stream, joiner, JoinWindows[, StreamJoined])``).
+        """Inner join with a KTable (``join(table, joiner[, Joined])``), with another KStream
+        within ``windows`` (``join(stream, joiner, JoinWindows[, StreamJoined])``), or with a
+        GlobalKTable (``join(global_table, key_selector, joiner[, named])``: ``key_selector(key,
+        value)`` gives the table key to look up; no repartition).
         ``joiner(this_value, other_value)`` makes the result value."""
         return self._join(other, joiner, windows, joined, left_outer=False, right_outer=False)
 
@@ -453,12 +507,21 @@ class KStream(Generic[K, V]):
         joined: StreamJoined | None = None,
     ) -> KStream[K, VR]: ...
 
+    @overload
     def left_join(
         self,
-        other: KStream[Any, Any] | KTable[Any, Any],
+        other: GlobalKTable[KR, VO],
+        joiner: Callable[[K, V], KR],
+        windows: Callable[[V, VO | None], VR],
+        joined: Named | str | None = None,
+    ) -> KStream[K, VR]: ...
+
+    def left_join(
+        self,
+        other: KStream[Any, Any] | KTable[Any, Any] | GlobalKTable[Any, Any],
         joiner: Callable[[Any, Any], Any],
-        windows: JoinWindows | Joined | None = None,
-        joined: Joined | StreamJoined | None = None,
+        windows: JoinWindows | Joined | Callable[[Any, Any], Any] | None = None,
+        joined: Joined | StreamJoined | Named | str | None = None,
     ) -> KStream[Any, Any]:
         """Like ``join``, but every record of this stream yields a result: unmatched ones are
         joined with None (for stream-stream joins, once their window has closed)."""
@@ -487,8 +550,12 @@ class KStream(Generic[K, V]):
         left_outer: bool,
         right_outer: bool,
     ) -> KStream[Any, Any]:
+        from kstreams.topology.dsl.global_ktable import GlobalKTable, stream_global_table_join
         from kstreams.topology.dsl.ktable import KTable
 
+        if isinstance(other, GlobalKTable):
+            # join(global_table, key_selector, joiner[, named]): the arguments shift by one.
+            return stream_global_table_join(self, other, joiner, windows, joined, left_outer)
         if isinstance(other, KTable):
             if isinstance(windows, Joined) and joined is None:
                 windows, joined = None, windows
@@ -511,7 +578,7 @@ class KStream(Generic[K, V]):
             return stream_stream_join(
                 self, other, joiner, windows, joined or StreamJoined(), left_outer, right_outer
             )
-        raise TypeError(f"A KStream joins a KStream or a KTable, got {other!r}.")
+        raise TypeError(f"A KStream joins a KStream, a KTable or a GlobalKTable, got {other!r}.")
 
     def _stream_table_join(
         self, table: KTable[Any, Any], joiner: Callable[[Any, Any], Any], joined: Joined, left: bool

@@ -15,6 +15,12 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
 from kstreams.errors import TopologyException
 from kstreams.topology.dsl import naming
+from kstreams.topology.dsl.foreign_key_join import (
+    ForeignKeyJoinCall,
+    TableJoined,
+    foreign_key_join,
+    parse_table_join_call,
+)
 from kstreams.topology.dsl.internal_builder import InternalStreamsBuilder
 from kstreams.topology.dsl.kstream import KStream, named_as
 from kstreams.topology.dsl.materialize import key_value_store_builder, materialized_store
@@ -33,10 +39,12 @@ from kstreams.topology.dsl.processors.table import (
     ValueGetterSupplier,
 )
 from kstreams.topology.dsl.processors.table_aggregate import ChangeSerde, TableSelectSupplier
+from kstreams.topology.dsl.value_transformer import ValueTransformerWithKey
 
 if TYPE_CHECKING:
     from kstreams.topology.dsl.grouped_table import KGroupedTable
     from kstreams.topology.dsl.records import KeyValue
+    from kstreams.topology.dsl.suppressed import Suppressed
 
 __all__ = ["KTable", "updates_table"]
 
@@ -276,6 +284,42 @@ class KTable(Generic[K, V]):
             None,
         )
 
+    def transform_values(
+        self,
+        transformer_supplier: Callable[[], ValueTransformerWithKey[K, V, VR]],
+        *store_names: str,
+        materialized: Materialized | None = None,
+        named: Named | str | None = None,
+    ) -> KTable[K, VR]:
+        """Each row's value replaced by ``transformer.transform(key, value)`` of a
+        ``ValueTransformerWithKey`` that ``transformer_supplier()`` makes per task; it may use the
+        named stores (add them with ``StreamsBuilder.add_state_store``) and is called for deletions
+        too. The result is kept in a store when ``materialized`` is given."""
+        from kstreams.topology.dsl.processors.transform_values import (
+            TableTransformValuesSupplier,
+            TransformValuesGetterSupplier,
+        )
+
+        if not callable(transformer_supplier) or isinstance(transformer_supplier, ValueTransformerWithKey):
+            raise TypeError(
+                "transform_values() takes a supplier of ValueTransformerWithKey (the subclass itself, or "
+                f"a callable returning a new one per task), got {transformer_supplier!r}."
+            )
+        if not all(isinstance(store, str) for store in store_names):
+            raise TypeError(f"transform_values() takes store names after the supplier, got {store_names!r}.")
+        table = self._derive(
+            naming.KTABLE_TRANSFORMVALUES,
+            named,
+            materialized,
+            lambda store: TableTransformValuesSupplier(transformer_supplier, store),
+            lambda: TransformValuesGetterSupplier(
+                self._value_getter_supplier(), transformer_supplier, tuple(store_names)
+            ),
+            None,
+        )
+        self._builder.connect_stores(table.name, store_names)
+        return table
+
     @overload
     def to_stream(self, named: Named | str | None = None, *, key_mapper: None = None) -> KStream[K, V]: ...
 
@@ -300,27 +344,75 @@ class KTable(Generic[K, V]):
             self._source_nodes,
         )
 
+    def suppress(self, suppressed: Suppressed) -> KTable[K, V]:
+        """This table's updates held back as ``suppressed`` says: a windowed table's final results
+        (``Suppressed.until_window_closes``) or at most one update per key per time limit
+        (``Suppressed.until_time_limit``). See ``kstreams.topology.dsl.suppressed``."""
+        from kstreams.topology.dsl.suppressed import suppress_table
+
+        return suppress_table(self, suppressed)
+
     # --- joins -----------------------------------------------------------------------------
 
+    @overload
     def join(
         self,
         other: KTable[K, VO],
         joiner: Callable[[V, VO], VR],
         materialized: Materialized | None = None,
         named: Named | str | None = None,
-    ) -> KTable[K, VR]:
-        """Inner join on the primary key: a row exists where both tables have one, with value
-        ``joiner(this_value, other_value)``; an update on either side updates the result."""
+    ) -> KTable[K, VR]: ...
+
+    @overload
+    def join(
+        self,
+        other: KTable[KR, VO],
+        foreign_key_extractor: Callable[[V], KR],
+        joiner: Callable[[V, VO], VR],
+        table_joined: TableJoined | Named | Materialized | None = None,
+        materialized: Materialized | None = None,
+    ) -> KTable[K, VR]: ...
+
+    def join(self, other: KTable[Any, Any], *args: Any, **kwargs: Any) -> KTable[K, Any]:
+        """Inner join on the primary key, ``join(other, joiner[, materialized][, named])``: a row
+        exists where both tables have one, with value ``joiner(this_value, other_value)``.
+
+        Foreign-key join, ``join(other, foreign_key_extractor, joiner[, table_joined][,
+        materialized])``: each row joins the other table's row of key ``foreign_key_extractor(value)``.
+        An update on either side updates the result."""
+        call = parse_table_join_call("join", args, kwargs)
+        if isinstance(call, ForeignKeyJoinCall):
+            return foreign_key_join(self, other, call, left_join=False)
+        joiner, materialized, named = call
         return self._join(other, joiner, materialized, named, left_outer=False, right_outer=False)
 
+    @overload
     def left_join(
         self,
         other: KTable[K, VO],
         joiner: Callable[[V, VO | None], VR],
         materialized: Materialized | None = None,
         named: Named | str | None = None,
-    ) -> KTable[K, VR]:
-        """Left join: every row of this table, joined with the other's row or None."""
+    ) -> KTable[K, VR]: ...
+
+    @overload
+    def left_join(
+        self,
+        other: KTable[KR, VO],
+        foreign_key_extractor: Callable[[V], KR | None],
+        joiner: Callable[[V, VO | None], VR],
+        table_joined: TableJoined | Named | Materialized | None = None,
+        materialized: Materialized | None = None,
+    ) -> KTable[K, VR]: ...
+
+    def left_join(self, other: KTable[Any, Any], *args: Any, **kwargs: Any) -> KTable[K, Any]:
+        """Left join: every row of this table, joined with the other's row or None; by primary key
+        ``(other, joiner[, materialized][, named])``, or by foreign key ``(other,
+        foreign_key_extractor, joiner[, table_joined][, materialized])``."""
+        call = parse_table_join_call("left_join", args, kwargs)
+        if isinstance(call, ForeignKeyJoinCall):
+            return foreign_key_join(self, other, call, left_join=True)
+        joiner, materialized, named = call
         return self._join(other, joiner, materialized, named, left_outer=True, right_outer=False)
 
     def outer_join(
@@ -421,6 +513,13 @@ def updates_table(
     Its store ``store_name`` is added at once when ``materialized`` names it (the table is then
     queryable), otherwise only when a join, lookup or re-grouping first needs the table's values.
     """
+    from kstreams.topology.dsl.processors.versioned_table import is_versioned_supplier, versioned_source_table
+
+    if is_versioned_supplier(materialized.store_supplier):
+        # KIP-914: a table kept in a versioned store.
+        return versioned_source_table(
+            builder, name, parent, label, materialized, key_serde, value_serde, source_nodes
+        )
     supplier = TableSourceSupplier(label)
     builder.add_processor(name, supplier, parent)
     store_key_serde = materialized.key_serde if materialized.key_serde is not None else key_serde

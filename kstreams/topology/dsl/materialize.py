@@ -2,7 +2,8 @@
 
 Stores default to persistent (RocksDB), as in Kafka; ``StoreType.IN_MEMORY`` picks the in-memory
 store. Serdes of None are passed through: the topology fills in the application's default serdes
-when it builds.
+when it builds. Tables and aggregations keep their values in timestamped stores, as Kafka's DSL
+does: each value with the largest timestamp of the records that made it.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 from kstreams.topology.dsl.parameters import Materialized, StoreType
 
-__all__ = ["key_value_store_builder", "materialized_store", "window_store_builder"]
+__all__ = ["key_value_store_builder", "materialized_store", "session_store_builder", "window_store_builder"]
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +53,7 @@ def _apply_layers(builder: Any, caching: bool, logging_enabled: bool, log_config
 def key_value_store_builder(
     materialized: Materialized, store_name: str, key_serde: Any, value_serde: Any
 ) -> Any:
-    """A key-value store builder for a table or an aggregation, as ``materialized`` asks."""
+    """A timestamped key-value store builder for a table or an aggregation, as ``materialized`` asks."""
     stores = _stores()
     supplier = materialized.store_supplier
     if supplier is None:
@@ -60,7 +61,7 @@ def key_value_store_builder(
             supplier = stores.persistent_key_value_store(store_name)
         else:
             supplier = stores.in_memory_key_value_store(store_name)
-    builder = stores.key_value_store_builder(supplier, key_serde, value_serde)
+    builder = stores.timestamped_key_value_store_builder(supplier, key_serde, value_serde)
     return _apply_layers(
         builder, materialized.caching_enabled, materialized.logging_enabled, materialized.log_config
     )
@@ -79,11 +80,34 @@ def window_store_builder(
     logging_enabled: bool = True,
     log_config: dict[str, str] | None = None,
     supplier: Any = None,
+    timestamped: bool = False,
 ) -> Any:
-    """A window store builder (windowed aggregations, stream-stream joins)."""
+    """A window store builder: of ``ValueAndTimestamp`` values when ``timestamped`` (windowed
+    aggregations), else of plain values (stream-stream joins)."""
     stores = _stores()
     if supplier is None:
         factory = stores.persistent_window_store if _persistent(store_type) else stores.in_memory_window_store
         supplier = factory(store_name, retention_ms, window_size_ms, retain_duplicates)
-    builder = stores.window_store_builder(supplier, key_serde, value_serde)
+    make = stores.timestamped_window_store_builder if timestamped else stores.window_store_builder
+    builder = make(supplier, key_serde, value_serde)
     return _apply_layers(builder, caching, logging_enabled, log_config or {})
+
+
+def session_store_builder(
+    materialized: Materialized, store_name: str, retention_ms: int, key_serde: Any, value_serde: Any
+) -> Any:
+    """A session store builder for a session-windowed aggregation, as ``materialized`` asks. Session
+    stores hold plain aggregates: a session's end is its timestamp (Kafka has no timestamped kind)."""
+    stores = _stores()
+    supplier = materialized.store_supplier
+    if supplier is None:
+        factory = (
+            stores.persistent_session_store
+            if _persistent(materialized.store_type)
+            else stores.in_memory_session_store
+        )
+        supplier = factory(store_name, retention_ms)
+    builder = stores.session_store_builder(supplier, key_serde, value_serde)
+    return _apply_layers(
+        builder, materialized.caching_enabled, materialized.logging_enabled, materialized.log_config
+    )

@@ -1,9 +1,14 @@
-"""Window specifications of the DSL: TimeWindows (tumbling and hopping) and JoinWindows.
+"""Window specifications of the DSL: TimeWindows (tumbling and hopping), SlidingWindows, JoinWindows
+and SessionWindows.
 
 Windows are aligned to the epoch: a window of size S advancing by A starts at multiples of A and
 covers [start, start + S). Grace is how long after a window's end out-of-order records are still
 accepted; a record whose windows all ended more than grace ago (by stream time) is dropped, as in
 Kafka Streams.
+
+Session windows have no fixed bounds: a session is a period of activity of one key, and a record
+within the inactivity gap of a session extends it (or merges two sessions it bridges). A session
+closes once stream time passes its end plus the gap plus the grace period.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from datetime import timedelta
 
 from kstreams.topology.dsl.parameters import to_millis
 
-__all__ = ["JoinWindows", "TimeWindows"]
+__all__ = ["JoinWindows", "SessionWindows", "SlidingWindows", "TimeWindows"]
 
 logger = logging.getLogger(__name__)
 
@@ -130,6 +135,75 @@ class JoinWindows:
 
     def size(self) -> int:
         return self.before_ms + self.after_ms
+
+    def grace_period_ms(self) -> int:
+        return self.grace_ms
+
+
+@dataclass(frozen=True)
+class SlidingWindows:
+    """Windows of fixed size ``time_difference_ms`` that follow the records (Kafka's ``SlidingWindows``):
+    two records share a window when their timestamps differ by at most the time difference. Both
+    ends are inclusive: a window ``[start, start + time_difference_ms]``. Windows exist only at
+    record boundaries: one ending at each record, and one starting just after it while later records
+    fall in it; a window closes once stream time passes its end plus grace."""
+
+    time_difference_ms: int
+    grace_ms: int
+
+    @staticmethod
+    def of_time_difference_with_no_grace(time_difference: timedelta | int) -> SlidingWindows:
+        return SlidingWindows(to_millis(time_difference, "SlidingWindows time difference"), 0)
+
+    @staticmethod
+    def of_time_difference_and_grace(
+        time_difference: timedelta | int, after_window_end: timedelta | int
+    ) -> SlidingWindows:
+        return SlidingWindows(
+            to_millis(time_difference, "SlidingWindows time difference"),
+            to_millis(after_window_end, "SlidingWindows grace (after_window_end)"),
+        )
+
+    def grace_period_ms(self) -> int:
+        return self.grace_ms
+
+
+@dataclass(frozen=True)
+class SessionWindows:
+    """Sessions of activity per key, separated by at least ``gap_ms`` of inactivity.
+
+    Records of a key less than (or exactly) ``gap_ms`` apart fall into one session, whose start and
+    end are its first and last record's timestamps (both inclusive). Out-of-order records are
+    merged into their sessions until stream time passes the session's end plus gap plus grace.
+    """
+
+    gap_ms: int
+    grace_ms: int
+
+    @staticmethod
+    def of_inactivity_gap_with_no_grace(inactivity_gap: timedelta | int) -> SessionWindows:
+        return SessionWindows(_positive(inactivity_gap, "SessionWindows inactivity gap"), 0)
+
+    @staticmethod
+    def of_inactivity_gap_and_grace(
+        inactivity_gap: timedelta | int, after_window_end: timedelta | int
+    ) -> SessionWindows:
+        return SessionWindows(
+            _positive(inactivity_gap, "SessionWindows inactivity gap"),
+            to_millis(after_window_end, "SessionWindows grace"),
+        )
+
+    @staticmethod
+    def with_(inactivity_gap: timedelta | int) -> SessionWindows:
+        """Kafka's deprecated ``SessionWindows.with``: grace of 24h minus the gap (at least 0)."""
+        gap_ms = _positive(inactivity_gap, "SessionWindows inactivity gap")
+        return SessionWindows(gap_ms, max(_DEPRECATED_DEFAULT_GRACE_MS - gap_ms, 0))
+
+    def grace(self, after_window_end: timedelta | int) -> SessionWindows:
+        return SessionWindows(self.gap_ms, to_millis(after_window_end, "SessionWindows grace"))
+
+    def inactivity_gap(self) -> int:
+        return self.gap_ms
 
     def grace_period_ms(self) -> int:
         return self.grace_ms

@@ -241,3 +241,72 @@ def test_skipped_records_reach_the_dead_letter_topic_and_the_metric_on_a_cluster
         assert dropped == 2
     finally:
         streams.close(timeout=10.0)
+
+
+class _SkipRejected(ProductionExceptionHandler):
+    rejected: list[tuple[str, int]] = []
+
+    def handle(self, context: ErrorHandlerContext, record: Any, exception: Exception) -> Any:
+        _SkipRejected.rejected.append((record.topic, len(record.value or b"")))
+        return ProductionExceptionHandlerResponse.CONTINUE
+
+
+def _too_large_app(cluster: Any, app_id: str, handler: Any) -> tuple[KafkaStreams, str, str]:
+    source, sink = f"{app_id}-in", f"{app_id}-out"
+    cluster.create_topic(source, 1)
+    # The broker refuses records over 1000 bytes for this topic (librdkafka, with the same limit
+    # on the producer, refuses them before sending).
+    cluster.create_topic(sink, 1, config={"max.message.bytes": "1000"})
+    builder = StreamsBuilder()
+    builder.stream(source).to(sink)
+    config: dict[str, Any] = {
+        **BASE,
+        "application.id": app_id,
+        "commit.interval.ms": 50,
+        "producer.message.max.bytes": 1000,
+    }
+    if handler is not None:
+        config["production.exception.handler"] = handler
+    return KafkaStreams(builder.build(), config, cluster=cluster), source, sink
+
+
+def test_a_record_the_cluster_rejects_is_skipped_when_the_production_handler_continues(
+    cluster: Any, app_id: str
+) -> None:
+    _SkipRejected.rejected = []
+    streams, source, sink = _too_large_app(cluster, app_id, _SkipRejected)
+    for value in (b"small", b"x" * 5000, b"after"):
+        cluster.produce(source, b"k", value)
+    streams.start()
+    try:
+        deadline = time.monotonic() + 60
+        tick = threading.Event()
+        while len(cluster.read(sink)) < 2:
+            assert time.monotonic() < deadline, f"output: {cluster.read(sink)}"
+            tick.wait(0.05)
+        assert [r.value for r in cluster.read(sink)] == [b"small", b"after"]
+        assert _SkipRejected.rejected == [(sink, 5000)]
+        assert streams.state is KafkaStreams.State.RUNNING
+        dropped = sum(
+            value
+            for metric, value in streams.metrics().items()
+            if metric.name == "dropped-records-total" and metric.group == "stream-thread-metrics"
+        )
+        assert dropped == 1
+    finally:
+        streams.close(timeout=10.0)
+
+
+def test_a_record_the_cluster_rejects_fails_the_application_by_default(cluster: Any, app_id: str) -> None:
+    streams, source, sink = _too_large_app(cluster, app_id, None)
+    cluster.produce(source, b"k", b"x" * 5000)
+    streams.start()
+    try:
+        deadline = time.monotonic() + 60
+        tick = threading.Event()
+        while streams.state is not KafkaStreams.State.ERROR:
+            assert time.monotonic() < deadline, f"state {streams.state}"
+            tick.wait(0.05)
+        assert cluster.read(sink) == []
+    finally:
+        streams.close(timeout=10.0)

@@ -4,6 +4,10 @@ The suppliers say what they compute (``kind`` is "count", "reduce" or "aggregate
 name, serdes and window spec as attributes), so a compiler of DSL kernels can recognise, say, a
 windowed count with a string key serde and replace the Python processor. As in Kafka Streams,
 records with a null key are skipped, and so are null values except in windowed aggregations.
+
+Timestamps are Kafka's: an aggregate is stored (``ValueAndTimestamp``) and forwarded with the
+largest timestamp of the records that made it, so an out-of-order record updates the aggregate
+without moving its result back in time (KStreamAggregate, KStreamReduce, KStreamWindowAggregate).
 """
 
 from __future__ import annotations
@@ -14,8 +18,11 @@ from typing import Any, Literal
 
 from kstreams.processor import Processor, ProcessorContext, Record
 from kstreams.state.store import WindowedKey
+from kstreams.state.value_and_timestamp import ValueAndTimestamp
+from kstreams.topology.dsl.emit_strategy import EmitStrategy
 from kstreams.topology.dsl.processors.forwarding import ChangeForwarder
 from kstreams.topology.dsl.processors.store_access import get_store
+from kstreams.topology.dsl.records import Change
 from kstreams.topology.dsl.windows import TimeWindows
 
 __all__ = [
@@ -27,6 +34,7 @@ __all__ = [
     "combine",
     "count_aggregator",
     "count_initializer",
+    "updated_timestamp",
 ]
 
 logger = logging.getLogger(__name__)
@@ -40,6 +48,12 @@ def count_initializer() -> int:
 
 def count_aggregator(key: Any, value: Any, aggregate: int) -> int:
     return aggregate + 1
+
+
+def updated_timestamp(timestamp: int, old: ValueAndTimestamp[Any] | None) -> int:
+    """The timestamp of an aggregate that a record at ``timestamp`` updates: the record's own for a
+    new aggregate, else the larger of it and the old aggregate's (Kafka's rule)."""
+    return timestamp if old is None else max(timestamp, old.timestamp)
 
 
 def combine(
@@ -115,10 +129,12 @@ class StreamAggregateProcessor(Processor[Any, Any, Any, Any]):
                 self.spec.store_name,
             )
             return
-        old = self.store.get(record.key)
+        stored = self.store.get(record.key)
+        old = None if stored is None else stored.value
         new = self.spec._apply(record.key, record.value, old)
-        self.store.put(record.key, new)
-        self.forwarder.maybe_forward(record.key, new, old, record.timestamp)
+        timestamp = updated_timestamp(record.timestamp, stored)
+        self.store.put(record.key, ValueAndTimestamp.make(new, timestamp))
+        self.forwarder.maybe_forward(record.key, new, old, timestamp)
 
 
 class WindowedAggregateSupplier(_AggregationSpec):
@@ -128,6 +144,10 @@ class WindowedAggregateSupplier(_AggregationSpec):
     A record updates each of its windows that is still open: a window closes once stream time
     (the largest timestamp this processor has seen) reaches its end plus grace; records of closed
     windows are dropped (Kafka's ``windowEnd > streamTime - grace`` rule).
+
+    With ``EmitStrategy.on_window_close()`` nothing is forwarded per update: each window's final
+    aggregate is forwarded once, as ``Change(aggregate, None)`` at its stored timestamp, when
+    stream time first closes the window (KStreamWindowAggregate's ON_WINDOW_CLOSE).
     """
 
     def __init__(
@@ -139,9 +159,16 @@ class WindowedAggregateSupplier(_AggregationSpec):
         aggregator: Callable[..., Any],
         key_serde: Any = None,
         value_serde: Any = None,
+        emit_strategy: EmitStrategy | None = None,
     ) -> None:
         super().__init__(kind, store_name, initializer, aggregator, key_serde, value_serde)
         self.windows = windows
+        self.emit_strategy = emit_strategy or EmitStrategy.on_window_update()
+
+    @property
+    def window_close_delay_ms(self) -> int:
+        """How long after a window's end its aggregate may still change (what suppress waits)."""
+        return self.windows.grace_ms
 
     def __call__(self) -> Processor[Any, Any, Any, Any]:
         return WindowedAggregateProcessor(self)
@@ -157,6 +184,9 @@ class WindowedAggregateProcessor(Processor[Any, Any, Any, Any]):
         self.grace_ms = spec.windows.grace_ms
         self.observed_stream_time = -1
         self.dropped = 0
+        self.emit_on_close = spec.emit_strategy.on_close
+        # The close time up to which final results were emitted (-1: none since this task started).
+        self.last_emit_close_time = -1
 
     def init(self, context: ProcessorContext[Any, Any]) -> None:
         self.context = context
@@ -182,6 +212,10 @@ class WindowedAggregateProcessor(Processor[Any, Any, Any, Any]):
         if timestamp > self.observed_stream_time:
             self.observed_stream_time = timestamp
         close_time = self.observed_stream_time - self.grace_ms
+        if self.emit_on_close:
+            # Before this record's writes: they advance the store's retention, which could drop
+            # the windows that just closed (the record cannot change those: they are closed).
+            self._emit_closed_windows(record, close_time)
         for start, end in self.spec.windows.windows_for(timestamp):
             if end <= close_time:
                 self.dropped += 1
@@ -195,7 +229,32 @@ class WindowedAggregateProcessor(Processor[Any, Any, Any, Any]):
                     self.grace_ms,
                 )
                 continue
-            old = self.store.fetch(record.key, start)
+            stored = self.store.fetch(record.key, start)
+            old = None if stored is None else stored.value
             new = self.spec._apply(record.key, record.value, old)
-            self.store.put(record.key, new, start)
-            self.forwarder.maybe_forward(WindowedKey(record.key, start, end), new, old, timestamp)
+            new_timestamp = updated_timestamp(timestamp, stored)
+            self.store.put(record.key, ValueAndTimestamp.make(new, new_timestamp), start)
+            if not self.emit_on_close:
+                self.forwarder.maybe_forward(WindowedKey(record.key, start, end), new, old, new_timestamp)
+
+    def _emit_closed_windows(self, record: Record[Any, Any], close_time: int) -> None:
+        """Forward the final aggregate of every window closed since the last emission: windows
+        starting in (last close time - size, close time - size], both bounds as Kafka's."""
+        last = self.last_emit_close_time
+        if last != -1 and close_time <= last:
+            return
+        upper = close_time - self.size_ms
+        if upper < 0:
+            return  # no window has closed yet
+        lower = 0 if last == -1 else max(0, last - self.size_ms) + 1
+        if lower <= upper:
+            for window, stored in list(self.store.fetch_all(lower, upper)):
+                self.context.forward(
+                    Record(
+                        WindowedKey(window.key, window.start, window.start + self.size_ms),
+                        Change(stored.value, None),
+                        stored.timestamp,
+                        record.headers,
+                    )
+                )
+        self.last_emit_close_time = close_time

@@ -4,6 +4,10 @@ When the processor's store caches, the store forwards the updates it flushes (at
 eviction) through the flush listener, and the processor must not forward them itself: that is how
 caching collapses many updates of a key into one downstream record. Without a cache, every update
 is forwarded at once.
+
+The DSL's stores are timestamped: a cache flushes ``ValueAndTimestamp`` values, and the forwarder
+sends the plain values at the new value's stored timestamp (Kafka's ``TimestampedCacheFlushListener``),
+the largest timestamp of the records that made it, whichever record last touched the entry.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kstreams.processor import ProcessorContext, Record
+from kstreams.state.value_and_timestamp import ValueAndTimestamp
 from kstreams.topology.dsl.records import Change
 
 __all__ = ["ChangeForwarder"]
@@ -45,6 +50,11 @@ class ChangeForwarder:
     def _on_flush(self, key: Any, new: Any, old: Any, timestamp: int) -> None:
         if self._key_mapper is not None:
             key = self._key_mapper(key)
+        if isinstance(new, ValueAndTimestamp):
+            timestamp = new.timestamp
+            new = new.value
+        if isinstance(old, ValueAndTimestamp):
+            old = old.value
         record = Record(key, Change(new, old), timestamp)
         if self._forward_from is not None and self._node_name is not None:
             self._forward_from(self._node_name, record)

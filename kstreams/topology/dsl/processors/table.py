@@ -4,6 +4,11 @@ A KTable processor receives ``Change(new, old)`` values and forwards changes. A 
 reads a table's current value for a key, so joins can look a table up: a materialized table reads
 its store; a derived, unmaterialized table (a filter or map_values of another table) applies its
 function to its parent's value on each lookup, as Kafka's value getters do.
+
+Timestamps are Kafka's: a table's stores are timestamped, and value getters return
+``ValueAndTimestamp`` (None for no row). A source, filter or map_values row keeps the timestamp of
+the record that wrote it; a table-table join result carries the larger timestamp of its two sides
+(KTableKTableInnerJoin, LeftJoin, OuterJoin), and so does a lookup of a join's value getter.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kstreams.processor import Processor, ProcessorContext, Record
+from kstreams.state.value_and_timestamp import ValueAndTimestamp
 from kstreams.topology.dsl.processors.forwarding import ChangeForwarder
 from kstreams.topology.dsl.processors.store_access import get_store
 from kstreams.topology.dsl.records import Change
@@ -35,7 +41,12 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-ValueGetter = Callable[[Any], Any]
+# key -> the table's ValueAndTimestamp for the key, None when it has no row
+ValueGetter = Callable[[Any], "ValueAndTimestamp[Any] | None"]
+
+
+def _value_of(stored: ValueAndTimestamp[Any] | None) -> Any:
+    return None if stored is None else stored.value
 
 
 def _filtered(predicate: Callable[[Any, Any], bool], negate: bool, key: Any, value: Any) -> Any:
@@ -67,7 +78,8 @@ def _joined(
 
 
 class ValueGetterSupplier(abc.ABC):
-    """Makes, for one task, a function key -> current table value (None when absent)."""
+    """Makes, for one task, a function key -> current table value and its timestamp (None when
+    absent)."""
 
     @abc.abstractmethod
     def store_names(self) -> tuple[str, ...]:
@@ -106,8 +118,13 @@ class FilterValueGetterSupplier(ValueGetterSupplier):
     def get(self, context: ProcessorContext[Any, Any]) -> ValueGetter:
         parent = self.parent.get(context)
 
-        def get(key: Any) -> Any:
-            return _filtered(self.predicate, self.negate, key, parent(key))
+        def get(key: Any) -> ValueAndTimestamp[Any] | None:
+            stored = parent(key)
+            if stored is None:
+                return None
+            return ValueAndTimestamp.make(
+                _filtered(self.predicate, self.negate, key, stored.value), stored.timestamp
+            )
 
         return get
 
@@ -126,8 +143,13 @@ class MapValuesGetterSupplier(ValueGetterSupplier):
     def get(self, context: ProcessorContext[Any, Any]) -> ValueGetter:
         parent = self.parent.get(context)
 
-        def get(key: Any) -> Any:
-            return _mapped(self.mapper, self.with_key, key, parent(key))
+        def get(key: Any) -> ValueAndTimestamp[Any] | None:
+            stored = parent(key)
+            if stored is None:
+                return None
+            return ValueAndTimestamp.make(
+                _mapped(self.mapper, self.with_key, key, stored.value), stored.timestamp
+            )
 
         return get
 
@@ -156,8 +178,11 @@ class JoinValueGetterSupplier(ValueGetterSupplier):
         left = self.left.get(context)
         right = self.right.get(context)
 
-        def get(key: Any) -> Any:
-            return _joined(self.joiner, left(key), right(key), self.left_outer, self.right_outer)
+        def get(key: Any) -> ValueAndTimestamp[Any] | None:
+            this, other = left(key), right(key)
+            value = _joined(self.joiner, _value_of(this), _value_of(other), self.left_outer, self.right_outer)
+            present = [side.timestamp for side in (this, other) if side is not None]
+            return ValueAndTimestamp.make(value, max(present)) if present else None
 
         return get
 
@@ -172,9 +197,15 @@ class _Materializing(Processor[Any, Any, Any, Any]):
         self.store = get_store(context, self.store_name) if self.store_name else None
         self.forwarder = ChangeForwarder(self.store, context) if self.store is not None else None
 
+    def stored_value(self, key: Any) -> Any:
+        """The plain value this processor's store holds for ``key`` (None: no row)."""
+        assert self.store is not None
+        return _value_of(self.store.get(key))
+
     def emit(self, record: Record[Any, Any], new: Any, old: Any) -> None:
+        """Store (when materialized) and forward ``Change(new, old)`` at the record's timestamp."""
         if self.store is not None and self.forwarder is not None:
-            self.store.put(record.key, new)
+            self.store.put(record.key, ValueAndTimestamp.make(new, record.timestamp))
             self.forwarder.maybe_forward(record.key, new, old, record.timestamp)
         else:
             self.context.forward(record.with_value(Change(new, old)))
@@ -203,7 +234,8 @@ class _TableSource(_Materializing):
         if record.key is None:
             logger.debug("Skipping a record with a null key of table source topic %s.", self.topic)
             return
-        old = self.store.get(record.key) if self.store is not None else None
+        # Kafka's KTableSource stores the record's own timestamp, even an older one than the row's.
+        old = self.stored_value(record.key) if self.store is not None else None
         self.emit(record, record.value, old)
 
 
@@ -240,7 +272,7 @@ class _TableFilter(_Materializing):
         if self.spec.send_old_values and new is None and old is None:
             return  # the row was not in the filtered table before and is not now
         if self.store is not None:
-            old = self.store.get(record.key)
+            old = self.stored_value(record.key)
             if new is None and old is None:
                 return
         self.emit(record, new, old)
@@ -275,7 +307,7 @@ class _TableMapValues(_Materializing):
         change: Change[Any] = record.value
         new = self._map(record.key, change.new_value)
         if self.store is not None:
-            old = self.store.get(record.key)
+            old = self.stored_value(record.key)
         else:
             old = self._map(record.key, change.old_value) if self.spec.send_old_values else None
         self.emit(record, new, old)
@@ -358,7 +390,8 @@ class _TableJoin(Processor[Any, Any, Any, Any]):
         if record.key is None:
             return
         change: Change[Any] = record.value
-        other = self.other(record.key)
+        stored = self.other(record.key)
+        other = _value_of(stored)
         if other is None and not self.spec.this_outer:
             # Inner side: nothing joined before and nothing joins now (Kafka forwards nothing).
             return
@@ -366,7 +399,9 @@ class _TableJoin(Processor[Any, Any, Any, Any]):
         old = self._join(change.old_value, other) if self.spec.send_old_values else None
         if new is None and old is None and change.new_value is not None:
             return
-        self.context.forward(record.with_value(Change(new, old)))
+        # The result is as new as the newer of the two rows that made it.
+        timestamp = record.timestamp if stored is None else max(record.timestamp, stored.timestamp)
+        self.context.forward(Record(record.key, Change(new, old), timestamp, record.headers))
 
 
 class TableMergeSupplier:
@@ -388,7 +423,7 @@ class _TableMerge(_Materializing):
     def process(self, record: Record[Any, Any]) -> None:
         change: Change[Any] = record.value
         if self.store is not None:
-            old = self.store.get(record.key)
+            old = self.stored_value(record.key)
             self.emit(record, change.new_value, old)
         else:
             self.context.forward(record)

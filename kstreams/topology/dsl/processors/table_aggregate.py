@@ -5,6 +5,10 @@ group, so the select processor forwards the old and the new (key, value) pairs a
 aggregation subtracts old values before adding new ones (Kafka's KTableRepartitionMap,
 KTableAggregate and KTableReduce). The changes travel through a repartition topic; ``ChangeSerde``
 writes them there.
+
+Timestamps are Kafka's (KTableAggregate, KTableReduce): a new aggregate takes the record's
+timestamp; an update of an existing aggregate (a subtraction or an addition) the larger of the
+record's and the aggregate's, so the result never moves back in time.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any
 from kstreams.errors import SerializationException
 from kstreams.processor import Processor, ProcessorContext, Record
 from kstreams.serdes import serde_from_config
+from kstreams.state.value_and_timestamp import ValueAndTimestamp
 from kstreams.topology.dsl.processors.aggregate import AggregateKind, combine
 from kstreams.topology.dsl.processors.forwarding import ChangeForwarder
 from kstreams.topology.dsl.processors.store_access import get_store
@@ -196,13 +201,18 @@ class _TableAggregate(Processor[Any, Any, Any, Any]):
         change: Change[Any] = record.value
         spec = self.spec
         key = record.key
-        old_aggregate = self.store.get(key)
+        stored = self.store.get(key)
+        old_aggregate = None if stored is None else stored.value
         aggregate = old_aggregate
+        # Kafka's rule: the aggregate's timestamp counts once it is subtracted from or added to.
+        timestamp = record.timestamp
+        if stored is not None and (change.old_value is not None or change.new_value is not None):
+            timestamp = max(record.timestamp, stored.timestamp)
         if change.old_value is not None and aggregate is not None:
             aggregate = combine(
                 spec.kind, spec.initializer, spec.subtractor, key, change.old_value, aggregate
             )
         if change.new_value is not None:
             aggregate = combine(spec.kind, spec.initializer, spec.adder, key, change.new_value, aggregate)
-        self.store.put(key, aggregate)
-        self.forwarder.maybe_forward(key, aggregate, old_aggregate, record.timestamp)
+        self.store.put(key, ValueAndTimestamp.make(aggregate, timestamp))
+        self.forwarder.maybe_forward(key, aggregate, old_aggregate, timestamp)

@@ -54,10 +54,11 @@ def test_stream_table_join_looks_up_the_current_table_value(drive):
 
 def test_stream_table_left_join_joins_missing_rows_with_none(drive):
     driver, stream, table = _stream_table(drive, left=True)
-    table.pipe_input("a", "A")
-    stream.pipe_input("a", "x")
-    stream.pipe_input("b", "y")
-    assert _records(driver) == [("a", "x+A", 0), ("b", "y+None", 0)]
+    table.pipe_input("a", "A", timestamp=3)
+    stream.pipe_input("a", "x", timestamp=1)
+    stream.pipe_input("b", "y", timestamp=2)
+    # The result keeps the stream record's timestamp, whatever the table row's (Kafka's rule).
+    assert _records(driver) == [("a", "x+A", 1), ("b", "y+None", 2)]
 
 
 def test_stream_table_join_materializes_the_table_and_copartitions_its_topics():
@@ -82,9 +83,9 @@ def test_stream_table_join_after_a_key_change_repartitions_the_stream(drive):
     assert "app-KSTREAM-KEY-SELECT-0000000004-repartition" in plan.internal_topics
     assert len(plan.subtopologies) == 2
     driver = drive(topology)
-    driver.create_input_topic("table", S, S).pipe_input("a", "A")
-    driver.create_input_topic("stream", S, S).pipe_input("ignored", "a")
-    assert _records(driver) == [("a", "a+A", 0)]
+    driver.create_input_topic("table", S, S).pipe_input("a", "A", timestamp=5)
+    driver.create_input_topic("stream", S, S).pipe_input("ignored", "a", timestamp=4)
+    assert _records(driver) == [("a", "a+A", 4)]
 
 
 def test_stream_table_join_with_joined_name_names_the_repartition_topic():
@@ -102,12 +103,12 @@ def test_join_of_a_filtered_table_sees_only_passing_rows(drive):
     builder.stream("stream").join(table, _joiner).to("out")
     driver = drive(builder.build())
     rows = driver.create_input_topic("table", S, S)
-    rows.pipe_input("a", "keep-a")
-    rows.pipe_input("b", "drop-b")
+    rows.pipe_input("a", "keep-a", timestamp=1)
+    rows.pipe_input("b", "drop-b", timestamp=2)
     stream = driver.create_input_topic("stream", S, S)
-    stream.pipe_input("a", "x")
-    stream.pipe_input("b", "y")
-    assert _records(driver) == [("a", "x+keep-a", 0)]
+    stream.pipe_input("a", "x", timestamp=3)
+    stream.pipe_input("b", "y", timestamp=4)
+    assert _records(driver) == [("a", "x+keep-a", 3)]
 
 
 def test_stream_stream_join_rejects_missing_windows():
@@ -285,6 +286,6 @@ def test_join_results_can_feed_further_operations(drive):
     table = builder.table("table")
     builder.stream("stream").join(table, _joiner).map(lambda k, v: KeyValue(v, k)).to("out")
     driver = drive(builder.build())
-    driver.create_input_topic("table", S, S).pipe_input("a", "A")
-    driver.create_input_topic("stream", S, S).pipe_input("a", "x")
-    assert _records(driver) == [("x+A", "a", 0)]
+    driver.create_input_topic("table", S, S).pipe_input("a", "A", timestamp=2)
+    driver.create_input_topic("stream", S, S).pipe_input("a", "x", timestamp=1)
+    assert _records(driver) == [("x+A", "a", 1)]

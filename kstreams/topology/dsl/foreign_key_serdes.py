@@ -1,0 +1,271 @@
+"""What a foreign-key table join sends between its two sides, and the serdes that write it.
+
+The left table registers each row with the right side (``SubscriptionWrapper``, keyed by the
+foreign key, on the subscription registration topic); the right side keeps the registrations
+keyed by ``CombinedKey(foreign_key, primary_key)`` and answers with ``SubscriptionResponseWrapper``
+(keyed by the primary key, on the response topic). Each message carries a hash of the left value
+it was made for, so the left side can drop answers to a value it no longer holds (Kafka's
+SubscriptionWrapper, SubscriptionResponseWrapper and CombinedKeySchema).
+
+Wire formats (ours; a version byte leads each so the format can grow):
+- subscription: version, instruction, hash flag and 16 hash bytes, primary partition (4 bytes,
+  -1 when unknown), then the primary key's bytes;
+- response: version, hash flag and 16 hash bytes, primary partition, then the foreign value's
+  bytes (absent: a null foreign value);
+- combined key: the foreign key's length (4 bytes), its bytes, then the primary key's bytes, so a
+  prefix scan by foreign key finds exactly that key's subscribers.
+
+Inner serdes may be None (the DSL was given none); the processors bind them to the application's
+default serdes at init (``bind_defaults``), before a record flows.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+import hashlib
+import logging
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kstreams.errors import SerializationException
+from kstreams.serdes import serde_from_config
+
+__all__ = [
+    "CombinedKey",
+    "CombinedKeySerde",
+    "Instruction",
+    "ResponseWrapperSerde",
+    "SubscriptionResponseWrapper",
+    "SubscriptionWrapper",
+    "SubscriptionWrapperSerde",
+    "value_hash",
+]
+
+logger = logging.getLogger(__name__)
+
+_VERSION = 0
+_HASH_BYTES = 16
+_HEADER = struct.Struct(">bb?16si")  # version, instruction, has hash, hash, partition
+_RESPONSE_HEADER = struct.Struct(">b?16si?")  # version, has hash, hash, partition, has value
+_LENGTH = struct.Struct(">i")
+_NO_HASH = bytes(_HASH_BYTES)
+
+
+class Instruction(enum.IntEnum):
+    """What the right side does with a subscription (Kafka's SubscriptionWrapper.Instruction)."""
+
+    # Remove the subscription; answer nothing (the row moved to another foreign key).
+    DELETE_KEY_NO_PROPAGATE = 0
+    # Remove the subscription and answer with a null foreign value (the row was deleted).
+    DELETE_KEY_AND_PROPAGATE = 1
+    # Keep the subscription; answer even without a foreign row (its foreign key changed, or a left
+    # join), so an earlier result is replaced.
+    PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE = 2
+    # Keep the subscription; answer only when the foreign row exists (a new row of an inner join).
+    PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE = 3
+
+
+def value_hash(serialized: bytes | None) -> bytes | None:
+    """The 128-bit hash of a left value's bytes that subscriptions carry (None for no value).
+    Kafka uses murmur3; any stable 128-bit hash serves, since only this application compares them."""
+    if serialized is None:
+        return None
+    return hashlib.blake2b(serialized, digest_size=_HASH_BYTES).digest()
+
+
+@dataclass(frozen=True)
+class CombinedKey:
+    """A subscription's key in the subscription store: the foreign key, then the primary key."""
+
+    foreign_key: Any
+    primary_key: Any
+
+
+@dataclass(frozen=True)
+class SubscriptionWrapper:
+    """A left row's registration with the right side."""
+
+    hash: bytes | None
+    instruction: Instruction
+    primary_key: Any
+    primary_partition: int | None
+
+
+@dataclass(frozen=True)
+class SubscriptionResponseWrapper:
+    """The right side's answer: the foreign value (None: no row) for the left value of ``hash``."""
+
+    original_value_hash: bytes | None
+    foreign_value: Any
+    primary_partition: int | None
+
+
+def _default(serde: Any, configs: Mapping[str, Any], key: str, what: str) -> Any:
+    if serde is not None:
+        return serde
+    resolved = serde_from_config(configs, key)
+    if resolved is None:
+        raise SerializationException(
+            f"A foreign-key join has no serde for {what}: give the tables' serdes (Consumed.with_ or "
+            f"Materialized.with_key_serde/with_value_serde) or set {key}."
+        )
+    return resolved
+
+
+class _BoundSerde(abc.ABC):
+    """A composite serde: its own serializer and deserializer, bound to defaults at init."""
+
+    name = "foreign-key-join"
+
+    def serializer(self) -> Any:
+        return self
+
+    def deserializer(self) -> Any:
+        return self
+
+    def configure(self, configs: Mapping[str, Any], is_key: bool) -> None:
+        self.bind_defaults(configs)
+
+    @abc.abstractmethod
+    def bind_defaults(self, configs: Mapping[str, Any]) -> None:
+        """Fill inner serdes left None with the application's defaults."""
+
+    def _check(self, data: Any, kind: type, topic: str | None) -> None:
+        if not isinstance(data, kind):
+            raise SerializationException(
+                f"The {self.name} serde of topic {topic} expects a {kind.__name__}, "
+                f"got {type(data).__name__}."
+            )
+
+
+class SubscriptionWrapperSerde(_BoundSerde):
+    """Writes ``SubscriptionWrapper``s; ``primary_key_serde`` is the left table's key serde."""
+
+    name = "subscription-wrapper"
+
+    def __init__(self, primary_key_serde: Any) -> None:
+        self.primary_key_serde = primary_key_serde
+
+    def bind_defaults(self, configs: Mapping[str, Any]) -> None:
+        self.primary_key_serde = _default(
+            self.primary_key_serde, configs, "default.key.serde", "the left table's keys"
+        )
+
+    def serialize(self, topic: str | None, data: Any) -> bytes | None:
+        if data is None:
+            return None
+        self._check(data, SubscriptionWrapper, topic)
+        key = self.primary_key_serde.serialize(topic, data.primary_key) or b""
+        partition = -1 if data.primary_partition is None else data.primary_partition
+        header = _HEADER.pack(
+            _VERSION, int(data.instruction), data.hash is not None, data.hash or _NO_HASH, partition
+        )
+        return header + key
+
+    def deserialize(self, topic: str | None, data: bytes | None) -> SubscriptionWrapper | None:
+        if data is None:
+            return None
+        if len(data) < _HEADER.size:
+            raise SerializationException(f"A subscription of topic {topic} is truncated ({len(data)} bytes).")
+        version, instruction, has_hash, hash_bytes, partition = _HEADER.unpack_from(data)
+        if version != _VERSION:
+            raise SerializationException(
+                f"A subscription of topic {topic} has version {version}; this kstreams reads version "
+                f"{_VERSION}: upgrade every instance of the application."
+            )
+        return SubscriptionWrapper(
+            hash_bytes if has_hash else None,
+            Instruction(instruction),
+            self.primary_key_serde.deserialize(topic, data[_HEADER.size :]),
+            None if partition < 0 else partition,
+        )
+
+
+class ResponseWrapperSerde(_BoundSerde):
+    """Writes ``SubscriptionResponseWrapper``s; ``foreign_value_serde`` is the right table's value serde."""
+
+    name = "subscription-response-wrapper"
+
+    def __init__(self, foreign_value_serde: Any) -> None:
+        self.foreign_value_serde = foreign_value_serde
+
+    def bind_defaults(self, configs: Mapping[str, Any]) -> None:
+        self.foreign_value_serde = _default(
+            self.foreign_value_serde, configs, "default.value.serde", "the right table's values"
+        )
+
+    def serialize(self, topic: str | None, data: Any) -> bytes | None:
+        if data is None:
+            return None
+        self._check(data, SubscriptionResponseWrapper, topic)
+        value = self.foreign_value_serde.serialize(topic, data.foreign_value)
+        partition = -1 if data.primary_partition is None else data.primary_partition
+        digest = data.original_value_hash
+        header = _RESPONSE_HEADER.pack(
+            _VERSION, digest is not None, digest or _NO_HASH, partition, value is not None
+        )
+        return header + (value or b"")
+
+    def deserialize(self, topic: str | None, data: bytes | None) -> SubscriptionResponseWrapper | None:
+        if data is None:
+            return None
+        if len(data) < _RESPONSE_HEADER.size:
+            raise SerializationException(
+                f"A subscription response of topic {topic} is truncated ({len(data)} bytes)."
+            )
+        version, has_hash, digest, partition, has_value = _RESPONSE_HEADER.unpack_from(data)
+        if version != _VERSION:
+            raise SerializationException(
+                f"A subscription response of topic {topic} has version {version}; this kstreams reads "
+                f"version {_VERSION}: upgrade every instance of the application."
+            )
+        value = (
+            self.foreign_value_serde.deserialize(topic, data[_RESPONSE_HEADER.size :]) if has_value else None
+        )
+        return SubscriptionResponseWrapper(
+            digest if has_hash else None, value, None if partition < 0 else partition
+        )
+
+
+class CombinedKeySerde(_BoundSerde):
+    """Writes ``CombinedKey``s so that keys of one foreign key share a prefix (``prefix``)."""
+
+    name = "combined-key"
+
+    def __init__(self, foreign_key_serde: Any, primary_key_serde: Any) -> None:
+        self.foreign_key_serde = foreign_key_serde
+        self.primary_key_serde = primary_key_serde
+
+    def bind_defaults(self, configs: Mapping[str, Any]) -> None:
+        self.foreign_key_serde = _default(
+            self.foreign_key_serde, configs, "default.key.serde", "the right table's keys"
+        )
+        self.primary_key_serde = _default(
+            self.primary_key_serde, configs, "default.key.serde", "the left table's keys"
+        )
+
+    def prefix(self, topic: str | None, foreign_key: Any) -> bytes:
+        """The bytes every combined key of ``foreign_key`` starts with."""
+        fk = self.foreign_key_serde.serialize(topic, foreign_key) or b""
+        return _LENGTH.pack(len(fk)) + fk
+
+    def serialize(self, topic: str | None, data: Any) -> bytes | None:
+        if data is None:
+            return None
+        self._check(data, CombinedKey, topic)
+        return self.prefix(topic, data.foreign_key) + (
+            self.primary_key_serde.serialize(topic, data.primary_key) or b""
+        )
+
+    def deserialize(self, topic: str | None, data: bytes | None) -> CombinedKey | None:
+        if data is None:
+            return None
+        (length,) = _LENGTH.unpack_from(data)
+        start = _LENGTH.size
+        return CombinedKey(
+            self.foreign_key_serde.deserialize(topic, data[start : start + length]),
+            self.primary_key_serde.deserialize(topic, data[start + length :]),
+        )

@@ -1,0 +1,84 @@
+"""Timestamped stores (Kafka's TimestampedKeyValueStore / TimestampedWindowStore): ValueAndTimestamp
+in and out, Kafka's bytes below the metered layer, and the plain-value facades."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kstreams.serdes import Serdes
+from kstreams.state import Stores, TimestampedKeyValueStoreBuilder, ValueAndTimestamp, ValueAndTimestampSerde
+from kstreams.state.timestamped import (
+    KeyValueStoreFacade,
+    WindowStoreFacade,
+    is_timestamped,
+    plain_value_view,
+)
+
+S = Serdes.string()
+L = Serdes.long()
+
+
+class _Context:
+    application_id = "app"
+    task_id = "0_0"
+    app_configs: dict[str, Any] = {}
+    metrics = None
+
+    def register(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+
+def _open(builder: Any) -> Any:
+    store = builder.with_logging_disabled().build()
+    store.init(_Context(), store)
+    return store
+
+
+def test_timestamped_key_value_store_keeps_kafkas_bytes_below_the_metered_layer() -> None:
+    builder = Stores.timestamped_key_value_store_builder(Stores.in_memory_key_value_store("s"), S, L)
+    assert isinstance(builder, TimestampedKeyValueStoreBuilder)
+    assert builder.store_type == "keyvalue" and is_timestamped(builder)
+    store = _open(builder)
+    store.put("a", ValueAndTimestamp(7, 1234))
+    assert store.get("a") == ValueAndTimestamp(7, 1234)
+    raw = store.wrapped.get(b"a")
+    assert raw == (1234).to_bytes(8, "big") + L.serialize("t", 7)
+    assert ValueAndTimestampSerde(L).deserialize("t", raw) == ValueAndTimestamp(7, 1234)
+    assert list(store.all()) == [("a", ValueAndTimestamp(7, 1234))]
+    store.put("a", None)
+    assert store.get("a") is None
+
+
+def test_a_plain_value_put_into_a_timestamped_store_is_refused_with_the_fix() -> None:
+    store = _open(Stores.timestamped_key_value_store_builder(Stores.in_memory_key_value_store("s"), S, L))
+    with pytest.raises(TypeError, match=r"ValueAndTimestamp\.make"):
+        store.put("a", 7)
+
+
+def test_timestamped_window_store_and_its_facade() -> None:
+    supplier = Stores.in_memory_window_store("w", 1000, 100)
+    store = _open(Stores.timestamped_window_store_builder(supplier, S, L))
+    store.put("a", ValueAndTimestamp(3, 150), 100)
+    assert store.fetch("a", 100) == ValueAndTimestamp(3, 150)
+    facade = plain_value_view(store)
+    assert isinstance(facade, WindowStoreFacade)
+    assert facade.fetch("a", 100) == 3
+    assert list(facade.fetch_range("a", 0, 200)) == [(100, 3)]
+    assert [(w.start, v) for w, v in facade.all()] == [(100, 3)]
+    assert facade.name == "w" and facade.is_open
+
+
+def test_key_value_facade_shows_plain_values_and_puts_without_a_timestamp() -> None:
+    store = _open(Stores.timestamped_key_value_store_builder(Stores.in_memory_key_value_store("s"), S, L))
+    facade = plain_value_view(store)
+    assert isinstance(facade, KeyValueStoreFacade)
+    facade.put("b", 2)
+    assert store.get("b") == ValueAndTimestamp(2, -1)  # Kafka's facade: NO_TIMESTAMP
+    store.put("a", ValueAndTimestamp(1, 10))
+    assert facade.get("a") == 1
+    assert list(facade.range("a", "b")) == [("a", 1), ("b", 2)]
+    assert facade.delete("a") == 1
+    plain = _open(Stores.key_value_store_builder(Stores.in_memory_key_value_store("p"), S, L))
+    assert plain_value_view(plain) is plain

@@ -1,0 +1,303 @@
+"""Foreign-key table joins (KIP-213): orders joined to products by product id, on the test driver and
+in KafkaStreams on both cluster adapters, with tables whose partition counts differ."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from kstreams import KafkaStreams
+from kstreams.cluster import EmbeddedCluster
+from kstreams.errors import InvalidStateStoreException
+from kstreams.serdes import Serdes
+from kstreams.topology import Consumed, Materialized, Named, Produced, StreamsBuilder, TableJoined
+from kstreams.topology.dsl.foreign_key_serdes import (
+    CombinedKey,
+    CombinedKeySerde,
+    Instruction,
+    ResponseWrapperSerde,
+    SubscriptionResponseWrapper,
+    SubscriptionWrapper,
+    SubscriptionWrapperSerde,
+    value_hash,
+)
+
+S = Serdes.string()
+J = Serdes.json()
+
+Row = tuple[str, Any, int]
+
+
+def inner_joiner(order: dict[str, Any], product: dict[str, Any]) -> str:
+    return f"{order['qty']}x{product['name']}"
+
+
+def left_joiner(order: dict[str, Any], product: dict[str, Any] | None) -> str:
+    return f"{order['qty']}x{product['name'] if product is not None else None}"
+
+
+def orders_products(orders_topic: str = "orders", products_topic: str = "products", out: str = "out") -> Any:
+    """orders (key: order id, value: {product, qty}) joined with products (key: product id) into
+    ``out`` (inner) and ``out-left`` (left join)."""
+    builder = StreamsBuilder()
+    orders = builder.table(orders_topic, Consumed.with_(S, J))
+    products = builder.table(
+        products_topic, Consumed.with_(S, J), Materialized.as_(f"{products_topic}-store")
+    )
+    orders.join(products, lambda order: order["product"], inner_joiner).to_stream().to(
+        out, Produced.with_(S, S)
+    )
+    orders.left_join(products, lambda order: order["product"], left_joiner).to_stream().to(
+        f"{out}-left", Produced.with_(S, S)
+    )
+    return builder.build()
+
+
+# The scenario, step by step: (topic, key, value, timestamp) records of each step.
+PRODUCTS = [("products", "p1", {"name": "apple"}, 10), ("products", "p2", {"name": "pear"}, 11)]
+ORDERS = [
+    ("orders", "o1", {"product": "p1", "qty": 2}, 20),
+    ("orders", "o2", {"product": "p2", "qty": 1}, 21),
+    ("orders", "o3", {"product": "p9", "qty": 1}, 22),  # no such product
+]
+PRODUCT_UPDATE = [("products", "p1", {"name": "green apple"}, 30)]
+FOREIGN_KEY_CHANGE = [("orders", "o1", {"product": "p2", "qty": 3}, 40)]
+PRODUCT_DELETE = [("products", "p2", None, 50)]
+ORDER_DELETE = [("orders", "o2", None, 60)]
+STEPS = [PRODUCTS, ORDERS, PRODUCT_UPDATE, FOREIGN_KEY_CHANGE, PRODUCT_DELETE, ORDER_DELETE]
+
+# What a Kafka Streams user sees on each output, per key: (value, timestamp); None is a tombstone.
+INNER = {
+    "o1": [("2xapple", 20), ("2xgreen apple", 30), ("3xpear", 40), (None, 50)],
+    "o2": [("1xpear", 21), (None, 50), (None, 60)],
+}
+LEFT = {
+    "o1": [("2xapple", 20), ("2xgreen apple", 30), ("3xpear", 40), ("3xNone", 50)],
+    "o2": [("1xpear", 21), ("1xNone", 50), (None, 60)],
+    "o3": [("1xNone", 22)],
+}
+# After each step, the number of records each output has (inner, left).
+COUNTS_AFTER_STEP = [(0, 0), (2, 3), (3, 4), (4, 5), (6, 7), (7, 8)]
+
+
+def per_key(records: list[tuple[str, Any, int]]) -> dict[str, list[tuple[Any, int]]]:
+    result: dict[str, list[tuple[Any, int]]] = {}
+    for key, value, timestamp in records:
+        result.setdefault(key, []).append((value, timestamp))
+    return result
+
+
+def shifted(expected: dict[str, list[tuple[Any, int]]], base: int) -> dict[str, list[tuple[Any, int]]]:
+    return {key: [(value, base + timestamp) for value, timestamp in rows] for key, rows in expected.items()}
+
+
+def test_foreign_key_join_on_the_test_driver(drive: Callable[..., Any]) -> None:
+    driver = drive(orders_products())
+    inputs = {
+        "orders": driver.create_input_topic("orders", S, J),
+        "products": driver.create_input_topic("products", S, J),
+    }
+    out = driver.create_output_topic("out", S, S)
+    out_left = driver.create_output_topic("out-left", S, S)
+    inner: list[Row] = []
+    left: list[Row] = []
+    for step, expected in zip(STEPS, COUNTS_AFTER_STEP, strict=True):
+        for topic, key, value, timestamp in step:
+            inputs[topic].pipe_input(key, value, timestamp)
+        inner += [(r.key, r.value, r.timestamp) for r in out.read_records_to_list()]
+        left += [(r.key, r.value, r.timestamp) for r in out_left.read_records_to_list()]
+        assert (len(inner), len(left)) == expected
+    assert per_key(inner) == INNER
+    assert per_key(left) == LEFT
+    # The subscription store holds what the right side knows: o1 on p2, o3 on p9 (o2 is gone).
+    store = driver.get_timestamped_key_value_store("KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-0000000009")
+    subscriptions = sorted((key.foreign_key, key.primary_key) for key, _ in store.all())
+    assert subscriptions == [("p2", "o1"), ("p9", "o3")]
+
+
+def test_a_stale_response_is_dropped(drive: Callable[..., Any]) -> None:
+    # o1 moves from p1 to p2 and back before any answer: only answers for its current value count.
+    driver = drive(orders_products())
+    orders = driver.create_input_topic("orders", S, J)
+    products = driver.create_input_topic("products", S, J)
+    out = driver.create_output_topic("out", S, S)
+    products.pipe_input("p1", {"name": "apple"}, 1)
+    products.pipe_input("p2", {"name": "pear"}, 2)
+    orders.pipe_input("o1", {"product": "p1", "qty": 1}, 3)
+    orders.pipe_input("o1", {"product": "p2", "qty": 1}, 4)
+    assert [(r.key, r.value, r.timestamp) for r in out.read_records_to_list()] == [
+        ("o1", "1xapple", 3),
+        ("o1", "1xpear", 4),
+    ]
+
+
+def test_left_join_of_a_row_without_foreign_key_joins_with_none(drive: Callable[..., Any]) -> None:
+    builder = StreamsBuilder()
+    orders = builder.table("orders", Consumed.with_(S, J))
+    products = builder.table("products", Consumed.with_(S, J))
+    orders.left_join(products, lambda order: order.get("product"), left_joiner).to_stream().to(
+        "out", Produced.with_(S, S)
+    )
+    orders.join(products, lambda order: order.get("product"), inner_joiner).to_stream().to(
+        "inner", Produced.with_(S, S)
+    )
+    driver = drive(builder.build())
+    driver.create_input_topic("orders", S, J).pipe_input("o1", {"qty": 5}, 7)
+    assert [
+        (r.key, r.value, r.timestamp) for r in driver.create_output_topic("out", S, S).read_records_to_list()
+    ] == [("o1", "5xNone", 7)]
+    assert driver.create_output_topic("inner", S, S).is_empty()
+
+
+def test_named_foreign_key_join_describes_like_kafka() -> None:
+    builder = StreamsBuilder()
+    orders = builder.table("orders", Consumed.with_(S, J))
+    products = builder.table("products", Consumed.with_(S, J))
+    joined = orders.join(
+        products,
+        lambda order: order["product"],
+        inner_joiner,
+        TableJoined.as_("fk"),
+        Materialized.as_("joined"),
+    )
+    joined.to_stream().to("out")
+    description = str(builder.build().describe())
+    for expected in (
+        "Source: fk-subscription-registration-source (topics: [fk-subscription-registration-topic])",
+        "Processor: fk-subscription-receive (stores: [fk-subscription-store])",
+        "Processor: fk-foreign-join-subscription (stores: [fk-subscription-store])",
+        "Sink: fk-subscription-response-sink (topic: fk-subscription-response-topic)",
+        "Processor: fk-subscription-response-resolver (stores: [orders-STATE-STORE-0000000000])",
+        "Processor: fk-result (stores: [joined])",
+        "      <-- fk-foreign-join-subscription, fk-subscription-join-foreign",
+    ):
+        assert expected in description, expected
+    assert joined.queryable_store_name == "joined"
+
+
+def test_internal_topics_take_the_partition_counts_of_the_tables() -> None:
+    from kstreams.runtime.internal_topics.partition_counts import compute_partition_counts
+
+    plan = orders_products().build("shop")
+    counts = compute_partition_counts(plan, {"orders": 3, "products": 2}).topics
+    assert counts["shop-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000005-topic"] == 2
+    assert counts["shop-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-0000000013-topic"] == 3
+    assert counts["shop-KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-0000000009-changelog"] == 2
+
+
+def test_join_overloads_are_told_apart_and_bad_calls_say_what_to_pass() -> None:
+    builder = StreamsBuilder()
+    orders = builder.table("orders")
+    products = builder.table("products")
+    # (other, joiner, materialized) is still the primary-key join.
+    orders.join(products, lambda a, b: a, Materialized.as_("pk"))
+    orders.left_join(products, lambda o: o, lambda a, b: a, Named.as_("named-fk"))
+    with pytest.raises(TypeError, match="TableJoined"):
+        orders.join(products, lambda o: o, lambda a, b: a, 42)
+    with pytest.raises(TypeError, match="foreign_key_extractor"):
+        orders.join(products, foreign_key_extractor=lambda o: o)
+    with pytest.raises(TypeError, match="two Materialized"):
+        orders.join(products, lambda o: o, lambda a, b: a, Materialized(), Materialized())
+
+
+def test_wrapper_serdes_round_trip() -> None:
+    digest = value_hash(b"v")
+    subscription = SubscriptionWrapper(digest, Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE, "o1", 2)
+    serde = SubscriptionWrapperSerde(S)
+    assert serde.deserialize("t", serde.serialize("t", subscription)) == subscription
+    response = SubscriptionResponseWrapper(None, None, None)
+    response_serde = ResponseWrapperSerde(J)
+    assert response_serde.deserialize("t", response_serde.serialize("t", response)) == response
+    full = SubscriptionResponseWrapper(digest, {"name": "x"}, 0)
+    assert response_serde.deserialize("t", response_serde.serialize("t", full)) == full
+    keys = CombinedKeySerde(S, S)
+    data = keys.serialize("t", CombinedKey("p1", "o1"))
+    assert data is not None and data.startswith(keys.prefix("t", "p1"))
+    assert not data.startswith(keys.prefix("t", "p"))
+    assert keys.deserialize("t", data) == CombinedKey("p1", "o1")
+
+
+# --- KafkaStreams on both cluster adapters --------------------------------------------------
+
+
+def wait_until(condition: Callable[[], bool], timeout: float, what: Any) -> None:
+    """Check ``condition`` every 20 ms until it holds; fail after ``timeout`` seconds (``what``
+    says what was awaited, or is called to say what was seen)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(
+                f"Timed out after {timeout}s waiting for {what() if callable(what) else what}"
+            )
+        time.sleep(0.02)
+
+
+def client_config(cluster: Any, app_id: str) -> tuple[dict[str, object], float]:
+    """Client settings and a wait timeout suited to the adapter (noida-db refuses session timeouts
+    under 6 s)."""
+    config: dict[str, object] = {"application.id": app_id, "num.stream.threads": 2}
+    if isinstance(cluster, EmbeddedCluster):
+        config.update({"commit.interval.ms": 50, "session.timeout.ms": 1000})
+        return config, 30.0
+    config.update(
+        {"commit.interval.ms": 100, "session.timeout.ms": 6000, "main.consumer.max.poll.interval.ms": 10000}
+    )
+    return config, 90.0
+
+
+def test_foreign_key_join_on_both_clusters(cluster: Any, app_id: str) -> None:
+    topics = {"orders": f"{app_id}-orders", "products": f"{app_id}-products"}
+    out = f"{app_id}-out"
+    # The tables' partition counts differ: the join needs no co-partitioning.
+    cluster.create_topic(topics["orders"], 3)
+    cluster.create_topic(topics["products"], 2)
+    cluster.create_topic(out, 3)
+    cluster.create_topic(f"{out}-left", 3)
+    config, timeout = client_config(cluster, app_id)
+    streams = KafkaStreams(
+        orders_products(topics["orders"], topics["products"], out), config, cluster=cluster
+    )
+    try:
+        streams.start()
+
+        def read(topic: str) -> list[Row]:
+            return [
+                (S.deserialize(topic, r.key), S.deserialize(topic, r.value), r.timestamp)
+                for r in cluster.read(topic)
+            ]
+
+        def products_loaded() -> bool:
+            try:
+                store = streams.store(f"{topics['products']}-store")
+                return store.get("p1") is not None and store.get("p2") is not None
+            except InvalidStateStoreException:
+                return False
+
+        # Brokers drop (or refuse) records stamped decades ago: the scenario runs from now on.
+        base = int(time.time() * 1000)
+        for index, (step, (inner_count, left_count)) in enumerate(zip(STEPS, COUNTS_AFTER_STEP, strict=True)):
+            for topic, key, value, timestamp in step:
+                cluster.produce(
+                    topics[topic], key.encode(), J.serialize(topic, value), timestamp=base + timestamp
+                )
+            if index == 0:
+                # Orders that arrive before their product join when it comes, at its timestamp:
+                # let the products load first so the results are the ones listed.
+                wait_until(products_loaded, timeout, "the products table")
+            wait_until(
+                lambda ic=inner_count, lc=left_count: len(read(out)) >= ic and len(read(f"{out}-left")) >= lc,
+                timeout,
+                lambda i=index: f"the results of step {i}: {read(out)} {read(f'{out}-left')}",
+            )
+        assert per_key(read(out)) == shifted(INNER, base)
+        assert per_key(read(f"{out}-left")) == shifted(LEFT, base)
+        described = cluster.topics()
+        assert (
+            described[f"{app_id}-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000005-topic"].partitions == 2
+        )
+        assert described[f"{app_id}-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-0000000013-topic"].partitions == 3
+    finally:
+        streams.close(timeout=30)
