@@ -3,7 +3,11 @@
 ``on_window_update()`` (the default) forwards every update of a window's aggregate, as it happens
 (through the store's cache when it caches). ``on_window_close()`` forwards each window's final
 aggregate once, when the window closes: when stream time reaches the window's end plus grace. Set
-it with ``TimeWindowedKStream.emit_strategy(...)``.
+it with ``emit_strategy(...)`` on a time-windowed or sliding-windowed stream. Emitting on close
+keeps how far it got in a store beside the window store (see ``processors/emit_position``), so a
+restart neither repeats nor loses a final result. Kafka also offers it on session-windowed streams
+(over its time-ordered session store); kstreams does not yet: its session stores cannot list the
+sessions of every key by end time.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import enum
 import logging
 from dataclasses import dataclass
 
-__all__ = ["EmitStrategy"]
+__all__ = ["EmitStrategy", "require_emit_strategy"]
 
 logger = logging.getLogger(__name__)
 
@@ -40,3 +44,13 @@ class EmitStrategy:
     @property
     def on_close(self) -> bool:
         return self.type is EmitStrategy.StrategyType.ON_WINDOW_CLOSE
+
+
+def require_emit_strategy(emit_strategy: object) -> EmitStrategy:
+    """``emit_strategy`` if it is an EmitStrategy; a TypeError saying what to pass otherwise."""
+    if not isinstance(emit_strategy, EmitStrategy):
+        raise TypeError(
+            "emit_strategy() takes EmitStrategy.on_window_close() or EmitStrategy.on_window_update(), "
+            f"got {emit_strategy!r}."
+        )
+    return emit_strategy

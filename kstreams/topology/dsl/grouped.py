@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 from kstreams.serdes import Serdes
 from kstreams.state.store import WindowedKey
 from kstreams.topology.dsl import naming
-from kstreams.topology.dsl.emit_strategy import EmitStrategy
+from kstreams.topology.dsl.emit_strategy import EmitStrategy, require_emit_strategy
 from kstreams.topology.dsl.internal_builder import InternalStreamsBuilder
 from kstreams.topology.dsl.kstream import named_as
 from kstreams.topology.dsl.ktable import KTable
@@ -33,6 +33,7 @@ from kstreams.topology.dsl.processors.aggregate import (
     count_aggregator,
     count_initializer,
 )
+from kstreams.topology.dsl.processors.emit_position import emit_position_store_builder
 from kstreams.topology.dsl.processors.table import StoreValueGetterSupplier
 from kstreams.topology.dsl.session_windowed import SessionWindowedKStream
 from kstreams.topology.dsl.windows import SessionWindows, SlidingWindows, TimeWindows
@@ -137,6 +138,8 @@ class _Grouping(Generic[KT, K, V]):
         )
         windows = self.windows
         supplier: StreamAggregateSupplier | WindowedAggregateSupplier
+        # Emitting on window close: the store that keeps how far the final results went out.
+        position_builder = None
         if windows is None:
             store_builder = key_value_store_builder(materialized, store_name, key_serde, value_serde)
             supplier = StreamAggregateSupplier(
@@ -147,6 +150,7 @@ class _Grouping(Generic[KT, K, V]):
             if self.emit is not None and self.emit.on_close:
                 # As in Kafka, never cached: its results leave only when their windows close.
                 store_builder.with_caching_disabled()
+                position_builder = emit_position_store_builder(store_builder)
             supplier = WindowedAggregateSupplier(
                 kind, store_name, windows, initializer, aggregator, key_serde, value_serde, self.emit
             )
@@ -154,6 +158,8 @@ class _Grouping(Generic[KT, K, V]):
         parent, sources = self._parent_for(store_name)
         builder.add_processor(processor, supplier, parent)
         builder.add_store(store_builder, processor)
+        if position_builder is not None:
+            builder.add_store(position_builder, processor)
         return KTable(
             builder,
             processor,
@@ -254,12 +260,7 @@ class TimeWindowedKStream(_Grouping[WindowedKey[K], K, V], Generic[K, V]):
     def emit_strategy(self, emit_strategy: EmitStrategy) -> TimeWindowedKStream[K, V]:
         """When the aggregations of this windowed stream forward: ``EmitStrategy.on_window_close()``
         (each window's final result once, when it closes) or ``on_window_update()`` (the default)."""
-        if not isinstance(emit_strategy, EmitStrategy):
-            raise TypeError(
-                "emit_strategy() takes EmitStrategy.on_window_close() or EmitStrategy.on_window_update(), "
-                f"got {emit_strategy!r}."
-            )
-        self.emit = emit_strategy
+        self.emit = require_emit_strategy(emit_strategy)
         return self
 
 

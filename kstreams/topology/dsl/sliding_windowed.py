@@ -5,6 +5,9 @@ Its count, reduce and aggregate return a KTable keyed by ``WindowedKey(key, star
 Kafka's (``KSTREAM-AGGREGATE-``/``KSTREAM-REDUCE-`` processors and their ``-STATE-STORE-``
 stores); the store is a timestamped window store of window size d that keeps 2 * d + grace, the
 oldest window a new record may still need (its left window's seed starts at t - 2d).
+``emit_strategy(EmitStrategy.on_window_close())`` forwards each window's final result once, when it
+closes (Kafka 3.3+ has it on sliding windows too); the store is then never cached and an
+``<store>-emit-position`` key-value store beside it keeps how far the results went out.
 """
 
 from __future__ import annotations
@@ -14,12 +17,14 @@ from collections.abc import Callable, Iterable
 from typing import Any, Generic, TypeVar
 
 from kstreams.state.store import WindowedKey
+from kstreams.topology.dsl.emit_strategy import EmitStrategy, require_emit_strategy
 from kstreams.topology.dsl.grouped import _Grouping
 from kstreams.topology.dsl.internal_builder import InternalStreamsBuilder
 from kstreams.topology.dsl.ktable import KTable
 from kstreams.topology.dsl.materialize import materialized_store, window_store_builder
 from kstreams.topology.dsl.parameters import Materialized
 from kstreams.topology.dsl.processors.aggregate import AggregateKind
+from kstreams.topology.dsl.processors.emit_position import emit_position_store_builder
 from kstreams.topology.dsl.processors.sliding_aggregate import SlidingWindowAggregateSupplier
 from kstreams.topology.dsl.windows import SlidingWindows
 
@@ -51,6 +56,12 @@ class SlidingWindowedKStream(_Grouping[WindowedKey[K], K, V], Generic[K, V]):
         )
         self.sliding_windows = windows
 
+    def emit_strategy(self, emit_strategy: EmitStrategy) -> SlidingWindowedKStream[K, V]:
+        """When the aggregations of this windowed stream forward: ``EmitStrategy.on_window_close()``
+        (each window's final result once, when it closes) or ``on_window_update()`` (the default)."""
+        self.emit = require_emit_strategy(emit_strategy)
+        return self
+
     def _aggregate(
         self,
         kind: AggregateKind,
@@ -71,13 +82,21 @@ class SlidingWindowedKStream(_Grouping[WindowedKey[K], K, V], Generic[K, V]):
         store_builder = sliding_window_store_builder(
             materialized, store_name, windows, key_serde, value_serde
         )
+        emit_on_close = self.emit is not None and self.emit.on_close
+        position_builder = None
+        if emit_on_close:
+            # As in Kafka, never cached: its results leave only when their windows close.
+            store_builder.with_caching_disabled()
+            position_builder = emit_position_store_builder(store_builder)
         supplier = SlidingWindowAggregateSupplier(
-            kind, store_name, windows, initializer, aggregator, key_serde, value_serde
+            kind, store_name, windows, initializer, aggregator, key_serde, value_serde, self.emit
         )
         processor = builder.name_or_generate(name, prefix)
         parent, sources = self._parent_for(store_name)
         builder.add_processor(processor, supplier, parent)
         builder.add_store(store_builder, processor)
+        if position_builder is not None:
+            builder.add_store(position_builder, processor)
         # A windowed table's keys are windows: it has no key serde of its own and no lookup by key.
         return KTable(
             builder,

@@ -20,6 +20,7 @@ from kstreams.processor import Processor, ProcessorContext, Record
 from kstreams.state.store import WindowedKey
 from kstreams.state.value_and_timestamp import ValueAndTimestamp
 from kstreams.topology.dsl.emit_strategy import EmitStrategy
+from kstreams.topology.dsl.processors.emit_position import EmitPosition
 from kstreams.topology.dsl.processors.forwarding import ChangeForwarder
 from kstreams.topology.dsl.processors.store_access import get_store
 from kstreams.topology.dsl.records import Change
@@ -147,7 +148,9 @@ class WindowedAggregateSupplier(_AggregationSpec):
 
     With ``EmitStrategy.on_window_close()`` nothing is forwarded per update: each window's final
     aggregate is forwarded once, as ``Change(aggregate, None)`` at its stored timestamp, when
-    stream time first closes the window (KStreamWindowAggregate's ON_WINDOW_CLOSE).
+    stream time first closes the window (KStreamWindowAggregate's ON_WINDOW_CLOSE). How far it
+    got is kept in the ``<store>-emit-position`` store (see ``emit_position``), so a restarted
+    task forwards neither a window twice nor a window less.
     """
 
     def __init__(
@@ -185,13 +188,19 @@ class WindowedAggregateProcessor(Processor[Any, Any, Any, Any]):
         self.observed_stream_time = -1
         self.dropped = 0
         self.emit_on_close = spec.emit_strategy.on_close
-        # The close time up to which final results were emitted (-1: none since this task started).
-        self.last_emit_close_time = -1
+        # Emitting on close: the close time up to which final results went out, restored at init.
+        self.emit_position: EmitPosition | None = None
 
     def init(self, context: ProcessorContext[Any, Any]) -> None:
         self.context = context
         self.store = get_store(context, self.spec.store_name)
         self.forwarder = ChangeForwarder(self.store, context, key_mapper=self._window_key)
+        if self.emit_on_close:
+            self.emit_position = EmitPosition(context, self.spec.store_name)
+            if self.emit_position.started:
+                # Stream time was at least this when those windows closed: records for them are
+                # late after a restart too, not aggregated into results that went out already.
+                self.observed_stream_time = self.emit_position.close_time + self.grace_ms
 
     def _window_key(self, key: Any) -> WindowedKey[Any]:
         # A caching window store reports the window by its start; the end follows from the size.
@@ -240,15 +249,19 @@ class WindowedAggregateProcessor(Processor[Any, Any, Any, Any]):
     def _emit_closed_windows(self, record: Record[Any, Any], close_time: int) -> None:
         """Forward the final aggregate of every window closed since the last emission: windows
         starting in (last close time - size, close time - size], both bounds as Kafka's."""
-        last = self.last_emit_close_time
-        if last != -1 and close_time <= last:
+        position = self.emit_position
+        assert position is not None  # set at init when emitting on close
+        last = position.close_time
+        if position.started and close_time <= last:
             return
         upper = close_time - self.size_ms
         if upper < 0:
             return  # no window has closed yet
-        lower = 0 if last == -1 else max(0, last - self.size_ms) + 1
+        lower = 0 if not position.started else max(0, last - self.size_ms) + 1
+        forwarded = False
         if lower <= upper:
             for window, stored in list(self.store.fetch_all(lower, upper)):
+                forwarded = True
                 self.context.forward(
                     Record(
                         WindowedKey(window.key, window.start, window.start + self.size_ms),
@@ -257,4 +270,4 @@ class WindowedAggregateProcessor(Processor[Any, Any, Any, Any]):
                         record.headers,
                     )
                 )
-        self.last_emit_close_time = close_time
+        position.advance(close_time, forwarded)

@@ -16,6 +16,11 @@ as ``ValueAndTimestamp`` in a timestamped window store of window size d and forw
 The supplier carries ``kind``, ``store_name``, the serdes and ``windows`` like the other
 aggregation suppliers, but it is its own class: the batch compiler recognises only TimeWindows
 aggregations, so this one always runs record by record.
+
+With ``EmitStrategy.on_window_close()`` no update is forwarded: each window's final aggregate goes
+out once, as ``Change(aggregate, None)`` at its stored timestamp, when stream time first passes its
+end plus grace (Kafka's ``KStreamSlidingWindowAggregate`` with ON_WINDOW_CLOSE); the close time
+reached is kept in the ``<store>-emit-position`` store (see ``emit_position``) for restarts.
 """
 
 from __future__ import annotations
@@ -27,9 +32,12 @@ from typing import Any
 from kstreams.processor import Processor, ProcessorContext, Record
 from kstreams.state.store import WindowedKey
 from kstreams.state.value_and_timestamp import ValueAndTimestamp
+from kstreams.topology.dsl.emit_strategy import EmitStrategy
 from kstreams.topology.dsl.processors.aggregate import AggregateKind, _AggregationSpec
+from kstreams.topology.dsl.processors.emit_position import EmitPosition
 from kstreams.topology.dsl.processors.forwarding import ChangeForwarder
 from kstreams.topology.dsl.processors.store_access import get_store
+from kstreams.topology.dsl.records import Change
 from kstreams.topology.dsl.windows import SlidingWindows
 
 __all__ = ["SlidingWindowAggregateProcessor", "SlidingWindowAggregateSupplier"]
@@ -50,9 +58,11 @@ class SlidingWindowAggregateSupplier(_AggregationSpec):
         aggregator: Callable[..., Any],
         key_serde: Any = None,
         value_serde: Any = None,
+        emit_strategy: EmitStrategy | None = None,
     ) -> None:
         super().__init__(kind, store_name, initializer, aggregator, key_serde, value_serde)
         self.windows = windows
+        self.emit_strategy = emit_strategy or EmitStrategy.on_window_update()
 
     def __call__(self) -> Processor[Any, Any, Any, Any]:
         return SlidingWindowAggregateProcessor(self)
@@ -68,11 +78,20 @@ class SlidingWindowAggregateProcessor(Processor[Any, Any, Any, Any]):
         self.grace_ms = spec.windows.grace_ms
         self.observed_stream_time = -1
         self.dropped = 0
+        self.emit_on_close = spec.emit_strategy.on_close
+        # Emitting on close: the close time up to which final results went out, restored at init.
+        self.emit_position: EmitPosition | None = None
 
     def init(self, context: ProcessorContext[Any, Any]) -> None:
         self.context = context
         self.store = get_store(context, self.spec.store_name)
         self.forwarder = ChangeForwarder(self.store, context, key_mapper=self._window_key)
+        if self.emit_on_close:
+            self.emit_position = EmitPosition(context, self.spec.store_name)
+            if self.emit_position.started:
+                # Stream time was at least this when those windows closed: records for them are
+                # late after a restart too, not aggregated into results that went out already.
+                self.observed_stream_time = self.emit_position.close_time + self.grace_ms
 
     def _window_key(self, key: Any) -> WindowedKey[Any]:
         # A caching window store reports the window by its start; the end follows from the size.
@@ -103,10 +122,41 @@ class SlidingWindowAggregateProcessor(Processor[Any, Any, Any, Any]):
                 self.grace_ms,
             )
             return
+        if self.emit_on_close:
+            # Closed windows cannot change, so their results may go out before this record's
+            # writes, which move the store's retention on (as in the time-windowed aggregation).
+            self._emit_closed_windows(record, close_time)
         if timestamp < self.difference_ms:
             self._process_early(record, close_time)
         else:
             self._process(record, close_time)
+
+    def _emit_closed_windows(self, record: Record[Any, Any], close_time: int) -> None:
+        """Forward the final aggregate of every window closed since the last emission. A window
+        [start, start + d] is closed once its end is before the close time, so the windows to
+        forward start in [last close time - d, close time - d - 1] (Kafka's bounds)."""
+        position = self.emit_position
+        assert position is not None  # set at init when emitting on close
+        last = position.close_time
+        if position.started and close_time <= last:
+            return
+        upper = close_time - self.difference_ms - 1
+        if upper < 0:
+            return  # no window has closed yet
+        lower = 0 if not position.started else max(0, last - self.difference_ms)
+        forwarded = False
+        if lower <= upper:
+            for window, stored in list(self.store.fetch_all(lower, upper)):
+                forwarded = True
+                self.context.forward(
+                    Record(
+                        WindowedKey(window.key, window.start, window.start + self.difference_ms),
+                        Change(stored.value, None),
+                        stored.timestamp,
+                        record.headers,
+                    )
+                )
+        position.advance(close_time, forwarded)
 
     def _windows_from_latest(self, key: Any, time_from: int, time_to: int) -> list[tuple[int, Any]]:
         """The key's (start, ValueAndTimestamp) with time_from <= start <= time_to, latest first.
@@ -232,9 +282,13 @@ class SlidingWindowAggregateProcessor(Processor[Any, Any, Any, Any]):
         """The record's right window holds exactly the later records of ``aggregate``'s window."""
         start = timestamp + 1
         self.store.put(key, aggregate, start)
-        self.forwarder.maybe_forward(
-            WindowedKey(key, start, start + self.difference_ms), aggregate.value, None, aggregate.timestamp
-        )
+        if not self.emit_on_close:
+            self.forwarder.maybe_forward(
+                WindowedKey(key, start, start + self.difference_ms),
+                aggregate.value,
+                None,
+                aggregate.timestamp,
+            )
 
     def _create_previous_right_window(self, start: int, record: Record[Any, Any], close_time: int) -> None:
         self._update(record.key, start, self._initial(record.timestamp), record, close_time)
@@ -265,4 +319,5 @@ class SlidingWindowAggregateProcessor(Processor[Any, Any, Any, Any]):
         new = self.spec._apply(key, record.value, old)
         new_timestamp = record.timestamp if stored is None else max(record.timestamp, stored.timestamp)
         self.store.put(key, ValueAndTimestamp.make(new, new_timestamp), start)
-        self.forwarder.maybe_forward(WindowedKey(key, start, end), new, old, new_timestamp)
+        if not self.emit_on_close:
+            self.forwarder.maybe_forward(WindowedKey(key, start, end), new, old, new_timestamp)

@@ -1,5 +1,6 @@
-"""TimeWindowedKStream.emit_strategy: on_window_close forwards each window's final aggregate once,
-when stream time passes its end plus grace; on_window_update (the default) forwards every update."""
+"""emit_strategy of time- and sliding-windowed streams: on_window_close forwards each window's final
+aggregate once, when stream time passes its end plus grace, also across a restart (its emit position
+is kept in the ``<store>-emit-position`` store); on_window_update (the default) forwards every update."""
 
 from __future__ import annotations
 
@@ -8,8 +9,16 @@ import pytest
 from kstreams.processor import Processor
 from kstreams.serdes import Serdes
 from kstreams.state.store import WindowedKey
-from kstreams.topology import EmitStrategy, Materialized, Produced, StreamsBuilder, TimeWindows
+from kstreams.topology import (
+    EmitStrategy,
+    Materialized,
+    Produced,
+    SlidingWindows,
+    StreamsBuilder,
+    TimeWindows,
+)
 from kstreams.topology.compiled_ops import kernel_for_supplier
+from kstreams.topology.dsl import StoreType
 from kstreams.topology.dsl.processors.aggregate import WindowedAggregateSupplier
 from kstreams.topology.dsl.records import Change
 
@@ -116,5 +125,122 @@ def test_on_window_close_is_never_cached_nor_compiled(drive):
 
 def test_emit_strategy_refuses_anything_else():
     windowed = StreamsBuilder().stream("in").group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(10))
+    with pytest.raises(TypeError, match=r"EmitStrategy\.on_window_close"):
+        windowed.emit_strategy("on_window_close")  # type: ignore[arg-type]
+
+
+def _restartable(tmp_path, drive):  # type: ignore[no-untyped-def]
+    """``run(builder, *records)``: a new driver on the same state directory (persistent stores
+    survive, as a restart keeps them), fed the records, closed; returns its output."""
+
+    def run(builder: StreamsBuilder, *records: tuple[str, int]) -> list[tuple[str, int]]:
+        driver = drive(builder.build(), state_dir=str(tmp_path))
+        out = driver.create_output_topic("out", S, L)
+        _pipe(driver, *records)
+        result = [(kv.key, kv.value) for kv in out.read_key_values_to_list()]
+        driver.close()
+        return result
+
+    return run
+
+
+def test_on_window_close_resumes_after_a_restart_without_repeating_final_results(drive, tmp_path):
+    windows = TimeWindows.of_size_with_no_grace(100)
+    strategy = EmitStrategy.on_window_close()
+    run = _restartable(tmp_path, drive)
+    assert run(_windowed_count(windows, strategy), ("a", 1), ("a", 2), ("b", 150)) == [("a@0", 2)]
+    # Window [0, 100) is still in the store: the restart must not forward it again, nor count
+    # the late record at 5 into it.
+    assert run(_windowed_count(windows, strategy), ("a", 5), ("c", 160), ("a", 250)) == [
+        ("b@100", 1),
+        ("c@100", 1),
+    ]
+
+
+def test_on_window_close_keeps_its_emit_position_in_a_store_written_only_when_it_emits(drive):
+    builder = _windowed_count(
+        TimeWindows.of_size_with_no_grace(100), EmitStrategy.on_window_close(), Materialized.as_("counts")
+    )
+    topology = builder.build()
+    position = topology.store_builders["counts-emit-position"]
+    assert position.logging_enabled and not position.caching_enabled
+    assert "(stores: [counts-emit-position, counts])" in str(topology.describe())
+    driver = drive(topology)
+    store = driver.get_key_value_store("counts-emit-position")
+    _pipe(driver, ("a", 1), ("a", 50))
+    assert store.get("counts") is None  # nothing closed yet
+    _pipe(driver, ("a", 120))
+    assert store.get("counts") == 120
+    _pipe(driver, ("a", 130), ("a", 199))  # stream time moves on, but no window closes
+    assert store.get("counts") == 120
+    _pipe(driver, ("a", 200))
+    assert store.get("counts") == 200
+
+
+def test_emit_position_store_follows_the_window_stores_kind_and_logging():
+    builder = _windowed_count(
+        TimeWindows.of_size_with_no_grace(100),
+        EmitStrategy.on_window_close(),
+        Materialized.as_("counts").with_store_type(StoreType.IN_MEMORY).with_logging_disabled(),
+    )
+    position = builder.build().store_builders["counts-emit-position"]
+    assert not position.supplier.persistent
+    assert not position.logging_enabled
+    updates = _windowed_count(TimeWindows.of_size_with_no_grace(100), EmitStrategy.on_window_update())
+    assert not any(name.endswith("-emit-position") for name in updates.build().store_builders)
+
+
+def _sliding_count(strategy: EmitStrategy | None) -> StreamsBuilder:
+    builder = StreamsBuilder()
+    windowed = (
+        builder.stream("in").group_by_key().windowed_by(SlidingWindows.of_time_difference_and_grace(10, 5))
+    )
+    if strategy is not None:
+        windowed = windowed.emit_strategy(strategy)
+    windowed.count(Materialized.as_("counts")).to_stream().map(
+        lambda w, n: (f"{w.key}@{w.start}-{w.end}", n)
+    ).to("out", Produced.with_(S, L))
+    return builder
+
+
+def test_sliding_on_window_close_forwards_each_final_count_once(drive):
+    driver = drive(_sliding_count(EmitStrategy.on_window_close()).build())
+    out = driver.create_output_topic("out", S, L)
+    _pipe(driver, ("a", 20), ("a", 25), ("a", 31))
+    # Close time 26: the windows ending before it are final; [21, 31] and [26, 36] are open.
+    assert out.read_key_values_to_list() == [("a@10-20", 1), ("a@15-25", 2)]
+    _pipe(driver, ("b", 40))
+    assert out.read_key_values_to_list() == [("a@21-31", 2)]
+    _pipe(driver, ("b", 100))
+    # The last update of each window under on_window_update, once.
+    assert out.read_key_values_to_list() == [("a@26-36", 1), ("b@30-40", 1)]
+
+
+def test_sliding_emit_strategy_is_never_cached_and_keeps_its_position():
+    topology = _sliding_count(EmitStrategy.on_window_close()).build()
+    assert not topology.store_builders["counts"].caching_enabled
+    assert "counts-emit-position" in topology.store_builders
+    assert "counts-emit-position" not in _sliding_count(None).build().store_builders
+
+
+def test_sliding_on_window_close_resumes_after_a_restart_without_repeating_final_results(drive, tmp_path):
+    run = _restartable(tmp_path, drive)
+    strategy = EmitStrategy.on_window_close()
+    assert run(_sliding_count(strategy), ("a", 20), ("a", 25), ("b", 40)) == [
+        ("a@10-20", 1),
+        ("a@15-25", 2),
+        ("a@21-31", 1),
+    ]
+    # a at 22 is late after the restart too (its windows closed before it); [21, 31] went out.
+    assert run(_sliding_count(strategy), ("a", 22), ("b", 100)) == [("b@30-40", 1)]
+
+
+def test_sliding_emit_strategy_refuses_anything_else():
+    windowed = (
+        StreamsBuilder()
+        .stream("in")
+        .group_by_key()
+        .windowed_by(SlidingWindows.of_time_difference_with_no_grace(10))
+    )
     with pytest.raises(TypeError, match=r"EmitStrategy\.on_window_close"):
         windowed.emit_strategy("on_window_close")  # type: ignore[arg-type]
