@@ -49,18 +49,27 @@ from kstreams.runtime.internal_topics.manager import InternalTopicManager, Setup
 from kstreams.runtime.metrics import MetricName, MetricsRegistry, Sensor
 from kstreams.runtime.metrics_endpoint import MetricsEndpoint
 from kstreams.runtime.polling_thread import Failure, FailureSource, PollingThread, RuntimeHooks
+from kstreams.runtime.query_access import QueryAccess
 from kstreams.runtime.state_updater import StateRestoreListener, StateUpdater
+from kstreams.runtime.store_query import QueryableStoreTypes, StoreQueryParameters
 from kstreams.runtime.stream_thread import StreamThread
+from kstreams.runtime.streams_metadata import HostInfo, KeyQueryMetadata, StreamsMetadata
 from kstreams.runtime.streams_runtime import StreamsRuntime
 from kstreams.runtime.task_manager import TaskManager
+from kstreams.runtime.thread_tasks import divide_tasks
 from kstreams.state.directory import StateDirectory
 from kstreams.topology.topology import Topology
 
 __all__ = [
+    "HostInfo",
     "InitParameters",
     "KafkaStreams",
+    "KeyQueryMetadata",
     "MetricName",
+    "QueryableStoreTypes",
     "StateRestoreListener",
+    "StoreQueryParameters",
+    "StreamsMetadata",
     "StreamsUncaughtExceptionResponse",
     "ThreadMetadata",
 ]
@@ -88,7 +97,9 @@ class ThreadMetadata:
     thread_name: str
     thread_state: str
     cache_max_bytes: int
+    # The client's tasks divided over its threads (see metadata_for_local_threads).
     active_tasks: frozenset[str]
+    standby_tasks: frozenset[str] = frozenset()
 
 
 class KafkaStreams:
@@ -140,6 +151,17 @@ class KafkaStreams:
                 self.config.application_id, self.config, topics=self._admin.describe_topics()
             )
         self.internal_topics = InternalTopicManager(self._admin, self.config, self.plan)
+        # Interactive queries across clients: application.server, the metadata channel and the
+        # query endpoint (kstreams/runtime/query_access.py).
+        self._queries = QueryAccess(
+            self.config,
+            self.plan,
+            self.cluster,
+            self._admin,
+            self.internal_topics,
+            self.process_id,
+            self.client_id,
+        )
         client_tags = {"client-id": self.client_id}
         self._metrics.gauge(
             "alive-stream-threads", "stream-metrics", client_tags, lambda: float(len(self._live_threads()))
@@ -273,6 +295,7 @@ class KafkaStreams:
                 f"{self.client_id}-MetricsEndpoint",
             )
             self._metrics_endpoint.start()
+        self._queries.start(self._runtime, self)
 
     # The runtime's parts (None before start()).
 
@@ -368,6 +391,7 @@ class KafkaStreams:
         deadline = None if timeout is None else time.monotonic() + timeout
         if self._metrics_endpoint is not None:
             self._metrics_endpoint.stop()
+        self._queries.stop()
         ok = self._runtime.stop(deadline) if self._runtime is not None else True
         if ok and self._release_process_id is not None:
             self._release_process_id()  # a successor client may now take over the process id
@@ -377,6 +401,7 @@ class KafkaStreams:
         """Simulate a crash (tests only): every thread stops where it is — nothing is committed or
         flushed, no task is closed, the group is not left and an open transaction stays open. The
         cluster notices only when the session times out, as it would for a killed process."""
+        self._queries.stop()
         if self._runtime is not None:
             self._runtime.abandon()
         with self._state_lock:
@@ -536,16 +561,81 @@ class KafkaStreams:
     # -- introspection --------------------------------------------------------------------------
 
     def metadata_for_local_threads(self) -> list[ThreadMetadata]:
-        """Metadata of every stream thread that is not DEAD (PENDING_SHUTDOWN ones included)."""
-        result = []
-        for thread in self._live_threads():
-            tasks = frozenset(
-                str(e.task_id)
-                for e in (self._task_manager.running() if self._task_manager is not None else [])
-                if e.task.record_cache is thread.cache
+        """Metadata of every stream thread that is not DEAD (PENDING_SHUTDOWN ones included).
+
+        Tasks are not pinned to threads here, so the client's tasks are divided over its threads
+        for reporting (``runtime/thread_tasks.py``): each active task (restoring or running) is
+        listed under exactly one thread — the one that processed it last, or, for a task no
+        thread has processed yet, the thread with the fewest tasks — and each standby task under
+        exactly one thread, spread evenly. As in Kafka, the union over the threads is every task
+        of the client, so the listing shows where tasks run."""
+        threads = self._live_threads()
+        tasks = self._task_manager
+        updater = self._state_updater
+        active = tasks.entries() if tasks is not None else []
+        standby = sorted(updater.standby_ids()) if updater is not None else []
+        divided = divide_tasks(
+            [(t.name, t.cache) for t in threads], [(e.task_id, e.task.record_cache) for e in active], standby
+        )
+        return [
+            ThreadMetadata(
+                t.name,
+                t.state.value,
+                t.cache.max_bytes,
+                frozenset(str(task) for task in divided[t.name][0]),
+                frozenset(str(task) for task in divided[t.name][1]),
             )
-            result.append(ThreadMetadata(thread.name, thread.state.value, thread.cache.max_bytes, tasks))
-        return result
+            for t in threads
+        ]
+
+    # -- interactive queries across clients -----------------------------------------------------
+
+    def metadata_for_all_streams_clients(self) -> list[StreamsMetadata]:
+        """Every client of the application that has an ``application.server``, with the stores and
+        partitions it holds, active and standby (Kafka's ``metadataForAllStreamsClients``). Empty
+        until this client has joined the group and published its own metadata."""
+        found = self._queries.metadata.all_metadata()
+        return found if found is not None else []
+
+    def streams_metadata_for_store(self, store_name: str) -> list[StreamsMetadata]:
+        """The clients that hold ``store_name``, actively or as a standby (Kafka's
+        ``streamsMetadataForStore``); every client for a global store."""
+        if store_name is None:
+            raise ValueError("store_name must not be None.")
+        return self._queries.metadata.metadata_for_store(store_name)
+
+    def query_metadata_for_key(
+        self, store_name: str, key: Any, key_serializer: Any = None, *, partitioner: Any = None
+    ) -> KeyQueryMetadata | None:
+        """Where ``key`` of ``store_name`` lives: the active client, the standby clients and the
+        partition (Kafka's ``queryMetadataForKey``). The partition is computed as the store's source
+        topics are partitioned: murmur2 of the key serialized with ``key_serializer`` (default: the
+        store's key serde), or ``partitioner(topic, key, None, num_partitions)`` (a custom
+        StreamPartitioner). ``KeyQueryMetadata.NOT_AVAILABLE`` before the metadata is known; None
+        for a store that no subtopology has."""
+        if store_name is None:
+            raise ValueError("store_name must not be None.")
+        if key_serializer is None and partitioner is None:
+            key_serializer = self.store_key_serde(store_name)
+        return self._queries.metadata.key_metadata(store_name, key, key_serializer, partitioner)
+
+    def store_key_serde(self, store_name: str) -> Any:
+        """The key serde of a store: its own, else ``default.key.serde`` (None when neither is set)."""
+        from kstreams.serdes import serde_from_config
+
+        builder = self.plan.store_builders.get(store_name)
+        if builder is None:
+            stores = sorted(self.plan.store_builders)
+            raise UnknownStateStoreException(
+                f"No state store named {store_name!r} in the topology; stores: {stores}."
+            )
+        serde = getattr(builder, "key_serde", None)
+        return serde if serde is not None else serde_from_config(self.config, "default.key.serde")
+
+    @property
+    def query_url(self) -> str | None:
+        """The base URL of the query endpoint (``query.http.port``) while the client runs, else None."""
+        return self._queries.url
 
     def _task_sensor(self, task_id: Any) -> Sensor:
         """The process sensor of one task (stream-task-metrics), created on first use."""
@@ -585,46 +675,65 @@ class KafkaStreams:
         """The same metrics in Prometheus' text exposition format."""
         return self._metrics.to_prometheus()
 
-    def store(self, name: str, timestamped: bool = False) -> Any:
-        """A read-only view of a state store across this client's running tasks (interactive queries).
+    def store(self, name: str | StoreQueryParameters, timestamped: bool = False) -> Any:
+        """A read-only view of a state store across this client's tasks (interactive queries).
+
+        ``name`` is a store name, or Kafka's ``StoreQueryParameters``:
+        ``StoreQueryParameters.from_name_and_type(name, QueryableStoreTypes.key_value_store())``,
+        optionally ``.with_partition(p)``/``.with_partitions(ps)`` (only those partitions' tasks)
+        and ``.enable_stale_stores()`` (restoring and standby stores answer too, and the client may
+        be REBALANCING; see ``runtime/store_query.py``). Without stale stores only running active
+        tasks answer, and only while the client is RUNNING.
 
         The view finds the store's current local instances on every read, so it follows tasks as they
         come and go; reading a store that migrated away raises InvalidStateStoreException. A
         timestamped store (the DSL's tables and aggregations) shows plain values, as Kafka's
-        ``keyValueStore()``/``windowStore()`` query types do; ``timestamped=True`` shows its
-        ``ValueAndTimestamp`` values (Kafka's ``timestampedKeyValueStore()``/``timestampedWindowStore()``).
+        ``keyValueStore()``/``windowStore()`` query types do; ``timestamped=True`` (or a timestamped
+        query type) shows its ``ValueAndTimestamp`` values. Only this client's instances answer:
+        find the client that holds a key with ``query_metadata_for_key``.
         """
         from kstreams.state.query import ReadOnlyKeyValueStore, ReadOnlySessionStore, ReadOnlyWindowStore
 
-        builder = self.plan.store_builders.get(name)
+        params = name if isinstance(name, StoreQueryParameters) else StoreQueryParameters(name)
+        store_name = params.store_name
+        builder = self.plan.store_builders.get(store_name)
         if builder is None:
+            stores = sorted(self.plan.store_builders)
             raise UnknownStateStoreException(
-                f"No state store named {name!r} in the topology; stores: {sorted(self.plan.store_builders)}."
+                f"No state store named {store_name!r} in the topology; stores: {stores}."
             )
-        if self._state is not State.RUNNING:
+        allowed = (State.RUNNING, State.REBALANCING) if params.stale_stores else (State.RUNNING,)
+        if self._state not in allowed:
             raise InvalidStateStoreException(
-                f"Cannot query store {name!r} in state {self._state.name}: wait until the client is RUNNING."
+                f"Cannot query store {store_name!r} in state {self._state.name}: wait until the client is "
+                + ("RUNNING or REBALANCING." if params.stale_stores else "RUNNING (or enable stale stores).")
             )
+        if params.query_type is not None:
+            timestamped = timestamped or params.query_type.timestamped
+            if not params.query_type.accepts(builder.store_type):
+                raise InvalidStateStoreException(
+                    f"Cannot get state store {store_name} because the queryable store type "
+                    f"{params.query_type} does not accept the actual store type ({builder.store_type})."
+                )
         from kstreams.state.timestamped import is_timestamped, plain_value_view
 
         if timestamped and not is_timestamped(builder):
             raise InvalidStateStoreException(
-                f"State store {name!r} is not a timestamped store: query it with store({name!r})."
+                f"State store {store_name!r} is not a timestamped store: query it with store({store_name!r})."
             )
         view = (lambda store: store) if timestamped else plain_value_view
 
         def instances() -> list[Any]:
             runtime = self._runtime
-            if name in self.plan.global_store_names:
+            if store_name in self.plan.global_store_names:
                 # A global store: this client holds all of it (none once the client stopped).
-                found = runtime.global_thread.stores.get(name) if runtime and runtime.global_thread else None
+                global_thread = runtime.global_thread if runtime is not None else None
+                found = global_thread.stores.get(store_name) if global_thread is not None else None
                 return [view(found)] if found is not None else []
-            tasks = self._task_manager
-            running = tasks.running() if tasks is not None else []
-            return [view(e.task.get_store(name)) for e in running if name in e.task.store_names()]
+            return self._queries.store_instances(params, view)
 
         views: dict[str, Any] = {"window": ReadOnlyWindowStore, "session": ReadOnlySessionStore}
-        return views.get(builder.store_type, ReadOnlyKeyValueStore)(name, instances)
+        return views.get(builder.store_type, ReadOnlyKeyValueStore)(store_name, instances)
 
 
 KafkaStreams.State = State  # Kafka's spelling: KafkaStreams.State.RUNNING

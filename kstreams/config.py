@@ -65,6 +65,16 @@ def _one_of(*choices: str) -> Callable[[Any], str | None]:
 _LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 
 
+def _host_port(value: str) -> tuple[str, int] | None:
+    """(host, port) of "host:port" ("[v6]:port" too), or None when it is not one (Kafka's
+    ``Utils.getHost``/``getPort``, which application.server must pass)."""
+    host, sep, port = value.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        return None
+    return host, int(port)
+
+
 def _application_id(value: Any) -> str | None:
     # Kafka requires a legal topic-name prefix; it also names the directory under state.dir, where
     # "." or ".." would put every store beside, or above, state.dir itself.
@@ -292,6 +302,28 @@ _KEYS: tuple[ConfigKey, ...] = (
         str,
         "127.0.0.1",
         "Address the metrics endpoint listens on (metrics.http.port); 0.0.0.0 for every interface.",
+    ),
+    ConfigKey(
+        "application.server",
+        str,
+        "",
+        "host:port where this client answers interactive queries (Kafka's application.server); "
+        "published to the other clients so that query_metadata_for_key() can name it. Empty: none.",
+        lambda v: None if v == "" or _host_port(v) is not None else "must be host:port (or empty)",
+    ),
+    ConfigKey(
+        "query.http.port",
+        int,
+        None,
+        "Port of an HTTP endpoint answering interactive queries at /stores/<store>/... while the "
+        "client runs (0: any free port); unset: no endpoint. Usually application.server's port.",
+        lambda v: None if 0 <= v <= 65535 else "must be a port number from 0 to 65535",
+    ),
+    ConfigKey(
+        "query.http.host",
+        str,
+        "127.0.0.1",
+        "Address the query endpoint listens on (query.http.port); 0.0.0.0 for every interface.",
     ),
 )
 

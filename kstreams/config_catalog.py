@@ -143,7 +143,6 @@ UNSUPPORTED_KEYS: dict[str, str] = {
     "rack.aware.assignment.traffic_cost": _ASSIGNMENT,
     "rack.aware.assignment.non_overlap_cost": _ASSIGNMENT,
     "group.protocol": "kstreams uses the classic consumer group protocol",
-    "application.server": "kstreams has no interactive-query routing between instances yet",
     "default.dsl.store": _DSL_STORE,
     "dsl.store.suppliers.class": _DSL_STORE,
     "rocksdb.config.setter": "kstreams configures RocksDB itself and has no config setter hook",

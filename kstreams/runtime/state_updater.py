@@ -104,6 +104,8 @@ class StateUpdater(threading.Thread):
         self._restoring: dict[Any, _Restoring] = {}
         self._standbys: dict[Any, _Standby] = {}
         self._standby_ids: set[Any] = set()  # what the polling thread handed over and not taken back
+        # The StandbyTask of each id handed over, for stale-store queries; pruned in standby_tasks().
+        self._standby_tasks: dict[Any, StandbyTask] = {}
         self._stopping = False
         self.listener: StateRestoreListener = StateRestoreListener()
         tags = {"thread-id": name}
@@ -146,6 +148,7 @@ class StateUpdater(threading.Thread):
         """Keep a standby task current from its changelogs until ``remove_standby``."""
         with self._lock:
             self._standby_ids.add(standby.task_id)
+            self._standby_tasks[standby.task_id] = standby
             self._pending_standby_add.append(standby)
             self._lock.notify_all()
 
@@ -178,6 +181,14 @@ class StateUpdater(threading.Thread):
         """Tasks this client keeps a standby of."""
         with self._lock:
             return set(self._standby_ids)
+
+    def standby_tasks(self) -> list[StandbyTask]:
+        """The standby tasks this client keeps (any thread; interactive queries of stale stores read
+        their stores under each store's query lock, which restoration takes too)."""
+        with self._lock:
+            for gone in [t for t in self._standby_tasks if t not in self._standby_ids]:
+                del self._standby_tasks[gone]
+            return [self._standby_tasks[t] for t in sorted(self._standby_tasks)]
 
     def shutdown(self) -> None:
         """Stop the thread; it closes its standbys (checkpointing them) on the way out."""

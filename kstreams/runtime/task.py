@@ -25,7 +25,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from kstreams.cluster.port import TopicPartition
@@ -182,12 +182,16 @@ class StreamTask:
                 f"{sorted(str(tp) for tp in self._restore_callbacks)}.",
                 task_id=self.task_id,
             )
-        if getattr(callback, "with_timestamps", False):
-            # Stores whose restore needs the changelog records' timestamps (versioned stores).
-            timestamps = batch.timestamps_array().tolist()
-            callback(list(zip(batch.keys(), batch.values(), timestamps, strict=True)))  # type: ignore[arg-type]
-            return
-        callback(list(zip(batch.keys(), batch.values(), strict=True)))
+        # Interactive queries of stale stores (restoring and standby tasks) read under the store's
+        # query lock: restoration takes it too, so a read never sees half a batch.
+        lock = getattr(self._changelog_stores.get(changelog_tp), "query_lock", None)
+        with lock if lock is not None else nullcontext():
+            if getattr(callback, "with_timestamps", False):
+                # Stores whose restore needs the changelog records' timestamps (versioned stores).
+                timestamps = batch.timestamps_array().tolist()
+                callback(list(zip(batch.keys(), batch.values(), timestamps, strict=True)))  # type: ignore[arg-type]
+                return
+            callback(list(zip(batch.keys(), batch.values(), strict=True)))
 
     def initialize_processors(self) -> None:
         """Call every processor's ``init`` (parents first), once the stores are restored."""

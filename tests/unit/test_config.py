@@ -156,7 +156,7 @@ def test_an_unknown_key_without_a_close_match_is_an_error_saying_where_keys_go()
     ("key", "reason"),
     [
         ("probing.rebalance.interval.ms", "no warm-up replicas"),
-        ("application.server", "interactive-query routing"),
+        ("group.protocol", "classic consumer group protocol"),
         ("default.dsl.store", "Materialized"),
         ("client.tag.zone", "rack awareness"),
         ("topology.optimization", "as written"),
