@@ -20,6 +20,7 @@ from typing import Any
 from kstreams.config_catalog import (
     CLIENT_PREFIXES,
     CONSUMER_KEYS,
+    JAVA_CLIENT_KEYS,
     PRODUCER_KEYS,
     SERDE_KEY_PREFIXES,
     TOPIC_PREFIX,
@@ -431,12 +432,15 @@ class StreamsConfig(Mapping[str, Any]):
     def client_configs(self, client: str) -> dict[str, Any]:
         """Settings for one client: "main.consumer", "restore.consumer", "producer" or "admin".
 
-        Unprefixed known keys come first, then ``consumer.`` (for consumers), then the client's own
+        Unprefixed known keys come first (Java names such as ``send.buffer.bytes`` as librdkafka's
+        ``socket.send.buffer.bytes``), then ``consumer.`` (for consumers), then the client's own
         prefix, so the most specific setting wins.
         """
         is_consumer = client.endswith("consumer")
         plain = CONSUMER_KEYS if is_consumer else PRODUCER_KEYS if client == "producer" else frozenset()
         result = {k: v for k, v in self._values.items() if k in plain or k.startswith(_SHARED_PREFIXES)}
+        # The Java clients' socket buffer names, as librdkafka names them (every client has them).
+        result.update({JAVA_CLIENT_KEYS[k]: v for k, v in self._values.items() if k in JAVA_CLIENT_KEYS})
         if "bootstrap.servers" in self._values:
             result["bootstrap.servers"] = self._values["bootstrap.servers"]
         prefixes = (["consumer."] if is_consumer else []) + [client + "."]
@@ -516,7 +520,9 @@ def _check_unknown(name: str) -> None:
     """Accept a key outside kstreams' table that goes somewhere; reject it with a reason otherwise."""
     if name.startswith((*CLIENT_PREFIXES, TOPIC_PREFIX, *SERDE_KEY_PREFIXES)):
         return
-    if name in CONSUMER_KEYS or name in PRODUCER_KEYS or name.startswith(_SHARED_PREFIXES):
+    if name in CONSUMER_KEYS or name in PRODUCER_KEYS or name in JAVA_CLIENT_KEYS:
+        return
+    if name.startswith(_SHARED_PREFIXES):
         return
     reason = UNSUPPORTED_KEYS.get(name)
     if reason is None:

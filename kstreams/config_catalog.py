@@ -16,6 +16,7 @@ from collections.abc import Iterable
 __all__ = [
     "CLIENT_PREFIXES",
     "CONSUMER_KEYS",
+    "JAVA_CLIENT_KEYS",
     "PRODUCER_KEYS",
     "SERDE_KEY_PREFIXES",
     "TOPIC_PREFIX",
@@ -173,6 +174,16 @@ UNSUPPORTED_KEYS: dict[str, str] = {
     "default.list.value.serde.inner": "give list serdes their inner serde in code",
     "default.list.value.serde.type": "give list serdes their inner serde in code",
     "enable.auto.commit": "the runtime commits offsets itself, with its tasks' state",
+    "auto.include.jmx.reporter": _METRICS,
+    "ensure.explicit.internal.resource.naming": (
+        "kstreams names internal topics and stores as Kafka does, and does not check that you named them"
+    ),
+}
+
+# Kafka Streams' client settings under the Java clients' names, and librdkafka's names for them.
+JAVA_CLIENT_KEYS = {
+    "send.buffer.bytes": "socket.send.buffer.bytes",
+    "receive.buffer.bytes": "socket.receive.buffer.bytes",
 }
 UNSUPPORTED_PREFIXES: dict[str, str] = {"client.tag.": _ASSIGNMENT}
 

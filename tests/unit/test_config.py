@@ -196,3 +196,12 @@ def test_the_new_deserialization_handler_name_wins_over_the_deprecated_one() -> 
         }
     )
     assert isinstance(both.deserialization_exception_handler(), LogAndContinueExceptionHandler)
+
+
+def test_java_socket_buffer_names_reach_the_clients_under_librdkafkas_names() -> None:
+    c = StreamsConfig({"application.id": "app", "send.buffer.bytes": 131072, "receive.buffer.bytes": 65536})
+    for client in ("main.consumer", "producer"):
+        settings = c.client_configs(client)
+        assert settings["socket.send.buffer.bytes"] == 131072
+        assert settings["socket.receive.buffer.bytes"] == 65536
+        assert "send.buffer.bytes" not in settings
