@@ -80,6 +80,33 @@ _COMMON_CLIENT_KEYS = frozenset(
         "client.dns.lookup",
         "statistics.interval.ms",
         "debug",
+        # librdkafka's other global settings (its CONFIGURATION.md), passed as they are.
+        "message.max.bytes",
+        "message.copy.max.bytes",
+        "receive.message.max.bytes",
+        "max.in.flight",
+        "topic.metadata.refresh.fast.interval.ms",
+        "topic.metadata.refresh.sparse",
+        "topic.metadata.propagation.max.ms",
+        "socket.nagle.disable",
+        "socket.max.fails",
+        "socket.connection.setup.timeout.ms",
+        "broker.address.ttl",
+        "broker.address.family",
+        "log_level",
+        "log.connection.close",
+        "log.thread.name",
+        "enable.random.seed",
+        "api.version.request",
+        "api.version.request.timeout.ms",
+        "api.version.fallback.ms",
+        "broker.version.fallback",
+        "allow.auto.create.topics",
+        "retry.backoff.max.ms",
+        "client.software.name",
+        "client.software.version",
+        "plugin.library.paths",
+        "metadata.recovery.strategy",
     }
 )
 CONSUMER_KEYS = _COMMON_CLIENT_KEYS | frozenset(
@@ -96,6 +123,12 @@ CONSUMER_KEYS = _COMMON_CLIENT_KEYS | frozenset(
         "check.crcs",
         "queued.min.messages",
         "queued.max.messages.kbytes",
+        "fetch.message.max.bytes",
+        "fetch.queue.backoff.ms",
+        "fetch.error.backoff.ms",
+        "coordinator.query.interval.ms",
+        "enable.partition.eof",
+        "auto.commit.interval.ms",
     }
 )
 PRODUCER_KEYS = _COMMON_CLIENT_KEYS | frozenset(
@@ -116,6 +149,14 @@ PRODUCER_KEYS = _COMMON_CLIENT_KEYS | frozenset(
         "message.max.bytes",
         "max.request.size",
         "max.in.flight.requests.per.connection",
+        "message.timeout.ms",
+        "message.send.max.retries",
+        "request.required.acks",
+        "compression.level",
+        "queue.buffering.backpressure.threshold",
+        "sticky.partitioning.linger.ms",
+        "partitioner",
+        "enable.gapless.guarantee",
     }
 )
 
@@ -174,6 +215,9 @@ UNSUPPORTED_KEYS: dict[str, str] = {
     "default.list.value.serde.inner": "give list serdes their inner serde in code",
     "default.list.value.serde.type": "give list serdes their inner serde in code",
     "enable.auto.commit": "the runtime commits offsets itself, with its tasks' state",
+    "group.id": "application.id is the consumer group id",
+    "transactional.id": "processing.guarantee=exactly_once_v2 makes the transactional producer",
+    "partition.assignment.strategy": "kstreams assigns partitions to tasks itself",
     "auto.include.jmx.reporter": _METRICS,
     "ensure.explicit.internal.resource.naming": (
         "kstreams names internal topics and stores as Kafka does, and does not check that you named them"
