@@ -53,6 +53,9 @@ class InMemorySessionStore(InMemoryLifecycle, InnerSessionStore):
             by_key = sessions.create(end)
         by_key.setdefault(key, {})[start] = value
 
+    def min_live(self) -> int:
+        return self._sessions.min_live()
+
     def fetch_session(self, key: bytes, session_start: int, session_end: int) -> bytes | None:
         by_key = self._sessions.live(session_end)
         if by_key is None:

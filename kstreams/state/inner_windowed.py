@@ -133,6 +133,12 @@ class InnerSessionStore(SessionStore[bytes, bytes]):
     def _write(self, key: bytes, start: int, end: int, value: bytes | None) -> None:
         """Write (None: remove) one session's aggregate, unless its end is past the retention."""
 
+    @abc.abstractmethod
+    def min_live(self) -> int:
+        """The earliest session end still within the retention now: reads see no session that
+        ended before it, and a write to one is ignored (it moves on as writes advance stream time).
+        A batch step that keeps sessions between reads asks it (see ``runtime.compiled``)."""
+
     def restore_batch(self, records: list[tuple[bytes, bytes | None]]) -> None:
         """Apply changelog records, whose keys are ``session_key(key, start, end)``."""
         for store_key, value in records:

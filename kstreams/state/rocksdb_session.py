@@ -38,6 +38,9 @@ class RocksDBSessionStore(SegmentedLifecycle, InnerSessionStore):
             return
         segment.put(session_key(key, start, end), value)
 
+    def min_live(self) -> int:
+        return self._segments.min_live()
+
     def fetch_session(self, key: bytes, session_start: int, session_end: int) -> bytes | None:
         segment = self._segments.for_read(session_end)
         if segment is None:

@@ -10,7 +10,7 @@ reducer and window spec), so operations are recognised here with no change to us
 - in batch form around a Python function: a ``filter`` with a plain predicate, a
   ``map``/``map_values``/``select_key`` with a plain function, a ``reduce`` with a Python reducer
   (the aggregation kernel calls it on numbers), and an ``aggregate`` with Python functions (plain
-  or over time windows).
+  or over time windows), and a session-window ``count`` (each key's sessions read once per batch).
 
 This module decides from the topology's definition only (``describe()`` labels the kernels); the
 runtime's compiler (``kstreams.runtime.compiled``) then checks the serdes and stores of the running
@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 from kstreams.predicates import Expr, Predicate
 from kstreams.topology.dsl.processors.aggregate import StreamAggregateSupplier, WindowedAggregateSupplier
+from kstreams.topology.dsl.processors.session_aggregate import SessionAggregateSupplier
 from kstreams.topology.dsl.processors.stateless import (
     FilterSupplier,
     MapSupplier,
@@ -44,6 +45,7 @@ __all__ = [
     "PYTHON_MAP",
     "PYTHON_OPS",
     "PYTHON_REDUCE",
+    "PYTHON_SESSION_COUNT",
     "REDUCERS",
     "MapShape",
     "OperationKernel",
@@ -64,7 +66,9 @@ PYTHON_FILTER = "filter[python]"
 PYTHON_MAP = "map[python]"
 PYTHON_REDUCE = "reduce[python]"
 PYTHON_AGGREGATE = "aggregate[python]"
-PYTHON_OPS = (PYTHON_FILTER, PYTHON_MAP, PYTHON_REDUCE, PYTHON_AGGREGATE)
+# A session count needs no function, but its step is Python over the store and cache (no kernel).
+PYTHON_SESSION_COUNT = "session-count[python]"
+PYTHON_OPS = (PYTHON_FILTER, PYTHON_MAP, PYTHON_REDUCE, PYTHON_AGGREGATE, PYTHON_SESSION_COUNT)
 # The aggregations: each has a batch form over a cached store (with a kernel or around Python).
 AGGREGATIONS = ("count", "sum", "min", "max", PYTHON_REDUCE, PYTHON_AGGREGATE)
 
@@ -119,6 +123,11 @@ def kernel_for_supplier(supplier: Any) -> OperationKernel | None:
         return OperationKernel(PYTHON_MAP, function=supplier.mapper, shape="map")
     if isinstance(supplier, PassThroughSupplier):
         return OperationKernel("pass")
+    if isinstance(supplier, SessionAggregateSupplier):
+        # Only count: reduce and aggregate call merger and aggregator per record, with no step yet.
+        if supplier.kind == "count":
+            return OperationKernel(PYTHON_SESSION_COUNT, store_name=supplier.store_name)
+        return None
     if isinstance(supplier, WindowedAggregateSupplier) and supplier.emit_strategy.on_close:
         # The batch kernels forward per update; emitting at window close runs record by record.
         return None

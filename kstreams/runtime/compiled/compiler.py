@@ -3,7 +3,8 @@
 Called once a task's processors are initialised (stores open, DSL processors bound to them). A
 node gets a batch step when ``kstreams.topology.compiled_ops`` recognises its operation and the
 running task fits it: built-in serdes on the way in and out, a sink with a fixed topic and the default
-partitioner, an aggregation over a cached store whose serdes match the stream. Any other node is
+partitioner, an aggregation over a cached store whose serdes match the stream (a session count
+over any session store, cached or not: ``session_steps``). Any other node is
 a boundary: from there on its records go record by record through the Python processors, exactly
 as without compilation. A source whose subtree has no kernel at all gets no segment.
 
@@ -18,6 +19,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kstreams._native import kernels
+from kstreams.runtime.compiled.session_steps import KEY_ENCODINGS, SessionCountStep
 from kstreams.runtime.compiled.steps import (
     AggregateStep,
     BoundaryStep,
@@ -36,18 +38,23 @@ from kstreams.runtime.compiled.steps import (
     encoding_of,
     keeps_keys,
 )
-from kstreams.state.caching import CachingKeyValueStore, CachingWindowStore
-from kstreams.state.metered import MeteredKeyValueStore, MeteredWindowStore
+from kstreams.state.caching import CachingKeyValueStore, CachingSessionStore, CachingWindowStore
+from kstreams.state.changelogging import ChangeLoggingSessionStore
+from kstreams.state.inner_windowed import InnerSessionStore
+from kstreams.state.metered import MeteredKeyValueStore, MeteredSessionStore, MeteredWindowStore
+from kstreams.state.timestamped import is_timestamped
 from kstreams.topology.compiled_ops import (
     AGGREGATIONS,
     PYTHON_AGGREGATE,
     PYTHON_FILTER,
     PYTHON_MAP,
     PYTHON_REDUCE,
+    PYTHON_SESSION_COUNT,
     OperationKernel,
     kernel_for_supplier,
 )
 from kstreams.topology.dsl.processors.aggregate import StreamAggregateProcessor, WindowedAggregateProcessor
+from kstreams.topology.dsl.processors.session_aggregate import SessionAggregateProcessor
 from kstreams.topology.graph import ProcessorGraph, ProcessorNode, SinkNode, SourceNode
 
 if TYPE_CHECKING:
@@ -157,7 +164,13 @@ def _compile_source(source: SourceNode) -> CompiledSource | None:
     return segment
 
 
-_AGGREGATES = (AggregateStep, CountColumnsStep, PythonAggregateStep, PythonWindowedAggregateStep)
+_AGGREGATES = (
+    AggregateStep,
+    CountColumnsStep,
+    PythonAggregateStep,
+    PythonWindowedAggregateStep,
+    SessionCountStep,
+)
 
 
 def _contains(step: Step, kinds: tuple[type, ...]) -> bool:
@@ -175,7 +188,9 @@ def _lone_aggregation(node: Any) -> bool:
     """A DSL aggregation without children: it touches only its own store."""
     return (
         isinstance(node, ProcessorNode)
-        and isinstance(node.processor, StreamAggregateProcessor | WindowedAggregateProcessor)
+        and isinstance(
+            node.processor, StreamAggregateProcessor | WindowedAggregateProcessor | SessionAggregateProcessor
+        )
         and not node.children
     )
 
@@ -211,6 +226,8 @@ def _compile_node(node: Any, key_enc: int, value_enc: int) -> Step:
         return PythonFilterStep(node, children, op.function, op.negate)
     if op.name == PYTHON_AGGREGATE:
         return _compile_python_aggregate(node) or BoundaryStep(node, [])
+    if op.name == PYTHON_SESSION_COUNT:
+        return _compile_session_count(node, key_enc) or BoundaryStep(node, [])
     if op.name == "pass":
         return PassThroughStep(node, [_compile_node(c, key_enc, value_enc) for c in node.children])
     if op.name == "filter":
@@ -300,6 +317,31 @@ def _compile_python_aggregate(node: ProcessorNode) -> Step | None:
         if processor.forwarder.cached and isinstance(window_caching, CachingWindowStore):
             return PythonWindowedAggregateStep(node, processor, processor.store, window_caching)
     return None
+
+
+def _compile_session_count(node: ProcessorNode, key_enc: int) -> Step | None:
+    """A session count whose store reads keys in the source's bytes and holds plain longs, over
+    the layers the step knows: metered, optionally caching, optionally change-logging, then one
+    of kstreams' inner session stores."""
+    processor = node.processor
+    if not isinstance(processor, SessionAggregateProcessor) or processor.spec.kind != "count":
+        return None
+    store = processor.store
+    if not isinstance(store, MeteredSessionStore) or is_timestamped(store):
+        return None
+    if key_enc not in KEY_ENCODINGS or encoding_of(store.key_serde) != key_enc:
+        return None
+    if encoding_of(store.value_serde) != kernels.LONG:
+        return None
+    layer: Any = store.wrapped
+    caching = layer if isinstance(layer, CachingSessionStore) else None
+    if caching is not None:
+        layer = caching.wrapped
+    if isinstance(layer, ChangeLoggingSessionStore):
+        layer = layer.wrapped
+    if not isinstance(layer, InnerSessionStore):
+        return None
+    return SessionCountStep(node, processor, store, caching, layer, key_enc)
 
 
 def _predicate_fits(predicate: Any, key_enc: int, value_enc: int) -> bool:
