@@ -21,7 +21,6 @@ cache (an addition can evict and so flush from the wrong thread), so they read i
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import logging
 import threading
@@ -168,17 +167,9 @@ class _Caching(StoreLayer):
     def _cached_between(
         self, cache: Any, lo: bytes | None, hi: bytes | None
     ) -> list[tuple[bytes, bytes | None]]:
-        """A snapshot of the cached (key, value-or-tombstone) pairs with lo <= key <= hi, ascending."""
-        namespace = self._namespace
-        keys = cache.keys(namespace)
-        start = 0 if lo is None else bisect.bisect_left(keys, lo)
-        end = len(keys) if hi is None else bisect.bisect_right(keys, hi)
-        entries = []
-        for key in keys[start:end]:
-            hit = cache.get(namespace, key)
-            if hit is not None:  # else evicted meanwhile: the store below has it now
-                entries.append((key, hit[0]))
-        return entries
+        """A snapshot of the cached (key, value-or-tombstone) pairs with lo <= key <= hi, ascending
+        (each read counts as a hit and becomes most recently used, as a get would)."""
+        return cache.range_items(self._namespace, lo, hi)  # type: ignore[no-any-return]
 
 
 def _merge(

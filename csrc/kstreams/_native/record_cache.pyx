@@ -27,7 +27,7 @@ from libcpp cimport bool
 from libcpp.algorithm cimport sort
 from libcpp.string cimport string
 from libcpp.string_view cimport string_view
-from libcpp.utility cimport move
+from libcpp.utility cimport move, pair
 from libcpp.vector cimport vector
 
 __all__ = ["RecordCache"]
@@ -40,6 +40,11 @@ cdef enum:
 
 cdef inline int64_t _entry_bytes(const ks_CacheEntry* e) noexcept nogil:
     return <int64_t>(e.key.size() + e.value.size()) + _ENTRY_OVERHEAD
+
+
+ctypedef ks_CacheEntry* _EntryPtr
+# An entry with its key, to sort entries in key order.
+ctypedef pair[string, _EntryPtr] _KeyedEntry
 
 
 cdef inline string_view _view(const string& s) noexcept nogil:
@@ -618,6 +623,54 @@ cdef class RecordCache:
         if nc == NULL:
             raise self._unknown(namespace)
         return [PyBytes_FromStringAndSize(keys[i].data(), keys[i].size()) for i in range(keys.size())]
+
+    def range_items(self, str namespace not None, bytes lo, bytes hi) -> list:
+        """(key, value or None for a tombstone) of the namespace's entries with lo <= key <= hi
+        (a None bound: unbounded), in ascending byte order. Each counts as a hit and moves to
+        most-recently-used in that order, as a get() of each key would; the scan and the sort run
+        without the GIL and only the entries in range become Python objects."""
+        cdef string name = _utf8(namespace)
+        cdef string lo_s, hi_s
+        cdef bool has_lo = lo is not None
+        cdef bool has_hi = hi is not None
+        if has_lo:
+            lo_s = _bytes_to_string(lo)
+        if has_hi:
+            hi_s = _bytes_to_string(hi)
+        cdef vector[_KeyedEntry] found
+        cdef vector[string] values
+        cdef vector[char] tombstones
+        cdef ks_NamedCache* nc
+        cdef ks_CacheEntry* e
+        cdef size_t i
+        with nogil:
+            self._mutex.lock()
+            nc = self._find(name)
+            if nc != NULL:
+                e = nc.lru_head
+                while e != NULL:
+                    if (not has_lo or not (e.key < lo_s)) and (not has_hi or not (hi_s < e.key)):
+                        found.push_back(_KeyedEntry(e.key, e))
+                    e = e.lru_next
+                # std::string compares as unsigned bytes, i.e. memcmp order (keys are unique).
+                sort(found.begin(), found.end())
+                values.reserve(found.size())
+                tombstones.reserve(found.size())
+                for i in range(found.size()):
+                    e = found[i].second
+                    self._hits += 1
+                    _lru_unlink(nc, e)
+                    _lru_push_head(nc, e)
+                    values.push_back(e.value)
+                    tombstones.push_back(e.tombstone)
+            self._mutex.unlock()
+        if nc == NULL:
+            raise self._unknown(namespace)
+        return [
+            (PyBytes_FromStringAndSize(found[i].first.data(), found[i].first.size()),
+             _value_object(values[i], tombstones[i] != 0))
+            for i in range(found.size())
+        ]
 
     def lru_keys(self, str namespace not None) -> list:
         """Keys of a namespace from least to most recently used (the eviction order)."""

@@ -344,3 +344,19 @@ def test_concurrent_writers_keep_byte_accounting_exact() -> None:
     assert cache.size_bytes == total
     assert cache.size_bytes <= cache.max_bytes
     assert len(cache) == sum(cache.namespace_size(ns) for ns in cache.namespaces())
+
+
+def test_range_items_reads_a_key_range_in_byte_order_as_gets_would() -> None:
+    cache = RecordCache(1 << 20)
+    cache.add_namespace("ns", lambda entries: None)
+    for key in (b"b", b"a", b"c\xff", b"c", b"d"):
+        cache.put("ns", key, key.upper(), 1)
+    cache.put("ns", b"c\xff", None, 2)
+    hits = cache.hits
+    assert cache.range_items("ns", b"b", b"c\xff") == [(b"b", b"B"), (b"c", b"C"), (b"c\xff", None)]
+    assert cache.hits == hits + 3
+    # Read in ascending order, so the last key read is the most recently used.
+    assert cache.lru_keys("ns") == [b"a", b"d", b"b", b"c", b"c\xff"]
+    assert [k for k, _ in cache.range_items("ns", None, b"b")] == [b"a", b"b"]
+    assert [k for k, _ in cache.range_items("ns", b"c", None)] == [b"c", b"c\xff", b"d"]
+    assert cache.range_items("ns", b"x", b"z") == []
