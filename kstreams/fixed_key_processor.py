@@ -30,6 +30,7 @@ from kstreams.processor import (
     TaskId,
     To,
 )
+from kstreams.runtime.delegating_context import DelegatingContext
 
 __all__ = [
     "FixedKeyProcessor",
@@ -166,13 +167,8 @@ class FixedKeyProcessor(abc.ABC, Generic[K, VIn, VOut]):
         """Called once when the task closes; release what init acquired."""
 
 
-class _FixedKeyContext(FixedKeyProcessorContext[Any, Any]):
+class _FixedKeyContext(DelegatingContext, FixedKeyProcessorContext[Any, Any]):
     """The task's ProcessorContext seen through the fixed-key interface."""
-
-    __slots__ = ("_context",)
-
-    def __init__(self, context: ProcessorContext[Any, Any]) -> None:
-        self._context = context
 
     def forward(self, record: FixedKeyRecord[Any, Any], child_name: str | To | None = None) -> None:
         if not isinstance(record, FixedKeyRecord):
@@ -183,38 +179,8 @@ class _FixedKeyContext(FixedKeyProcessorContext[Any, Any]):
             )
         self._context.forward(record.to_record(), child_name)
 
-    @property
-    def application_id(self) -> str:
-        return self._context.application_id
-
-    @property
-    def task_id(self) -> TaskId:
-        return self._context.task_id
-
-    @property
-    def app_configs(self) -> Mapping[str, Any]:
-        return self._context.app_configs
-
-    def get_state_store(self, name: str) -> Any:
-        return self._context.get_state_store(name)
-
-    def schedule(
-        self, interval: timedelta | int, punctuation_type: PunctuationType, callback: Punctuator
-    ) -> Cancellable:
-        return self._context.schedule(interval, punctuation_type, callback)
-
-    def commit(self) -> None:
-        self._context.commit()
-
-    def record_metadata(self) -> RecordMetadata | None:
-        return self._context.record_metadata()
-
-    def current_stream_time_ms(self) -> int:
-        return self._context.current_stream_time_ms()
-
-    def current_system_time_ms(self) -> int:
-        return self._context.current_system_time_ms()
-
+    # Beyond the shared view: the fixed-key interface has no record position of its own, so it
+    # passes on the task context's (ProcessorContext derives its from record_metadata()).
     @property
     def topic(self) -> str | None:
         return self._context.topic

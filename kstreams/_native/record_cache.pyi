@@ -52,7 +52,9 @@ class RecordCache:
     def dirty_count(self, namespace: str | None = None) -> int: ...
     def keys(self, namespace: str) -> list[bytes]:
         """Keys of a namespace in ascending byte order (for range queries merged with the store)."""
-    def range_items(self, namespace: str, lo: bytes | None, hi: bytes | None) -> list[tuple[bytes, bytes | None]]:
+    def range_items(
+        self, namespace: str, lo: bytes | None, hi: bytes | None
+    ) -> list[tuple[bytes, bytes | None]]:
         """(key, value or None for a tombstone) of the entries with lo <= key <= hi (None: unbounded),
         ascending; each counts as a hit and becomes most recently used in that order, as get() would."""
     def lru_keys(self, namespace: str) -> list[bytes]:

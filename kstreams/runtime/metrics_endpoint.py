@@ -2,12 +2,10 @@
 
 With ``metrics.http.port`` set, ``KafkaStreams.start()`` starts one and ``close()`` stops it:
 ``GET /metrics`` answers the client's metrics in Prometheus' text exposition format (version
-0.0.4); every other path is 404 and every other method 405. It is the standard library's
-``ThreadingHTTPServer``, so no extra service or package is needed.
-
-Guarantees: the port is bound in ``start()`` (a port in use fails the start with a
-ConfigException naming it, not later in the background); after ``stop()`` returns the port is
-released and no request is being served. Port 0 binds a free port; ``url`` says which.
+0.0.4); every other path is 404 and every other method 405. Binding, serving and stopping are
+``HttpEndpoint``'s (the standard library's ``ThreadingHTTPServer``), with its guarantees: the port
+is bound in ``start()`` (a port in use fails the start with a ConfigException naming it), and is
+released when ``stop()`` returns. Port 0 binds a free port; ``url`` says which.
 
 Threads: one daemon thread, ``<client.id>-MetricsEndpoint``, accepts connections; each request
 runs on its own short-lived daemon thread and calls ``render`` (which must be thread-safe:
@@ -18,11 +16,10 @@ lifecycle methods, never concurrently.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
-from kstreams.errors import ConfigException
+from kstreams.runtime.http_endpoint import HttpEndpoint
 
 __all__ = ["CONTENT_TYPE", "METRICS_PATH", "MetricsEndpoint"]
 
@@ -32,32 +29,25 @@ METRICS_PATH = "/metrics"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
-class MetricsEndpoint:
+class MetricsEndpoint(HttpEndpoint):
     """Serves ``render()`` at ``http://<host>:<port>/metrics`` while started."""
 
+    _serves = "metrics"
+    _entry_path = METRICS_PATH
+    _config_what = "metrics"
+    _config_prefix = "metrics.http"
+
     def __init__(self, render: Callable[[], str], host: str, port: int, name: str) -> None:
+        super().__init__(host, port, name)
         self._render = render
-        self._host = host
-        self._port = port
-        self._name = name
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
     @property
     def url(self) -> str | None:
         """The URL of the metrics while started (with the bound port), else None."""
-        server = self._server
-        if server is None:
-            return None
-        host, port = str(server.server_address[0]), int(server.server_address[1])
-        shown = f"[{host}]" if ":" in host else host
-        return f"http://{shown}:{port}{METRICS_PATH}"
+        base = self.base_url
+        return None if base is None else base + METRICS_PATH
 
-    def start(self) -> None:
-        """Bind the port and start serving; idempotent. Raises ConfigException when the address
-        cannot be bound (in use, or not an address of this host)."""
-        if self._server is not None:
-            return
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
         render = self._render
 
         class Handler(BaseHTTPRequestHandler):
@@ -87,30 +77,4 @@ class MetricsEndpoint:
                 # One line per scrape would flood the application's log: DEBUG only.
                 logger.debug("metrics endpoint: " + format, *args)
 
-        try:
-            server = ThreadingHTTPServer((self._host, self._port), Handler)
-        except OSError as exc:
-            raise ConfigException(
-                f"Cannot serve metrics at {self._host}:{self._port} (metrics.http.host, metrics.http.port): "
-                f"{exc}. Choose a free port, 0 for any free port, or unset metrics.http.port."
-            ) from exc
-        server.daemon_threads = True
-        self._server = server
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.2}, name=self._name, daemon=True
-        )
-        self._thread.start()
-        logger.info("Serving metrics at %s", self.url)
-
-    def stop(self, timeout: float | None = 10.0) -> None:
-        """Stop serving and release the port; idempotent."""
-        server, thread = self._server, self._thread
-        if server is None:
-            return
-        server.shutdown()  # waits for serve_forever to return
-        server.server_close()
-        if thread is not None:
-            thread.join(timeout)
-        self._server = None
-        self._thread = None
-        logger.info("Stopped serving metrics")
+        return Handler

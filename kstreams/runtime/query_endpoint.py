@@ -1,8 +1,8 @@
 """QueryEndpoint: a client's state stores served over HTTP, with lookups routed to the owning client.
 
-With ``query.http.port`` set, ``KafkaStreams.start()`` starts one and ``close()`` stops it. It has
-the metrics endpoint's shape (``metrics_endpoint``: the standard library's ``ThreadingHTTPServer``
-on one daemon thread, the port bound in ``start()``), answering:
+With ``query.http.port`` set, ``KafkaStreams.start()`` starts one and ``close()`` stops it. Binding,
+serving and stopping are ``HttpEndpoint``'s, as for the metrics endpoint (the standard library's
+``ThreadingHTTPServer`` on one daemon thread, the port bound in ``start()``); it answers:
 
 - ``GET /stores/<store>/keys/<key>``: the key's value as JSON (404 when the key has none). The key
   is looked up where it lives: ``query_metadata_for_key`` names the active client; when that is
@@ -27,15 +27,15 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Protocol
 
-from kstreams.errors import ConfigException, InvalidStateStoreException, UnknownStateStoreException
+from kstreams.errors import InvalidStateStoreException, UnknownStateStoreException
+from kstreams.runtime.http_endpoint import HttpEndpoint
 from kstreams.runtime.streams_metadata import HostInfo, KeyQueryMetadata, StreamsMetadata
 
 __all__ = ["FORWARD_TIMEOUT_S", "QueryEndpoint", "StoreQueries"]
@@ -66,37 +66,31 @@ class _Answer(Exception):
         self.status = status
 
 
-class QueryEndpoint:
+class QueryEndpoint(HttpEndpoint):
     """Serves the stores of ``queries`` at ``http://<host>:<port>/stores/...`` while started;
     ``this_host`` is the client's application.server (None: it forwards nothing)."""
+
+    _serves = "interactive queries"
+    _entry_path = "/stores/"
+    _config_what = "queries"
+    _config_prefix = "query.http"
 
     def __init__(
         self, queries: StoreQueries, this_host: HostInfo | None, host: str, port: int, name: str
     ) -> None:
+        super().__init__(host, port, name)
         self._queries = queries
         self._this_host = this_host
-        self._host = host
-        self._port = port
-        self._name = name
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
     @property
     def url(self) -> str | None:
         """The base URL while started (with the bound port), else None."""
-        server = self._server
-        if server is None:
-            return None
-        host, port = str(server.server_address[0]), int(server.server_address[1])
-        return f"http://{f'[{host}]' if ':' in host else host}:{port}"
+        return self.base_url
 
-    def start(self) -> None:
-        """Bind the port and start serving; idempotent. Raises ConfigException when the address
-        cannot be bound."""
-        if self._server is not None:
-            return
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
         answer = self.answer
 
+        # Only GET: other methods get BaseHTTPRequestHandler's 501.
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 status, body = answer(self.path)
@@ -110,32 +104,7 @@ class QueryEndpoint:
             def log_message(self, format: str, *args: object) -> None:
                 logger.debug("query endpoint: " + format, *args)
 
-        try:
-            server = ThreadingHTTPServer((self._host, self._port), Handler)
-        except OSError as exc:
-            raise ConfigException(
-                f"Cannot serve queries at {self._host}:{self._port} (query.http.host, query.http.port): "
-                f"{exc}. Choose a free port, 0 for any free port, or unset query.http.port."
-            ) from exc
-        server.daemon_threads = True
-        self._server = server
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.2}, name=self._name, daemon=True
-        )
-        self._thread.start()
-        logger.info("Serving interactive queries at %s/stores/", self.url)
-
-    def stop(self, timeout: float | None = 10.0) -> None:
-        """Stop serving and release the port; idempotent."""
-        server, thread = self._server, self._thread
-        if server is None:
-            return
-        server.shutdown()
-        server.server_close()
-        if thread is not None:
-            thread.join(timeout)
-        self._server = self._thread = None
-        logger.info("Stopped serving interactive queries")
+        return Handler
 
     # -- requests ---------------------------------------------------------------------------
 

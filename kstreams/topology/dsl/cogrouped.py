@@ -30,6 +30,7 @@ from kstreams.topology.dsl import naming
 from kstreams.topology.dsl.kstream import named_as
 from kstreams.topology.dsl.ktable import KTable
 from kstreams.topology.dsl.materialize import (
+    aggregation_retention_ms,
     key_value_store_builder,
     materialized_store,
     session_store_builder,
@@ -182,9 +183,19 @@ class _Unwindowed(_Windowing):
         return key_serde
 
 
-class _Timed(_Windowing):
-    def __init__(self, windows: TimeWindows) -> None:
+class _Windowed(_Windowing):
+    """Time or sliding windows: each input runs that kind's stream aggregation (``supplier_type``)
+    into that kind's window store (``store_builder_of``), as ``grouped.windowed_by`` would."""
+
+    def __init__(
+        self,
+        windows: TimeWindows | SlidingWindows,
+        supplier_type: Callable[..., Any],
+        store_builder_of: Callable[[Materialized, str, Any, Any, Any], Any],
+    ) -> None:
         self.windows = windows
+        self._supplier_type = supplier_type
+        self._store_builder_of = store_builder_of
 
     def supplier(
         self,
@@ -194,42 +205,14 @@ class _Timed(_Windowing):
         key_serde: Any,
         value_serde: Any,
     ) -> Any:
-        return WindowedAggregateSupplier(
+        return self._supplier_type(
             "aggregate", store_name, self.windows, initializer, aggregator, key_serde, value_serde
         )
 
     def store_builder(
         self, materialized: Materialized, store_name: str, key_serde: Any, value_serde: Any
     ) -> Any:
-        from kstreams.topology.dsl.grouped import _window_store_builder
-
-        return _window_store_builder(materialized, store_name, self.windows, key_serde, value_serde)
-
-
-class _Sliding(_Windowing):
-    def __init__(self, windows: SlidingWindows) -> None:
-        self.windows = windows
-
-    def supplier(
-        self,
-        store_name: str,
-        initializer: Callable[[], Any],
-        aggregator: Aggregator,
-        key_serde: Any,
-        value_serde: Any,
-    ) -> Any:
-        from kstreams.topology.dsl.processors.sliding_aggregate import SlidingWindowAggregateSupplier
-
-        return SlidingWindowAggregateSupplier(
-            "aggregate", store_name, self.windows, initializer, aggregator, key_serde, value_serde
-        )
-
-    def store_builder(
-        self, materialized: Materialized, store_name: str, key_serde: Any, value_serde: Any
-    ) -> Any:
-        from kstreams.topology.dsl.sliding_windowed import sliding_window_store_builder
-
-        return sliding_window_store_builder(materialized, store_name, self.windows, key_serde, value_serde)
+        return self._store_builder_of(materialized, store_name, self.windows, key_serde, value_serde)
 
 
 class _Session(_Windowing):
@@ -262,14 +245,14 @@ class _Session(_Windowing):
         self, materialized: Materialized, store_name: str, key_serde: Any, value_serde: Any
     ) -> Any:
         # Kafka's rule for session stores: retention at least the inactivity gap plus grace.
-        minimum = self.windows.gap_ms + self.windows.grace_ms
-        retention_ms = minimum if materialized.retention_ms is None else materialized.retention_ms
-        if retention_ms < minimum:
-            raise ValueError(
-                f"The retention of session store {store_name} ({retention_ms} ms) must be at least the "
-                f"session inactivity gap plus grace ({self.windows.gap_ms} + {self.windows.grace_ms} ms): "
-                "raise it with Materialized.with_retention(...)."
-            )
+        gap_ms, grace_ms = self.windows.gap_ms, self.windows.grace_ms
+        retention_ms = aggregation_retention_ms(
+            materialized,
+            "session",
+            store_name,
+            gap_ms + grace_ms,
+            f"be at least the session inactivity gap plus grace ({gap_ms} + {grace_ms} ms)",
+        )
         return session_store_builder(materialized, store_name, retention_ms, key_serde, value_serde)
 
     def table_key_serde(self, key_serde: Any) -> Any:
@@ -308,10 +291,18 @@ class CogroupedKStream(Generic[K, VOut]):
     def windowed_by(self, windows: Any) -> Any:
         """Aggregate per time window (tumbling or hopping), per sliding window, or per session of
         activity (``SessionWindows``; its ``aggregate`` then also takes a session merger)."""
+        # Imported on use, as the grouped streams import this module: neither loads the other.
         if isinstance(windows, TimeWindows):
-            return TimeWindowedCogroupedKStream(self._cogroup, _Timed(windows))
+            from kstreams.topology.dsl.grouped import _window_store_builder
+
+            windowed = _Windowed(windows, WindowedAggregateSupplier, _window_store_builder)
+            return TimeWindowedCogroupedKStream(self._cogroup, windowed)
         if isinstance(windows, SlidingWindows):
-            return TimeWindowedCogroupedKStream(self._cogroup, _Sliding(windows))
+            from kstreams.topology.dsl.processors.sliding_aggregate import SlidingWindowAggregateSupplier
+            from kstreams.topology.dsl.sliding_windowed import sliding_window_store_builder
+
+            windowed = _Windowed(windows, SlidingWindowAggregateSupplier, sliding_window_store_builder)
+            return TimeWindowedCogroupedKStream(self._cogroup, windowed)
         if isinstance(windows, SessionWindows):
             return SessionWindowedCogroupedKStream(self._cogroup, windows)
         raise TypeError(
@@ -334,7 +325,7 @@ class CogroupedKStream(Generic[K, VOut]):
 class TimeWindowedCogroupedKStream(Generic[K, VOut]):
     """A cogroup aggregated per time or sliding window; results are keyed by ``WindowedKey[K]``."""
 
-    def __init__(self, cogroup: _Cogroup, windowing: _Timed | _Sliding) -> None:
+    def __init__(self, cogroup: _Cogroup, windowing: _Windowed) -> None:
         self._cogroup = cogroup
         self._windowing = windowing
         self.windows = windowing.windows

@@ -21,9 +21,10 @@ from kstreams.topology.dsl.internal_builder import InternalStreamsBuilder
 from kstreams.topology.dsl.kstream import named_as
 from kstreams.topology.dsl.ktable import KTable
 from kstreams.topology.dsl.materialize import (
+    aggregation_retention_ms,
+    aggregation_window_store_builder,
     key_value_store_builder,
     materialized_store,
-    window_store_builder,
 )
 from kstreams.topology.dsl.parameters import Materialized, Named
 from kstreams.topology.dsl.processors.aggregate import (
@@ -130,46 +131,61 @@ class _Grouping(Generic[KT, K, V]):
         aggregator: Callable[..., Any],
         value_serde_default: Any,
     ) -> KTable[Any, Any]:
-        """Add the aggregation's processor (after a repartition when needed) and its key-value or
-        window store; the table of its results."""
+        """Add the aggregation's processor (after a repartition when needed) and its store (with
+        the emit position beside it when emitting on window close); the table of its results."""
         builder = self._builder
         store_name, key_serde, value_serde = materialized_store(
             builder, materialized, prefix, self._key_serde, value_serde_default
         )
-        windows = self.windows
-        supplier: StreamAggregateSupplier | WindowedAggregateSupplier
+        store_builder, supplier = self._store_and_supplier(
+            kind, materialized, store_name, initializer, aggregator, key_serde, value_serde
+        )
         # Emitting on window close: the store that keeps how far the final results went out.
         position_builder = None
-        if windows is None:
-            store_builder = key_value_store_builder(materialized, store_name, key_serde, value_serde)
-            supplier = StreamAggregateSupplier(
-                kind, store_name, initializer, aggregator, key_serde, value_serde
-            )
-        else:
-            store_builder = _window_store_builder(materialized, store_name, windows, key_serde, value_serde)
-            if self.emit is not None and self.emit.on_close:
-                # As in Kafka, never cached: its results leave only when their windows close.
-                store_builder.with_caching_disabled()
-                position_builder = emit_position_store_builder(store_builder)
-            supplier = WindowedAggregateSupplier(
-                kind, store_name, windows, initializer, aggregator, key_serde, value_serde, self.emit
-            )
+        if self.emit is not None and self.emit.on_close:
+            # As in Kafka, never cached: its results leave only when their windows close.
+            store_builder.with_caching_disabled()
+            position_builder = emit_position_store_builder(store_builder)
         processor = builder.name_or_generate(name, prefix)
         parent, sources = self._parent_for(store_name)
         builder.add_processor(processor, supplier, parent)
         builder.add_store(store_builder, processor)
         if position_builder is not None:
             builder.add_store(position_builder, processor)
+        # A windowed table's keys are windows: no key serde of its own, no lookup by key.
+        keyed = isinstance(supplier, StreamAggregateSupplier)
         return KTable(
             builder,
             processor,
-            key_serde if windows is None else None,
+            key_serde if keyed else None,
             value_serde,
             sources,
             supplier,
-            # A windowed table's keys are windows: it cannot be looked up by key.
-            StoreValueGetterSupplier(store_name) if windows is None else None,
+            StoreValueGetterSupplier(store_name) if keyed else None,
             queryable_store_name=materialized.store_name,
+        )
+
+    def _store_and_supplier(
+        self,
+        kind: AggregateKind,
+        materialized: Materialized,
+        store_name: str,
+        initializer: Callable[[], Any] | None,
+        aggregator: Callable[..., Any],
+        key_serde: Any,
+        value_serde: Any,
+    ) -> tuple[Any, Any]:
+        """The aggregation's store builder and processor supplier: over all time into a key-value
+        store, or per time window into a window store."""
+        windows = self.windows
+        if windows is None:
+            store_builder = key_value_store_builder(materialized, store_name, key_serde, value_serde)
+            return store_builder, StreamAggregateSupplier(
+                kind, store_name, initializer, aggregator, key_serde, value_serde
+            )
+        store_builder = _window_store_builder(materialized, store_name, windows, key_serde, value_serde)
+        return store_builder, WindowedAggregateSupplier(
+            kind, store_name, windows, initializer, aggregator, key_serde, value_serde, self.emit
         )
 
     def _parent_for(self, store_name: str) -> tuple[str, frozenset[str]]:
@@ -269,26 +285,13 @@ def _window_store_builder(
 ) -> Any:
     """The window store of a windowed aggregation: retention of window size plus grace unless
     ``materialized`` sets a longer one (a shorter one is refused)."""
-    minimum_retention = windows.size_ms + windows.grace_ms
-    retention_ms = materialized.retention_ms
-    if retention_ms is None:
-        retention_ms = minimum_retention
-    if retention_ms < minimum_retention:
-        raise ValueError(
-            f"The retention of window store {store_name} ({retention_ms} ms) must be at least the "
-            f"window size plus grace ({windows.size_ms} + {windows.grace_ms} ms): raise it with "
-            "Materialized.with_retention(...)."
-        )
-    return window_store_builder(
+    retention_ms = aggregation_retention_ms(
+        materialized,
+        "window",
         store_name,
-        retention_ms,
-        windows.size_ms,
-        key_serde,
-        value_serde,
-        store_type=materialized.store_type,
-        caching=materialized.caching_enabled,
-        logging_enabled=materialized.logging_enabled,
-        log_config=materialized.log_config,
-        supplier=materialized.store_supplier,
-        timestamped=True,
+        windows.size_ms + windows.grace_ms,
+        f"be at least the window size plus grace ({windows.size_ms} + {windows.grace_ms} ms)",
+    )
+    return aggregation_window_store_builder(
+        materialized, store_name, retention_ms, windows.size_ms, key_serde, value_serde
     )

@@ -13,7 +13,14 @@ from typing import Any
 
 from kstreams.topology.dsl.parameters import Materialized, StoreType
 
-__all__ = ["key_value_store_builder", "materialized_store", "session_store_builder", "window_store_builder"]
+__all__ = [
+    "aggregation_retention_ms",
+    "aggregation_window_store_builder",
+    "key_value_store_builder",
+    "materialized_store",
+    "session_store_builder",
+    "window_store_builder",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -91,6 +98,46 @@ def window_store_builder(
     make = stores.timestamped_window_store_builder if timestamped else stores.window_store_builder
     builder = make(supplier, key_serde, value_serde)
     return _apply_layers(builder, caching, logging_enabled, log_config or {})
+
+
+def aggregation_retention_ms(
+    materialized: Materialized, store_kind: str, store_name: str, minimum_ms: int, requirement: str
+) -> int:
+    """The retention of a windowed aggregation's store: ``minimum_ms`` (what the windows need)
+    unless ``materialized`` sets a longer one. A shorter one is refused with a message that says
+    ``requirement`` (e.g. "be at least the window size plus grace (60000 + 0 ms)")."""
+    retention_ms = minimum_ms if materialized.retention_ms is None else materialized.retention_ms
+    if retention_ms < minimum_ms:
+        raise ValueError(
+            f"The retention of {store_kind} store {store_name} ({retention_ms} ms) must {requirement}: "
+            "raise it with Materialized.with_retention(...)."
+        )
+    return retention_ms
+
+
+def aggregation_window_store_builder(
+    materialized: Materialized,
+    store_name: str,
+    retention_ms: int,
+    window_size_ms: int,
+    key_serde: Any,
+    value_serde: Any,
+) -> Any:
+    """The timestamped window store of a windowed aggregation (time or sliding windows), as
+    ``materialized`` asks."""
+    return window_store_builder(
+        store_name,
+        retention_ms,
+        window_size_ms,
+        key_serde,
+        value_serde,
+        store_type=materialized.store_type,
+        caching=materialized.caching_enabled,
+        logging_enabled=materialized.logging_enabled,
+        log_config=materialized.log_config,
+        supplier=materialized.store_supplier,
+        timestamped=True,
+    )
 
 
 def session_store_builder(

@@ -20,11 +20,12 @@ from kstreams.state.store import WindowedKey
 from kstreams.topology.dsl.emit_strategy import EmitStrategy, require_emit_strategy
 from kstreams.topology.dsl.grouped import _Grouping
 from kstreams.topology.dsl.internal_builder import InternalStreamsBuilder
-from kstreams.topology.dsl.ktable import KTable
-from kstreams.topology.dsl.materialize import materialized_store, window_store_builder
+from kstreams.topology.dsl.materialize import (
+    aggregation_retention_ms,
+    aggregation_window_store_builder,
+)
 from kstreams.topology.dsl.parameters import Materialized
 from kstreams.topology.dsl.processors.aggregate import AggregateKind
-from kstreams.topology.dsl.processors.emit_position import emit_position_store_builder
 from kstreams.topology.dsl.processors.sliding_aggregate import SlidingWindowAggregateSupplier
 from kstreams.topology.dsl.windows import SlidingWindows
 
@@ -62,51 +63,24 @@ class SlidingWindowedKStream(_Grouping[WindowedKey[K], K, V], Generic[K, V]):
         self.emit = require_emit_strategy(emit_strategy)
         return self
 
-    def _aggregate(
+    def _store_and_supplier(
         self,
         kind: AggregateKind,
-        prefix: str,
         materialized: Materialized,
-        name: str | None,
+        store_name: str,
         initializer: Callable[[], Any] | None,
         aggregator: Callable[..., Any],
-        value_serde_default: Any,
-    ) -> KTable[Any, Any]:
-        """The sliding-window aggregation's processor (after a repartition when needed), its
-        window store, and the table of its results."""
-        builder = self._builder
-        store_name, key_serde, value_serde = materialized_store(
-            builder, materialized, prefix, self._key_serde, value_serde_default
-        )
+        key_serde: Any,
+        value_serde: Any,
+    ) -> tuple[Any, Any]:
+        """The sliding-window aggregation's window store and processor supplier (the rest of the
+        aggregation is ``_Grouping``'s)."""
         windows = self.sliding_windows
         store_builder = sliding_window_store_builder(
             materialized, store_name, windows, key_serde, value_serde
         )
-        emit_on_close = self.emit is not None and self.emit.on_close
-        position_builder = None
-        if emit_on_close:
-            # As in Kafka, never cached: its results leave only when their windows close.
-            store_builder.with_caching_disabled()
-            position_builder = emit_position_store_builder(store_builder)
-        supplier = SlidingWindowAggregateSupplier(
+        return store_builder, SlidingWindowAggregateSupplier(
             kind, store_name, windows, initializer, aggregator, key_serde, value_serde, self.emit
-        )
-        processor = builder.name_or_generate(name, prefix)
-        parent, sources = self._parent_for(store_name)
-        builder.add_processor(processor, supplier, parent)
-        builder.add_store(store_builder, processor)
-        if position_builder is not None:
-            builder.add_store(position_builder, processor)
-        # A windowed table's keys are windows: it has no key serde of its own and no lookup by key.
-        return KTable(
-            builder,
-            processor,
-            None,
-            value_serde,
-            sources,
-            supplier,
-            None,
-            queryable_store_name=materialized.store_name,
         )
 
 
@@ -115,26 +89,15 @@ def sliding_window_store_builder(
 ) -> Any:
     """The timestamped window store of a sliding-window aggregation: window size d, retention
     2 * d + grace unless ``materialized`` sets a longer one (a shorter one is refused)."""
-    minimum_retention = 2 * windows.time_difference_ms + windows.grace_ms
-    retention_ms = materialized.retention_ms
-    if retention_ms is None:
-        retention_ms = minimum_retention
-    if retention_ms < minimum_retention:
-        raise ValueError(
-            f"The retention of window store {store_name} ({retention_ms} ms) must be no smaller than 2 * "
-            f"time difference plus grace (2 * {windows.time_difference_ms} + {windows.grace_ms} ms) for "
-            "sliding windows: raise it with Materialized.with_retention(...)."
-        )
-    return window_store_builder(
+    difference_ms, grace_ms = windows.time_difference_ms, windows.grace_ms
+    retention_ms = aggregation_retention_ms(
+        materialized,
+        "window",
         store_name,
-        retention_ms,
-        windows.time_difference_ms,
-        key_serde,
-        value_serde,
-        store_type=materialized.store_type,
-        caching=materialized.caching_enabled,
-        logging_enabled=materialized.logging_enabled,
-        log_config=materialized.log_config,
-        supplier=materialized.store_supplier,
-        timestamped=True,
+        2 * difference_ms + grace_ms,
+        f"be no smaller than 2 * time difference plus grace (2 * {difference_ms} + {grace_ms} ms) for "
+        "sliding windows",
+    )
+    return aggregation_window_store_builder(
+        materialized, store_name, retention_ms, difference_ms, key_serde, value_serde
     )

@@ -11,21 +11,15 @@ from __future__ import annotations
 
 import abc
 import logging
-from collections.abc import Mapping
-from datetime import timedelta
 from typing import Any, Generic, TypeVar
 
 from kstreams.errors import StreamsException
 from kstreams.processor import (
-    Cancellable,
     ProcessorContext,
-    PunctuationType,
-    Punctuator,
     Record,
-    RecordMetadata,
-    TaskId,
     To,
 )
+from kstreams.runtime.delegating_context import DelegatingContext
 
 __all__ = ["ForwardingDisabledProcessorContext", "ValueTransformerWithKey"]
 
@@ -49,11 +43,11 @@ class ValueTransformerWithKey(abc.ABC, Generic[K, V, VR]):
         """Called once when the task closes."""
 
 
-class ForwardingDisabledProcessorContext(ProcessorContext[Any, Any]):
+class ForwardingDisabledProcessorContext(DelegatingContext, ProcessorContext[Any, Any]):
     """The task's context for code whose output is its return value: everything but ``forward``."""
 
     def __init__(self, context: ProcessorContext[Any, Any], owner: str) -> None:
-        self._context = context
+        super().__init__(context)
         self._owner = owner
 
     def forward(self, record: Record[Any, Any], child_name: str | To | None = None) -> None:
@@ -61,35 +55,3 @@ class ForwardingDisabledProcessorContext(ProcessorContext[Any, Any]):
             f"{self._owner} must not forward records: return the new value from transform() instead "
             "(use KStream.process or process_values to emit records)."
         )
-
-    @property
-    def application_id(self) -> str:
-        return self._context.application_id
-
-    @property
-    def task_id(self) -> TaskId:
-        return self._context.task_id
-
-    @property
-    def app_configs(self) -> Mapping[str, Any]:
-        return self._context.app_configs
-
-    def get_state_store(self, name: str) -> Any:
-        return self._context.get_state_store(name)
-
-    def schedule(
-        self, interval: timedelta | int, punctuation_type: PunctuationType, callback: Punctuator
-    ) -> Cancellable:
-        return self._context.schedule(interval, punctuation_type, callback)
-
-    def commit(self) -> None:
-        self._context.commit()
-
-    def record_metadata(self) -> RecordMetadata | None:
-        return self._context.record_metadata()
-
-    def current_stream_time_ms(self) -> int:
-        return self._context.current_stream_time_ms()
-
-    def current_system_time_ms(self) -> int:
-        return self._context.current_system_time_ms()

@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import logging
 import struct
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kstreams.errors import SerializationException
 from kstreams.state.store import WindowedKey
+
+if TYPE_CHECKING:
+    from typing import Self  # Python 3.11+; only the annotations name it
 
 __all__ = ["SessionWindowedSerde", "TimeWindowedSerde", "WindowedSerdes", "WindowedStreamPartitioner"]
 
@@ -31,19 +34,19 @@ _END_START = struct.Struct(">qq")
 _MAX_END = (1 << 63) - 1
 
 
-class TimeWindowedSerde:
-    """Serializes ``WindowedKey(key, start, end)`` as inner key bytes + 8-byte start.
+class _WindowedKeySerde:
+    """What both windowed-key serdes share: the inner key's serde, the check that a key is a
+    ``WindowedKey``, and the serde protocol around it. Subclasses say how the window travels."""
 
-    Without a window size, a deserialized key's end is the largest long (Kafka's behaviour when
-    the window size is not configured); give the size to get exact ends back.
-    """
+    # How the serde names itself, and the result whose keys it writes (both for error messages).
+    _kind: str
+    _result: str
 
-    def __init__(self, inner: Any, window_size_ms: int | None = None) -> None:
+    def __init__(self, inner: Any) -> None:
         if inner is None:
-            raise ValueError("TimeWindowedSerde needs the serde of the inner (unwindowed) key.")
+            raise ValueError(f"{type(self).__name__} needs the serde of the inner (unwindowed) key.")
         self.inner = inner
-        self.window_size_ms = window_size_ms
-        self.name = f"time-windowed<{getattr(inner, 'name', 'custom')}>"
+        self.name = f"{self._kind}<{getattr(inner, 'name', 'custom')}>"
 
     def serialize(self, topic: str | None, data: Any) -> bytes | None:
         if data is None:
@@ -51,10 +54,46 @@ class TimeWindowedSerde:
         if not isinstance(data, WindowedKey):
             raise SerializationException(
                 f"The {self.name} serde cannot serialize a {type(data).__name__} for topic {topic}: "
-                "it expects a WindowedKey (the key of a windowed aggregation's result)."
+                f"it expects a WindowedKey (the key of a {self._result})."
             )
         inner = self.inner.serialize(topic, data.key)
-        return (inner or b"") + _START.pack(data.start)
+        return (inner or b"") + self._pack_window(data)
+
+    def _pack_window(self, data: WindowedKey[Any]) -> bytes:
+        raise NotImplementedError
+
+    def serialize_base_key(self, topic: str | None, data: WindowedKey[Any]) -> bytes | None:
+        """The inner key's bytes (what ``WindowedStreamPartitioner`` hashes)."""
+        return self.inner.serialize(topic, data.key)  # type: ignore[no-any-return]
+
+    def serializer(self) -> Self:
+        return self
+
+    def deserializer(self) -> Self:
+        return self
+
+    def configure(self, configs: Any, is_key: bool) -> None:
+        configure = getattr(self.inner, "configure", None)
+        if configure is not None:
+            configure(configs, is_key)
+
+
+class TimeWindowedSerde(_WindowedKeySerde):
+    """Serializes ``WindowedKey(key, start, end)`` as inner key bytes + 8-byte start.
+
+    Without a window size, a deserialized key's end is the largest long (Kafka's behaviour when
+    the window size is not configured); give the size to get exact ends back.
+    """
+
+    _result = "windowed aggregation's result"
+    _kind = "time-windowed"
+
+    def __init__(self, inner: Any, window_size_ms: int | None = None) -> None:
+        super().__init__(inner)
+        self.window_size_ms = window_size_ms
+
+    def _pack_window(self, data: WindowedKey[Any]) -> bytes:
+        return _START.pack(data.start)
 
     def deserialize(self, topic: str | None, data: bytes | None) -> WindowedKey[Any] | None:
         if data is None:
@@ -69,45 +108,19 @@ class TimeWindowedSerde:
         end = _MAX_END if self.window_size_ms is None else min(start + self.window_size_ms, _MAX_END)
         return WindowedKey(key, start, end)
 
-    def serialize_base_key(self, topic: str | None, data: WindowedKey[Any]) -> bytes | None:
-        """The inner key's bytes (what ``WindowedStreamPartitioner`` hashes)."""
-        return self.inner.serialize(topic, data.key)  # type: ignore[no-any-return]
-
-    def serializer(self) -> TimeWindowedSerde:
-        return self
-
-    def deserializer(self) -> TimeWindowedSerde:
-        return self
-
-    def configure(self, configs: Any, is_key: bool) -> None:
-        configure = getattr(self.inner, "configure", None)
-        if configure is not None:
-            configure(configs, is_key)
-
     def __repr__(self) -> str:
         return f"TimeWindowedSerde({self.inner!r}, window_size_ms={self.window_size_ms})"
 
 
-class SessionWindowedSerde:
+class SessionWindowedSerde(_WindowedKeySerde):
     """Serializes ``WindowedKey(key, start, end)`` of a session as inner key bytes + 8-byte end +
     8-byte start (Kafka's ``SessionKeySchema``)."""
 
-    def __init__(self, inner: Any) -> None:
-        if inner is None:
-            raise ValueError("SessionWindowedSerde needs the serde of the inner (unwindowed) key.")
-        self.inner = inner
-        self.name = f"session-windowed<{getattr(inner, 'name', 'custom')}>"
+    _result = "session-windowed aggregation's result"
+    _kind = "session-windowed"
 
-    def serialize(self, topic: str | None, data: Any) -> bytes | None:
-        if data is None:
-            return None
-        if not isinstance(data, WindowedKey):
-            raise SerializationException(
-                f"The {self.name} serde cannot serialize a {type(data).__name__} for topic {topic}: "
-                "it expects a WindowedKey (the key of a session-windowed aggregation's result)."
-            )
-        inner = self.inner.serialize(topic, data.key)
-        return (inner or b"") + _END_START.pack(data.end, data.start)
+    def _pack_window(self, data: WindowedKey[Any]) -> bytes:
+        return _END_START.pack(data.end, data.start)
 
     def deserialize(self, topic: str | None, data: bytes | None) -> WindowedKey[Any] | None:
         if data is None:
@@ -120,21 +133,6 @@ class SessionWindowedSerde:
         split = len(data) - _END_START.size
         end, start = _END_START.unpack_from(data, split)
         return WindowedKey(self.inner.deserialize(topic, bytes(data[:split])), start, end)
-
-    def serialize_base_key(self, topic: str | None, data: WindowedKey[Any]) -> bytes | None:
-        """The inner key's bytes (what ``WindowedStreamPartitioner`` hashes)."""
-        return self.inner.serialize(topic, data.key)  # type: ignore[no-any-return]
-
-    def serializer(self) -> SessionWindowedSerde:
-        return self
-
-    def deserializer(self) -> SessionWindowedSerde:
-        return self
-
-    def configure(self, configs: Any, is_key: bool) -> None:
-        configure = getattr(self.inner, "configure", None)
-        if configure is not None:
-            configure(configs, is_key)
 
     def __repr__(self) -> str:
         return f"SessionWindowedSerde({self.inner!r})"

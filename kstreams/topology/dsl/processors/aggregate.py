@@ -12,6 +12,7 @@ without moving its result back in time (KStreamAggregate, KStreamReduce, KStream
 
 from __future__ import annotations
 
+import abc
 import logging
 from collections.abc import Callable
 from typing import Any, Literal
@@ -30,6 +31,7 @@ __all__ = [
     "AggregateKind",
     "StreamAggregateProcessor",
     "StreamAggregateSupplier",
+    "WindowStoreAggregateProcessor",
     "WindowedAggregateProcessor",
     "WindowedAggregateSupplier",
     "combine",
@@ -138,7 +140,27 @@ class StreamAggregateProcessor(Processor[Any, Any, Any, Any]):
         self.forwarder.maybe_forward(record.key, new, old, timestamp)
 
 
-class WindowedAggregateSupplier(_AggregationSpec):
+class _WindowedAggregationSpec(_AggregationSpec):
+    """An aggregation supplier per window: its windows and when it forwards (on every update
+    unless ``emit_strategy`` says on window close)."""
+
+    def __init__(
+        self,
+        kind: AggregateKind,
+        store_name: str,
+        windows: Any,
+        initializer: Callable[[], Any] | None,
+        aggregator: Callable[..., Any],
+        key_serde: Any = None,
+        value_serde: Any = None,
+        emit_strategy: EmitStrategy | None = None,
+    ) -> None:
+        super().__init__(kind, store_name, initializer, aggregator, key_serde, value_serde)
+        self.windows = windows
+        self.emit_strategy = emit_strategy or EmitStrategy.on_window_update()
+
+
+class WindowedAggregateSupplier(_WindowedAggregationSpec):
     """Aggregates each key's records per time window into a window store and forwards every new
     aggregate keyed by ``WindowedKey(key, start, end)``.
 
@@ -153,20 +175,7 @@ class WindowedAggregateSupplier(_AggregationSpec):
     task forwards neither a window twice nor a window less.
     """
 
-    def __init__(
-        self,
-        kind: AggregateKind,
-        store_name: str,
-        windows: TimeWindows,
-        initializer: Callable[[], Any] | None,
-        aggregator: Callable[..., Any],
-        key_serde: Any = None,
-        value_serde: Any = None,
-        emit_strategy: EmitStrategy | None = None,
-    ) -> None:
-        super().__init__(kind, store_name, initializer, aggregator, key_serde, value_serde)
-        self.windows = windows
-        self.emit_strategy = emit_strategy or EmitStrategy.on_window_update()
+    windows: TimeWindows
 
     @property
     def window_close_delay_ms(self) -> int:
@@ -177,17 +186,21 @@ class WindowedAggregateSupplier(_AggregationSpec):
         return WindowedAggregateProcessor(self)
 
 
-class WindowedAggregateProcessor(Processor[Any, Any, Any, Any]):
-    """The processor of a ``WindowedAggregateSupplier``; ``observed_stream_time`` and ``dropped``
-    are shared with the batch compiler's kernel, which advances them for the batches it runs."""
+class WindowStoreAggregateProcessor(Processor[Any, Any, Any, Any]):
+    """What the time- and sliding-window aggregations' processors share: their stream time and
+    drop count, the window store and its forwarder, and emitting on window close. A subclass sets
+    ``window_size_ms`` (the store's window size: a window's end is its start plus that), processes
+    records, and says which window starts ``_closed_window_starts`` are due to emit."""
 
-    def __init__(self, spec: WindowedAggregateSupplier) -> None:
+    def __init__(
+        self, spec: _AggregationSpec, window_size_ms: int, grace_ms: int, emit_strategy: EmitStrategy
+    ) -> None:
         self.spec = spec
-        self.size_ms = spec.windows.size_ms
-        self.grace_ms = spec.windows.grace_ms
+        self.window_size_ms = window_size_ms
+        self.grace_ms = grace_ms
         self.observed_stream_time = -1
         self.dropped = 0
-        self.emit_on_close = spec.emit_strategy.on_close
+        self.emit_on_close = emit_strategy.on_close
         # Emitting on close: the close time up to which final results went out, restored at init.
         self.emit_position: EmitPosition | None = None
 
@@ -205,8 +218,48 @@ class WindowedAggregateProcessor(Processor[Any, Any, Any, Any]):
     def _window_key(self, key: Any) -> WindowedKey[Any]:
         # A caching window store reports the window by its start; the end follows from the size.
         if isinstance(key, WindowedKey):
-            return WindowedKey(key.key, key.start, key.start + self.size_ms)
+            return WindowedKey(key.key, key.start, key.start + self.window_size_ms)
         raise TypeError(f"Window store {self.spec.store_name} flushed a non-windowed key {key!r}.")
+
+    @abc.abstractmethod
+    def _closed_window_starts(self, position: EmitPosition, close_time: int) -> tuple[int, int]:
+        """(lower, upper): the starts of the windows closed since ``position`` (both bounds
+        inclusive); an upper bound below 0 means no window has closed yet."""
+
+    def _emit_closed_windows(self, record: Record[Any, Any], close_time: int) -> None:
+        """Forward the final aggregate of every window closed since the last emission, as
+        ``Change(aggregate, None)`` at its stored timestamp, and move the emit position on."""
+        position = self.emit_position
+        assert position is not None  # set at init when emitting on close
+        if position.started and close_time <= position.close_time:
+            return
+        lower, upper = self._closed_window_starts(position, close_time)
+        if upper < 0:
+            return  # no window has closed yet
+        forwarded = False
+        if lower <= upper:
+            for window, stored in list(self.store.fetch_all(lower, upper)):
+                forwarded = True
+                self.context.forward(
+                    Record(
+                        WindowedKey(window.key, window.start, window.start + self.window_size_ms),
+                        Change(stored.value, None),
+                        stored.timestamp,
+                        record.headers,
+                    )
+                )
+        position.advance(close_time, forwarded)
+
+
+class WindowedAggregateProcessor(WindowStoreAggregateProcessor):
+    """The processor of a ``WindowedAggregateSupplier``; ``observed_stream_time`` and ``dropped``
+    are shared with the batch compiler's kernel, which advances them for the batches it runs."""
+
+    spec: WindowedAggregateSupplier
+
+    def __init__(self, spec: WindowedAggregateSupplier) -> None:
+        super().__init__(spec, spec.windows.size_ms, spec.windows.grace_ms, spec.emit_strategy)
+        self.size_ms = spec.windows.size_ms
 
     def process(self, record: Record[Any, Any]) -> None:
         # Kafka's windowed aggregation skips only null keys (a null value still counts).
@@ -246,28 +299,8 @@ class WindowedAggregateProcessor(Processor[Any, Any, Any, Any]):
             if not self.emit_on_close:
                 self.forwarder.maybe_forward(WindowedKey(record.key, start, end), new, old, new_timestamp)
 
-    def _emit_closed_windows(self, record: Record[Any, Any], close_time: int) -> None:
-        """Forward the final aggregate of every window closed since the last emission: windows
-        starting in (last close time - size, close time - size], both bounds as Kafka's."""
-        position = self.emit_position
-        assert position is not None  # set at init when emitting on close
-        last = position.close_time
-        if position.started and close_time <= last:
-            return
+    def _closed_window_starts(self, position: EmitPosition, close_time: int) -> tuple[int, int]:
+        # Windows starting in (last close time - size, close time - size], both bounds as Kafka's.
         upper = close_time - self.size_ms
-        if upper < 0:
-            return  # no window has closed yet
-        lower = 0 if not position.started else max(0, last - self.size_ms) + 1
-        forwarded = False
-        if lower <= upper:
-            for window, stored in list(self.store.fetch_all(lower, upper)):
-                forwarded = True
-                self.context.forward(
-                    Record(
-                        WindowedKey(window.key, window.start, window.start + self.size_ms),
-                        Change(stored.value, None),
-                        stored.timestamp,
-                        record.headers,
-                    )
-                )
-        position.advance(close_time, forwarded)
+        lower = 0 if not position.started else max(0, position.close_time - self.size_ms) + 1
+        return lower, upper

@@ -26,18 +26,16 @@ reached is kept in the ``<store>-emit-position`` store (see ``emit_position``) f
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import Any
 
-from kstreams.processor import Processor, ProcessorContext, Record
+from kstreams.processor import Processor, Record
 from kstreams.state.store import WindowedKey
 from kstreams.state.value_and_timestamp import ValueAndTimestamp
-from kstreams.topology.dsl.emit_strategy import EmitStrategy
-from kstreams.topology.dsl.processors.aggregate import AggregateKind, _AggregationSpec
+from kstreams.topology.dsl.processors.aggregate import (
+    WindowStoreAggregateProcessor,
+    _WindowedAggregationSpec,
+)
 from kstreams.topology.dsl.processors.emit_position import EmitPosition
-from kstreams.topology.dsl.processors.forwarding import ChangeForwarder
-from kstreams.topology.dsl.processors.store_access import get_store
-from kstreams.topology.dsl.records import Change
 from kstreams.topology.dsl.windows import SlidingWindows
 
 __all__ = ["SlidingWindowAggregateProcessor", "SlidingWindowAggregateSupplier"]
@@ -45,59 +43,26 @@ __all__ = ["SlidingWindowAggregateProcessor", "SlidingWindowAggregateSupplier"]
 logger = logging.getLogger(__name__)
 
 
-class SlidingWindowAggregateSupplier(_AggregationSpec):
+class SlidingWindowAggregateSupplier(_WindowedAggregationSpec):
     """Aggregates each key's records per sliding window into a timestamped window store and
     forwards every new aggregate as ``Change(new, old)`` keyed by ``WindowedKey``."""
 
-    def __init__(
-        self,
-        kind: AggregateKind,
-        store_name: str,
-        windows: SlidingWindows,
-        initializer: Callable[[], Any] | None,
-        aggregator: Callable[..., Any],
-        key_serde: Any = None,
-        value_serde: Any = None,
-        emit_strategy: EmitStrategy | None = None,
-    ) -> None:
-        super().__init__(kind, store_name, initializer, aggregator, key_serde, value_serde)
-        self.windows = windows
-        self.emit_strategy = emit_strategy or EmitStrategy.on_window_update()
+    windows: SlidingWindows
 
     def __call__(self) -> Processor[Any, Any, Any, Any]:
         return SlidingWindowAggregateProcessor(self)
 
 
-class SlidingWindowAggregateProcessor(Processor[Any, Any, Any, Any]):
+class SlidingWindowAggregateProcessor(WindowStoreAggregateProcessor):
     """The processor of a ``SlidingWindowAggregateSupplier``. ``observed_stream_time`` is the
     largest timestamp it has seen; ``dropped`` counts records and window updates it skipped."""
 
+    spec: SlidingWindowAggregateSupplier
+
     def __init__(self, spec: SlidingWindowAggregateSupplier) -> None:
-        self.spec = spec
-        self.difference_ms = spec.windows.time_difference_ms
-        self.grace_ms = spec.windows.grace_ms
-        self.observed_stream_time = -1
-        self.dropped = 0
-        self.emit_on_close = spec.emit_strategy.on_close
-        # Emitting on close: the close time up to which final results went out, restored at init.
-        self.emit_position: EmitPosition | None = None
-
-    def init(self, context: ProcessorContext[Any, Any]) -> None:
-        self.context = context
-        self.store = get_store(context, self.spec.store_name)
-        self.forwarder = ChangeForwarder(self.store, context, key_mapper=self._window_key)
-        if self.emit_on_close:
-            self.emit_position = EmitPosition(context, self.spec.store_name)
-            if self.emit_position.started:
-                # Stream time was at least this when those windows closed: records for them are
-                # late after a restart too, not aggregated into results that went out already.
-                self.observed_stream_time = self.emit_position.close_time + self.grace_ms
-
-    def _window_key(self, key: Any) -> WindowedKey[Any]:
-        # A caching window store reports the window by its start; the end follows from the size.
-        if isinstance(key, WindowedKey):
-            return WindowedKey(key.key, key.start, key.start + self.difference_ms)
-        raise TypeError(f"Window store {self.spec.store_name} flushed a non-windowed key {key!r}.")
+        windows = spec.windows
+        super().__init__(spec, windows.time_difference_ms, windows.grace_ms, spec.emit_strategy)
+        self.difference_ms = windows.time_difference_ms
 
     def process(self, record: Record[Any, Any]) -> None:
         if record.key is None or record.value is None:
@@ -131,32 +96,12 @@ class SlidingWindowAggregateProcessor(Processor[Any, Any, Any, Any]):
         else:
             self._process(record, close_time)
 
-    def _emit_closed_windows(self, record: Record[Any, Any], close_time: int) -> None:
-        """Forward the final aggregate of every window closed since the last emission. A window
-        [start, start + d] is closed once its end is before the close time, so the windows to
-        forward start in [last close time - d, close time - d - 1] (Kafka's bounds)."""
-        position = self.emit_position
-        assert position is not None  # set at init when emitting on close
-        last = position.close_time
-        if position.started and close_time <= last:
-            return
+    def _closed_window_starts(self, position: EmitPosition, close_time: int) -> tuple[int, int]:
+        # A window [start, start + d] is closed once its end is before the close time, so the
+        # windows to forward start in [last close time - d, close time - d - 1] (Kafka's bounds).
         upper = close_time - self.difference_ms - 1
-        if upper < 0:
-            return  # no window has closed yet
-        lower = 0 if not position.started else max(0, last - self.difference_ms)
-        forwarded = False
-        if lower <= upper:
-            for window, stored in list(self.store.fetch_all(lower, upper)):
-                forwarded = True
-                self.context.forward(
-                    Record(
-                        WindowedKey(window.key, window.start, window.start + self.difference_ms),
-                        Change(stored.value, None),
-                        stored.timestamp,
-                        record.headers,
-                    )
-                )
-        position.advance(close_time, forwarded)
+        lower = 0 if not position.started else max(0, position.close_time - self.difference_ms)
+        return lower, upper
 
     def _windows_from_latest(self, key: Any, time_from: int, time_to: int) -> list[tuple[int, Any]]:
         """The key's (start, ValueAndTimestamp) with time_from <= start <= time_to, latest first.

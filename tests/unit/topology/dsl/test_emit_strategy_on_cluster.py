@@ -5,7 +5,7 @@ forwards every window's final result that the first client did not, and none tha
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,45 +19,6 @@ from kstreams.topology import EmitStrategy, Materialized, Produced, StreamsBuild
 S = Serdes.string()
 L = Serdes.long()
 WINDOW = 10_000
-
-
-def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    """Wait for a condition that the client's threads make true (checked every 20 ms)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"Timed out after {timeout}s waiting for {what}")
-        time.sleep(0.02)
-
-
-@pytest.fixture
-def clients() -> Iterator[list[KafkaStreams]]:
-    started: list[KafkaStreams] = []
-    yield started
-    for streams in started:
-        streams.close(timeout=30)
-
-
-def _config(cluster: Any, app_id: str, state_dir: Path, guarantee: str) -> dict[str, object]:
-    config: dict[str, object] = {
-        "application.id": app_id,
-        "client.id": f"{app_id}-client",
-        "default.key.serde": "string",
-        "default.value.serde": "string",
-        "state.dir": str(state_dir),
-        "processing.guarantee": guarantee,
-    }
-    if isinstance(cluster, EmbeddedCluster):
-        config.update({"commit.interval.ms": 50, "session.timeout.ms": 1000})
-    else:  # noida-db refuses session timeouts under 6 s
-        config.update(
-            {
-                "commit.interval.ms": 100,
-                "session.timeout.ms": 6000,
-                "main.consumer.max.poll.interval.ms": 10000,
-            }
-        )
-    return config
 
 
 def _final_counts(source: str, sink: str) -> Any:
@@ -90,7 +51,13 @@ def _base() -> int:
 
 @pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once_v2"])
 def test_emit_on_window_close_forwards_each_final_result_once_across_a_restart(
-    cluster: Any, app_id: str, tmp_path: Path, clients: list[KafkaStreams], guarantee: str
+    cluster: Any,
+    app_id: str,
+    tmp_path: Path,
+    clients: list[KafkaStreams],
+    client_config: Callable[..., dict[str, object]],
+    wait_until: Callable[..., None],
+    guarantee: str,
 ) -> None:
     source, sink = f"{app_id}-events", f"{app_id}-final"
     cluster.create_topic(source, 1)
@@ -99,7 +66,9 @@ def test_emit_on_window_close_forwards_each_final_result_once_across_a_restart(
     base = _base()
     w0, w1, w2, w3 = base, base + WINDOW, base + 2 * WINDOW, base + 3 * WINDOW
     first = KafkaStreams(
-        _final_counts(source, sink), _config(cluster, app_id, tmp_path / "a", guarantee), cluster=cluster
+        _final_counts(source, sink),
+        client_config(tmp_path / "a", processing_guarantee=guarantee),
+        cluster=cluster,
     )
     clients.append(first)
     first.start()
@@ -117,7 +86,9 @@ def test_emit_on_window_close_forwards_each_final_result_once_across_a_restart(
 
     # A new client with empty local state: windows and emit position come from the changelogs.
     second = KafkaStreams(
-        _final_counts(source, sink), _config(cluster, app_id, tmp_path / "b", guarantee), cluster=cluster
+        _final_counts(source, sink),
+        client_config(tmp_path / "b", processing_guarantee=guarantee),
+        cluster=cluster,
     )
     clients.append(second)
     second.start()

@@ -4,13 +4,10 @@ store (aggregates and their timestamps) from its changelog."""
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from kstreams import KafkaStreams
 from kstreams.cluster import EmbeddedCluster
@@ -23,24 +20,6 @@ S = Serdes.string()
 L = Serdes.long()
 DIFFERENCE = 10_000
 WINDOWED = WindowedSerdes.time_windowed_serde_from(S, DIFFERENCE)
-
-
-def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    """Check ``condition`` every 20 ms until it holds; fail naming ``what`` after ``timeout``."""
-    tick = threading.Event()
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"Timed out after {timeout}s waiting for {what}")
-        tick.wait(0.02)
-
-
-@pytest.fixture
-def clients() -> Iterator[list[KafkaStreams]]:
-    started: list[KafkaStreams] = []
-    yield started
-    for streams in started:
-        streams.close(timeout=30)
 
 
 def _topology(source: str, sink: str) -> Topology:
@@ -80,7 +59,11 @@ def _latest(cluster: Any, sink: str, base: int) -> dict[tuple[str, int, int], tu
 
 
 def test_sliding_counts_survive_a_restart_that_restores_the_store(
-    cluster: Any, app_id: str, tmp_path: Path, clients: list[KafkaStreams]
+    cluster: Any,
+    app_id: str,
+    tmp_path: Path,
+    clients: list[KafkaStreams],
+    wait_until: Callable[..., None],
 ) -> None:
     source, sink = f"{app_id}-in", f"{app_id}-out"
     cluster.create_topic(source, 2)

@@ -5,11 +5,9 @@ so no final result is lost or repeated."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from kstreams import KafkaStreams
 from kstreams.cluster import EmbeddedCluster
@@ -26,44 +24,6 @@ from kstreams.topology import (
 S = Serdes.string()
 L = Serdes.long()
 WINDOW = 10_000
-
-
-def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    """Wait for a condition that the client's threads make true (checked every 20 ms)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"Timed out after {timeout}s waiting for {what}")
-        time.sleep(0.02)
-
-
-@pytest.fixture
-def clients() -> Iterator[list[KafkaStreams]]:
-    started: list[KafkaStreams] = []
-    yield started
-    for streams in started:
-        streams.close(timeout=30)
-
-
-def _config(cluster: Any, app_id: str, state_dir: Path) -> dict[str, object]:
-    config: dict[str, object] = {
-        "application.id": app_id,
-        "client.id": f"{app_id}-client",
-        "default.key.serde": "string",
-        "default.value.serde": "string",
-        "state.dir": str(state_dir),
-    }
-    if isinstance(cluster, EmbeddedCluster):
-        config.update({"commit.interval.ms": 50, "session.timeout.ms": 1000})
-    else:  # noida-db refuses session timeouts under 6 s
-        config.update(
-            {
-                "commit.interval.ms": 100,
-                "session.timeout.ms": 6000,
-                "main.consumer.max.poll.interval.ms": 10000,
-            }
-        )
-    return config
 
 
 def _final_counts(source: str, sink: str, emit_on_close: bool = False) -> Any:
@@ -91,7 +51,12 @@ def _base() -> int:
 
 
 def test_suppression_buffer_survives_a_restart_without_losing_or_repeating_results(
-    cluster: Any, app_id: str, tmp_path: Path, clients: list[KafkaStreams]
+    cluster: Any,
+    app_id: str,
+    tmp_path: Path,
+    clients: list[KafkaStreams],
+    client_config: Callable[..., dict[str, object]],
+    wait_until: Callable[..., None],
 ) -> None:
     source, sink = f"{app_id}-events", f"{app_id}-final"
     cluster.create_topic(source, 1)
@@ -99,9 +64,7 @@ def test_suppression_buffer_survives_a_restart_without_losing_or_repeating_resul
     timeout = 30.0 if isinstance(cluster, EmbeddedCluster) else 60.0
     base = _base()
     w0, w1, w2 = base, base + WINDOW, base + 2 * WINDOW
-    first = KafkaStreams(
-        _final_counts(source, sink), _config(cluster, app_id, tmp_path / "a"), cluster=cluster
-    )
+    first = KafkaStreams(_final_counts(source, sink), client_config(tmp_path / "a"), cluster=cluster)
     clients.append(first)
     first.start()
     for key, timestamp in [("a", w0 + 1), ("a", w0 + 2), ("b", w0 + 3), ("c", w1 + 1), ("d", w1 + 2)]:
@@ -118,9 +81,7 @@ def test_suppression_buffer_survives_a_restart_without_losing_or_repeating_resul
     assert first.close(timeout=30)
 
     # A new client with empty local state: the buffer comes back from the changelog alone.
-    second = KafkaStreams(
-        _final_counts(source, sink), _config(cluster, app_id, tmp_path / "b"), cluster=cluster
-    )
+    second = KafkaStreams(_final_counts(source, sink), client_config(tmp_path / "b"), cluster=cluster)
     clients.append(second)
     second.start()
     cluster.produce(source, b"c", b"v", timestamp=w1 + 3)
@@ -133,7 +94,12 @@ def test_suppression_buffer_survives_a_restart_without_losing_or_repeating_resul
 
 
 def test_emit_on_window_close_forwards_final_counts_on_the_cluster(
-    cluster: Any, app_id: str, tmp_path: Path, clients: list[KafkaStreams]
+    cluster: Any,
+    app_id: str,
+    tmp_path: Path,
+    clients: list[KafkaStreams],
+    client_config: Callable[..., dict[str, object]],
+    wait_until: Callable[..., None],
 ) -> None:
     source, sink = f"{app_id}-events", f"{app_id}-final"
     cluster.create_topic(source, 1)
@@ -141,7 +107,7 @@ def test_emit_on_window_close_forwards_final_counts_on_the_cluster(
     timeout = 30.0 if isinstance(cluster, EmbeddedCluster) else 60.0
     base = _base()
     streams = KafkaStreams(
-        _final_counts(source, sink, emit_on_close=True), _config(cluster, app_id, tmp_path), cluster=cluster
+        _final_counts(source, sink, emit_on_close=True), client_config(tmp_path), cluster=cluster
     )
     clients.append(streams)
     streams.start()
