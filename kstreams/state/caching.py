@@ -427,3 +427,26 @@ class CachingSessionStore(_Caching, SessionLayer, SessionStore[bytes, bytes]):
 
     def fetch(self, key: bytes) -> Iterator[tuple[WindowedKey[bytes], bytes]]:
         return self.find_sessions(key, 0, MAX_LONG)
+
+    def find_sessions_by_end(
+        self, earliest_session_end: int, latest_session_end: int
+    ) -> Iterator[tuple[WindowedKey[bytes], bytes]]:
+        """Every key's sessions with an end in range, by end, then key bytes, then start."""
+        stored = self.wrapped.find_sessions_by_end(earliest_session_end, latest_session_end)
+        cache = self.current_cache()
+        if cache is None:
+            return stored
+        # Cache keys sort by record key first, so the cached sessions in range are found by a scan
+        # of the namespace (as fetch_all of the window layer does), then merged by end.
+        merged: dict[tuple[int, bytes, int], bytes | None] = {
+            (session.end, session.key, session.start): value for session, value in stored
+        }
+        for cache_key, value in self._cached_between(cache, None, None):
+            key, start, end = from_session_key(cache_key)
+            if earliest_session_end <= end <= latest_session_end:
+                merged[(end, key, start)] = value
+        return (
+            (WindowedKey(key, start, end), value)
+            for (end, key, start), value in sorted(merged.items())
+            if value is not None
+        )

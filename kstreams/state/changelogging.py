@@ -185,5 +185,10 @@ class ChangeLoggingSessionStore(_ChangeLogging, SessionLayer, SessionStore[bytes
     ) -> Iterator[tuple[WindowedKey[bytes], bytes]]:
         return self.wrapped.find_sessions(key, earliest_session_end, latest_session_start)
 
+    def find_sessions_by_end(
+        self, earliest_session_end: int, latest_session_end: int
+    ) -> Iterator[tuple[WindowedKey[bytes], bytes]]:
+        return self.wrapped.find_sessions_by_end(earliest_session_end, latest_session_end)
+
     def fetch(self, key: bytes) -> Iterator[tuple[WindowedKey[bytes], bytes]]:
         return self.wrapped.fetch(key)

@@ -77,3 +77,22 @@ class InMemorySessionStore(InMemoryLifecycle, InnerSessionStore):
                 value = starts.get(start)
                 if value is not None:
                     yield WindowedKey(key, start, end), value
+
+    def find_sessions_by_end(
+        self, earliest_session_end: int, latest_session_end: int
+    ) -> Iterator[tuple[WindowedKey[bytes], bytes]]:
+        # The end-time buckets are the index: only the ends in range are visited.
+        sessions = self._sessions
+        for end in sessions.between(earliest_session_end, latest_session_end):
+            by_key = sessions.get(end)
+            if by_key is None:
+                continue
+            # Snapshots: the caller may write (and so drop an emptied bucket) while it iterates.
+            for key in sorted(by_key):
+                starts = by_key.get(key)
+                if not starts:
+                    continue
+                for start in sorted(starts):
+                    value = starts.get(start)
+                    if value is not None:
+                        yield WindowedKey(key, start, end), value

@@ -413,6 +413,7 @@ class MeteredSessionStore(_Metered[K, V], SessionLayer, SessionStore[K, V]):
         ("fetch_session", "fetch", False),
         ("find_sessions", "fetch", True),
         ("fetch", "fetch", True),
+        ("find_sessions_by_end", "fetch", True),
     )
 
     def set_flush_listener(self, listener: FlushListener) -> bool:
@@ -443,6 +444,15 @@ class MeteredSessionStore(_Metered[K, V], SessionLayer, SessionStore[K, V]):
 
     def fetch(self, key: K) -> Iterator[tuple[WindowedKey[K], V]]:
         return self._typed_sessions(key, self.wrapped.fetch(self.raw_key(key)))
+
+    def find_sessions_by_end(
+        self, earliest_session_end: int, latest_session_end: int
+    ) -> Iterator[tuple[WindowedKey[K], V]]:
+        # Keys differ per session here: each is deserialized, as the window store's fetch_all does.
+        windowed, value = self._windowed, self._value
+        found = self.wrapped.find_sessions_by_end(earliest_session_end, latest_session_end)
+        for session, value_bytes in found:
+            yield windowed(session), value(value_bytes)  # type: ignore[misc]
 
     def _typed_sessions(
         self, key: K, entries: Iterator[tuple[WindowedKey[bytes], bytes]]

@@ -146,3 +146,11 @@ class ReadOnlySessionStore(_View[SessionStore[K, V]], Generic[K, V]):
 
     def fetch_session(self, key: K, session_start: int, session_end: int) -> V | None:
         return self._first_value(lambda store: store.fetch_session(key, session_start, session_end))
+
+    def find_sessions_by_end(
+        self, earliest_session_end: int, latest_session_end: int
+    ) -> Iterator[tuple[WindowedKey[K], V]]:
+        """Every key's sessions with an end in range, instance after instance (each by end)."""
+        return self._collect(
+            lambda store: store.find_sessions_by_end(earliest_session_end, latest_session_end)
+        )

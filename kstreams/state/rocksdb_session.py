@@ -4,6 +4,13 @@ database under ``<task state dir>/rocksdb/<store>/``.
 Keys are ``session_key(key, start, end)``: record key, end, start; so within a segment one key's
 sessions are one contiguous byte range ordered by end time, and a segment expires as a whole once
 all its sessions ended more than the retention ago. Session times are never negative (as in Kafka).
+
+Sessions of every key by end time (``find_sessions_by_end``) have no index of their own: the key
+schema is key first (Kafka's ``SessionKeySchema``, so changelogs and local state keep their bytes),
+so such a read scans the segments that cover the end-time range and keeps the sessions in it.
+Segments are by end time, so it reads only those segments: for the emission of closed sessions, the
+oldest one or two live segments. Kafka's time-ordered session store keeps an end-time index instead;
+adding one here would change the on-disk layout of existing stores.
 """
 
 from __future__ import annotations
@@ -62,3 +69,20 @@ class RocksDBSessionStore(SegmentedLifecycle, InnerSessionStore):
                 _, start, end = from_session_key(store_key)
                 if start <= latest_session_start:
                     yield WindowedKey(key, start, end), value
+
+    def find_sessions_by_end(
+        self, earliest_session_end: int, latest_session_end: int
+    ) -> Iterator[tuple[WindowedKey[bytes], bytes]]:
+        first = max(earliest_session_end, self._segments.min_live(), 0)
+        if first > latest_session_end:
+            return
+        # Each segment is read in full before yielding: the caller may write while it iterates.
+        found: list[tuple[int, bytes, int, bytes]] = []
+        for segment in self._segments.between(first, latest_session_end):
+            for store_key, value in segment.scan(None, None):
+                key, start, end = from_session_key(store_key)
+                if first <= end <= latest_session_end:
+                    found.append((end, key, start, value))
+        found.sort()
+        for end, key, start, value in found:
+            yield WindowedKey(key, start, end), value

@@ -230,6 +230,21 @@ class SessionStore(StateStore, Generic[K, V]):
     def fetch(self, key: K) -> Iterator[tuple[WindowedKey[K], V]]:
         """Every live session of ``key``, ascending by end, then start."""
 
+    def find_sessions_by_end(
+        self, earliest_session_end: int, latest_session_end: int
+    ) -> Iterator[tuple[WindowedKey[K], V]]:
+        """Every key's live sessions with earliest_session_end <= end <= latest_session_end,
+        ascending by end, then key bytes, then start (Kafka's ``findSessions(earliestSessionEndTime,
+        latestSessionEndTime)``): how an aggregation that emits on window close finds the sessions
+        that closed. kstreams' stores and layers implement it; a store of one's own need not unless
+        it backs ``emit_strategy(EmitStrategy.on_window_close())``."""
+        # Not abstract, as Kafka's default throws: a user's session store keeps working elsewhere.
+        raise NotImplementedError(
+            f"Session store {self.name} ({type(self).__name__}) cannot list sessions by end time across "
+            "keys, which a session-windowed aggregation that emits on window close needs: implement "
+            "find_sessions_by_end or use Stores.persistent_session_store/in_memory_session_store."
+        )
+
 
 class StoreBuilder(abc.ABC):
     """Builds one store instance per task; carries the changelog and caching choices."""

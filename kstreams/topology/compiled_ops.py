@@ -125,7 +125,8 @@ def kernel_for_supplier(supplier: Any) -> OperationKernel | None:
         return OperationKernel("pass")
     if isinstance(supplier, SessionAggregateSupplier):
         # Only count: reduce and aggregate call merger and aggregator per record, with no step yet.
-        if supplier.kind == "count":
+        # Emitting at session close runs record by record, as for time windows.
+        if supplier.kind == "count" and not supplier.emit_strategy.on_close:
             return OperationKernel(PYTHON_SESSION_COUNT, store_name=supplier.store_name)
         return None
     if isinstance(supplier, WindowedAggregateSupplier) and supplier.emit_strategy.on_close:

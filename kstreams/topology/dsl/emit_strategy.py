@@ -2,12 +2,11 @@
 
 ``on_window_update()`` (the default) forwards every update of a window's aggregate, as it happens
 (through the store's cache when it caches). ``on_window_close()`` forwards each window's final
-aggregate once, when the window closes: when stream time reaches the window's end plus grace. Set
-it with ``emit_strategy(...)`` on a time-windowed or sliding-windowed stream. Emitting on close
-keeps how far it got in a store beside the window store (see ``processors/emit_position``), so a
-restart neither repeats nor loses a final result. Kafka also offers it on session-windowed streams
-(over its time-ordered session store); kstreams does not yet: its session stores cannot list the
-sessions of every key by end time.
+aggregate once, when the window closes: when stream time reaches the window's end plus grace (a
+session's: passes its end plus gap plus grace). Set it with ``emit_strategy(...)`` on a
+time-windowed, sliding-windowed or session-windowed stream. Emitting on close keeps how far it got
+in a store beside the window (or session) store (see ``processors/emit_position``), so a restart
+neither repeats nor loses a final result.
 """
 
 from __future__ import annotations

@@ -7,6 +7,13 @@ for the inactivity gap plus grace, or longer when ``Materialized.with_retention`
 retention is refused, as Kafka refuses it. Names follow Kafka's: ``count`` and ``aggregate`` are
 ``KSTREAM-AGGREGATE-`` processors over ``KSTREAM-AGGREGATE-STATE-STORE-`` stores, ``reduce`` a
 ``KSTREAM-REDUCE-`` one, and a repartition (when the key may have changed) is inserted first.
+
+``emit_strategy(EmitStrategy.on_window_close())`` forwards each session's final result once, when
+stream time passes its end plus gap plus grace (Kafka 3.3+, KIP-825); the store is then never
+cached, and an ``<store>-emit-position`` key-value store beside it keeps how far the results went
+out. Its retention is then at least gap + grace + 1 ms: a store drops the sessions that ended at
+or before (its stream time - retention), one millisecond before the aggregation closes them, and
+the final result of a session that ends exactly at the close time must still be there to go out.
 """
 
 from __future__ import annotations
@@ -18,12 +25,14 @@ from typing import Any, Generic, TypeVar
 from kstreams.serdes import Serdes
 from kstreams.state.store import WindowedKey
 from kstreams.topology.dsl import naming
+from kstreams.topology.dsl.emit_strategy import EmitStrategy, require_emit_strategy
 from kstreams.topology.dsl.internal_builder import InternalStreamsBuilder
 from kstreams.topology.dsl.kstream import named_as
 from kstreams.topology.dsl.ktable import KTable
 from kstreams.topology.dsl.materialize import materialized_store, session_store_builder
 from kstreams.topology.dsl.parameters import Materialized, Named
 from kstreams.topology.dsl.processors.aggregate import AggregateKind, count_aggregator, count_initializer
+from kstreams.topology.dsl.processors.emit_position import emit_position_store_builder
 from kstreams.topology.dsl.processors.session_aggregate import (
     ReduceMerger,
     SessionAggregateSupplier,
@@ -77,6 +86,14 @@ class SessionWindowedKStream(Generic[K, V]):
         self._value_serde = value_serde
         self.windows = windows
         self._parent_for = parent_for
+        self.emit: EmitStrategy | None = None
+
+    def emit_strategy(self, emit_strategy: EmitStrategy) -> SessionWindowedKStream[K, V]:
+        """When the aggregations of this stream forward: ``EmitStrategy.on_window_close()`` (each
+        session's final result once, when it closes; merged-away sessions never) or
+        ``on_window_update()`` (every update and tombstone, the default)."""
+        self.emit = require_emit_strategy(emit_strategy)
+        return self
 
     def count(
         self, materialized: Materialized | Named | None = None, named: Named | str | None = None
@@ -147,16 +164,27 @@ class SessionWindowedKStream(Generic[K, V]):
         store_name, key_serde, value_serde = materialized_store(
             builder, materialized, prefix, self._key_serde, value_serde_default
         )
-        store_builder = session_store_builder(
-            materialized, store_name, self._retention_ms(materialized, store_name), key_serde, value_serde
-        )
+        emit_on_close = self.emit is not None and self.emit.on_close
+        retention_ms = self._retention_ms(materialized, store_name)
+        if emit_on_close:
+            # The final result of a session ending at the close time must outlive its close (see
+            # the module docstring).
+            retention_ms = max(retention_ms, self.windows.gap_ms + self.windows.grace_ms + 1)
+        store_builder = session_store_builder(materialized, store_name, retention_ms, key_serde, value_serde)
+        position_builder = None
+        if emit_on_close:
+            # As in Kafka, never cached: its results leave only when their sessions close.
+            store_builder.with_caching_disabled()
+            position_builder = emit_position_store_builder(store_builder)
         supplier = SessionAggregateSupplier(
-            kind, store_name, self.windows, initializer, aggregator, merger, key_serde, value_serde
+            kind, store_name, self.windows, initializer, aggregator, merger, key_serde, value_serde, self.emit
         )
         processor = builder.name_or_generate(name, prefix)
         parent, sources = self._parent_for(store_name)
         builder.add_processor(processor, supplier, parent)
         builder.add_store(store_builder, processor)
+        if position_builder is not None:
+            builder.add_store(position_builder, processor)
         return KTable(
             builder,
             processor,

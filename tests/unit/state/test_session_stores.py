@@ -147,3 +147,74 @@ def test_builder_stacks_typed_session_store_and_query_view(
     assert view.fetch_session("user", 100, 200) == 3
     store.flush()
     store.close()
+
+
+def test_find_sessions_by_end_returns_every_keys_sessions_ending_in_range(
+    make_store: Callable[..., SessionStore],
+) -> None:
+    store = make_store()
+    store.put(W(b"k", 0, 10), b"1")
+    store.put(W(b"j", 5, 20), b"2")
+    store.put(W(b"k", 15, 20), b"3")
+    store.put(W(b"k\x00", 20, 20), b"longer key")
+    store.put(W(b"a", 30, 31), b"after")
+    # 10 <= end <= 20, by end, then key bytes, then start; both bounds inclusive.
+    assert list(store.find_sessions_by_end(10, 20)) == [
+        (W(b"k", 0, 10), b"1"),
+        (W(b"j", 5, 20), b"2"),
+        (W(b"k", 15, 20), b"3"),
+        (W(b"k\x00", 20, 20), b"longer key"),
+    ]
+    assert next(iter(store.find_sessions_by_end(20, 20))) == (W(b"j", 5, 20), b"2")
+    assert list(store.find_sessions_by_end(21, 29)) == []
+    store.remove(W(b"j", 5, 20))
+    assert [s for s, _ in store.find_sessions_by_end(0, 100)] == [
+        W(b"k", 0, 10),
+        W(b"k", 15, 20),
+        W(b"k\x00", 20, 20),
+        W(b"a", 30, 31),
+    ]
+
+
+def test_find_sessions_by_end_skips_sessions_past_the_retention(
+    make_store: Callable[..., SessionStore],
+) -> None:
+    store = make_store(retention_ms=100)
+    store.put(W(b"k", 0, 50), b"old")
+    store.put(W(b"j", 60, 150), b"live")
+    store.put(W(b"k", 200, 250), b"new")
+    # Stream time 250, retention 100: ends at or before 150 are gone.
+    assert list(store.find_sessions_by_end(0, 300)) == [(W(b"k", 200, 250), b"new")]
+
+
+def test_find_sessions_by_end_through_every_layer(kind: str, make_context: Callable[..., Any]) -> None:
+    factory = Stores.persistent_session_store if kind == "rocksdb" else Stores.in_memory_session_store
+    store: Any = (
+        Stores.session_store_builder(factory("s", 60_000), Serdes.string(), Serdes.long())
+        .with_caching_enabled()
+        .build()
+    )
+    assert isinstance(store.wrapped, CachingSessionStore)
+    assert isinstance(store.wrapped.wrapped, ChangeLoggingSessionStore)
+    store.init(make_context(cache=RecordCache(1 << 20)), store)
+    store.put(W("b", 0, 10), 1)
+    store.put(W("a", 5, 10), 2)
+    store.flush()  # these two in the inner store, the rest only in the cache
+    store.put(W("a", 12, 12), 3)
+    store.remove(W("b", 0, 10))  # a cached tombstone hides the stored session
+    store.put(W("c", 1, 10), 4)
+    assert list(store.find_sessions_by_end(0, 11)) == [(W("a", 5, 10), 2), (W("c", 1, 10), 4)]
+    assert list(store.find_sessions_by_end(10, 12)) == [
+        (W("a", 5, 10), 2),
+        (W("c", 1, 10), 4),
+        (W("a", 12, 12), 3),
+    ]
+    view: ReadOnlySessionStore[str, int] = ReadOnlySessionStore("s", [store])
+    assert list(view.find_sessions_by_end(12, 12)) == [(W("a", 12, 12), 3)]
+    store.flush()
+    assert list(store.find_sessions_by_end(0, 100)) == [
+        (W("a", 5, 10), 2),
+        (W("c", 1, 10), 4),
+        (W("a", 12, 12), 3),
+    ]
+    store.close()

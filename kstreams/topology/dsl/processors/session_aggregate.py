@@ -18,6 +18,16 @@ are skipped; a null value is aggregated like any other, as in Kafka.
 
 The supplier says what it computes (``kind``, ``store_name``, serdes, ``windows``, ``merger``), as
 the other aggregation suppliers do, so describe() and a compiler of DSL kernels can see it.
+
+With ``EmitStrategy.on_window_close()`` (Kafka's ON_WINDOW_CLOSE) no update and no tombstone is
+forwarded: each session's final aggregate is forwarded once, as ``Change(aggregate, None)`` at the
+session's end, when stream time closes it (its end < stream time - gap - grace: the drop rule
+above). After each record, the sessions of every key that ended in [last close time, close time -
+1] go out (``find_sessions_by_end``), as Kafka's ``findSessions(earliestEnd, latestEnd)`` range;
+a session merged away by the record is removed, not emitted. They are read before the record's
+writes (which advance the store's retention, see ``SessionWindowedKStream``), leaving out the
+sessions the record merges. How far it got is kept in the ``<store>-emit-position`` store (see
+``emit_position``), so a restarted task forwards neither a session twice nor a session less.
 """
 
 from __future__ import annotations
@@ -26,11 +36,14 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from kstreams.processor import Processor, ProcessorContext
+from kstreams.processor import Processor, ProcessorContext, Record
 from kstreams.state.store import WindowedKey
+from kstreams.topology.dsl.emit_strategy import EmitStrategy
 from kstreams.topology.dsl.processors.aggregate import AggregateKind, _AggregationSpec
+from kstreams.topology.dsl.processors.emit_position import EmitPosition
 from kstreams.topology.dsl.processors.forwarding import ChangeForwarder
 from kstreams.topology.dsl.processors.store_access import get_store
+from kstreams.topology.dsl.records import Change
 from kstreams.topology.dsl.windows import SessionWindows
 
 __all__ = [
@@ -74,10 +87,12 @@ class SessionAggregateSupplier(_AggregationSpec):
         merger: Callable[[Any, Any, Any], Any],
         key_serde: Any = None,
         value_serde: Any = None,
+        emit_strategy: EmitStrategy | None = None,
     ) -> None:
         super().__init__(kind, store_name, initializer, aggregator, key_serde, value_serde)
         self.windows = windows
         self.merger = merger
+        self.emit_strategy = emit_strategy or EmitStrategy.on_window_update()
 
     def __call__(self) -> Processor[Any, Any, Any, Any]:
         return SessionAggregateProcessor(self)
@@ -103,11 +118,20 @@ class SessionAggregateProcessor(Processor[Any, Any, Any, Any]):
         self.grace_ms = spec.windows.grace_ms
         self.observed_stream_time = -1
         self.dropped = 0
+        self.emit_on_close = spec.emit_strategy.on_close
+        # Emitting on close: the close time up to which final results went out, restored at init.
+        self.emit_position: EmitPosition | None = None
 
     def init(self, context: ProcessorContext[Any, Any]) -> None:
         self.context = context
         self.store = get_store(context, self.spec.store_name)
         self.forwarder = SessionChangeForwarder(self.store, context)
+        if self.emit_on_close:
+            self.emit_position = EmitPosition(context, self.spec.store_name)
+            if self.emit_position.started:
+                # Stream time was at least this when those sessions closed: records for them are
+                # late after a restart too, not merged into results that went out already.
+                self.observed_stream_time = self.emit_position.close_time + self.gap_ms + self.grace_ms
 
     def process(self, record: Any) -> None:
         key = record.key
@@ -135,6 +159,11 @@ class SessionAggregateProcessor(Processor[Any, Any, Any, Any]):
             start = min(start, session.start)
             end = max(end, session.end)
 
+        if self.emit_on_close:
+            # Sessions this record merges are removed below, never emitted (Kafka emits after the
+            # removal); a dropped record removes none.
+            self._emit_closed_sessions(record, close_time, merged if end >= close_time else [])
+
         if end < close_time:
             self.dropped += 1
             logger.debug(
@@ -156,10 +185,36 @@ class SessionAggregateProcessor(Processor[Any, Any, Any, Any]):
             # with the same bounds: Kafka removes it and forwards its tombstone first too).
             for session, value in merged:
                 self.store.remove(session)
-                self.forwarder.maybe_forward(session, None, value, session.end)
+                if not self.emit_on_close:
+                    self.forwarder.maybe_forward(session, None, value, session.end)
         if spec.kind == "reduce":
             aggregate = record.value if aggregate is None else spec.aggregator(aggregate, record.value)
         else:
             aggregate = spec.aggregator(key, record.value, aggregate)
         self.store.put(new_session, aggregate)
-        self.forwarder.maybe_forward(new_session, aggregate, None, end)
+        if not self.emit_on_close:
+            self.forwarder.maybe_forward(new_session, aggregate, None, end)
+
+    def _emit_closed_sessions(self, record: Any, close_time: int, merged: list[tuple[Any, Any]]) -> None:
+        """Forward the final aggregate of every session of any key that ended in [last close time,
+        close time - 1] (both session ends inclusive, hence the - 1: Kafka's bounds), except the
+        sessions in ``merged``."""
+        position = self.emit_position
+        assert position is not None  # set at init when emitting on close
+        last = position.close_time
+        if position.started and close_time <= last:
+            return
+        upper = close_time - 1
+        if upper < 0:
+            return  # no session has closed yet
+        lower = max(0, last)
+        # A list, not a set: a key need not be hashable (a JSON object, say).
+        merged_away = [session for session, _ in merged if session.end <= upper]
+        forwarded = False
+        # Read in full first: the caller writes to the store after this.
+        for session, aggregate in list(self.store.find_sessions_by_end(lower, upper)):
+            if session in merged_away:
+                continue
+            forwarded = True
+            self.context.forward(Record(session, Change(aggregate, None), session.end, record.headers))
+        position.advance(close_time, forwarded)
