@@ -39,5 +39,6 @@ if int(pyspark.__version__.split(".")[0]) < 4:  # pragma: no cover - depends on 
 from kstreams.spark.data_source import KStreamsDataSource, register_data_source
 from kstreams.spark.runner import run_topology
 from kstreams.spark.session import local_session
+from kstreams.spark.sql_lowering import explain_topology
 
-__all__ = ["KStreamsDataSource", "local_session", "register_data_source", "run_topology"]
+__all__ = ["KStreamsDataSource", "explain_topology", "local_session", "register_data_source", "run_topology"]

@@ -7,6 +7,8 @@ Each subtopology runs as one Spark stage (``plan_compiler``), in dependency orde
   record of a key lands in one Spark partition, sorts each partition by timestamp (then input
   partition, offset and topic), and runs one task per Spark partition with in-memory stores.
 
+A stage whose operations all have Spark equivalents (``sql_lowering``) runs as Spark SQL instead.
+
 A task gets its records through ``StreamTask.process`` in batches, as on the streaming runtime:
 operations with compiled kernels run over whole batches, and the rest (Python lambdas and
 processors included, as they are) run record by record in Spark's Python workers.
@@ -45,15 +47,18 @@ from kstreams.config import StreamsConfig
 from kstreams.errors import ConfigException, TopologyException
 from kstreams.spark.partition_task import StageTaskSpec, run_stage_partition
 from kstreams.spark.plan_compiler import ExecutionPlan, Stage, compile_plan
+from kstreams.spark.sql_lowering import lower_stage
 from kstreams.topology.nodes import SinkNodeSpec
 
-__all__ = ["DEFAULT_APPLICATION_ID", "INPUT_COLUMNS", "run_topology"]
+__all__ = ["DEFAULT_APPLICATION_ID", "INPUT_COLUMNS", "LOWERED_COLUMNS", "run_topology"]
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_APPLICATION_ID = "kstreams-spark"
 # The columns every stage reads, in this order (what StagePartitionTask.process expects).
 INPUT_COLUMNS = ("topic", "key", "value", "timestamp", "partition", "offset")
+# The columns a stage lowered to Spark SQL reads (sql_lowering).
+LOWERED_COLUMNS = ("key", "value", "timestamp")
 _STAGE_OUTPUT_DDL = "topic string, partition int, offset long, key binary, value binary, timestamp long"
 
 _python_notice_logged = False
@@ -66,6 +71,7 @@ def run_topology(
     config: Mapping[str, Any] | None = None,
     *,
     partitions: int | None = None,
+    lower_to_sql: bool = True,
 ) -> dict[str, DataFrame]:
     """Run ``topology`` over ``inputs`` (source topic -> DataFrame) and return its output topics.
 
@@ -79,6 +85,11 @@ def run_topology(
     runtime: with caching on, a stateful stage writes fewer intermediate updates). ``partitions``
     is the number of Spark partitions (tasks) of each stateful stage, by default
     ``spark.sql.shuffle.partitions``.
+
+    With ``lower_to_sql`` (the default), a stage whose operations all have Spark equivalents
+    (compiled filters, count and reduce with built-in reducers, tumbling/hopping window counts,
+    built-in serdes; ``sql_lowering``) runs as Spark SQL and writes each key's final aggregate
+    only; ``explain_topology`` shows which stages do. False runs every stage as tasks.
 
     The outputs are lazy DataFrames; a stage whose output feeds more than one consumer is
     persisted (MEMORY_AND_DISK) so its Python runs once.
@@ -122,10 +133,30 @@ def run_topology(
         isinstance(spec, SinkNodeSpec) and spec.topic is None for spec in topology.nodes.values()
     )
 
-    normalized = {topic: _normalize_input(df, topic) for topic, df in inputs.items()}
+    # Normalized when a task stage first reads them: every DataFrame call is a round trip to the JVM.
+    normalized: dict[str, DataFrame] = {}
     produced: dict[str, list[DataFrame]] = {}
     outputs: dict[str, list[DataFrame]] = {}
     for stage in execution.stages:
+        lowering = (
+            lower_stage(stage, plan.subtopology(stage.subtopology), execution) if lower_to_sql else None
+        )
+        if lowering is not None:
+            logger.info("run_topology %s: %s", streams_config.application_id, lowering.describe())
+        if lowering is not None and lowering.lowered:
+            # Without the topic, partition and offset columns, which only order a task's records:
+            # a generated offset (monotonically_increasing_id) would cost Spark a pass of its own.
+            frames = [_normalize_input(inputs[t], t, positions=False) for t in stage.external_inputs]
+            frames.extend(
+                df.select(*LOWERED_COLUMNS) for t in stage.produced_inputs for df in produced.get(t, [])
+            )
+            # A lowered stage writes one returned topic and feeds no other stage.
+            lowered = lowering.apply(reduce(DataFrame.unionByName, frames))
+            outputs.setdefault(str(lowering.topic), []).append(lowered)
+            continue
+        for topic in stage.external_inputs:
+            if topic not in normalized:
+                normalized[topic] = _normalize_input(inputs[topic], topic)
         spec = StageTaskSpec(topology, props, stage.subtopology, task_partitions)
         stage_input = _stage_input(stage, normalized, produced)
         written = _run_stage(stage_input, spec, stage.stateful, task_partitions)
@@ -153,8 +184,9 @@ def run_topology(
     return {topic: reduce(DataFrame.unionByName, frames) for topic, frames in outputs.items()}
 
 
-def _normalize_input(df: DataFrame, topic: str) -> DataFrame:
-    """``df`` with the columns of ``INPUT_COLUMNS`` and their types (see ``run_topology``)."""
+def _normalize_input(df: DataFrame, topic: str, *, positions: bool = True) -> DataFrame:
+    """``df`` with the columns of ``INPUT_COLUMNS`` and their types (see ``run_topology``); without
+    ``positions``, only key, value and timestamp (``LOWERED_COLUMNS``)."""
     fields = {f.name: f.dataType for f in df.schema.fields}
     missing = [c for c in ("key", "value", "timestamp") if c not in fields]
     if missing:
@@ -162,13 +194,15 @@ def _normalize_input(df: DataFrame, topic: str) -> DataFrame:
             f"The input DataFrame of topic {topic} has no column {missing}: give it key and value (binary) "
             f"and timestamp (epoch ms) columns. Its columns are {sorted(fields)}."
         )
-    columns: list[Column] = [F.lit(topic).cast(StringType()).alias("topic")]
+    columns: list[Column] = [F.lit(topic).cast(StringType()).alias("topic")] if positions else []
     for name in ("key", "value"):
         columns.append(_binary_column(name, fields[name], topic))
     if isinstance(fields["timestamp"], TimestampType):
         columns.append(F.unix_millis(F.col("timestamp")).alias("timestamp"))
     else:
         columns.append(F.col("timestamp").cast(LongType()).alias("timestamp"))
+    if not positions:
+        return df.select(*columns)
     if "partition" in fields:
         columns.append(F.col("partition").cast(IntegerType()).alias("partition"))
     else:
