@@ -21,6 +21,7 @@ built-in serdes' bytes the kernels read).
 
 from __future__ import annotations
 
+import abc
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -155,11 +156,13 @@ class SchemaRegistrySerde(Serde):
                 "Confluent's wire format (magic byte 0, schema id, payload) of a schema the registry holds."
             ) from exc
 
+    @abc.abstractmethod
     def _make_serializer(self, client: Any) -> Callable[[Any, Any], bytes | None]:
-        raise TypeError(f"{type(self).__name__} does not say how it serializes")
+        """confluent-kafka's serializer of this payload kind, on ``client``."""
 
+    @abc.abstractmethod
     def _make_deserializer(self, client: Any) -> Callable[[bytes, Any], Any]:
-        raise TypeError(f"{type(self).__name__} does not say how it deserializes")
+        """confluent-kafka's deserializer of this payload kind, on ``client``."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(is_key={self.is_key})"

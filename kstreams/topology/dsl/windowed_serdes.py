@@ -15,6 +15,7 @@ and session of a key lands in the key's partition, in order.
 
 from __future__ import annotations
 
+import abc
 import logging
 import struct
 from typing import TYPE_CHECKING, Any
@@ -34,7 +35,7 @@ _END_START = struct.Struct(">qq")
 _MAX_END = (1 << 63) - 1
 
 
-class _WindowedKeySerde:
+class _WindowedKeySerde(abc.ABC):
     """What both windowed-key serdes share: the inner key's serde, the check that a key is a
     ``WindowedKey``, and the serde protocol around it. Subclasses say how the window travels."""
 
@@ -59,8 +60,9 @@ class _WindowedKeySerde:
         inner = self.inner.serialize(topic, data.key)
         return (inner or b"") + self._pack_window(data)
 
+    @abc.abstractmethod
     def _pack_window(self, data: WindowedKey[Any]) -> bytes:
-        raise NotImplementedError
+        """The window's bytes after the inner key's."""
 
     def serialize_base_key(self, topic: str | None, data: WindowedKey[Any]) -> bytes | None:
         """The inner key's bytes (what ``WindowedStreamPartitioner`` hashes)."""
