@@ -144,6 +144,28 @@ _KEYS: tuple[ConfigKey, ...] = (
     ),
     ConfigKey("num.standby.replicas", int, 0, "Standby replicas kept for each stateful task.", _at_least(0)),
     ConfigKey(
+        "acceptable.recovery.lag",
+        int,
+        10000,
+        "Changelog records a client's state may lag and still count as caught up for a task's active.",
+        _at_least(0),
+    ),
+    ConfigKey(
+        "max.warmup.replicas",
+        int,
+        2,
+        "Warm-up replicas (standby tasks that catch up before their task moves) at once in the group.",
+        _at_least(1),
+    ),
+    ConfigKey(
+        "probing.rebalance.interval.ms",
+        int,
+        600000,
+        "How long warm-ups catch up before a probing rebalance checks them (Kafka: at least 60000; "
+        "kstreams allows from 100 for tests).",
+        _at_least(100),
+    ),
+    ConfigKey(
         "replication.factor",
         int,
         -1,

@@ -161,8 +161,8 @@ PRODUCER_KEYS = _COMMON_CLIENT_KEYS | frozenset(
 )
 
 _ASSIGNMENT = (
-    "kstreams assigns tasks with the group's range assignment plus its standby placement; it has "
-    "no warm-up replicas, probing rebalances or rack awareness yet"
+    "kstreams has one task assignor (Kafka's high-availability assignor: state-aware, with warm-up "
+    "replicas and probing rebalances) and no rack awareness"
 )
 _METRICS = (
     "kstreams keeps its metrics in the client (metrics(), metrics_prometheus()); it has no metric "
@@ -176,9 +176,6 @@ _DSL_STORE = (
 # Kafka Streams keys kstreams does not implement: setting one is an error naming the reason, so an
 # application never believes it has a behaviour it does not get.
 UNSUPPORTED_KEYS: dict[str, str] = {
-    "acceptable.recovery.lag": _ASSIGNMENT,
-    "max.warmup.replicas": _ASSIGNMENT,
-    "probing.rebalance.interval.ms": _ASSIGNMENT,
     "task.assignor.class": _ASSIGNMENT,
     "rack.aware.assignment.strategy": _ASSIGNMENT,
     "rack.aware.assignment.tags": _ASSIGNMENT,

@@ -35,6 +35,7 @@ from kstreams.cluster.port import (
     ERROR_NONE,
     ClusterError,
     CommitFailedError,
+    GroupAssignor,
     GroupListener,
     TopicPartition,
 )
@@ -84,6 +85,8 @@ class EmbeddedConsumer:
         self.client_id = str(config.get("client.id") or f"consumer-{group_id or 'nogroup'}-{number}")
 
         self._listener: GroupListener | None = None
+        self._assignor: GroupAssignor | None = None
+        self._userdata = b""
         self._member: Membership | None = None
         self._manual: list[TopicPartition] = []
         # Partitions lost to an expulsion, reported in the next poll.
@@ -96,8 +99,13 @@ class EmbeddedConsumer:
 
     # Group membership
 
-    def subscribe(self, topics: Sequence[str], listener: GroupListener) -> None:
+    def subscribe(
+        self, topics: Sequence[str], listener: GroupListener, assignor: GroupAssignor | None = None
+    ) -> None:
         broker = self._broker
+        # The assignor's subscription reads the runtime: asked before the broker lock is taken.
+        self._assignor = assignor
+        self._refresh_userdata()
         with broker.lock:
             self._check_usable()
             group = self._require_group("subscribe")
@@ -145,6 +153,12 @@ class EmbeddedConsumer:
     def group_generation(self) -> int:
         with self._broker.lock:
             return self._member.generation if self._member is not None else -1
+
+    @property
+    def rebalancing(self) -> bool:
+        # The embedded group hands partitions over member by member: commits are never refused
+        # for a rebalance in progress.
+        return False
 
     @property
     def fences_stale_transactional_commits(self) -> bool:
@@ -318,6 +332,10 @@ class EmbeddedConsumer:
             self._broker.notify()
             return 0.0
         expiry = group.next_expiry()
+        join_deadline = group.join_deadline()
+        if join_deadline is not None:
+            # Someone has to assign once the members' time to report ran out.
+            expiry = join_deadline if expiry is None else min(expiry, join_deadline)
         if expiry is None:
             return remaining
         return min(remaining, max(expiry - now, 0.001))
@@ -331,10 +349,17 @@ class EmbeddedConsumer:
             if action is None:
                 return ran
             ran = True
-            kind, partitions, code = action
+            kind, partitions, code, userdata = action
             listener = self._listener
             assert listener is not None
-            if kind == "lost":
+            if kind == "report":
+                self._refresh_userdata()
+                with self._broker.lock:
+                    member = self._member
+                    if member is not None and not member.expelled and self._group().needs_report(member):
+                        self._group().report(member, self._userdata, time.monotonic())
+                        self._broker.notify()
+            elif kind == "lost":
                 logger.warning("%s lost partitions %s", self.client_id, _names(partitions))
                 listener.on_partitions_lost(list(partitions))
             elif kind == "error":
@@ -349,9 +374,17 @@ class EmbeddedConsumer:
                         self._forget(partitions)
                         self._broker.notify()
             else:
+                if self._assignor is not None and userdata is not None:
+                    self._assignor.on_assignment(userdata)
                 listener.on_partitions_assigned(list(partitions))
 
-    def _next_action(self) -> tuple[str, list[TopicPartition], int] | None:
+    def _refresh_userdata(self) -> None:
+        """Ask the assignor for fresh subscription user data (no lock held: the assignor reads
+        the runtime), as a Kafka member does when it (re)joins."""
+        if self._assignor is not None:
+            self._userdata = self._assignor.subscription()
+
+    def _next_action(self) -> tuple[str, list[TopicPartition], int, bytes | None] | None:
         """The next callback to run: (kind, partitions, error code), with its state change made
         (except for a revocation, applied once its callback returned)."""
         member = self._member
@@ -362,18 +395,26 @@ class EmbeddedConsumer:
             member = self._member
         if self._lost:
             lost, self._lost = self._lost, []
-            return "lost", lost, ERROR_NONE
+            return "lost", lost, ERROR_NONE, None
         if member is None:
             return None
         group = self._group()
         if group.error_code != ERROR_NONE and member.error_delivered != group.error_code:
             member.error_delivered = group.error_code
-            return "error", [], group.error_code
+            return "error", [], group.error_code, None
+        if group.joining and group.maybe_assign(time.monotonic()):
+            self._broker.notify()
+        if group.needs_report(member):
+            return "report", [], ERROR_NONE, None
+        if group.joining:
+            return None  # the others' subscriptions are awaited; nothing moves meanwhile
         revoke = group.to_revoke(member)
         if revoke:
-            return "revoke", revoke, ERROR_NONE
+            return "revoke", revoke, ERROR_NONE, None
         gained = group.grantable(member)
         if gained or member.generation != group.generation:
+            # The assignor hears of each generation once, with its first callback.
+            userdata = member.assigned_userdata if member.generation != group.generation else None
             group.grant(member, gained)
             member.generation = group.generation
             self._forget(gained)
@@ -381,7 +422,7 @@ class EmbeddedConsumer:
                 logger.info(
                     "%s is assigned %s (generation %d)", member.member_id, _names(gained), group.generation
                 )
-            return "assign", gained, ERROR_NONE
+            return "assign", gained, ERROR_NONE, userdata
         return None
 
     def _group_work_pending(self) -> bool:
@@ -391,6 +432,11 @@ class EmbeddedConsumer:
         if member is None:
             return False
         group = self._group()
+        if group.joining:
+            if group.maybe_assign(time.monotonic()):
+                self._broker.notify()
+                return True
+            return group.needs_report(member)
         return (
             (group.error_code != ERROR_NONE and member.error_delivered != group.error_code)
             or member.generation != group.generation
@@ -465,7 +511,13 @@ class EmbeddedConsumer:
 
     def _join(self, group: ConsumerGroup, topics: Sequence[str] | frozenset[str]) -> None:
         self._member = group.join(
-            self.client_id, topics, self._session_timeout, time.monotonic(), self._broker.partition_counts()
+            self.client_id,
+            topics,
+            self._session_timeout,
+            time.monotonic(),
+            self._broker.partition_counts(),
+            self._assignor,
+            self._userdata,
         )
         self._member.in_poll = self._in_poll
 

@@ -9,9 +9,10 @@
 ``producer.`` or ``admin.`` apply only to that kind of client, and the settings given to
 ``consumer(group_id, config)`` and ``producer(config)`` win over both (see
 ``kafka_client_config``). The clients behave as the EmbeddedCluster's do, with librdkafka's
-differences documented in their modules: eager rebalances with the range assignor
-(``kafka_consumer``), application-wide signals on the ``<group.id>-control`` topic
-(``kafka_control``), group metadata for transactional offsets (``kafka_producer``).
+differences documented in their modules: eager rebalances with the range assignor, or an
+application's assignor with cooperative hand-over (``kafka_consumer``, ``kafka_assignment``),
+application-wide signals on the ``<group.id>-control`` topic (``kafka_control``), group metadata
+for transactional offsets (``kafka_producer``).
 
 The cluster never asks for a topic's metadata by name to learn whether it exists: some brokers
 create a topic that is asked for by name. It lists all topics instead.
@@ -133,6 +134,9 @@ class KafkaCluster:
             auto_offset_reset=reset,
             timeout=self._timeout,
             hold_bytes=int(settings.get("queued.max.messages.kbytes", DEFAULT_HOLD_BYTES // 1024)) * 1024,  # type: ignore[call-overload]
+            membership=(lambda: build_client(Consumer, dict(settings), f"group membership of {group_id!r}"))
+            if group_id is not None
+            else None,
         )
 
     def producer(self, config: Mapping[str, object] | None = None) -> KafkaProducer:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeoutError
 from typing import Any
 
 from confluent_kafka import (
@@ -78,7 +79,7 @@ class KafkaAdmin:
         failure: ClusterError | None = None
         for name, future in futures.items():
             try:
-                future.result(self._timeout)
+                _result(future, self._timeout)
                 logger.info("Created topic %s with %d partition(s)", name, topics[name][0])
             except KafkaException as exc:
                 err = cluster_error(f"Creating topic {name!r}", exc)
@@ -119,7 +120,7 @@ class KafkaAdmin:
         failure: ClusterError | None = None
         for name, future in futures.items():
             try:
-                future.result(self._timeout)
+                _result(future, self._timeout)
                 logger.info("Deleted topic %s", name)
             except KafkaException as exc:
                 err = cluster_error(f"Deleting topic {name!r}", exc)
@@ -208,7 +209,7 @@ class KafkaAdmin:
         )
         futures = self._client.list_consumer_group_offsets([request], request_timeout=self._timeout)
         try:
-            result = futures[group_id].result(self._timeout)
+            result = _result(futures[group_id], self._timeout)
         except KafkaException as exc:
             err = kafka_error_of(exc)
             if err is not None and err.code() == KafkaError.GROUP_ID_NOT_FOUND:
@@ -238,7 +239,7 @@ class KafkaAdmin:
         )
         futures = self._client.alter_consumer_group_offsets([request], request_timeout=self._timeout)
         try:
-            result = futures[group_id].result(self._timeout)
+            result = _result(futures[group_id], self._timeout)
         except KafkaException as exc:
             err = kafka_error_of(exc)
             # A broker refuses offsets from outside a group that has members with UNKNOWN_MEMBER_ID.
@@ -273,7 +274,7 @@ class KafkaAdmin:
         for ktp, future in futures.items():
             tp = TopicPartition(ktp.topic, ktp.partition)
             try:
-                offset = future.result(self._timeout).offset
+                offset = _result(future, self._timeout).offset
             except KafkaException as exc:
                 what = f"Looking up the offset of {tp} at timestamp {timestamps[tp]}"
                 raise cluster_error(what, exc) from exc
@@ -291,7 +292,7 @@ class KafkaAdmin:
         holds it (members of a rebalance in progress have none yet); {} for an unknown group."""
         futures = self._client.describe_consumer_groups([group_id], request_timeout=self._timeout)
         try:
-            description = futures[group_id].result(self._timeout)
+            description = _result(futures[group_id], self._timeout)
         except KafkaException as exc:
             err = kafka_error_of(exc)
             if err is not None and err.code() == KafkaError.GROUP_ID_NOT_FOUND:
@@ -320,7 +321,7 @@ class KafkaAdmin:
         for ktp, future in self._offset_futures(partitions, spec, level).items():
             tp = TopicPartition(ktp.topic, ktp.partition)
             try:
-                result[tp] = future.result(self._timeout).offset
+                result[tp] = _result(future, self._timeout).offset
             except KafkaException as exc:
                 raise cluster_error(f"Listing the offsets of {tp}", exc) from exc
         return result
@@ -334,7 +335,7 @@ class KafkaAdmin:
         result: dict[str, dict[str, str]] = {}
         for resource, future in futures.items():
             try:
-                entries = future.result(self._timeout)
+                entries = _result(future, self._timeout)
             except KafkaException as exc:
                 err = cluster_error(f"Describing the configs of topic {resource.name!r}", exc)
                 if isinstance(err, TopicNotFoundError):
@@ -358,9 +359,18 @@ class KafkaAdmin:
     def _wait_all(self, futures: Mapping[Any, Future], what: str) -> None:
         for key, future in futures.items():
             try:
-                future.result(self._timeout)
+                _result(future, self._timeout)
             except KafkaException as exc:
                 raise cluster_error(f"{what} ({key})", exc) from exc
+
+
+def _result(future: Future, timeout: float) -> Any:
+    """A request's answer; no answer in time is librdkafka's own timeout error (retriable), so the
+    callers' handling of KafkaException covers it."""
+    try:
+        return future.result(timeout)
+    except FutureTimeoutError:
+        raise KafkaException(KafkaError(KafkaError._TIMED_OUT, f"no answer within {timeout:g}s")) from None
 
 
 def _set_on_topic(entry: ConfigEntry) -> bool:

@@ -15,6 +15,11 @@ calls ``on_partitions_assigned``, so a member hears a signal sent before the reb
 Manually assigned consumers (the restore consumer) use incremental assignment, so partitions that
 stay assigned keep their positions when the assignment changes.
 
+A member that subscribes with a ``GroupAssignor`` (a KafkaStreams client) is assigned by it
+instead, through ``kafka_assignment``: a second librdkafka consumer holds the group membership and
+commits, this one fetches what the assignor's plan gives it, incrementally, so the partitions that
+stay keep fetching through every rebalance (cooperative rebalancing, KIP-429).
+
 ``poll`` hands out one RecordBatch per partition, built with ``RecordBatch.from_columns`` from the
 messages confluent-kafka returns; records of paused partitions or of partitions with a pending seek
 are never handed out. A pause holds the partition's fetched records here until the resume (librdkafka
@@ -31,7 +36,7 @@ import logging
 import struct
 import threading
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import compress
 from operator import itemgetter
 from typing import Any, cast
@@ -42,9 +47,16 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from kstreams._native.record_batch import RecordBatch
 from kstreams.cluster.kafka_admin import KafkaAdmin
+from kstreams.cluster.kafka_assignment import PlannedAssignment, PlanStep
 from kstreams.cluster.kafka_control import ControlChannel
 from kstreams.cluster.kafka_errors import cluster_error, kafka_error_of
-from kstreams.cluster.port import ClusterError, CommitFailedError, GroupListener, TopicPartition
+from kstreams.cluster.port import (
+    ClusterError,
+    CommitFailedError,
+    GroupAssignor,
+    GroupListener,
+    TopicPartition,
+)
 
 __all__ = ["DEFAULT_HOLD_BYTES", "GroupMembers", "KafkaConsumer", "message_partition"]
 
@@ -172,8 +184,16 @@ class KafkaConsumer:
         auto_offset_reset: str,
         timeout: float = 30.0,
         hold_bytes: int = DEFAULT_HOLD_BYTES,
+        membership: Callable[[], Consumer] | None = None,
     ) -> None:
         self._consumer = consumer
+        # With an assignor: the factory of the membership consumer, the consumer, the protocol.
+        self._membership_factory = membership
+        self._membership: Consumer | None = None
+        self._assignor: GroupAssignor | None = None
+        self._planned: PlannedAssignment | None = None
+        self._membership_lost = False
+        self._rebalancing = False
         self._admin = admin
         self._group_id = group_id
         self._control = control
@@ -206,7 +226,9 @@ class KafkaConsumer:
 
     # Group membership
 
-    def subscribe(self, topics: Sequence[str], listener: GroupListener) -> None:
+    def subscribe(
+        self, topics: Sequence[str], listener: GroupListener, assignor: GroupAssignor | None = None
+    ) -> None:
         if self._group_id is None or self._control is None:
             raise ClusterError(
                 "subscribe() needs a consumer created with a group_id: use cluster.consumer(group_id) "
@@ -220,6 +242,9 @@ class KafkaConsumer:
         self._topics = list(topics)
         # Listen before joining, so no signal sent after we are a member is missed.
         self._control.listen()
+        if assignor is not None:
+            self._subscribe_planned(assignor)
+            return
         self._subscribe()
         self._members.add(self._group_id, self)
         logger.info("Consumer of group %s subscribed to %s", self._group_id, self._topics)
@@ -229,7 +254,10 @@ class KafkaConsumer:
             raise ClusterError("request_rejoin() needs a subscribed consumer: call subscribe() first")
         logger.info("Consumer of group %s asks for a rebalance", self._group_id)
         # Subscribing again makes librdkafka refresh metadata and rejoin (an eager rebalance).
-        self._subscribe()
+        if self._membership is not None:
+            self._subscribe_membership()
+        else:
+            self._subscribe()
 
     def signal_application_error(self, code: int) -> None:
         if self._control is None:
@@ -242,7 +270,17 @@ class KafkaConsumer:
     def member_id(self) -> str:
         if self._closed:
             return ""
-        return self._consumer.memberid() or ""
+        return self._group_client.memberid() or ""
+
+    @property
+    def rebalancing(self) -> bool:
+        """Whether the group is between generations (commits wait: they would be refused)."""
+        return self._rebalancing
+
+    @property
+    def _group_client(self) -> Consumer:
+        """The librdkafka consumer that is the group member."""
+        return self._membership if self._membership is not None else self._consumer
 
     @property
     def group_generation(self) -> int:
@@ -250,7 +288,7 @@ class KafkaConsumer:
         if self._closed:
             return -1
         try:
-            metadata = self._consumer.consumer_group_metadata()
+            metadata = self._group_client.consumer_group_metadata()
         except (KafkaException, RuntimeError):
             return self._generation
         if isinstance(metadata, bytes) and metadata.startswith(_METADATA_MAGIC):
@@ -273,7 +311,7 @@ class KafkaConsumer:
 
     def group_metadata(self) -> object:
         """librdkafka's group metadata of this member, for a transactional producer."""
-        return self._consumer.consumer_group_metadata()
+        return self._group_client.consumer_group_metadata()
 
     # Assignment
 
@@ -308,6 +346,8 @@ class KafkaConsumer:
     def poll(self, timeout: float, max_records: int = 10000) -> list[tuple[TopicPartition, RecordBatch]]:
         self._check_open()
         self._retry_pending_seeks()
+        if self._membership is not None:
+            self._run_membership()
         released = self._release_held()
         try:
             # Held records are ready now: no waiting for more.
@@ -388,7 +428,7 @@ class KafkaConsumer:
         if self._group_id is None:
             raise ClusterError("commit() needs a consumer created with a group_id")
         try:
-            self._consumer.commit(offsets=[_ktp(tp, o) for tp, o in offsets.items()], asynchronous=False)
+            self._group_client.commit(offsets=[_ktp(tp, o) for tp, o in offsets.items()], asynchronous=False)
         except KafkaException as exc:
             err = kafka_error_of(exc)
             if err is not None and err.code() == KafkaError._NO_OFFSET:
@@ -433,10 +473,13 @@ class KafkaConsumer:
         # librdkafka revokes the assignment while closing; the runtime has already committed and
         # closed its tasks, so the revocation is not passed on.
         self._listener_enabled = False
-        try:
-            self._consumer.close()
-        except (KafkaException, RuntimeError) as exc:
-            logger.warning("Closing %s: %s", self._describe(), exc)
+        for client in (self._membership, self._consumer):
+            if client is None:
+                continue
+            try:
+                client.close()
+            except (KafkaException, RuntimeError) as exc:
+                logger.warning("Closing %s: %s", self._describe(), exc)
         if self._control is not None:
             self._control.close()
         logger.info("Closed %s", self._describe())
@@ -498,6 +541,126 @@ class KafkaConsumer:
             self._assignment.difference_update(gone)
             self._forget(gone)
             consumer.unassign()
+
+    # Assignment by the application's assignor (see kafka_assignment)
+
+    def _subscribe_planned(self, assignor: GroupAssignor) -> None:
+        assert self._membership_factory is not None and self._control is not None
+        assert self._group_id is not None
+        self._assignor = assignor
+        self._membership = self._membership_factory()
+        group_id, topics, admin = self._group_id, set(self._topics), self._admin
+        self._planned = PlannedAssignment(
+            group_id,
+            assignor,
+            self._control,
+            members=lambda: admin.group_members(group_id),
+            partition_counts=lambda: {t: n for t, n in admin.partition_counts().items() if t in topics},
+        )
+        self._subscribe_membership()
+        self._members.add(group_id, self)
+        logger.info(
+            "Consumer of group %s subscribed to %s (assigned by its assignor)", group_id, self._topics
+        )
+
+    def _subscribe_membership(self) -> None:
+        assert self._membership is not None
+        try:
+            self._membership.subscribe(
+                self._topics,
+                on_assign=self._membership_assigned,
+                on_revoke=self._membership_revoked,
+                on_lost=self._membership_revoked_lost,
+            )
+        except KafkaException as exc:
+            raise cluster_error(f"Subscribing group {self._group_id!r} to {self._topics}", exc) from exc
+
+    def _membership_assigned(self, consumer: Consumer, _partitions: list[KafkaTopicPartition]) -> None:
+        # The membership consumer fetches nothing: the assignor's plan decides what is fetched.
+        consumer.assign([])
+        self._rebalancing = False
+        if self._planned is not None and not self._closed:
+            self._planned.joined(self.group_generation, consumer.memberid() or "")
+            logger.info("Group %s: joined generation %d", self._group_id, self._planned.generation)
+
+    def _membership_revoked(self, consumer: Consumer, _partitions: list[KafkaTopicPartition]) -> None:
+        consumer.unassign()
+        self._rebalancing = True
+
+    def _membership_revoked_lost(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
+        self._membership_revoked(consumer, partitions)
+        self._membership_lost = True
+
+    def _run_membership(self) -> None:
+        """Serve the membership consumer's callbacks, then take the next step of the plan."""
+        membership, planned, listener = self._membership, self._planned, self._listener
+        assert membership is not None and planned is not None and listener is not None
+        try:
+            for message in membership.consume(1, 0.0):
+                error = message.error()
+                if error is not None:
+                    self._on_message_error(message, error)
+        except KafkaException as exc:
+            raise cluster_error(f"Polling the group membership of {self._describe()}", exc) from exc
+        if self._membership_lost:
+            # Out of the group (session timeout, fenced): what we fetch belongs to others now.
+            self._membership_lost = False
+            gone = sorted(self._assignment)
+            if gone and self._listener_enabled:
+                logger.warning("Group %s: lost %s", self._group_id, gone)
+                listener.on_partitions_lost(list(gone))
+            self._unassign(gone)
+        step = planned.step(set(self._assignment))
+        if step is not None and self._listener_enabled:
+            self._apply(step)
+
+    def _apply(self, step: PlanStep) -> None:
+        listener, planned = self._listener, self._planned
+        assert listener is not None and planned is not None
+        if step.userdata is not None and self._assignor is not None:
+            self._assignor.on_assignment(step.userdata)
+        if step.revoke:
+            logger.info("Group %s: revoked %s", self._group_id, step.revoke)
+            try:
+                listener.on_partitions_revoked(list(step.revoke))
+            finally:
+                self._unassign(step.revoke)
+        if step.acknowledge:
+            planned.applied(step.plan_id)
+        if not (step.acquire or step.first):
+            return
+        acquire = sorted(step.acquire)
+        self._generation = max(self._generation, 0) + 1
+        self._assignment.update(acquire)
+        if acquire:
+            logger.info("Group %s: assigned %s", self._group_id, acquire)
+        self._in_rebalance = True
+        try:
+            listener.on_partitions_assigned(list(acquire))
+        finally:
+            self._in_rebalance = False
+            if acquire:
+                try:
+                    self._consumer.incremental_assign(
+                        [_ktp(tp, self._start.get(tp, OFFSET_INVALID)) for tp in acquire]
+                    )
+                except KafkaException as exc:
+                    raise cluster_error(f"Assigning {acquire}", exc) from exc
+                paused = [tp for tp in acquire if tp in self._paused]
+                if paused:
+                    self._consumer.pause([_ktp(tp) for tp in paused])
+                    self._stopped.update(paused)
+
+    def _unassign(self, partitions: Sequence[TopicPartition]) -> None:
+        gone = [tp for tp in partitions if tp in self._assignment]
+        if not gone:
+            return
+        try:
+            self._consumer.incremental_unassign([_ktp(tp) for tp in gone])
+        except KafkaException as exc:
+            raise cluster_error(f"Unassigning {gone}", exc) from exc
+        self._assignment.difference_update(gone)
+        self._forget(gone)
 
     # Internals
 
@@ -591,8 +754,8 @@ class KafkaConsumer:
         # librdkafka has not started fetching the partition yet (_STATE), or its fetcher moved to
         # a newer version of the assignment while the seek was on its way (_OUTDATED, right after
         # an assign): either way the partition cannot be sought now.
-        if self._listener is None:
-            # Manual assignment: assign the partition again at the offset.
+        if self._listener is None or self._membership is not None:
+            # Assigned by us, not by librdkafka's group: assign the partition again at the offset.
             try:
                 self._consumer.incremental_unassign([_ktp(partition)])
                 self._consumer.incremental_assign([_ktp(partition, offset)])

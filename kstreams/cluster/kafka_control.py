@@ -39,13 +39,15 @@ from kstreams.cluster.kafka_client_config import build_client
 from kstreams.cluster.kafka_errors import cluster_error
 from kstreams.cluster.port import ClusterError, TopicExistsError, TopicPartition
 
-__all__ = ["CONTROL_TOPIC_SUFFIX", "ControlChannel", "control_topic"]
+__all__ = ["ASSIGNMENT_KIND_PREFIX", "CONTROL_TOPIC_SUFFIX", "ControlChannel", "control_topic"]
 
 logger = logging.getLogger(__name__)
 
 CONTROL_TOPIC_SUFFIX = "-control"
 _FORMAT = 1
 _KIND_ERROR = "assignment-error"
+# Kinds of the assignment protocol's records (see kafka_assignment); the error kind is not one.
+ASSIGNMENT_KIND_PREFIX = "assignment-protocol-"
 # As the internal topic manager creates it: a signal matters only to the members of the moment.
 _TOPIC_CONFIG = {"cleanup.policy": "delete", "retention.ms": "3600000"}
 # How often a listening channel asks whether a signal arrived.
@@ -88,6 +90,8 @@ class ControlChannel:
         self._probe: Future | None = None
         self._probe_at = 0.0
         self._probe_failing = False
+        # Records of the assignment protocol (kafka_assignment), in log order, until taken.
+        self._inbox: list[dict] = []
 
     def listen(self) -> None:
         """Start reading signals from the control topic's current end; idempotent."""
@@ -150,7 +154,9 @@ class ControlChannel:
                 continue
             self._next = max(self._next, cast(int, message.offset()) + 1)
             signal = _decode(message.value())
-            if signal is not None and signal.get("kind") == _KIND_ERROR:
+            if signal is not None and str(signal.get("kind", "")).startswith(ASSIGNMENT_KIND_PREFIX):
+                self._inbox.append(signal)
+            elif signal is not None and signal.get("kind") == _KIND_ERROR:
                 logger.info(
                     "Group %s: member %s signalled error code %s",
                     self.group_id,
@@ -193,8 +199,32 @@ class ControlChannel:
             self._reader.resume([KafkaTopicPartition(self.topic, 0)])
             self._reading_to = max(end, self._reading_to or 0)
 
+    def take_records(self) -> list[dict]:
+        """Assignment protocol records read since the last call, in log order (what
+        ``received_error_codes`` fetched; no waiting)."""
+        records, self._inbox = self._inbox, []
+        return records
+
+    def check_soon(self) -> None:
+        """Ask for the topic's end at the next read rather than after the check interval (the
+        assignment protocol waits for records); never blocks."""
+        if self._probe is None:
+            self._probe_at = 0.0
+
+    def publish(self, record: dict) -> None:
+        """Send one assignment protocol record (its ``kind`` starts with ``ASSIGNMENT_KIND_PREFIX``);
+        returns once the broker has it."""
+        self._send({"format": _FORMAT, **record}, f"Publishing {record.get('kind')}")
+
     def signal_error(self, code: int, member_id: str) -> None:
         """Send an error code to every listening member; returns once the broker has it."""
+        self._send(
+            {"format": _FORMAT, "kind": _KIND_ERROR, "code": code, "member": member_id},
+            f"Signalling error code {code}",
+        )
+        logger.info("Group %s: member %s signalled error code %d", self.group_id, member_id, code)
+
+    def _send(self, record: dict, what: str) -> None:
         self._ensure_topic()
         if self._sender is None:
             self._sender = build_client(
@@ -206,23 +236,20 @@ class ControlChannel:
             if err is not None:
                 failures.append(str(err))
 
-        value = json.dumps(
-            {"format": _FORMAT, "kind": _KIND_ERROR, "code": code, "member": member_id}
-        ).encode()
+        value = json.dumps(record, separators=(",", ":")).encode()
         try:
             self._sender.produce(
                 self.topic, value, self.group_id.encode(), partition=0, on_delivery=on_delivery
             )
         except KafkaException as exc:
-            raise cluster_error(f"Signalling error code {code} to group {self.group_id!r}", exc) from exc
+            raise cluster_error(f"{what} to group {self.group_id!r}", exc) from exc
         remaining = self._sender.flush(self._timeout)
         if remaining or failures:
             reason = failures[0] if failures else f"not acknowledged within {self._timeout}s"
             raise ClusterError(
-                f"Signalling error code {code} to group {self.group_id!r} on {self.topic} failed: {reason}",
+                f"{what} to group {self.group_id!r} on {self.topic} failed: {reason}",
                 retriable=not failures,
             )
-        logger.info("Group %s: member %s signalled error code %d", self.group_id, member_id, code)
 
     def close(self) -> None:
         if self._reader is not None:

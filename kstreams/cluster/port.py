@@ -29,8 +29,10 @@ __all__ = [
     "Consumer",
     "ConsumerRecord",
     "FatalClientError",
+    "GroupAssignor",
     "GroupListener",
     "GroupNotEmptyError",
+    "MemberAssignment",
     "Producer",
     "ProducerFencedError",
     "RecordRejectedError",
@@ -206,9 +208,45 @@ class GroupListener(Protocol):
         """The group carries an application-wide error code (ERROR_SHUTDOWN_REQUESTED, ...)."""
 
 
+@dataclass(frozen=True, slots=True)
+class MemberAssignment:
+    """What a group's leader hands one member: its partitions and the assignor's user data."""
+
+    partitions: tuple[TopicPartition, ...]
+    userdata: bytes = b""
+
+
+class GroupAssignor(Protocol):
+    """An application's assignor, run by the adapters in place of the group's range assignor
+    (Kafka's ConsumerPartitionAssignor, with user data both ways).
+
+    Each member's ``subscription`` reaches the group's leader, whose ``assign`` decides every
+    member's partitions; each member then gets its own part through ``on_assignment``, on the
+    polling thread, before the rebalance's ``on_partitions_assigned``. ``assign`` must be pure
+    (no cluster calls, no locks of the runtime): an adapter may run it under its own lock, on any
+    member's thread, and every member that runs it on the same input must get the same answer.
+    """
+
+    def subscription(self) -> bytes:
+        """This member's user data for the next rebalance (what its client holds now)."""
+
+    def assign(
+        self, subscriptions: Mapping[str, bytes], partition_counts: Mapping[str, int]
+    ) -> dict[str, MemberAssignment]:
+        """{member id: assignment} for every member in ``subscriptions`` ({member id: its
+        subscription user data}); ``partition_counts`` has every subscribed topic that exists."""
+
+    def on_assignment(self, userdata: bytes) -> None:
+        """This member's user data from the leader, for the generation that is being synced."""
+
+
 @runtime_checkable
 class Consumer(Protocol):
-    def subscribe(self, topics: Sequence[str], listener: GroupListener) -> None: ...
+    def subscribe(
+        self, topics: Sequence[str], listener: GroupListener, assignor: GroupAssignor | None = None
+    ) -> None:
+        """Join the group. Without an ``assignor`` the group assigns partitions by range (as
+        librdkafka's range assignor); with one, the assignor decides, as Kafka Streams' does."""
 
     def assign(self, partitions: Sequence[TopicPartition]) -> None:
         """Manual assignment (the restore consumer); replaces the previous one."""
@@ -246,6 +284,11 @@ class Consumer(Protocol):
 
     @property
     def member_id(self) -> str: ...
+
+    @property
+    def rebalancing(self) -> bool:
+        """Whether the group is between generations, so that a commit now would be refused (the
+        runtime waits with its interval commits)."""
 
     @property
     def group_generation(self) -> int: ...

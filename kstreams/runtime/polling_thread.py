@@ -128,9 +128,8 @@ class PollingThread(threading.Thread):
         # Failures without a success in between: of sends and commits, and of polls.
         self._commit_failures = FailureWindow(retry, "sending and committing")
         self._poll_failures = FailureWindow(retry, "the main consumer")
-        self._standbys = StandbyPlacer(
-            int(config["num.standby.replicas"]), consumer, task_manager, state_updater
-        )
+        self._assignor = runtime.assignor
+        self._standbys = StandbyPlacer(self._assignor, consumer, task_manager, state_updater)
         self._deferred: set[TopicPartition] = set()  # assigned, but their task cannot run yet
         self._application_error = ERROR_NONE  # a member asked the application to stop
         tags = {"thread-id": name}
@@ -141,6 +140,17 @@ class PollingThread(threading.Thread):
         )
         self.send_sensor = metrics.sensor("send", "stream-thread-metrics", tags)
         self._dropped = metrics.sensor("dropped-records", "stream-thread-metrics", tags)
+        # A task's time without processing when it comes here: from its assignment to running.
+        self._handover = metrics.sensor(
+            "task-handover-latency",
+            "stream-thread-metrics",
+            tags,
+            total=False,
+            rate=False,
+            avg=True,
+            max_=True,
+        )
+        self._assigned_at: dict[Any, float] = {}
         self._production_handler = config.production_exception_handler()
         self._partition_count = runtime.partition_count
         self.closed_cleanly = False
@@ -185,7 +195,7 @@ class PollingThread(threading.Thread):
         logger.info("Polling thread %s started", self.name)
         try:
             self.committer.begin()
-            self._consumer.subscribe(self._topics, _Listener(self))
+            self._consumer.subscribe(self._topics, _Listener(self), self._assignor)
             while not self._stop_event.is_set():
                 self._turn()
             if not self._abandoned:
@@ -288,6 +298,13 @@ class PollingThread(threading.Thread):
                 continue
             try:
                 self._tasks.activate(entry)
+                assigned_at = self._assigned_at.pop(entry.task_id, None)
+                if assigned_at is not None:
+                    waited_ms = (time.monotonic() - assigned_at) * 1000
+                    self._handover.record(waited_ms)
+                    logger.info(
+                        "Task %s processes %.0f ms after it was assigned here", entry.task_id, waited_ms
+                    )
             except Exception as exc:  # a processor's init() raised: the task fails, not the thread
                 logger.error("Task %s could not start processing", entry.task_id, exc_info=exc)
                 self._hooks.on_failure(Failure(FailureSource.RESTORE, exc, None, entry))
@@ -335,6 +352,8 @@ class PollingThread(threading.Thread):
 
     def _maybe_commit(self, running: list[TaskEntry]) -> None:
         now = time.monotonic()
+        if self._consumer.rebalancing:
+            return  # the group would refuse it; committed once the member joined the new generation
         requested = any(e.task.commit_requested for e in running)
         if requested or now - self._last_commit >= self._commit_interval_s:
             committed = self.committer.commit_all("requested" if requested else "interval")
@@ -447,18 +466,25 @@ class PollingThread(threading.Thread):
         result = self._hooks.on_assignment()
         if result.followup_rebalance:
             self._followup_at = time.monotonic() + float(result.followup_delay_s)
+        if self._assignor.received.probing_rebalance:
+            # Warm-ups were placed: a probing rebalance moves their tasks once they caught up.
+            probe_at = time.monotonic() + self._assignor.probing_interval_s
+            self._followup_at = min(self._followup_at or probe_at, probe_at)
         # While autoscaling expands a subtopology's internal topics, only the tasks whose changelog
         # and repartition partitions exist may run; the others wait (paused) for a later assignment.
         runnable: dict[int, int] = result.task_counts
         previously_deferred = set(self._deferred)
         candidates = sorted(set(partitions) | previously_deferred)
         self._deferred.clear()
-        for task_id, tps in self._tasks.tasks_for_partitions(candidates).items():
+        gained = self._tasks.tasks_for_partitions(candidates)
+        self._assignor.promoted({t for t in gained if self._tasks.entry(t) is None})
+        for task_id, tps in gained.items():
             if self._tasks.entry(task_id) is not None:
                 continue
             if task_id.partition >= runnable.get(task_id.subtopology, task_id.partition + 1):
                 self._deferred.update(tps)
                 continue
+            self._assigned_at[task_id] = time.monotonic()
             self._start(self._tasks.create(task_id, tps, standby=self._standbys.take(task_id)))
         self._standbys.rebalanced()
         if self._deferred:

@@ -5,74 +5,33 @@ restore thread keeps it current from the task's changelogs; it never processes i
 owner fails or leaves and the task moves to a client holding a standby, that client turns the
 standby into the active task (the same stores, already open) and restores only the lag.
 
-Placement is computed by every client from the same data, the group's current assignment of every
-member, so all clients agree without talking to each other: with the members sorted by member id,
-the standbys of a task owned by member ``i`` go to the next ``k`` members ``i+1 .. i+k`` (mod n),
-where ``k`` is ``num.standby.replicas`` capped at ``n - 1``. It is recomputed on every rebalance.
+Placement is decided by the group's leader with the active tasks (kstreams.runtime.task_assignor:
+with the clients sorted, the standbys of a task active on client ``i`` go to the next ``k`` clients,
+``k`` being ``num.standby.replicas`` capped at ``n - 1``), and reaches each client in its
+assignment, together with its warm-up replicas, which are standby tasks too: a warm-up exists to
+catch up before its task moves here (KIP-441).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from kstreams.cluster.port import ClusterError, TopicPartition
+from kstreams.cluster.port import TopicPartition
 from kstreams.processor import TaskId
 
 if TYPE_CHECKING:
     from kstreams.cluster.port import Consumer
     from kstreams.runtime.checkpoints import TaskCheckpoint
     from kstreams.runtime.state_updater import StateUpdater
+    from kstreams.runtime.streams_assignor import StreamsAssignor
     from kstreams.runtime.task import StreamTask
     from kstreams.runtime.task_manager import TaskManager
     from kstreams.state.directory import StateDirectory
 
-__all__ = ["StandbyPlacer", "StandbyTask", "place_standbys"]
+__all__ = ["StandbyPlacer", "StandbyTask"]
 
 logger = logging.getLogger(__name__)
-
-TasksOf = Callable[[Iterable[TopicPartition]], Mapping[TaskId, Sequence[TopicPartition]]]
-
-
-def place_standbys(
-    assignment: Mapping[str, Sequence[TopicPartition]],
-    replicas: int,
-    tasks_of: TasksOf,
-    is_stateful: Callable[[TaskId], bool],
-) -> dict[str, dict[TaskId, list[TopicPartition]]]:
-    """Standby tasks per member: {member id: {task id: the task's input partitions}}.
-
-    ``assignment`` is the group's assignment of every member ({member id: partitions});
-    ``tasks_of`` groups partitions by task; only tasks for which ``is_stateful`` holds (they have
-    changelogs to replicate) get standbys. A member never gets a standby of a task it owns.
-    """
-    members = sorted(assignment)
-    placed: dict[str, dict[TaskId, list[TopicPartition]]] = {member: {} for member in members}
-    count = len(members)
-    k = min(replicas, count - 1)
-    if k <= 0:
-        return placed
-    owners: dict[TaskId, set[int]] = {}
-    partitions: dict[TaskId, set[TopicPartition]] = {}
-    for index, member in enumerate(members):
-        for task_id, tps in tasks_of(assignment[member]).items():
-            owners.setdefault(task_id, set()).add(index)
-            partitions.setdefault(task_id, set()).update(tps)
-    for task_id, owned_by in owners.items():
-        if not is_stateful(task_id):
-            continue
-        first = min(owned_by)
-        placed_count = 0
-        step = 1
-        while placed_count < k and step < count:
-            candidate = (first + step) % count
-            step += 1
-            if candidate in owned_by:
-                continue
-            placed[members[candidate]][task_id] = sorted(partitions[task_id])
-            placed_count += 1
-    return placed
 
 
 class StandbyTask:
@@ -124,13 +83,14 @@ class StandbyTask:
 
 
 class StandbyPlacer:
-    """Keeps this client's standby tasks where ``place_standbys`` puts them. Used by the polling
-    thread after each rebalance (``rebalanced``) and when it assigns a task (``take``)."""
+    """Keeps this client's standby tasks (standbys and warm-ups) as its last assignment says. Used
+    by the polling thread after each rebalance (``rebalanced``) and when it assigns a task
+    (``take``)."""
 
     def __init__(
-        self, replicas: int, consumer: Consumer, tasks: TaskManager, state_updater: StateUpdater
+        self, assignor: StreamsAssignor, consumer: Consumer, tasks: TaskManager, state_updater: StateUpdater
     ) -> None:
-        self._replicas = replicas
+        self._assignor = assignor
         self._consumer = consumer
         self._tasks = tasks
         self._state_updater = state_updater
@@ -143,23 +103,11 @@ class StandbyPlacer:
     def rebalanced(self) -> None:
         """Create the standbys this client should hold now and close those it should not."""
         held = self._state_updater.standby_ids()
-        if self._replicas <= 0 and not held:
+        received = self._assignor.received
+        wanted = {t: self._assignor.partitions_of(t) for t in received.standby | received.warmup}
+        if not wanted and not held:
             return
-        wanted: dict[TaskId, list[TopicPartition]] = {}
-        mine: set[TaskId] = set()
-        if self._replicas > 0:
-            try:
-                assignment = self._consumer.group_assignment()
-            except ClusterError as exc:
-                # Standbys are an optimisation: keep the current ones until the next rebalance.
-                logger.warning("Could not read the group's assignment to place standby tasks: %s", exc)
-                return
-            member = self._consumer.member_id
-            placed = place_standbys(
-                assignment, self._replicas, self._tasks.tasks_for_partitions, self._tasks.is_stateful
-            )
-            wanted = placed.get(member, {})
-            mine = set(self._tasks.tasks_for_partitions(assignment.get(member, [])))
+        mine = set(self._tasks.tasks_for_partitions(self._consumer.assignment()))
         for task_id in sorted(held - set(wanted)):
             if task_id in mine and self._tasks.entry(task_id) is None:
                 continue  # assigned here but not handed over yet: the standby becomes the active task
@@ -167,7 +115,7 @@ class StandbyPlacer:
             if standby is not None:
                 standby.close()
         for task_id, partitions in sorted(wanted.items()):
-            if task_id in held or self._tasks.entry(task_id) is not None:
+            if task_id in held or task_id in mine or self._tasks.entry(task_id) is not None:
                 continue
             try:
                 standby = self._tasks.create_standby(task_id, partitions)

@@ -182,6 +182,13 @@ class StateUpdater(threading.Thread):
         with self._lock:
             return set(self._standby_ids)
 
+    def standby_positions(self) -> dict[Any, dict[TopicPartition, int]]:
+        """Per standby task, the next changelog offset it applies, per changelog partition (any
+        thread: the copies are taken under the lock; the restore thread only adds entries)."""
+        with self._lock:
+            held = list(self._standbys.values())
+        return {h.standby.task_id: dict(h.positions) for h in held}
+
     def standby_tasks(self) -> list[StandbyTask]:
         """The standby tasks this client keeps (any thread; interactive queries of stale stores read
         their stores under each store's query lock, which restoration takes too)."""

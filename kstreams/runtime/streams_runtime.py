@@ -33,6 +33,7 @@ from kstreams.runtime.retry import Retry, time_left
 from kstreams.runtime.state_updater import StateUpdater
 from kstreams.runtime.stream_thread import StreamThread
 from kstreams.runtime.stream_threads import StreamThreads
+from kstreams.runtime.streams_assignor import StreamsAssignor
 from kstreams.runtime.task_manager import TaskEntry, TaskManager
 from kstreams.topology.plan import TopologyPlan
 
@@ -158,6 +159,18 @@ class StreamsRuntime:
             )
             self.global_thread.listener = restore_listener
             self.task_manager.global_stores = self.global_thread.stores
+        # Before any stream thread exists the configured count is what this client offers.
+        configured_threads = int(config["num.stream.threads"])
+        self.assignor = StreamsAssignor(
+            str(process_id),
+            config,
+            plan,
+            self.task_manager,
+            self.state_updater,
+            admin,
+            lambda: len(self.stream_threads.live()) or configured_threads,
+            metrics,
+        )
         self.polling = PollingThread(polling_name, self, hooks)
         self.stream_threads = StreamThreads(
             client_id,

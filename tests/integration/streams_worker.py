@@ -11,7 +11,10 @@ keys, long counts). It runs until its KafkaStreams reaches ERROR or NOT_RUNNING,
 the client closed, 1 if ``close`` timed out). A record whose value equals ``--poison`` makes the
 processor raise, and ``--handler`` answers the uncaught exception handler. ``--instance-id`` makes
 the main consumer a static group member (KIP-345): a restarted worker with the same id takes the
-place of a killed one at once. Logs go to stderr.
+place of a killed one at once. With ``--report-ms`` it also prints ``PROGRESS <task>=<records> ...``
+(records processed per task since it started) and ``TASKS <active task> ... | <standby task> ...``
+whenever they changed, every that many ms; and ``RESTORE <partition> <start> <end>`` as a store
+begins restoring. Logs go to stderr.
 """
 
 from __future__ import annotations
@@ -22,12 +25,13 @@ import os
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 
 # Run by file path from any directory: the repository root holds the kstreams package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from kstreams.client import KafkaStreams, StreamsUncaughtExceptionResponse
+from kstreams.client import KafkaStreams, StateRestoreListener, StreamsUncaughtExceptionResponse
 from kstreams.cluster.kafka import KafkaCluster
 from kstreams.processor import Processor, Record
 from kstreams.serdes import Serdes
@@ -53,8 +57,15 @@ class PoisonRecordError(RuntimeError):
     """Raised by the processor for the poison record, to exercise the uncaught exception handler."""
 
 
-def count_topology(source: str, sink: str, poison: str | None) -> Topology:
-    """Count per key in the logged store ``counts``, forwarding every running count to ``sink``."""
+def count_topology(
+    source: str,
+    sink: str,
+    poison: str | None,
+    store: str = "in_memory",
+    processed: dict[str, int] | None = None,
+) -> Topology:
+    """Count per key in the logged store ``counts``, forwarding every running count to ``sink``;
+    ``processed`` (if given) counts the records each task processed."""
 
     class CountPerKey(Processor):
         def init(self, context):  # type: ignore[no-untyped-def]
@@ -66,6 +77,9 @@ def count_topology(source: str, sink: str, poison: str | None) -> Topology:
                 raise PoisonRecordError(
                     f"poison record with key {record.key!r} in task {self.context.task_id}"
                 )
+            if processed is not None:
+                task = str(self.context.task_id)
+                processed[task] = processed.get(task, 0) + 1
             count = (self.store.get(record.key) or 0) + 1
             self.store.put(record.key, count)
             self.context.forward(record.with_value(count))
@@ -74,7 +88,14 @@ def count_topology(source: str, sink: str, poison: str | None) -> Topology:
     topology.add_source("src", source, key_deserializer=STRING, value_deserializer=STRING)
     topology.add_processor("count", CountPerKey, "src")
     topology.add_state_store(
-        Stores.key_value_store_builder(Stores.in_memory_key_value_store("counts"), STRING, LONG), "count"
+        Stores.key_value_store_builder(
+            Stores.persistent_key_value_store("counts")
+            if store == "rocks_db"
+            else Stores.in_memory_key_value_store("counts"),
+            STRING,
+            LONG,
+        ),
+        "count",
     )
     topology.add_sink("sink", sink, "count", key_serializer=STRING, value_serializer=LONG)
     return topology
@@ -101,6 +122,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--instance-id", default=None, help="group.instance.id of the main consumer")
     parser.add_argument("--poison", default=None, help="a record value that makes the processor raise")
+    parser.add_argument("--store", default="in_memory", choices=["in_memory", "rocks_db"])
+    parser.add_argument("--standby", type=int, default=0, help="num.standby.replicas")
+    parser.add_argument("--probing-ms", type=int, default=600000, help="probing.rebalance.interval.ms")
+    parser.add_argument("--acceptable-lag", type=int, default=10000, help="acceptable.recovery.lag")
+    parser.add_argument("--report-ms", type=int, default=0, help="print PROGRESS and TASKS this often")
     parser.add_argument(
         "--handler",
         default="SHUTDOWN_CLIENT",
@@ -129,10 +155,16 @@ def main(argv: list[str] | None = None) -> int:
         # A killed worker leaves its transaction open; the broker aborts it after this timeout, and
         # until then read_committed readers (the survivor's restore consumer among them) wait.
         "producer.transaction.timeout.ms": 10000,
+        "num.standby.replicas": args.standby,
+        "probing.rebalance.interval.ms": args.probing_ms,
+        "acceptable.recovery.lag": args.acceptable_lag,
     }
     if args.instance_id is not None:
         config["main.consumer.group.instance.id"] = args.instance_id
-    streams = KafkaStreams(count_topology(args.source, args.sink, args.poison), config, cluster=cluster)
+    processed: dict[str, int] | None = {} if args.report_ms else None
+    topology = count_topology(args.source, args.sink, args.poison, args.store, processed)
+    streams = KafkaStreams(topology, config, cluster=cluster)
+    streams.set_global_state_restore_listener(_RestoreReporter())
     response = StreamsUncaughtExceptionResponse(args.handler)
 
     def on_exception(exc: BaseException) -> StreamsUncaughtExceptionResponse:
@@ -153,11 +185,39 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda signum, frame: finished.set())
     streams.start()
     say(f"STARTED {os.getpid()} {streams.process_id}")
+    if processed is not None:
+        threading.Thread(
+            target=_report, args=(streams, processed, args.report_ms / 1000, finished), daemon=True
+        ).start()
     finished.wait()
     closed = streams.close(timeout=30)
     cluster.close()
     say(f"FINAL {streams.state.name}")
     return 0 if closed else 1
+
+
+class _RestoreReporter(StateRestoreListener):
+    def on_restore_start(self, topic_partition, store_name, starting_offset, ending_offset):  # type: ignore[no-untyped-def]
+        say(f"RESTORE {topic_partition} {starting_offset} {ending_offset}")
+
+
+def _report(
+    streams: KafkaStreams, processed: dict[str, int], interval: float, finished: threading.Event
+) -> None:
+    """Print what changed every ``interval`` seconds: records processed per task, running tasks."""
+    last_progress, last_tasks = "", ""
+    while not finished.wait(interval):
+        progress = " ".join(f"{t}={n}" for t, n in sorted(dict(processed).items()))
+        threads = streams.metadata_for_local_threads()
+        active = sorted(t for m in threads for t in m.active_tasks)
+        standby = sorted(t for m in threads for t in m.standby_tasks)
+        tasks = " ".join(active) + " | " + " ".join(standby)
+        if progress != last_progress:
+            say(f"PROGRESS {time.monotonic():.3f} {progress}")
+            last_progress = progress
+        if tasks != last_tasks:
+            say(f"TASKS {tasks}")
+            last_tasks = tasks
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ that reports its state changes on stdout and logs to a file. Every worker is kil
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import signal
@@ -388,3 +389,176 @@ def test_shutdown_application_stops_both_processes(kafka_cluster, admin, app_id,
         assert "STATE ERROR PENDING_ERROR" in worker.events
     raised = [w for w in (first, second) if "PoisonRecordError" in w.log_text()]
     assert len(raised) == 1
+
+
+# -- scale-out and rolling restarts with the state-aware assignor (KIP-429, KIP-441) ------------------
+
+STATE_OPTIONS = ("--store", "rocks_db", "--report-ms", "200", "--threads", "1")
+BIG_KEYS = 2000  # a store large enough that a client without it is far from caught up
+
+
+def latest_tasks(worker: Worker) -> tuple[set[str], set[str]]:
+    """The worker's active and standby tasks, from its latest TASKS line."""
+    lines = [e for e in list(worker.events) if e.startswith("TASKS")]
+    if not lines:
+        return set(), set()
+    active, _, standby = lines[-1].removeprefix("TASKS").partition("|")
+    return set(active.split()), set(standby.split())
+
+
+def progress(worker: Worker) -> list[tuple[float, dict[str, int]]]:
+    """(monotonic time, records processed per task) from the worker's PROGRESS lines."""
+    timeline = []
+    for event in list(worker.events):
+        if event.startswith("PROGRESS"):
+            _, at, *counts = event.split()
+            timeline.append((float(at), {t: int(n) for t, n in (c.split("=") for c in counts)}))
+    return timeline
+
+
+def longest_stall(worker: Worker, task: str, start: float, end: float) -> float:
+    """The longest time within [start, end] in which ``task`` processed nothing on ``worker``."""
+    moments = [at for at, counts in progress(worker) if start <= at <= end and task in counts]
+    changes = [start]
+    previous = None
+    for at, counts in progress(worker):
+        if at < start - 1 or at > end:
+            continue
+        if previous is not None and counts.get(task, 0) > previous:
+            changes.append(at)
+        previous = counts.get(task, 0)
+    changes.append(end)
+    assert moments, f"{worker.name} reported no progress of {task}"
+    return max(b - a for a, b in itertools.pairwise(changes))
+
+
+class SteadyProducer:
+    """Produces records over BIG_KEYS keys at a steady rate from a thread, until stopped."""
+
+    def __init__(self, cluster, topic: str, rate: int) -> None:  # type: ignore[no-untyped-def]
+        self.cluster, self.topic, self.rate = cluster, topic, rate
+        self.expected: Counter[str] = Counter()
+        self.produced = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="steady-producer", daemon=True)
+
+    def produce(self, count: int) -> None:
+        now = int(time.time() * 1000)
+        for _ in range(count):
+            key = f"key-{self.produced % BIG_KEYS}"
+            self.cluster.produce(self.topic, key.encode(), b"v", timestamp=now)
+            self.expected[key] += 1
+            self.produced += 1
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        batch = max(1, self.rate // 20)
+        while not self._stop.wait(0.05):
+            self.produce(batch)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+
+def test_scale_out_takes_tasks_after_warm_ups_while_the_others_keep_processing(  # type: ignore[no-untyped-def]
+    kafka_cluster, admin, app_id, workers
+) -> None:
+    """Three workers of a stateful count; a fourth joins. It first warms up the tasks it is to
+    take (their changelogs are far beyond acceptable.recovery.lag), and gets them only after a
+    probing rebalance found them caught up; the tasks that stay never stop processing; counts stay
+    exact under exactly_once_v2."""
+    source, sink = f"{app_id}-in", f"{app_id}-out"
+    kafka_cluster.create_topic(source, partitions=6)
+    kafka_cluster.create_topic(sink, partitions=6)
+    options = (*STATE_OPTIONS, "--probing-ms", "2000", "--acceptable-lag", "50")
+    first, second, third = (workers(name, *options) for name in ("w1", "w2", "w3"))
+    group = (first, second, third)
+    producer = SteadyProducer(kafka_cluster, source, rate=300)
+    producer.produce(6000)
+    every = {f"0_{p}" for p in range(6)}
+    wait_until(
+        running(lambda: set().union(*(latest_tasks(w)[0] for w in group)) == every, group),
+        90,
+        "the three workers running every task",
+    )
+    wait_exact(kafka_cluster, sink, producer.expected, 90, "exact counts from three workers", *group)
+    producer.start()
+    try:
+        before = {w.name: latest_tasks(w)[0] for w in group}
+        joined_at = time.monotonic()
+        fourth = workers("w4", *options)
+        wait_until(running(lambda: bool(latest_tasks(fourth)[0]), (*group, fourth)), 120, "tasks on w4")
+        taken_at = time.monotonic()
+        taken = latest_tasks(fourth)[0]
+        log = fourth.log_text()
+        assert "Warming up" in log and "caught up and are active here now" in log, fourth.log_tail()
+        assert log.index("Warming up") < log.index("caught up and are active here now")
+        # Progress reported a second past the hand-over shows whether the staying tasks went on.
+        wait_until(
+            running(lambda: all(progress(w)[-1][0] > taken_at + 1.0 for w in group), (*group, fourth)),
+            30,
+            "progress reports after the hand-over",
+        )
+    finally:
+        producer.stop()
+    for worker in group:
+        stayed = before[worker.name] - taken
+        assert stayed <= latest_tasks(worker)[0], f"{worker.name} lost tasks that did not move"
+        for task in stayed:
+            stall = longest_stall(worker, task, joined_at, taken_at + 1.0)
+            assert stall < 2.5, f"task {task} on {worker.name} stopped for {stall:.1f}s during the scale-out"
+    wait_exact(
+        kafka_cluster, sink, producer.expected, 120, "exact counts after the scale-out", *group, fourth
+    )
+    assert_each_count_committed_once(kafka_cluster, sink, producer.expected)
+
+
+def test_rolling_restart_of_static_members_moves_no_task_and_restores_only_the_tail(  # type: ignore[no-untyped-def]
+    kafka_cluster, admin, app_id, workers
+) -> None:
+    """Static members (group.instance.id) restarted one at a time, each cleanly: every worker
+    keeps its own tasks throughout, and a restarted one restores only what its changelogs gained
+    since its checkpoint (exact counts afterwards show the state was kept, not rebuilt empty)."""
+    source, sink = create_topics(kafka_cluster, app_id)
+    current = {
+        name: workers(name, *STATE_OPTIONS, "--instance-id", name, state=name) for name in ("w1", "w2", "w3")
+    }
+    producer = SteadyProducer(kafka_cluster, source, rate=200)
+    producer.produce(4000)
+    every = {f"0_{p}" for p in range(PARTITIONS)}
+    wait_until(
+        running(
+            lambda: set().union(*(latest_tasks(w)[0] for w in current.values())) == every,
+            tuple(current.values()),
+        ),
+        90,
+        "every task running",
+    )
+    wait_exact(kafka_cluster, sink, producer.expected, 90, "exact counts", *current.values())
+    owned = {name: latest_tasks(w)[0] for name, w in current.items()}
+    for round_, name in enumerate(("w1", "w2", "w3")):
+        old = current[name]
+        old.process.send_signal(signal.SIGTERM)
+        old.wait_event("FINAL", 60)
+        producer.produce(300)
+        new = workers(f"{name}-{round_}", *STATE_OPTIONS, "--instance-id", name, state=name)
+        current[name] = new
+        wait_until(
+            running(lambda new=new, name=name: latest_tasks(new)[0] == owned[name], tuple(current.values())),
+            90,
+            f"{name} back",
+        )
+        # Nobody processed its tasks while it was away (a static member's restart is no
+        # rebalance), so its checkpoints are current: whatever it restores starts past 0.
+        restores = [e.split() for e in new.events if e.startswith("RESTORE")]
+        for _, partition, start, end in restores:
+            assert int(end) == 0 or int(start) > 0, f"{name} restored {partition} from scratch"
+        for other, worker in current.items():
+            assert latest_tasks(worker)[0] == owned[other], f"{other}'s tasks moved while {name} restarted"
+    wait_exact(
+        kafka_cluster, sink, producer.expected, 120, "exact counts after the restarts", *current.values()
+    )
+    assert_each_count_committed_once(kafka_cluster, sink, producer.expected)

@@ -397,6 +397,11 @@ def test_shutdown_application_stops_every_client(make_client, app, caplog) -> No
     assert healthy.wait_for_state(State.RUNNING, timeout=30)
     caplog.set_level(logging.ERROR, logger="kstreams.client")
     failing.start()
+    # Rebalances are cooperative: the healthy client processes on while the failing one joins,
+    # so records are produced once the failing one has tasks of its own.
+    wait_until(
+        lambda: any(m.active_tasks for m in failing.metadata_for_local_threads()), what="tasks on the joiner"
+    )
     produce(app, 200)
     assert failing.wait_for_state(State.ERROR, timeout=30)
     assert healthy.wait_for_state(State.ERROR, timeout=30)
@@ -718,8 +723,11 @@ def test_exactly_once_shutdown_after_a_task_failure_commits_nothing_of_the_open_
     make_client, app, response
 ) -> None:  # type: ignore[no-untyped-def]
     FailAtRecord.at, FailAtRecord.seen, FailAtRecord.only = 600, 0, ""
-    eos = {"processing.guarantee": "exactly_once_v2", "num.stream.threads": 1, "commit.interval.ms": 5000}
-    failing = make_client(count_topology(app, FailAtRecord), name="a", **eos)
+    eos = {"processing.guarantee": "exactly_once_v2", "num.stream.threads": 1, "commit.interval.ms": 100}
+    # No interval commit may come before the failure, however slowly the records arrive.
+    failing = make_client(
+        count_topology(app, FailAtRecord), name="a", **{**eos, "commit.interval.ms": 600000}
+    )
     if response is not None:
         failing.set_uncaught_exception_handler(lambda exc: response)
     failing.start()

@@ -155,7 +155,7 @@ def test_an_unknown_key_without_a_close_match_is_an_error_saying_where_keys_go()
 @pytest.mark.parametrize(
     ("key", "reason"),
     [
-        ("probing.rebalance.interval.ms", "no warm-up replicas"),
+        ("task.assignor.class", "one task assignor"),
         ("group.protocol", "classic consumer group protocol"),
         ("default.dsl.store", "Materialized"),
         ("client.tag.zone", "rack awareness"),
@@ -169,6 +169,20 @@ def test_kafka_streams_keys_kstreams_does_not_support_are_rejected_with_the_reas
         StreamsConfig({"application.id": "app", key: "x"})
     text = str(info.value)
     assert f"'{key}' is a Kafka Streams setting kstreams does not support" in text and reason in text
+
+
+def test_assignment_keys_are_validated() -> None:
+    config = StreamsConfig(
+        {
+            "application.id": "app",
+            "acceptable.recovery.lag": 5,
+            "max.warmup.replicas": 3,
+            "probing.rebalance.interval.ms": 1000,
+        }
+    )
+    assert (config["acceptable.recovery.lag"], config["max.warmup.replicas"]) == (5, 3)
+    with pytest.raises(ConfigException, match=r"max\.warmup\.replicas"):
+        StreamsConfig({"application.id": "app", "max.warmup.replicas": 0})
 
 
 def test_client_topic_and_serde_keys_are_accepted_and_routed() -> None:

@@ -16,7 +16,6 @@ from kstreams.client import KafkaStreams, StateRestoreListener
 from kstreams.cluster import EmbeddedCluster
 from kstreams.cluster.port import TopicPartition
 from kstreams.processor import TaskId
-from kstreams.runtime.standby import place_standbys
 from kstreams.serdes import Serdes
 from kstreams.topology.dsl import Consumed, Materialized, Produced, StreamsBuilder
 from kstreams.topology.topology import Topology
@@ -35,43 +34,6 @@ def wait_until(condition: Callable[[], bool], timeout: float = 30.0, what: str =
         if time.monotonic() > deadline:
             raise AssertionError(f"Timed out after {timeout}s waiting for {what}")
         time.sleep(0.02)
-
-
-# -- placement ------------------------------------------------------------------------------------
-
-
-def tasks_of(partitions: Any) -> dict[TaskId, list[TopicPartition]]:
-    grouped: dict[TaskId, list[TopicPartition]] = {}
-    for tp in partitions:
-        grouped.setdefault(TaskId(0, tp.partition), []).append(tp)
-    return grouped
-
-
-def assignment(*owned: list[int]) -> dict[str, list[TopicPartition]]:
-    return {f"m{i}": [TopicPartition("in", p) for p in parts] for i, parts in enumerate(owned)}
-
-
-def test_standbys_go_to_the_next_members_after_the_owner() -> None:
-    placed = place_standbys(assignment([0], [1], [2]), 1, tasks_of, lambda task: True)
-    assert placed == {
-        "m0": {TaskId(0, 2): [TopicPartition("in", 2)]},
-        "m1": {TaskId(0, 0): [TopicPartition("in", 0)]},
-        "m2": {TaskId(0, 1): [TopicPartition("in", 1)]},
-    }
-
-
-def test_replicas_are_capped_by_the_other_members_and_never_on_the_owner() -> None:
-    placed = place_standbys(assignment([0, 1], [2]), 5, tasks_of, lambda task: True)
-    assert set(placed["m0"]) == {TaskId(0, 2)}
-    assert set(placed["m1"]) == {TaskId(0, 0), TaskId(0, 1)}
-    two = place_standbys(assignment([0], [1], [2]), 2, tasks_of, lambda task: True)
-    for member, owned in (("m0", 0), ("m1", 1), ("m2", 2)):
-        assert set(two[member]) == {TaskId(0, p) for p in range(3)} - {TaskId(0, owned)}
-
-
-def test_stateless_tasks_and_single_members_get_no_standbys() -> None:
-    assert place_standbys(assignment([0], [1]), 1, tasks_of, lambda task: False) == {"m0": {}, "m1": {}}
-    assert place_standbys(assignment([0, 1]), 1, tasks_of, lambda task: True) == {"m0": {}}
 
 
 # -- through the runtime --------------------------------------------------------------------------
@@ -231,11 +193,12 @@ def test_standbys_follow_the_group_as_clients_join_and_leave(
         for active, standby in zip(actives, standbys, strict=True):
             if active & standby:
                 return False
-        # One replica per task when there is someone to hold it.
+        # A replica of every task when there is someone to hold it (more while a joining
+        # client warms up the tasks it will take over: warm-ups are standby tasks too).
         held = Counter(t for standby in standbys for t in standby)
-        return all(held[t] == (1 if len(group) > 1 else 0) for t in every) and len(held) == (
-            4 if len(group) > 1 else 0
-        )
+        if len(group) == 1:
+            return not held
+        return all(held[t] >= 1 for t in every)
 
     try:
         for streams in clients:
@@ -309,6 +272,107 @@ def test_standby_checkpoints_let_a_restarted_standby_resume_from_them(
             assert updated_records(restarted) > 0
             # Only what the changelogs gained since the checkpoints was read again.
             assert updated_records(restarted) <= sum(grown[t] - ends[t] for t in replicated)
+        finally:
+            assert restarted.close(timeout=30)
+    finally:
+        first.close(timeout=30)
+        second.close(timeout=30)
+
+
+# -- state-aware assignment: warm-ups and probing rebalances (KIP-441) ------------------------------
+
+
+def metric(streams: KafkaStreams, name: str) -> float:
+    return sum(v for m, v in streams.metrics().items() if m.name == name)
+
+
+def test_a_joining_client_takes_tasks_only_once_its_warm_ups_caught_up(
+    cluster: EmbeddedCluster, tmp_path: Path
+) -> None:
+    """Scale-out: the new client first warms up the tasks it is to take (they keep running where
+    they are, never revoked), and a probing rebalance hands them over once caught up; counts stay
+    exact under exactly_once_v2."""
+    source = Input(cluster)
+    # A lag of 2 records is caught up (the changelogs hold far more): the new client is not.
+    settings = {"num.standby.replicas": 0, "probing.rebalance.interval.ms": 300, "acceptable.recovery.lag": 2}
+    first, second = (new_client(cluster, tmp_path, name, **settings) for name in "ab")
+    third = new_client(cluster, tmp_path, "c", **settings)
+    recorder = RestoreRecorder()
+    third.set_global_state_restore_listener(recorder)
+    every = {TaskId(0, p) for p in range(4)}
+    try:
+        first.start()
+        second.start()
+        source.produce(400)
+        wait_until(lambda: committed_counts(cluster) == dict(source.expected), what="exact counts")
+        wait_until(lambda: active_tasks(first) | active_tasks(second) == every, what="two clients")
+        before = {e.task_id: e for s in (first, second) for e in s._task_manager.running()}
+
+        warmed: set[TaskId] = set()
+        third.start()
+        # Until its warm-ups caught up, the new client runs nothing; each task it runs later was
+        # warmed up here first.
+        deadline = time.monotonic() + 30
+        while len(active_tasks(third)) < 1:
+            assert time.monotonic() < deadline, "the new client never got a task"
+            warmed |= standby_tasks(third)
+            assert active_tasks(third) <= warmed
+            time.sleep(0.01)
+        taken = active_tasks(third)
+        assert taken <= warmed
+        assert metric(third, "warmups-started-total") >= len(taken)
+        wait_until(lambda: metric(third, "warmups-promoted-total") >= len(taken), what="promotion metric")
+        # Warmed up, the tasks restored only what the changelog gained since (not from scratch).
+        changelog = sum(changelog_end(cluster, t.partition) for t in taken)
+        assert sum(recorder.totals.get(TopicPartition(CHANGELOG, t.partition), 0) for t in taken) < changelog
+
+        # The tasks that stayed were never revoked: the same task objects run them still.
+        stayed = (active_tasks(first) | active_tasks(second)) & set(before)
+        assert stayed == every - taken
+        for streams in (first, second):
+            for entry in streams._task_manager.running():
+                assert entry is before[entry.task_id]
+
+        source.produce(300)
+        wait_until(lambda: committed_counts(cluster) == dict(source.expected), what="exact counts after")
+    finally:
+        for streams in (first, second, third):
+            streams.close(timeout=30)
+
+
+def test_a_restarted_client_gets_its_own_tasks_back_restoring_only_the_tail(
+    cluster: EmbeddedCluster, tmp_path: Path
+) -> None:
+    """A client that restarts with its state on disk is caught up on its old tasks: the assignor
+    gives those back to it (not tasks it has no state for), and only the changelog's tail is read."""
+    source = Input(cluster)
+    settings = {"num.standby.replicas": 0, "processing.guarantee": "at_least_once"}
+    first = new_client(cluster, tmp_path, "a", "rocks_db", **settings)
+    second = new_client(cluster, tmp_path, "b", "rocks_db", **settings)
+    try:
+        first.start()
+        second.start()
+        source.produce(400)
+        wait_until(lambda: committed_counts(cluster) == dict(source.expected), what="exact counts")
+        wait_until(lambda: len(active_tasks(first)) == 2, what="a balanced group")
+        owned = active_tasks(first)
+        assert first.close(timeout=30)
+        wait_until(lambda: len(active_tasks(second)) == 4, what="the survivor taking every task")
+        source.produce(100)
+        wait_until(lambda: committed_counts(cluster) == dict(source.expected), what="exact counts alone")
+
+        restarted = new_client(cluster, tmp_path, "a", "rocks_db", **settings)
+        recorder = RestoreRecorder()
+        restarted.set_global_state_restore_listener(recorder)
+        restarted.start()
+        try:
+            wait_until(lambda: len(active_tasks(restarted)) == 2, what="tasks back on the restarted client")
+            assert active_tasks(restarted) == owned
+            for task in owned:
+                start, _end = recorder.starts[TopicPartition(CHANGELOG, task.partition)]
+                assert start > 0, f"task {task} restored from scratch"
+            source.produce(100)
+            wait_until(lambda: committed_counts(cluster) == dict(source.expected), what="exact counts again")
         finally:
             assert restarted.close(timeout=30)
     finally:
