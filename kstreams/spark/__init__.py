@@ -40,5 +40,13 @@ from kstreams.spark.data_source import KStreamsDataSource, register_data_source
 from kstreams.spark.runner import run_topology
 from kstreams.spark.session import local_session
 from kstreams.spark.sql_lowering import explain_topology
+from kstreams.spark.streaming import run_topology_stream
 
-__all__ = ["KStreamsDataSource", "explain_topology", "local_session", "register_data_source", "run_topology"]
+__all__ = [
+    "KStreamsDataSource",
+    "explain_topology",
+    "local_session",
+    "register_data_source",
+    "run_topology",
+    "run_topology_stream",
+]

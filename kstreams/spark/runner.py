@@ -50,7 +50,7 @@ from kstreams.spark.plan_compiler import ExecutionPlan, Stage, compile_plan
 from kstreams.spark.sql_lowering import lower_stage
 from kstreams.topology.nodes import SinkNodeSpec
 
-__all__ = ["DEFAULT_APPLICATION_ID", "INPUT_COLUMNS", "LOWERED_COLUMNS", "run_topology"]
+__all__ = ["DEFAULT_APPLICATION_ID", "INPUT_COLUMNS", "LOWERED_COLUMNS", "refuse_unrunnable", "run_topology"]
 
 logger = logging.getLogger(__name__)
 
@@ -104,29 +104,7 @@ def run_topology(
         )
     # Pattern sources read the input DataFrames whose topic names they match.
     plan = topology.build(streams_config.application_id, streams_config, topics=list(inputs))
-    if plan.global_subtopologies:
-        # A global store must hold its whole topic before any task processes and stay current
-        # while tasks run: a batch of DataFrames has no such order between inputs.
-        stores = ", ".join(plan.global_store_names)
-        raise TopologyException(
-            f"run_topology cannot run a topology with global stores or GlobalKTables ({stores}): "
-            "Spark tasks have no global thread to bootstrap them before processing. Use a KTable "
-            "(co-partitioned join) for the Spark run, or run the topology with KafkaStreams."
-        )
-    fk_joins = sorted(
-        name
-        for name, spec in topology.nodes.items()
-        if getattr(getattr(spec, "supplier", None), "kind", None) == "fk_subscription_send"
-    )
-    if fk_joins:
-        # Registrations and answers loop between the two tables' subtopologies through two topics:
-        # a single ordered pass over finite DataFrames cannot run that loop.
-        raise TopologyException(
-            f"run_topology cannot run a foreign-key table join (KTable.join/left_join with a "
-            f"foreign_key_extractor; subscription processors {fk_joins}): its subscription and response "
-            "topics form a loop between subtopologies. Run the topology with KafkaStreams, or join the "
-            "tables on Spark before the run."
-        )
+    refuse_unrunnable(topology, plan, "run_topology")
     execution = compile_plan(plan, inputs)
     _log_python_execution_once()
     dynamic_sinks = any(
@@ -182,6 +160,33 @@ def run_topology(
         sorted(outputs),
     )
     return {topic: reduce(DataFrame.unionByName, frames) for topic, frames in outputs.items()}
+
+
+def refuse_unrunnable(topology: Any, plan: Any, caller: str) -> None:
+    """Raise ``TopologyException`` for what no Spark run can do: global stores and foreign-key joins."""
+    if plan.global_subtopologies:
+        # A global store must hold its whole topic before any task processes and stay current
+        # while tasks run: Spark tasks have no such order between inputs.
+        stores = ", ".join(plan.global_store_names)
+        raise TopologyException(
+            f"{caller} cannot run a topology with global stores or GlobalKTables ({stores}): "
+            "Spark tasks have no global thread to bootstrap them before processing. Use a KTable "
+            "(co-partitioned join) for the Spark run, or run the topology with KafkaStreams."
+        )
+    fk_joins = sorted(
+        name
+        for name, spec in topology.nodes.items()
+        if getattr(getattr(spec, "supplier", None), "kind", None) == "fk_subscription_send"
+    )
+    if fk_joins:
+        # Registrations and answers loop between the two tables' subtopologies through two topics:
+        # Spark's stages run in one direction only.
+        raise TopologyException(
+            f"{caller} cannot run a foreign-key table join (KTable.join/left_join with a "
+            f"foreign_key_extractor; subscription processors {fk_joins}): its subscription and response "
+            "topics form a loop between subtopologies. Run the topology with KafkaStreams, or join the "
+            "tables on Spark before the run."
+        )
 
 
 def _normalize_input(df: DataFrame, topic: str, *, positions: bool = True) -> DataFrame:

@@ -1,0 +1,242 @@
+"""Topologies on Spark Structured Streaming (``run_topology_stream``) give the streaming runtime's
+results over the same records, micro-batch by micro-batch, and a query restarted from its
+checkpoint gives the output of an uninterrupted run.
+
+Input arrives as a directory of Parquet files read one file per micro-batch; the expected output
+is the TopologyTestDriver's (the streaming runtime's StreamTask, one record at a time).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from kstreams import Consumed, Materialized, Produced, Serdes, StreamsBuilder, Topology
+from kstreams.errors import ConfigException, TopologyException
+from kstreams.spark import run_topology_stream
+from kstreams.testing import TopologyTestDriver
+from kstreams.topology import TimeWindows
+
+pytestmark = pytest.mark.spark
+
+S = Serdes.string()
+L = Serdes.long()
+# No record cache: every update goes out at once, on Spark as on the test driver.
+CONFIG = {"application.id": "streaming-test", "statestore.cache.max.bytes": 0}
+QUERY_TIMEOUT_S = 120
+
+Record = tuple[str, str, int]  # key, value, timestamp
+
+
+@pytest.fixture(autouse=True)
+def one_state_partition(spark: Any) -> Iterator[None]:
+    """Queries started here keep their state in one Spark partition (both tasks in it): each
+    micro-batch of a stateful query runs a Spark task per state partition, and these inputs are tiny."""
+    saved = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "1")
+    yield
+    spark.conf.set("spark.sql.shuffle.partitions", saved)
+
+
+def _count() -> Topology:
+    builder = StreamsBuilder()
+    (
+        builder.stream("events", Consumed.with_(S, S))
+        .group_by_key()
+        .count()
+        .to_stream()
+        .to("counts", Produced.with_(S, L))
+    )
+    return builder.build()
+
+
+def _windowed_count() -> Topology:
+    builder = StreamsBuilder()
+    (
+        builder.stream("events", Consumed.with_(S, S))
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_and_grace(100, 20))
+        .count()
+        .to_stream()
+        .map(lambda w, n: (f"{w.key}@{w.start}", n))
+        .to("counts", Produced.with_(S, L))
+    )
+    return builder.build()
+
+
+def _stream_table_join() -> Topology:
+    builder = StreamsBuilder()
+    users = builder.table("users", Consumed.with_(S, S), Materialized.as_("users-store"))
+    (
+        builder.stream("clicks", Consumed.with_(S, S))
+        .join(users, lambda click, user: f"{click}<{user}>")
+        .to("enriched", Produced.with_(S, S))
+    )
+    return builder.build()
+
+
+def _write_micro_batches(directory: Path, batches: Sequence[Sequence[Record]], first: int = 0) -> None:
+    """One Parquet file per micro-batch, modification times in batch order (the file source reads
+    the oldest first)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for n, batch in enumerate(batches, start=first):
+        path = directory / f"part-{n:04d}.parquet"
+        table = pa.table(
+            {
+                "key": pa.array([k.encode() for k, _v, _ts in batch], pa.binary()),
+                "value": pa.array([v.encode() for _k, v, _ts in batch], pa.binary()),
+                "timestamp": pa.array([ts for _k, _v, ts in batch], pa.int64()),
+            }
+        )
+        pq.write_table(table, path)
+        os.utime(path, (1_700_000_000 + n, 1_700_000_000 + n))
+
+
+def _stream(spark: Any, directory: Path) -> Any:
+    return (
+        spark.readStream.schema("key binary, value binary, timestamp long")
+        .option("maxFilesPerTrigger", 1)
+        .parquet(str(directory))
+    )
+
+
+def _run_query(
+    spark: Any, topology: Topology, inputs: dict[str, Path], output: str, checkpoint: Path
+) -> list[tuple[bytes, bytes, int]]:
+    """Run the topology over every file now in ``inputs`` (availableNow) and return the output
+    rows in micro-batch order (a batch Spark replays replaces its first attempt's rows)."""
+    streams = {topic: _stream(spark, directory) for topic, directory in inputs.items()}
+    outputs = run_topology_stream(spark, topology, streams, CONFIG, partitions=2)
+    batches: dict[int, list[tuple[bytes, bytes, int]]] = {}
+
+    def collect(df: Any, batch_id: int) -> None:
+        batches[batch_id] = [(r.key, r.value, r.timestamp) for r in df.collect()]
+
+    query = (
+        outputs[output]
+        .writeStream.foreachBatch(collect)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    try:
+        assert query.awaitTermination(QUERY_TIMEOUT_S), f"the query did not finish in {QUERY_TIMEOUT_S}s"
+    finally:
+        query.stop()
+    assert query.exception() is None, query.exception()
+    return [row for batch_id in sorted(batches) for row in batches[batch_id]]
+
+
+def _driver_output(
+    topology: Topology, inputs: Sequence[tuple[str, Record]], output: str, value_serde: Any
+) -> list[tuple[str, Any, int]]:
+    with TopologyTestDriver(topology, CONFIG) as driver:
+        topics = {topic: driver.create_input_topic(topic, S, S) for topic in {t for t, _ in inputs}}
+        for topic, (key, value, ts) in inputs:
+            topics[topic].pipe_input(key, value, ts)
+        out = driver.create_output_topic(output, S, value_serde)
+        return [(r.key, r.value, r.timestamp) for r in out.read_records_to_list()]
+
+
+def _by_key(rows: Sequence[tuple[str, Any, int]]) -> dict[str, list[tuple[Any, int]]]:
+    """Each key's updates in order: the order that holds across tasks (keys of different tasks
+    interleave arbitrarily)."""
+    grouped: dict[str, list[tuple[Any, int]]] = {}
+    for key, value, ts in rows:
+        grouped.setdefault(key, []).append((value, ts))
+    return grouped
+
+
+def _decode(rows: Sequence[tuple[bytes, bytes, int]], value_serde: Any) -> list[tuple[str, Any, int]]:
+    return [(S.deserialize("t", k), value_serde.deserialize("t", v), ts) for k, v, ts in rows]
+
+
+# Four micro-batches of records. The windowed count (100 ms windows, 20 ms grace) drops a record
+# that arrives 130 ms behind its task's stream time in the last one, and takes one 5 ms late.
+EVENTS: list[list[Record]] = [
+    [("a", "x", 10), ("b", "x", 20), ("a", "x", 40), ("c", "x", 90)],
+    [("b", "x", 110), ("a", "x", 150), ("c", "x", 160), ("a", "x", 95)],
+    [("a", "x", 230), ("b", "x", 240), ("b", "x", 205)],
+    [("c", "x", 250), ("a", "x", 120), ("b", "x", 330), ("a", "x", 300)],
+]
+# The same records in two micro-batches (each micro-batch costs Spark a few seconds).
+TWO_BATCHES = [EVENTS[0] + EVENTS[1], EVENTS[2] + EVENTS[3]]
+
+
+@pytest.mark.parametrize("topology", [_count, _windowed_count], ids=["count", "windowed-count-with-grace"])
+def test_streaming_aggregation_equals_the_streaming_runtime(
+    spark: Any, tmp_path: Path, topology: Any
+) -> None:
+    _write_micro_batches(tmp_path / "events", TWO_BATCHES)
+    rows = _run_query(spark, topology(), {"events": tmp_path / "events"}, "counts", tmp_path / "checkpoint")
+    expected = _driver_output(topology(), [("events", r) for batch in EVENTS for r in batch], "counts", L)
+    assert _by_key(_decode(rows, L)) == _by_key(expected)
+
+
+def test_streaming_stream_table_join_equals_the_streaming_runtime(spark: Any, tmp_path: Path) -> None:
+    # Each micro-batch has a users file and a clicks file; the task takes the input whose next
+    # record is oldest first, as the streaming runtime does, and the driver gets them in that order.
+    users = [[("u1", "ann", 5), ("u2", "bob", 6)], [("u1", "anne", 50), ("u3", "cy", 70)]]
+    clicks = [
+        [("u1", "home", 10), ("u3", "faq", 11)],
+        [("u1", "docs", 60), ("u2", "blog", 40), ("u3", "top", 80)],
+    ]
+    _write_micro_batches(tmp_path / "users", users)
+    _write_micro_batches(tmp_path / "clicks", clicks)
+    rows = _run_query(
+        spark,
+        _stream_table_join(),
+        {"users": tmp_path / "users", "clicks": tmp_path / "clicks"},
+        "enriched",
+        tmp_path / "checkpoint",
+    )
+    piped = sorted(
+        [("users", r) for batch in users for r in batch] + [("clicks", r) for batch in clicks for r in batch],
+        key=lambda item: item[1][2],
+    )
+    expected = _driver_output(_stream_table_join(), piped, "enriched", S)
+    assert len(expected) == 4  # u3's first click finds no user yet
+    assert sorted(_decode(rows, S)) == sorted(expected)
+
+
+def test_restart_from_checkpoint_gives_the_output_of_an_uninterrupted_run(spark: Any, tmp_path: Path) -> None:
+    # Stop after two micro-batches, then restart from the checkpoint with the other two: the
+    # restarted tasks rebuild their stores, stream time and processors' stream time from Spark's
+    # state (a new run never reuses a worker's cached task), so the late records of the last
+    # micro-batch are dropped or counted as in an uninterrupted run. That run's output is the
+    # streaming runtime's (test_streaming_aggregation_equals_the_streaming_runtime).
+    _write_micro_batches(tmp_path / "events", EVENTS[:2])
+    first = _run_query(
+        spark, _windowed_count(), {"events": tmp_path / "events"}, "counts", tmp_path / "checkpoint"
+    )
+    _write_micro_batches(tmp_path / "events", EVENTS[2:], first=2)
+    rest = _run_query(
+        spark, _windowed_count(), {"events": tmp_path / "events"}, "counts", tmp_path / "checkpoint"
+    )
+    uninterrupted = _driver_output(
+        _windowed_count(), [("events", r) for batch in EVENTS for r in batch], "counts", L
+    )
+    assert first and rest
+    assert _by_key(_decode(first + rest, L)) == _by_key(uninterrupted)
+
+
+def test_run_topology_stream_refuses_static_inputs(spark: Any) -> None:
+    df = spark.createDataFrame([(b"k", b"v", 1)], "key binary, value binary, timestamp long")
+    with pytest.raises(ConfigException, match="static DataFrames"):
+        run_topology_stream(spark, _count(), {"events": df})
+
+
+def test_run_topology_stream_refuses_global_tables(spark: Any, tmp_path: Path) -> None:
+    builder = StreamsBuilder()
+    table = builder.global_table("users", Consumed.with_(S, S))
+    builder.stream("events", Consumed.with_(S, S)).join(table, lambda k, _v: k, lambda v, u: v + u).to("out")
+    _write_micro_batches(tmp_path / "events", EVENTS[:1])
+    stream = _stream(spark, tmp_path / "events")
+    with pytest.raises(TopologyException, match="global stores"):
+        run_topology_stream(spark, builder.build(), {"events": stream, "users": stream})
