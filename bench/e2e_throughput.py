@@ -15,7 +15,13 @@ library's json, through the same call as ``Serdes.json()``; ``--json orjson``: o
 filters and mappers, ``reduce(lambda a, b: a + b)``. The hand-written loops parse JSON with the
 same library and the same call as the kstreams side.
 
-Each runs on the embedded cluster (or, with ``--bootstrap``, a Kafka-protocol broker) with 1 and 2
+``--cache off`` runs kstreams with ``statestore.cache.max.bytes=0``, so every update of a count or sum
+is forwarded and logged, and the loops then write an output record and a changelog record per
+update (P2 also one for the windowed count); with the cache on (the default) the loops write each
+key's result and changelog record once at the end, which is what kstreams' cache comes close to.
+
+Each runs on the embedded cluster (or, with ``--bootstrap``, a Kafka-protocol broker; with
+``--noida``, a noida-db broker the script starts as the integration tests do) with 1 and 2
 stream threads, with compiled processors and (``--paths both``) without them. For each run the
 script prints records/s (input records over the time from start() until the last one was
 processed; and, in brackets, from the first processed record on, without the start-up), process
@@ -28,6 +34,7 @@ interpreter floor: a hand-written Python loop over plain dicts doing the same wo
     python bench/e2e_throughput.py --pipelines p2 p3 --threads 1 2 --records 5000000
     python bench/e2e_throughput.py --bootstrap 127.0.0.1:9092 --pipelines p1 p2
     python bench/e2e_throughput.py --style lambda --json orjson --paths both
+    python bench/e2e_throughput.py --noida --style lambda --json orjson --cache off --threads 1
 """
 
 from __future__ import annotations
@@ -42,7 +49,6 @@ import sys
 import tempfile
 import time
 import uuid
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -222,39 +228,65 @@ def _lambda_topology(builder: Any, pipeline: str, inp: str, out: str, loads: Any
 # --------------------------------------------------------------------------------- floors
 
 
-def python_floor(pipeline: str, data: Data, loads: Any = json_loads) -> tuple[float, float]:
-    """The same work as a plain Python loop over dicts: (records/s, CPU us/record)."""
+def python_floor(
+    pipeline: str, data: Data, loads: Any = json_loads, cache: bool = True
+) -> tuple[float, float]:
+    """The same work as a plain Python loop over dicts: (records/s, CPU us/record). With ``cache``
+    each key's result (and its changelog record) is written once at the end, as kstreams' record
+    cache comes close to; without, every update is written to the output and the changelogs, as
+    kstreams does with the cache off."""
     unpack = _LONG.unpack
+    pack = _LONG.pack
+    out: list[tuple[bytes, bytes]] = []
+    changelog: list[tuple[bytes, bytes]] = []
+    append = out.append
+    log = changelog.append
     cpu0, t0 = time.process_time(), time.perf_counter()
     if pipeline == "p1":
-        out = []
-        append = out.append
         for key, value, _ in data.rows(pipeline):
             doc = loads(value)
             if doc["bot"] is False:
                 append((key, doc["user"].encode()))
     elif pipeline == "p2":
-        counts: Counter[bytes] = Counter()
-        windows: Counter[tuple[bytes, int]] = Counter()
+        counts: dict[bytes, int] = {}
+        windows: dict[tuple[bytes, int], int] = {}
         for key, value, ts in data.rows(pipeline):
             loads(value)
-            counts[key] += 1
-            windows[(key, ts - ts % WINDOW_MS)] += 1
-        [(k, _LONG.pack(c)) for k, c in counts.items()]
+            c = counts[key] = counts.get(key, 0) + 1
+            start = ts - ts % WINDOW_MS
+            w = windows[(key, start)] = windows.get((key, start), 0) + 1
+            if not cache:
+                append((key, pack(c)))
+                log((key, pack(c)))
+                log((key + pack(start), pack(w)))
+        if cache:
+            for k, c in counts.items():
+                append((k, pack(c)))
+                log((k, pack(c)))
+            for (k, start), w in windows.items():
+                log((k + pack(start), pack(w)))
     else:
         sums: dict[bytes, int] = {}
         for key, long_value, _ in data.rows(pipeline):
-            sums[key] = sums.get(key, 0) + unpack(long_value)[0]
-        [(k, _LONG.pack(c)) for k, c in sums.items()]
+            s = sums[key] = sums.get(key, 0) + unpack(long_value)[0]
+            if not cache:
+                append((key, pack(s)))
+                log((key, pack(s)))
+        if cache:
+            for k, s in sums.items():
+                append((k, pack(s)))
+                log((k, pack(s)))
     wall = time.perf_counter() - t0
     cpu = time.process_time() - cpu0
     return data.records / wall, cpu / data.records * 1e6
 
 
 def confluent_floor(
-    pipeline: str, bootstrap: str, topic: str, records: int, loads: Any = json_loads
+    pipeline: str, bootstrap: str, topic: str, records: int, loads: Any = json_loads, cache: bool = True
 ) -> tuple[float, float]:
-    """A hand-written confluent-kafka consume-process-produce loop doing the same work."""
+    """A hand-written confluent-kafka consume-process-produce loop doing the same work as
+    ``python_floor``: output and changelog records per update without ``cache``, per key at the
+    end with it."""
     from confluent_kafka import Consumer, Producer
 
     consumer = Consumer(
@@ -269,10 +301,13 @@ def confluent_floor(
     )
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     out = f"{topic}-floor-out"
+    changelog, window_changelog = f"{topic}-floor-changelog", f"{topic}-floor-window-changelog"
     consumer.subscribe([topic])
     unpack = _LONG.unpack
-    counts: Counter[bytes] = Counter()
-    windows: Counter[tuple[bytes, int]] = Counter()
+    pack = _LONG.pack
+    produce = producer.produce
+    counts: dict[bytes, int] = {}
+    windows: dict[tuple[bytes, int], int] = {}
     sums: dict[bytes, int] = {}
     seen = 0
     cpu0, t0 = time.process_time(), time.perf_counter()
@@ -287,18 +322,30 @@ def confluent_floor(
             if pipeline == "p1":
                 doc = loads(value)
                 if doc["bot"] is False:
-                    producer.produce(out, doc["user"].encode(), key)
+                    produce(out, doc["user"].encode(), key)
             elif pipeline == "p2":
                 loads(value)
-                counts[key] += 1
-                windows[(key, m.timestamp()[1] // WINDOW_MS)] += 1
+                c = counts[key] = counts.get(key, 0) + 1
+                ts = m.timestamp()[1]
+                start = ts - ts % WINDOW_MS
+                w = windows[(key, start)] = windows.get((key, start), 0) + 1
+                if not cache:
+                    produce(out, pack(c), key)
+                    produce(changelog, pack(c), key)
+                    produce(window_changelog, pack(w), key + pack(start))
             else:
-                sums[key] = sums.get(key, 0) + unpack(value)[0]
+                total = sums[key] = sums.get(key, 0) + unpack(value)[0]
+                if not cache:
+                    produce(out, pack(total), key)
+                    produce(changelog, pack(total), key)
         producer.poll(0)
-    if pipeline != "p1":
+    if pipeline != "p1" and cache:
         table = counts if pipeline == "p2" else sums
         for k, c in table.items():
-            producer.produce(out, _LONG.pack(c), k)
+            produce(out, pack(c), k)
+            produce(changelog, pack(c), k)
+        for (k, start), w in windows.items():
+            produce(window_changelog, pack(w), k + pack(start))
     producer.flush(60)
     if seen:
         consumer.commit(asynchronous=False)
@@ -335,6 +382,7 @@ def run_streams(
     bootstrap: str | None,
     style: str = "dsl",
     loads: Any = json_loads,
+    cache: bool = True,
 ) -> dict[str, float]:
     from kstreams import KafkaStreams
 
@@ -366,6 +414,7 @@ def run_streams(
                 "commit.interval.ms": 5000,
                 **RUNTIME_CONFIG,
                 **(BROKER_CONFIG if bootstrap else {}),
+                **({} if cache else {"statestore.cache.max.bytes": 0}),
                 "processing.compiled": compiled,
             },
             cluster=cluster,
@@ -418,6 +467,17 @@ def main(argv: list[str] | None = None) -> int:
         "--bootstrap", default=None, help="a Kafka-protocol broker instead of the embedded cluster"
     )
     parser.add_argument(
+        "--noida",
+        action="store_true",
+        help="start a noida-db broker (as tests/integration do) and run against it",
+    )
+    parser.add_argument(
+        "--cache",
+        choices=["on", "off"],
+        default="on",
+        help="off: statestore.cache.max.bytes=0 (every update emitted and logged), on both sides",
+    )
+    parser.add_argument(
         "--config",
         nargs="*",
         default=[],
@@ -428,6 +488,29 @@ def main(argv: list[str] | None = None) -> int:
         "--kafka-defaults", action="store_true", help="run with the runtime defaults, not RUNTIME_CONFIG"
     )
     args = parser.parse_args(argv)
+    if args.noida:
+        with tempfile.TemporaryDirectory(prefix="kstreams-bench-noida-") as workdir:
+            broker = _start_noida(workdir)
+            try:
+                return _run(args, broker.bootstrap)
+            finally:
+                broker.stop()
+    return _run(args, args.bootstrap)
+
+
+def _start_noida(workdir: str) -> Any:
+    """A noida-db broker on a free port, started the way the integration tests start it."""
+    from pathlib import Path
+
+    from tests.conftest import start_noida
+
+    broker = start_noida(Path(workdir))
+    broker.wait_ready()
+    return broker
+
+
+def _run(args: argparse.Namespace, bootstrap: str | None) -> int:
+    args.bootstrap = bootstrap
     if args.kafka_defaults:
         RUNTIME_CONFIG.clear()
     for item in args.config:
@@ -443,27 +526,29 @@ def main(argv: list[str] | None = None) -> int:
     )
     paths = {"compiled": [True], "python": [False], "both": [True, False]}[args.paths]
     loads = json_library(args.json)
-    print(f"JSON: {args.json} on both sides")
+    cache = args.cache == "on"
+    print(f"JSON: {args.json} on both sides; record cache {args.cache}")
     for pipeline in args.pipelines:
-        rate, cpu = python_floor(pipeline, data, loads)
+        rate, cpu = python_floor(pipeline, data, loads, cache)
         print(f"{pipeline} python loop on dicts       : {rate:>12,.0f} rec/s  {cpu:6.2f} us CPU/rec")
         if args.bootstrap:
             topic = f"{pipeline}-floor-{uuid.uuid4().hex[:6]}"
             from kstreams.cluster import KafkaCluster
 
             cluster = KafkaCluster(args.bootstrap)
-            cluster.create_topic(topic, PARTITIONS)
+            for name in (topic, *(f"{topic}-floor-{t}" for t in ("out", "changelog", "window-changelog"))):
+                cluster.create_topic(name, PARTITIONS)
             producer = cluster.producer()
             for partition, chunks in (data.long_batches if pipeline == "p3" else data.json_batches).items():
                 for chunk in chunks:
                     producer.send(topic, partition, chunk)
             producer.flush()
-            rate, cpu = confluent_floor(pipeline, args.bootstrap, topic, args.records, loads)
+            rate, cpu = confluent_floor(pipeline, args.bootstrap, topic, args.records, loads, cache)
             print(f"{pipeline} confluent-kafka loop         : {rate:>12,.0f} rec/s  {cpu:6.2f} us CPU/rec")
         for style in args.style:
             for compiled in paths:
                 for threads in args.threads:
-                    r = run_streams(pipeline, data, threads, compiled, args.bootstrap, style, loads)
+                    r = run_streams(pipeline, data, threads, compiled, args.bootstrap, style, loads, cache)
                     label = f"{style} {'compiled' if compiled else 'per-record'}"
                     print(
                         f"{pipeline} kstreams {label:17} {threads} thread(s): {r['rate']:>12,.0f} rec/s "

@@ -8,6 +8,11 @@ a stream thread therefore needs no rebalance and moves no partitions.
 Each thread owns one RecordCache, its share of ``statestore.cache.max.bytes``. When a thread picks
 a task whose cache namespaces sit in another thread's cache, it moves them into its own first, so a
 read always sees the task's newest write whichever thread processes it.
+
+The threads of a client share one PythonGate: a batch of a task that calls Python processors
+(``StreamTask.runs_python``) runs under it, one thread at a time, since the GIL would serialise those
+batches anyway and two threads trading it every few milliseconds run slower than one. Batches of
+compiled, GIL-free segments skip the gate and run in parallel.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from kstreams._native.record_cache import RecordCache
 from kstreams._native.scheduler import TaskScheduler
+from kstreams.runtime.python_gate import PythonGate
 from kstreams.runtime.task_idling import must_wait
 
 if TYPE_CHECKING:
@@ -57,8 +63,11 @@ class StreamThread(threading.Thread):
         batch_size: int = 500,
         time_slice_ms: int = 100,
         task_sensor: Callable[[Any], Sensor] | None = None,
+        python_gate: PythonGate | None = None,
     ) -> None:
         super().__init__(name=name, daemon=True)
+        # Shared by the client's threads (StreamThreads); a thread of its own gets its own gate.
+        self._python_gate = python_gate if python_gate is not None else PythonGate()
         self._scheduler = scheduler
         self._task_manager = task_manager
         self.cache = RecordCache(cache_bytes)
@@ -159,6 +168,9 @@ class StreamThread(threading.Thread):
         task_sensor = self._task_sensor(task.task_id) if self._task_sensor is not None else None
         single = ordered[0][1] if len(ordered) == 1 else None
         idles = single is None and entry.idle_s > 0
+        python_gate = self._python_gate if task.runs_python else None
+        task_id = task.task_id
+        cpu_started = 0.0
         while not scheduler.pause_requested and not self._stop_requested.is_set():
             if single is not None:
                 partition = ordered[0][0]
@@ -176,9 +188,19 @@ class StreamThread(threading.Thread):
             n = len(batch)
             if n == 0:
                 break
+            gate = python_gate if python_gate is not None and python_gate.gates(task_id) else None
+            if gate is not None:
+                gate.acquire()
+                cpu_started = time.thread_time()
             started = time.monotonic()
-            task.process(partition, batch)
+            try:
+                task.process(partition, batch)
+            finally:
+                if gate is not None:
+                    gate.release()
             finished = time.monotonic()
+            if gate is not None:
+                gate.observe(task_id, time.thread_time() - cpu_started, finished - started)
             self.process_sensor.record(n, n)
             self.process_latency.record((finished - started) * 1000.0 / n)
             if task_sensor is not None:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from kstreams.errors import StreamsException
 from kstreams.runtime.barrier import barrier
+from kstreams.runtime.python_gate import PythonGate
 from kstreams.runtime.retry import time_left
 from kstreams.runtime.stream_thread import StreamThread, ThreadState
 from kstreams.runtime.thread_caches import thread_share
@@ -65,6 +66,8 @@ class StreamThreads:
         self._on_failure = on_failure
         self._task_sensor = task_sensor
         self._threads: list[StreamThread] = []
+        # One batch of Python processors at a time across the threads (see stream_thread).
+        self._python_gate = PythonGate()
 
     def start(self, count: int) -> None:
         """Start ``count`` threads, each with an equal share of the cache budget."""
@@ -165,6 +168,7 @@ class StreamThreads:
             batch_size=self._batch_size,
             time_slice_ms=self._time_slice_ms,
             task_sensor=self._task_sensor,
+            python_gate=self._python_gate,
         )
         self._threads.append(thread)
         thread.start()

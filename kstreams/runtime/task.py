@@ -102,6 +102,9 @@ class StreamTask:
         self._registered_changelogs: list[tuple[str, int]] = []
         self._store_owners: dict[str, ProcessorNode] = {}  # store -> node its flushes forward as
         self._segments: dict[str, CompiledSource] = {}  # source topic -> compiled segment
+        # Whether processing a batch calls Python processors (the stream threads then run the
+        # batch under their PythonGate); False only when every source has a GIL-free segment.
+        self.runs_python = True
         self._initialized = False
         self._processors_initialized = False
         self._closed = False
@@ -211,7 +214,11 @@ class StreamTask:
             for sink in self.graph.sink_nodes:
                 sink.on_serialization_error = errors.on_serialization_error
             return
-        self._segments = compile_segments(self)
+        self._segments = segments = compile_segments(self)
+        graph = self.graph
+        self.runs_python = bool(graph.pattern_sources) or any(
+            segments.get(topic) is None or segments[topic].calls_python for topic in graph.sources_by_topic
+        )
 
     @property
     def compiled_segments(self) -> dict[str, CompiledSource]:

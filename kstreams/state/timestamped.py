@@ -77,6 +77,24 @@ class _TimestampedValues:
         value = super()._value(data[TIMESTAMP_BYTES:])  # type: ignore[misc]
         return ValueAndTimestamp.make(value, raw_timestamp(data))
 
+    def _stamped_bytes(self, value: Any, timestamp: int) -> bytes | None:
+        """``_value_bytes(ValueAndTimestamp.make(value, timestamp))`` without making one (batch
+        steps write many)."""
+        if value is None:
+            return None
+        data: bytes | None = super()._value_bytes(value)  # type: ignore[misc]
+        return None if data is None else _TIMESTAMP.pack(timestamp) + data
+
+    def _stamped_value(self, data: bytes | None) -> tuple[Any, int] | None:
+        """(value, timestamp) of what ``_value(data)`` reads, None where it reads None, without
+        making a ``ValueAndTimestamp`` (batch steps read many)."""
+        if data is None:
+            return None
+        if len(data) < TIMESTAMP_BYTES:
+            return self._value(data)  # type: ignore[no-any-return]  # raises: not timestamped bytes
+        value = super()._value(data[TIMESTAMP_BYTES:])  # type: ignore[misc]
+        return None if value is None else (value, raw_timestamp(data))
+
 
 class MeteredTimestampedKeyValueStore(_TimestampedValues, MeteredKeyValueStore[K, Any], Generic[K, V]):
     """A typed key-value store of ``ValueAndTimestamp[V]`` (Kafka's ``MeteredTimestampedKeyValueStore``)."""

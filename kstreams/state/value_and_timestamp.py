@@ -33,7 +33,8 @@ class ValueAndTimestamp(Generic[V]):
     @staticmethod
     def make(value: V | None, timestamp: int) -> ValueAndTimestamp[V] | None:
         """None for a None value (a deletion), as Kafka's ``ValueAndTimestamp.make``."""
-        return None if value is None else ValueAndTimestamp(value, timestamp)
+        # Made for every aggregate written: without the frozen dataclass's __init__ (see below).
+        return None if value is None else _value_and_timestamp(value, timestamp)
 
     @staticmethod
     def get_value_or_null(value_and_timestamp: ValueAndTimestamp[V] | None) -> V | None:

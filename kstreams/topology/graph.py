@@ -25,6 +25,7 @@ A sink with a fixed topic and the default partitioner also takes whole batches (
 from __future__ import annotations
 
 import logging
+import struct
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from kstreams._native import kernels
 from kstreams._native.record_batch import RecordBatch, default_partition
 from kstreams.errors import ConfigException, StreamsException
+from kstreams.serdes import IntegerSerde, LongSerde, ShortSerde, StringSerde
 
 if TYPE_CHECKING:
     from kstreams.state.store import StateStore, StoreBuilder
@@ -103,6 +105,29 @@ class ProcessorNode(_Node):
         self.stores = stores
         self.process = processor.process
         self.supplier = supplier
+
+
+_INTEGRAL_SERDES = (LongSerde, IntegerSerde, ShortSerde)
+
+
+def _serialize_column(serializer: Any, topic: str, column: list[Any]) -> list[bytes | None]:
+    """``serializer.serialize(topic, x)`` of every ``x`` in the column. The string serde of a
+    column of str is ``str.encode`` mapped from C, and an integer serde of a column of int its
+    ``struct`` packing, without a Python call per record; anything else (a null, a value of another
+    type, a number out of range) goes through the serializer, which decides or fails."""
+    kind = type(serializer)
+    if kind is StringSerde:
+        try:
+            return list(map(str.encode, column))
+        except TypeError:
+            pass
+    elif kind in _INTEGRAL_SERDES and set(map(type, column)) == {int}:
+        try:
+            return list(map(serializer._format.pack, column))
+        except struct.error:
+            pass  # out of range: the serializer says so
+    serialize = serializer.serialize
+    return [serialize(topic, x) for x in column]
 
 
 class SinkNode(_Node):
@@ -249,11 +274,11 @@ class SinkNode(_Node):
         topic = self._batch_topic()
         if key_bytes is None:
             try:
-                key_bytes = [self._key_serialize(topic, k) for k in keys]
+                key_bytes = _serialize_column(self.key_serializer, topic, keys)
             except Exception as exc:
                 raise self._serialization_error("key", self.key_serializer, topic, exc) from exc
         try:
-            value_bytes = [self._value_serialize(topic, v) for v in values]
+            value_bytes = _serialize_column(self.value_serializer, topic, values)
         except Exception as exc:
             raise self._serialization_error("value", self.value_serializer, topic, exc) from exc
         self.send_serialized(RecordBatch.from_columns(key_bytes, value_bytes, timestamps, 0, offsets))

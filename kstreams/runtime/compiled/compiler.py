@@ -55,6 +55,7 @@ from kstreams.topology.compiled_ops import (
 )
 from kstreams.topology.dsl.processors.aggregate import StreamAggregateProcessor, WindowedAggregateProcessor
 from kstreams.topology.dsl.processors.session_aggregate import SessionAggregateProcessor
+from kstreams.topology.dsl.processors.table import TableToStreamSupplier
 from kstreams.topology.graph import ProcessorGraph, ProcessorNode, SinkNode, SourceNode
 
 if TYPE_CHECKING:
@@ -107,6 +108,11 @@ class CompiledSource:
         """Process an accepted batch."""
         for child in self.children:
             child.run(task, batch, self.key_enc, self.value_enc)
+
+    @property
+    def calls_python(self) -> bool:
+        """Whether some step of the segment calls Python code per record (holds the GIL)."""
+        return any(step.calls_python for step in self.steps())
 
     def steps(self) -> list[Step]:
         """Every step, parents first."""
@@ -305,18 +311,61 @@ def _column_step(node: Any, key_enc: int | None) -> Step:
     return BoundaryStep(node, [])
 
 
-def _compile_python_aggregate(node: ProcessorNode) -> Step | None:
-    """A DSL aggregation over a cached store, with Python functions (plain or windowed)."""
+def _compile_python_aggregate(
+    node: ProcessorNode,
+) -> PythonAggregateStep | PythonWindowedAggregateStep | None:
+    """A DSL aggregation with Python functions (plain or windowed), over a cached store or, when
+    every update it forwards can go to sinks as a batch (``_uncached_sinks``), over a timestamped
+    store without a cache."""
     processor = node.processor
-    if isinstance(processor, StreamAggregateProcessor) and isinstance(processor.store, MeteredKeyValueStore):
-        caching = processor.store.wrapped
+    aggregates = isinstance(processor, StreamAggregateProcessor | WindowedAggregateProcessor)
+    store = processor.store if aggregates else None
+    sinks = _uncached_sinks(node) if store is not None and is_timestamped(store) else None
+    if isinstance(processor, StreamAggregateProcessor) and isinstance(store, MeteredKeyValueStore):
+        caching = store.wrapped
         if processor.forwarder.cached and isinstance(caching, CachingKeyValueStore):
-            return PythonAggregateStep(node, processor, processor.store, caching)
-    if isinstance(processor, WindowedAggregateProcessor) and isinstance(processor.store, MeteredWindowStore):
-        window_caching = processor.store.wrapped
+            return PythonAggregateStep(node, processor, store, caching, sinks)
+        if not processor.forwarder.cached and sinks is not None and _writes_every_change(caching):
+            return PythonAggregateStep(node, processor, store, None, sinks)
+    if isinstance(processor, WindowedAggregateProcessor) and isinstance(store, MeteredWindowStore):
+        # Emitting on window close forwards from the processor, not per update: not done here.
+        sinks = None if processor.emit_on_close else sinks
+        window_caching = store.wrapped
         if processor.forwarder.cached and isinstance(window_caching, CachingWindowStore):
-            return PythonWindowedAggregateStep(node, processor, processor.store, window_caching)
+            return PythonWindowedAggregateStep(node, processor, store, window_caching, sinks)
+        if not processor.forwarder.cached and sinks is not None and _writes_every_change(window_caching):
+            return PythonWindowedAggregateStep(node, processor, store, None, sinks)
     return None
+
+
+def _uncached_sinks(node: ProcessorNode) -> list[SinkNode] | None:
+    """Where an aggregation without a cache forwards each update, when a batch can take them all:
+    ``[]`` when nothing is below it; the sinks (fixed topics, default partitioner, one per topic)
+    below a ``to_stream()`` without a mapper that is its only child; None for anything else (a
+    processor there may read the store, which a batch writes after all its records)."""
+    if not node.children:
+        return []
+    if len(node.children) != 1:
+        return None
+    child = node.children[0]
+    if not isinstance(child, ProcessorNode) or type(child.supplier) is not TableToStreamSupplier:
+        return None
+    if child.supplier.mapper is not None:
+        return None
+    sinks = child.children
+    if not sinks or not all(isinstance(sink, SinkNode) and sink.sends_batches for sink in sinks):
+        return None
+    if len({sink.topic for sink in sinks}) != len(sinks):
+        return None
+    return list(sinks)
+
+
+def _writes_every_change(layer: Any) -> bool:
+    """A layer below a metered store without a cache, whose changelog (if any) the record
+    collector may reduce to the newest record per key (a versioned store keeps every record)."""
+    return not isinstance(layer, CachingKeyValueStore | CachingWindowStore) and not getattr(
+        layer, "keeps_every_changelog_record", False
+    )
 
 
 def _compile_session_count(node: ProcessorNode, key_enc: int) -> Step | None:
@@ -396,6 +445,8 @@ def _kernel_aggregate(
     elif store_value != value_enc or value_enc not in _NUMERIC:
         return None
     code = kernels.REDUCE if op.name == PYTHON_REDUCE else _OPS[op.name]
-    return AggregateStep(
+    step = AggregateStep(
         node, code, op.label, key_enc, value_enc, store_value, metered, caching, op.windows, op.function
     )
+    step.python = _compile_python_aggregate(node)
+    return step

@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import abc
 import logging
+import operator
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import compress
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -43,6 +45,7 @@ from kstreams.serdes import (
     json_loads,
 )
 from kstreams.state.caching import CachingKeyValueStore, CachingWindowStore
+from kstreams.state.store import WindowedKey
 from kstreams.state.timestamped import is_timestamped
 from kstreams.state.value_and_timestamp import ValueAndTimestamp
 from kstreams.topology.compiled_ops import PYTHON_FILTER
@@ -99,6 +102,19 @@ _DECODERS: dict[int, Any] = {enc: serde() for serde, enc in _SERDE_ENCODINGS.ite
 
 _WINDOW_START = struct.Struct(">q")
 
+# The big-endian numbers of the fixed-width encodings, as numpy reads a column of them at once.
+_NUMBER_DTYPES: dict[int, str] = {
+    kernels.LONG: ">i8",
+    kernels.INT: ">i4",
+    kernels.SHORT: ">i2",
+    kernels.DOUBLE: ">f8",
+    kernels.FLOAT: ">f4",
+}
+
+# One update of an aggregation: (key, window start or None, new aggregate, old aggregate, the new
+# aggregate's timestamp, index of its record in the batch).
+Update = tuple[Any, int | None, Any, Any, int, int]
+
 
 class SegmentTask(Protocol):
     """What a compiled segment needs of the task that runs it (``StreamTask`` is one)."""
@@ -113,11 +129,32 @@ def decode_column(enc: int, topic: str | None, raw: list[bytes | None]) -> list[
     if enc == kernels.BYTES:
         return raw
     if enc == kernels.STRING:
-        return [None if b is None else b.decode("utf-8") for b in raw]
+        return _map_present(bytes.decode, raw)
     if enc == kernels.JSON:
-        return [None if b is None else json_loads(b) for b in raw]
+        return _map_present(json_loads, raw)
+    dtype = _NUMBER_DTYPES.get(enc)
+    if dtype is not None:
+        try:
+            joined = b"".join(raw)  # type: ignore[arg-type]  # a None raises: decoded one by one below
+        except TypeError:
+            pass
+        else:
+            # Every value has the encoding's width (the batch was validated), so the concatenation
+            # is an array of big-endian numbers; tolist() makes the ints and floats unpack would.
+            return np.frombuffer(joined, dtype=dtype).tolist()  # type: ignore[no-any-return]
     deserialize = _DECODERS[enc].deserialize
     return [deserialize(topic, b) for b in raw]
+
+
+def _map_present(decode: Callable[[bytes], Any], raw: list[bytes | None]) -> list[Any]:
+    """``decode`` over a column, None staying None. ``map`` iterates in C: without nulls (the usual
+    column) there is no per-record Python bytecode at all."""
+    try:
+        return list(map(decode, raw))  # type: ignore[arg-type]  # a None raises, then handled below
+    except (TypeError, AttributeError):
+        if None not in raw:
+            raise
+        return [None if b is None else decode(b) for b in raw]
 
 
 def encoding_of(serde: Any) -> int | None:
@@ -143,6 +180,9 @@ class Step:
 
     name: str
     kernel: str  # what describe() and logs call the kernel; "" for a boundary
+    # Whether the step calls Python code per record (holding the GIL): its batches then take the
+    # stream threads' PythonGate. Compiled kernels, which release the GIL, set it False.
+    calls_python = True
 
     def __init__(self, node: Any, children: list[Step]) -> None:
         self.node = node
@@ -199,6 +239,7 @@ class FilterStep(Step):
     the encodings the compiler determined for this step."""
 
     kernel = "filter"
+    calls_python = False
 
     def __init__(self, node: Any, children: list[Step], predicate: Any, key_enc: int, value_enc: int) -> None:
         super().__init__(node, children)
@@ -268,25 +309,28 @@ class PythonChainStep(Step):
         raw_keys = batch.keys()
         keys = decode_column(key_enc, topic, raw_keys)
         values = decode_column(value_enc, topic, batch.values())
+        keeps_keys = self.keeps_keys
         kept: list[int] | None = None  # positions in the batch of the records still in the chain
+        # Each operation is one ``map`` over the columns: the calls are made from C, with no
+        # bytecode of ours between them. A filter's results are made bools once (each result's
+        # truth tested once, as ``bool()`` does), then ``compress`` keeps the records.
         for node, op in zip(self.nodes, self._ops, strict=True):
             context.node = node
             fn: Any = op.function
             if op.name == PYTHON_FILTER:
-                negate = op.negate
-                keep = [
-                    i for i, (k, v) in enumerate(zip(keys, values, strict=True)) if bool(fn(k, v)) != negate
-                ]
-                if len(keep) != len(keys):
-                    keys = [keys[i] for i in keep]
-                    values = [values[i] for i in keep]
-                    kept = keep if kept is None else [kept[i] for i in keep]
+                mask = list(map(operator.not_ if op.negate else operator.truth, map(fn, keys, values)))
+                if not all(mask):
+                    keys = list(compress(keys, mask))
+                    values = list(compress(values, mask))
+                    kept = list(compress(range(len(mask)) if kept is None else kept, mask))
+                    if keeps_keys:
+                        raw_keys = list(compress(raw_keys, mask))
             elif op.shape == "values":
-                values = [fn(v) for v in values]
+                values = list(map(fn, values))
             elif op.shape == "values_with_key":
-                values = [fn(k, v) for k, v in zip(keys, values, strict=True)]
+                values = list(map(fn, keys, values))
             elif op.shape == "key":
-                keys = [fn(k, v) for k, v in zip(keys, values, strict=True)]
+                keys = list(map(fn, keys, values))
             else:
                 pairs = [key_value_of(fn(k, v), "map") for k, v in zip(keys, values, strict=True)]
                 keys = [k for k, _ in pairs]
@@ -299,10 +343,8 @@ class PythonChainStep(Step):
             index = np.asarray(kept, dtype=np.intp)
             timestamps = timestamps[index]
             offsets = offsets[index]
-            raw_keys = [raw_keys[i] for i in kept]
-        columns = Columns(
-            keys, values, timestamps.tolist(), offsets.tolist(), raw_keys if self.keeps_keys else None
-        )
+        raw = raw_keys if keeps_keys else None
+        columns = Columns(keys, values, timestamps.tolist(), offsets.tolist(), raw)
         for child in self.children:
             child.run_columns(task, columns)
 
@@ -320,12 +362,17 @@ class CountColumnsStep(Step):
     def __init__(self, node: ProcessorNode, count: AggregateStep, key_enc: int) -> None:
         super().__init__(node, [])
         self.kernel = count.kernel
+        self.calls_python = False
         self._count = count
         self._key_enc = key_enc
 
     def run_columns(self, task: SegmentTask, columns: Columns) -> None:
         if columns.raw_keys is None:
-            super().run_columns(task, columns)
+            python = self._count.python
+            if python is not None:
+                python.run_columns(task, columns)
+            else:
+                super().run_columns(task, columns)
             return
         batch = RecordBatch.from_columns(
             columns.raw_keys,
@@ -363,26 +410,52 @@ class ColumnSinkStep(Step):
 
 class _PythonAggregation(Step, abc.ABC):
     """What the batch forms of the DSL's aggregations share: the node's processor, its metered
-    store and the caching layer below it; the rule that without a cache (or with a cache of size 0)
-    every update must go downstream, so the per-record path runs instead; and the write-back: each
+    store and the caching layer below it (None: the store does not cache); and the write-back: each
     slot (key, window) once, after its last record, in the order of the slots' last records (the
     order a record-by-record cache keeps), stamped with the aggregate's timestamp (the largest of
     the records that made it, the stored aggregate's included: Kafka's rule), under the store's
-    query lock so an interactive query sees the store before or after a batch, never in between."""
+    query lock so an interactive query sees the store before or after a batch, never in between.
 
-    def __init__(self, node: ProcessorNode, processor: Any, store: Any, caching: Any) -> None:
+    Without a cache (or with a cache of size 0) every update must go downstream. With ``sinks``
+    (the sinks of a ``to_stream()`` below the aggregation, or none when nothing is below it) the
+    step still reads and writes each slot once per batch, below the cache, and sends every update
+    to the sinks as one batch: the records and the store they leave are the per-record path's, and
+    so is the changelog once the record collector keeps the newest record per key (it does between
+    commits, and no commit falls inside a batch). Without ``sinks`` (None) the per-record path runs.
+    """
+
+    def __init__(
+        self,
+        node: ProcessorNode,
+        processor: Any,
+        store: Any,
+        caching: Any,
+        sinks: list[SinkNode] | None = None,
+    ) -> None:
         super().__init__(node, [])
         self._processor = processor
         self._store = store
         self._caching = caching
+        self._sinks = sinks
+        # The layer writes go to when there is no cache to hold them: the one below the cache.
+        self._below = store.wrapped if caching is None else caching.wrapped
+        self._decode, self._encode = _stamped_codec(store)
+
+    @property
+    def runs_uncached(self) -> bool:
+        """Whether batches without a cache run here (else record by record)."""
+        return self._sinks is not None
 
     def run(self, task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
         self.run_columns(task, _decoded(task, batch, key_enc, value_enc))
 
     def run_columns(self, task: SegmentTask, columns: Columns) -> None:
-        cache = self._caching.current_cache()
+        cache = None if self._caching is None else self._caching.current_cache()
         if cache is None or cache.max_bytes == 0:
-            super().run_columns(task, columns)
+            if self._sinks is None:
+                super().run_columns(task, columns)
+            else:
+                self._run_uncached(task, columns)
             return
         context = task.context
         context.node = self.node
@@ -390,37 +463,115 @@ class _PythonAggregation(Step, abc.ABC):
         slots = self._aggregate(position, columns)
         if not slots:
             return
-        with self._store.query_lock:
-            for k, start, aggregate, ts, i in sorted(slots, key=_last_record):
+        store = self._store
+        encode = self._encode
+        cached = store.wrapped  # the caching layer: what the metered store's put writes to
+        with store.query_lock:
+            for _, start, aggregate, ts, i, raw in sorted(slots, key=_last_record):
                 position.offset = columns.offsets[i]
                 position.timestamp = ts
-                self._write(k, start, ValueAndTimestamp.make(aggregate, ts))
+                self._put(cached, raw, start, encode(aggregate, ts))
+
+    def _run_uncached(self, task: SegmentTask, columns: Columns) -> None:
+        context = task.context
+        context.node = self.node
+        position = context.record_context
+        updates: list[Update] = []
+        slots = self._aggregate(position, columns, updates)
+        if not slots:
+            return
+        store = self._store
+        encode = self._encode
+        # A store with a (zero-byte) cache writes as the cache's flush does, which neither writes
+        # nor forwards the deletion of a key the store does not hold (CachingKeyValueStore._on_flush).
+        skips_empty_deletes = self._caching is not None
+        below = self._below
+        with store.query_lock:
+            for _, start, aggregate, ts, i, raw in sorted(slots, key=_last_record):
+                position.offset = columns.offsets[i]
+                # A put per record logs its change at that record's timestamp: the last one's.
+                position.timestamp = columns.timestamps[i]
+                data = encode(aggregate, ts)
+                if data is None and skips_empty_deletes and self._get(below, raw, start) is None:
+                    continue
+                self._put(below, raw, start, data)
+        sinks = self._sinks
+        if not sinks or not updates:
+            return
+        if skips_empty_deletes:
+            updates = [u for u in updates if u[2] is not None or u[3] is not None]
+        keys = [self._forwarded_key(k, start) for k, start, _, _, _, _ in updates]
+        values = [new for _, _, new, _, _, _ in updates]
+        # The cache's flush stamps a deletion with its record's timestamp, not the aggregate's.
+        timestamps = np.asarray(
+            [
+                columns.timestamps[i] if new is None and skips_empty_deletes else ts
+                for _, _, new, _, ts, i in updates
+            ],
+            dtype=np.int64,
+        )
+        offsets = np.asarray([columns.offsets[i] for *_, i in updates], dtype=np.int64)
+        for sink in sinks:
+            context.node = sink
+            sink.send_batch(keys, values, timestamps, offsets)
+
+    def _forwarded_key(self, key: Any, start: int | None) -> Any:
+        """The key an update is forwarded with (a window's key and window for windowed stores)."""
+        return key
 
     @abc.abstractmethod
-    def _aggregate(self, position: Any, columns: Columns) -> list[list[Any]]:
-        """Each slot's [key, window start, aggregate, timestamp, index of its last record],
-        updated record by record in record order (the position set per record); ``_update``
-        does one record's update of a slot."""
+    def _aggregate(
+        self, position: Any, columns: Columns, updates: list[Update] | None = None
+    ) -> list[list[Any]]:
+        """Each slot's [key, window start, aggregate, timestamp, index of its last record, key
+        bytes], updated record by record in record order (the position set per record); ``_update``
+        does one record's update of a slot. With ``updates``, each update is appended to it as
+        (key, window start, new aggregate, old aggregate, new timestamp, record index)."""
 
     @abc.abstractmethod
-    def _write(self, key: Any, start: int | None, aggregate: ValueAndTimestamp[Any] | None) -> None:
-        """Put one slot's aggregate, with its timestamp, into the store."""
+    def _get(self, layer: Any, raw: bytes, start: int | None) -> bytes | None:
+        """A slot's stored bytes in ``layer`` (a layer below the metered store)."""
+
+    @abc.abstractmethod
+    def _put(self, layer: Any, raw: bytes, start: int | None, data: bytes | None) -> None:
+        """Put a slot's bytes into ``layer``, as the metered store's put does into the layer below it
+        (the change-logging layer, if it is that one or below it, logs the change)."""
 
 
 def _new_slot(
-    key: Any, start: int | None, stored: ValueAndTimestamp[Any] | None, ts: int, i: int
+    key: Any, start: int | None, stored: tuple[Any, int] | None, ts: int, i: int, raw: bytes
 ) -> list[Any]:
-    """A slot for an aggregate read from the store (None: none yet), before its first record."""
+    """A slot for an aggregate read from the store as (value, timestamp) (None: none yet), before
+    its first record."""
     if stored is None:
-        return [key, start, None, ts, i]
-    return [key, start, stored.value, stored.timestamp, i]
+        return [key, start, None, ts, i, raw]
+    return [key, start, stored[0], stored[1], i, raw]
+
+
+def _stamped_codec(
+    store: Any,
+) -> tuple[Callable[[bytes | None], tuple[Any, int] | None], Callable[[Any, int], bytes | None]]:
+    """How a step reads a DSL store's bytes as (value, timestamp) and writes (value, timestamp) as
+    bytes: directly for kstreams' timestamped stores, through ``ValueAndTimestamp`` otherwise."""
+    if is_timestamped(store) and hasattr(store, "_stamped_value"):
+        return store._stamped_value, store._stamped_bytes
+
+    def decode(data: bytes | None) -> tuple[Any, int] | None:
+        stored = store._value(data)
+        return None if stored is None else (stored.value, stored.timestamp)
+
+    def encode(value: Any, timestamp: int) -> bytes | None:
+        return store._value_bytes(ValueAndTimestamp.make(value, timestamp))  # type: ignore[no-any-return]
+
+    return decode, encode
 
 
 def _update(slot: list[Any], aggregate: Any, ts: int, i: int) -> None:
-    """A record at ``ts`` (index ``i``) made ``aggregate``: its timestamp is the larger one."""
-    slot[2] = aggregate
-    if ts > slot[3]:
+    """A record at ``ts`` (index ``i``) made ``aggregate``: its timestamp is the larger one, or the
+    record's own when there was no aggregate (none yet, or deleted: ``updated_timestamp``)."""
+    if slot[2] is None or ts > slot[3]:
         slot[3] = ts
+    slot[2] = aggregate
     slot[4] = i
 
 
@@ -433,24 +584,35 @@ class PythonAggregateStep(_PythonAggregation):
     _processor: StreamAggregateProcessor
     _store: MeteredKeyValueStore[Any, Any]
 
-    def _aggregate(self, position: Any, columns: Columns) -> list[list[Any]]:
+    def _aggregate(
+        self, position: Any, columns: Columns, updates: list[Update] | None = None
+    ) -> list[list[Any]]:
         store = self._store
         raw_key = store.raw_key
+        decode = self._decode
+        read = store.wrapped.get  # the metered store's get, without serializing the key again
         apply = self._processor.spec._apply
         slots: dict[bytes, list[Any]] = {}
+        offsets = columns.offsets
         for i, (k, v, ts) in enumerate(zip(columns.keys, columns.values, columns.timestamps, strict=True)):
             if k is None or v is None:
                 continue  # as the processor skips them (Kafka's rule for non-windowed aggregations)
-            position.offset = columns.offsets[i]  # an exception then names this record
+            position.offset = offsets[i]  # an exception then names this record
             position.timestamp = ts
             slot = slots.get(raw := raw_key(k))
             if slot is None:
-                slot = slots[raw] = _new_slot(k, None, store.get(k), ts, i)
-            _update(slot, apply(k, v, slot[2]), ts, i)
+                slot = slots[raw] = _new_slot(k, None, decode(read(raw)), ts, i, raw)
+            old = slot[2]
+            _update(slot, apply(k, v, old), ts, i)
+            if updates is not None:
+                updates.append((k, None, slot[2], old, slot[3], i))
         return list(slots.values())
 
-    def _write(self, key: Any, start: int | None, aggregate: ValueAndTimestamp[Any] | None) -> None:
-        self._store.put(key, aggregate)
+    def _get(self, layer: Any, raw: bytes, start: int | None) -> bytes | None:
+        return layer.get(raw)  # type: ignore[no-any-return]
+
+    def _put(self, layer: Any, raw: bytes, start: int | None, data: bytes | None) -> None:
+        layer.put(raw, data)
 
 
 def _last_record(slot: list[Any]) -> int:
@@ -467,9 +629,13 @@ class PythonWindowedAggregateStep(_PythonAggregation):
     _processor: WindowedAggregateProcessor
     _store: MeteredWindowStore[Any, Any]
 
-    def _aggregate(self, position: Any, columns: Columns) -> list[list[Any]]:
+    def _aggregate(
+        self, position: Any, columns: Columns, updates: list[Update] | None = None
+    ) -> list[list[Any]]:
         store = self._store
         raw_key = store.raw_key
+        decode = self._decode
+        fetch = store.wrapped.fetch  # the metered store's fetch, without serializing the key again
         processor = self._processor
         apply = processor.spec._apply
         windows_for = processor.spec.windows.windows_for
@@ -495,16 +661,26 @@ class PythonWindowedAggregateStep(_PythonAggregation):
                         continue
                     slot = slots.get((raw, start))
                     if slot is None:
-                        slot = slots[(raw, start)] = _new_slot(k, start, store.fetch(k, start), ts, i)
-                    _update(slot, apply(k, v, slot[2]), ts, i)
+                        stored = decode(fetch(raw, start))
+                        slot = slots[(raw, start)] = _new_slot(k, start, stored, ts, i, raw)
+                    old = slot[2]
+                    _update(slot, apply(k, v, old), ts, i)
+                    if updates is not None:
+                        updates.append((k, start, slot[2], old, slot[3], i))
         finally:
             processor.observed_stream_time = observed
             processor.dropped += dropped
         return list(slots.values())
 
-    def _write(self, key: Any, start: int | None, aggregate: ValueAndTimestamp[Any] | None) -> None:
+    def _get(self, layer: Any, raw: bytes, start: int | None) -> bytes | None:
+        return layer.fetch(raw, start)  # type: ignore[no-any-return]
+
+    def _put(self, layer: Any, raw: bytes, start: int | None, data: bytes | None) -> None:
+        layer.put(raw, data, start)
+
+    def _forwarded_key(self, key: Any, start: int | None) -> Any:
         assert start is not None
-        self._store.put(key, aggregate, start)
+        return WindowedKey(key, start, start + self._processor.size_ms)
 
 
 def _decoded(task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> Columns:
@@ -523,6 +699,7 @@ class ProjectStep(Step):
     field: the new column holds the field's JSON text."""
 
     kernel = "project"
+    calls_python = False
 
     def __init__(self, node: Any, children: list[Step], src_side: int, field: str | None, dst_side: int):
         super().__init__(node, children)
@@ -551,6 +728,7 @@ class ProjectStep(Step):
 
 class PassThroughStep(Step):
     kernel = "pass"
+    calls_python = False
 
     def run(self, task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
         self._forward(task, batch, key_enc, value_enc)
@@ -561,6 +739,7 @@ class SinkStep(Step):
     in bulk, split by partition, hand each partition's batch to the record collector."""
 
     kernel = "sink"
+    calls_python = False
 
     node: SinkNode
 
@@ -598,6 +777,10 @@ class AggregateStep(Step):
         super().__init__(node, [])
         self._op = op
         self._reducer = reducer
+        self.calls_python = reducer is not None  # REDUCE calls the reducer per record, with the GIL
+        # The same aggregation with Python functions, for batches without a cache (the kernel
+        # needs one); None: those run record by record. Set by the compiler.
+        self.python: _PythonAggregation | None = None
         self.kernel = kernel
         self._key_enc = key_enc
         self._value_enc = value_enc
@@ -626,7 +809,10 @@ class AggregateStep(Step):
         caching = self._caching
         cache = caching.current_cache()
         if cache is None or cache.max_bytes == 0:
-            self.boundary(task, batch, key_enc, value_enc)
+            if self.python is not None and self.python.runs_uncached:
+                self.python.run(task, batch, key_enc, value_enc)
+            else:
+                self.boundary(task, batch, key_enc, value_enc)
             return
         task.context.node = self.node  # a reducer's exception then names this processor
         with self._query_lock:

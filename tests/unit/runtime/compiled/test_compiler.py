@@ -490,3 +490,53 @@ def test_a_join_beside_an_aggregation_of_the_same_stream_sees_counts_record_by_r
     finally:
         driver.close()
     assert out == ["a:1", "b:2", "c:3"]
+
+
+def uncached_python() -> Any:
+    """Python aggregations over stores that do not cache (every update forwarded), one of them
+    deleting its aggregate now and then (an aggregator returning None)."""
+    builder = StreamsBuilder()
+    grouped = builder.stream("longs", Consumed.with_(STRING, LONG_SERDE)).group_by_key()
+    grouped.aggregate(
+        lambda: 0,
+        lambda k, v, agg: None if v % 13 == 0 else agg + v,
+        Materialized.as_("sums").with_value_serde(LONG_SERDE).with_caching_disabled(),
+    ).to_stream().to("out", Produced.with_(STRING, LONG_SERDE))
+    grouped.count(Materialized.as_("counts").with_caching_disabled())
+    grouped.windowed_by(TimeWindows.of_size_and_grace(100, 20).advance_by(50)).reduce(
+        lambda a, b: a - b,
+        Materialized.as_("windowed-reduce").with_value_serde(LONG_SERDE).with_caching_disabled(),
+    )
+    return builder.build()
+
+
+TOPOLOGIES["uncached_python"] = uncached_python
+
+
+@pytest.mark.parametrize("name", ["counts", "reductions", "python_aggregates", "uncached_python"])
+def test_aggregations_without_a_cache_forward_every_update_as_per_record(name: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from kstreams.cluster import EmbeddedCluster
+
+    data = records(3000)
+    outputs = []
+    for compiled in ("1", "0"):
+        cluster = EmbeddedCluster()
+        try:
+            app = f"app-uncached-{name}-{compiled}"
+            config = {**mode(compiled), "statestore.cache.max.bytes": 0}
+            stores = run_runtime(TOPOLOGIES[name], cluster, app, data, 2, tmp_path, config)
+            topics = {}
+            for topic in ("out", "out-min", "out-windowed"):
+                # every update, in order per key (one task writes each key)
+                per_key: dict[Any, list[Any]] = {}
+                for r in cluster.read(topic):
+                    per_key.setdefault((r.partition, r.key), []).append((r.value, r.timestamp))
+                topics[topic] = per_key
+            changelogs = {
+                t[len(app) :]: _final(cluster, t) for t in cluster.topics() if t.endswith("-changelog")
+            }
+            outputs.append((stores, topics, changelogs))
+        finally:
+            cluster.close()
+    assert outputs[0] == outputs[1]
+    assert outputs[0][1]["out"] or outputs[0][0]
