@@ -257,8 +257,8 @@ class KafkaAdmin:
                 )
         logger.info("Set the committed offsets of group %s: %s", group_id, _offsets_text(offsets))
 
-    def group_members(self, group_id: str) -> list[str]:
-        return sorted(self.group_assignment(group_id))
+    def group_members(self, group_id: str, timeout: float | None = None) -> list[str]:
+        return sorted(self.group_assignment(group_id, timeout))
 
     def offsets_for_times(self, timestamps: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
         if not timestamps:
@@ -287,12 +287,16 @@ class KafkaAdmin:
             result.update(self._list(missing, OffsetSpec.latest(), level))
         return result
 
-    def group_assignment(self, group_id: str) -> dict[str, list[TopicPartition]]:
+    def group_assignment(
+        self, group_id: str, timeout: float | None = None
+    ) -> dict[str, list[TopicPartition]]:
         """{member id: partitions} of the group's current generation, as the group coordinator
-        holds it (members of a rebalance in progress have none yet); {} for an unknown group."""
-        futures = self._client.describe_consumer_groups([group_id], request_timeout=self._timeout)
+        holds it (members of a rebalance in progress have none yet); {} for an unknown group.
+        ``timeout`` bounds the wait (default: the admin's)."""
+        wait = self._timeout if timeout is None else timeout
+        futures = self._client.describe_consumer_groups([group_id], request_timeout=wait)
         try:
-            description = _result(futures[group_id], self._timeout)
+            description = _result(futures[group_id], wait)
         except KafkaException as exc:
             err = kafka_error_of(exc)
             if err is not None and err.code() == KafkaError.GROUP_ID_NOT_FOUND:

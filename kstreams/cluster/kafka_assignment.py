@@ -127,7 +127,9 @@ class PlannedAssignment:
 
     def joined(self, generation: int, member_id: str) -> None:
         """The membership consumer joined ``generation`` (called from its assign callback)."""
-        if generation != self.generation:
+        if generation != self.generation or member_id != self.member_id:
+            # A new generation, or a rejoin under a new member id (after the member was lost; a
+            # restarted broker even starts generations at 1 again): nothing seen so far applies.
             self._reports.clear()
             self._plan = None
             self._acks.clear()
@@ -281,8 +283,10 @@ class PlannedAssignment:
                 "from": moving,
             }
         plan = {"kind": PLAN, "generation": self.generation, "id": str(uuid.uuid4()), "members": plan_members}
-        self._my_plan_members = reported
         self._channel.publish(plan)
+        self._my_plan_members = reported
+        # Followed at once; the record read back later is the same plan.
+        self._plan = plan
         logger.info(
             "Group %s: published the assignment of generation %d for %d member(s)",
             self._group_id,

@@ -65,6 +65,8 @@ logger = logging.getLogger(__name__)
 # librdkafka's default queued.max.messages.kbytes, in bytes: how much a consumer holds of paused
 # partitions' records unless that setting says otherwise.
 DEFAULT_HOLD_BYTES = 65_536 * 1024
+# How long a call of the assignment protocol on the polling thread waits for the broker.
+PROTOCOL_TIMEOUT_S = 5.0
 # How long a rebalance waits to read the signals sent before it.
 _CATCH_UP_S = 5.0
 # librdkafka serialises group metadata as b"CGMDv2:" + generation id (int32, host byte order) + ...
@@ -554,7 +556,8 @@ class KafkaConsumer:
             group_id,
             assignor,
             self._control,
-            members=lambda: admin.group_members(group_id),
+            # Asked on the polling thread: a broker that does not answer must not stall it long.
+            members=lambda: admin.group_members(group_id, timeout=PROTOCOL_TIMEOUT_S),
             partition_counts=lambda: {t: n for t, n in admin.partition_counts().items() if t in topics},
         )
         self._subscribe_membership()

@@ -35,7 +35,7 @@ from confluent_kafka.admin import AdminClient
 
 from kstreams.serdes import Serdes
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 logger = logging.getLogger(__name__)
 

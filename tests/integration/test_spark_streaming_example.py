@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("pyspark", reason="the Spark example needs pip install 'kstreams[spark]'")
 
-pytestmark = [pytest.mark.integration, pytest.mark.spark]
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "spark_streaming.py"
 # Two Spark query runs of one micro-batch each, plus starting Spark and the broker.
