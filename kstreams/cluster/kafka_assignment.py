@@ -328,15 +328,18 @@ class PlannedAssignment:
     def _ready(self, following: _Following, owned: set[TopicPartition]) -> list[TopicPartition]:
         """Partitions of the plan this member may take now: nobody else held them, or their
         previous owner acknowledged the plan or left the group."""
+        missing = following.partitions - owned
+        if not missing:
+            return []  # the usual case, at every poll: nothing to look up
         acked = self._acks.get(following.plan_id, set())
         live = set(self._members_now())
         ready = []
-        for tp in sorted(following.partitions - owned):
+        for tp in sorted(missing):
             owner = following.previous_owner.get(tp)
             if owner is None or owner in acked or owner not in live:
                 ready.append(tp)
         now = time.monotonic()
-        if len(ready) < len(following.partitions - owned) and now - self._live_at >= ASK_AGAIN_S / 2:
+        if len(ready) < len(missing) and now - self._live_at >= ASK_AGAIN_S / 2:
             self._live = []  # an owner that left the group is seen at the next look
         return ready
 

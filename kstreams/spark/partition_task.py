@@ -81,26 +81,11 @@ class StagePartitionTask:
         self._sequence = 0
         self._offset_base = partition_id << OFFSET_SEQUENCE_BITS
         try:
-            _prepare_stores_for_spark(spec.topology)
-            props = dict(spec.config)
-            props["state.dir"] = self._state_dir
-            config = StreamsConfig(props)
-            plan = spec.topology.build(config.application_id, config)
-            sub = plan.subtopology(spec.subtopology)
-            partitions = spec.partitions
-            self.collector = RecordCollector()
-            self.task = StreamTask(
-                TaskId(sub.id, partition_id),
-                sub,
-                [TopicPartition(t, partition_id) for t in sub.source_topics],
-                config,
-                self.collector,
-                lambda topic: partitions,
-                f"{self._state_dir}/{config.application_id}",
+            use_in_memory_stores(spec.topology, logged=False)
+            built = build_stage_task(
+                spec.topology, spec.config, spec.subtopology, spec.partitions, partition_id, self._state_dir
             )
-            cache = single_thread_cache(config, plan.store_builders, sub.stores)
-            if cache is not None:
-                self.task.record_cache = cache
+            self.task, self.collector = built.task, built.collector
             self.task.initialize()
             self.task.initialize_processors()
         except BaseException:
@@ -199,14 +184,17 @@ def run_stage_partition(
         yield output
 
 
-def _prepare_stores_for_spark(topology: Any) -> None:
-    """Make every store of (this copy of) the topology in memory and not change-logged.
-
-    Stores built from kstreams' own suppliers switch to the in-memory kind; a user's own supplier
-    is kept (it gets the task's temporary state directory if it needs one).
+def use_in_memory_stores(topology: Any, logged: bool) -> None:
+    """Make every store of (this copy of) the topology in memory, change-logged or not: a Spark
+    batch task keeps nothing (``logged=False``), a streaming task's changelog is what Spark's state
+    keeps (``logged=True``). Stores built from kstreams' own suppliers switch to the in-memory kind;
+    a user's own supplier is kept (it gets the task's state directory if it needs one).
     """
     for builder in topology.store_builders.values():
-        builder.with_logging_disabled()
+        if logged:
+            builder.with_logging_enabled(builder.log_config)
+        else:
+            builder.with_logging_disabled()
         supplier = getattr(builder, "supplier", None)
         if isinstance(supplier, KeyValueBytesStoreSupplier) and supplier.persistent:
             builder.supplier = Stores.in_memory_key_value_store(supplier.name)
@@ -216,6 +204,41 @@ def _prepare_stores_for_spark(topology: Any) -> None:
             )
         elif isinstance(supplier, SessionBytesStoreSupplier) and supplier.persistent:
             builder.supplier = Stores.in_memory_session_store(supplier.name, supplier.retention_ms)
+
+
+@dataclass
+class BuiltStageTask:
+    """A stage's StreamTask for one partition, with what built it."""
+
+    task: StreamTask
+    collector: RecordCollector
+    config: StreamsConfig
+    plan: Any
+    subtopology: Any
+
+
+def build_stage_task(
+    topology: Any, props: Mapping[str, Any], subtopology: int, partitions: int, partition: int, state_dir: str
+) -> BuiltStageTask:
+    """The StreamTask of ``partition`` of a subtopology, its sinks seeing ``partitions`` partitions
+    for every topic, its state under ``state_dir``, its record cache per the config."""
+    config = StreamsConfig({**props, "state.dir": state_dir})
+    plan = topology.build(config.application_id, config)
+    sub = plan.subtopology(subtopology)
+    collector = RecordCollector()
+    task = StreamTask(
+        TaskId(sub.id, partition),
+        sub,
+        [TopicPartition(t, partition) for t in sub.source_topics],
+        config,
+        collector,
+        lambda topic: partitions,
+        f"{state_dir}/{config.application_id}",
+    )
+    cache = single_thread_cache(config, plan.store_builders, sub.stores)
+    if cache is not None:
+        task.record_cache = cache
+    return BuiltStageTask(task, collector, config, plan, sub)
 
 
 def _int_column(batch: pa.RecordBatch, name: str, dtype: Any) -> np.ndarray:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from functools import reduce
 from typing import Any
 
@@ -145,12 +145,7 @@ def run_topology(
             topics.extend(sorted(t for t in found if t not in topics))
         elif _consumers(execution, stage) > 1:
             written = written.persist(StorageLevel.MEMORY_AND_DISK)
-        for topic in topics:
-            records = written.where(F.col("topic") == topic)
-            if any(topic in later.produced_inputs for later in execution.stages):
-                produced.setdefault(topic, []).append(records.select(*INPUT_COLUMNS))
-            if execution.is_output_topic(topic):
-                outputs.setdefault(topic, []).append(records.select("key", "value", "timestamp"))
+        route_stage_output(written, topics, execution, produced, outputs)
     logger.info(
         "run_topology %s: %d stages (%d stateful, %d partitions each), outputs %s",
         streams_config.application_id,
@@ -160,6 +155,23 @@ def run_topology(
         sorted(outputs),
     )
     return {topic: reduce(DataFrame.unionByName, frames) for topic, frames in outputs.items()}
+
+
+def route_stage_output(
+    written: DataFrame,
+    topics: Iterable[str],
+    execution: Any,
+    produced: dict[str, list[DataFrame]],
+    outputs: dict[str, list[DataFrame]],
+) -> None:
+    """Split what a stage wrote by topic: into ``produced`` where a later stage reads the topic
+    (as its input columns), into ``outputs`` where the topic goes back to the caller."""
+    for topic in topics:
+        records = written.where(F.col("topic") == topic)
+        if any(topic in later.produced_inputs for later in execution.stages):
+            produced.setdefault(topic, []).append(records.select(*INPUT_COLUMNS))
+        if execution.is_output_topic(topic):
+            outputs.setdefault(topic, []).append(records.select("key", "value", "timestamp"))
 
 
 def refuse_unrunnable(topology: Any, plan: Any, caller: str) -> None:

@@ -68,7 +68,13 @@ from kstreams.errors import ConfigException, TopologyException
 from kstreams.spark.functions import partition_for
 from kstreams.spark.partition_task import OFFSET_SEQUENCE_BITS, StageTaskSpec, run_stage_partition
 from kstreams.spark.plan_compiler import Stage, compile_plan
-from kstreams.spark.runner import DEFAULT_APPLICATION_ID, INPUT_COLUMNS, _normalize_input, refuse_unrunnable
+from kstreams.spark.runner import (
+    DEFAULT_APPLICATION_ID,
+    INPUT_COLUMNS,
+    _normalize_input,
+    refuse_unrunnable,
+    route_stage_output,
+)
 from kstreams.spark.streaming_task import StreamingStageSpec, TaskStateProcessor
 from kstreams.topology.nodes import SinkNodeSpec
 
@@ -146,12 +152,7 @@ def run_topology_stream(
             frames.extend(df for t in stage.produced_inputs for df in produced.get(t, []))
             stateless = StageTaskSpec(topology, props, stage.subtopology, task_partitions)
             written = _stateless_stage(reduce(DataFrame.unionByName, frames), stateless)
-        for topic in stage.sink_topics:
-            records = written.where(F.col("topic") == topic)
-            if any(topic in later.produced_inputs for later in execution.stages):
-                produced.setdefault(topic, []).append(records.select(*INPUT_COLUMNS))
-            if execution.is_output_topic(topic):
-                outputs.setdefault(topic, []).append(records.select("key", "value", "timestamp"))
+        route_stage_output(written, stage.sink_topics, execution, produced, outputs)
     logger.info(
         "run_topology_stream %s: %d stages (%d stateful, %d tasks each), outputs %s",
         streams_config.application_id,

@@ -55,26 +55,15 @@ from pyspark.sql.streaming.stateful_processor import (
 )
 
 from kstreams._native.record_batch import RecordBatch
-from kstreams._native.record_collector import RecordCollector
 from kstreams.cluster.port import TopicPartition
-from kstreams.config import StreamsConfig
 from kstreams.errors import ConfigException, TopologyException
-from kstreams.processor import TaskId
-from kstreams.runtime.task import StreamTask
-from kstreams.runtime.thread_caches import single_thread_cache
-from kstreams.spark.partition_task import OFFSET_SEQUENCE_BITS
+from kstreams.spark.partition_task import OFFSET_SEQUENCE_BITS, build_stage_task, use_in_memory_stores
 from kstreams.spark.task_state import (
     COMPACT_AFTER_CHUNKS,
     ChangelogFold,
     StoreRetention,
     decode_chunk,
     encode_chunk,
-)
-from kstreams.state.stores import (
-    KeyValueBytesStoreSupplier,
-    SessionBytesStoreSupplier,
-    Stores,
-    WindowBytesStoreSupplier,
 )
 
 __all__ = [
@@ -121,24 +110,13 @@ class StreamingStageTask:
         self.sequence = 0
         self.generation = ""
         self.chunks = 0
-        _prepare_stores_for_streaming(spec.topology)
-        props = dict(spec.config)
+        use_in_memory_stores(spec.topology, logged=True)
         # In-memory stores need no directory; the task still names one (never created).
-        props.setdefault("state.dir", "/nonexistent/kstreams-spark-streaming")
-        config = StreamsConfig(props)
-        plan = spec.topology.build(config.application_id, config)
-        sub = plan.subtopology(spec.subtopology)
-        partitions = spec.partitions
-        self.collector = RecordCollector()
-        self.task = StreamTask(
-            TaskId(sub.id, task),
-            sub,
-            [TopicPartition(t, task) for t in sub.source_topics],
-            config,
-            self.collector,
-            lambda topic: partitions,
-            f"{props['state.dir']}/{config.application_id}",
+        state_dir = str(spec.config.get("state.dir", "/nonexistent/kstreams-spark-streaming"))
+        built = build_stage_task(
+            spec.topology, spec.config, spec.subtopology, spec.partitions, task, state_dir
         )
+        self.task, self.collector, plan, sub = built.task, built.collector, built.plan, built.subtopology
         # Changelog topic -> store, and the retention of windowed stores (compaction prunes them).
         self.changelog_topics = {topic: name for name, topic in sub.changelog_topics.items()}
         self.retentions = {
@@ -148,9 +126,6 @@ class StreamingStageTask:
             for name, topic in sub.changelog_topics.items()
             if plan.store_builders[name].store_type in ("window", "session")
         }
-        cache = single_thread_cache(config, plan.store_builders, sub.stores)
-        if cache is not None:
-            self.task.record_cache = cache
         self.task.initialize()
         versioned = sorted(
             name
@@ -285,22 +260,6 @@ def _tagged(timestamps: np.ndarray, n: int, positions: np.ndarray) -> Iterator[t
     """(timestamp, input, position) of each record of input ``n``, in its offset order."""
     for i in positions.tolist():
         yield int(timestamps[i]), n, i
-
-
-def _prepare_stores_for_streaming(topology: Any) -> None:
-    """Make every store of (this copy of) the topology in memory and change-logged: its changelog
-    is what Spark's state keeps (a user's own supplier is kept as it is)."""
-    for builder in topology.store_builders.values():
-        builder.with_logging_enabled(builder.log_config)
-        supplier = getattr(builder, "supplier", None)
-        if isinstance(supplier, KeyValueBytesStoreSupplier) and supplier.persistent:
-            builder.supplier = Stores.in_memory_key_value_store(supplier.name)
-        elif isinstance(supplier, WindowBytesStoreSupplier) and supplier.persistent:
-            builder.supplier = Stores.in_memory_window_store(
-                supplier.name, supplier.retention_ms, supplier.window_size_ms, supplier.retain_duplicates
-            )
-        elif isinstance(supplier, SessionBytesStoreSupplier) and supplier.persistent:
-            builder.supplier = Stores.in_memory_session_store(supplier.name, supplier.retention_ms)
 
 
 # (run token, subtopology, task) -> the task as of its last save in this worker.
