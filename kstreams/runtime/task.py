@@ -97,6 +97,7 @@ class StreamTask:
         self._wall_schedules: list[tuple[int, int, PunctuationSchedule]] = []
         self._next_stream_due = _NEVER
         self._schedule_seq = itertools.count()
+        self._schedules: list[PunctuationSchedule] = []  # in scheduling order
         self._changelog_stores: dict[TopicPartition, StateStore] = {}
         self._restore_callbacks: dict[TopicPartition, RestoreCallback] = {}
         self._registered_changelogs: list[tuple[str, int]] = []
@@ -430,7 +431,32 @@ class StreamTask:
             first_due = self.wall_clock_ms() + interval_ms
             schedule = PunctuationSchedule(node, interval_ms, punctuation_type, callback, first_due)
             heapq.heappush(self._wall_schedules, (first_due, next(self._schedule_seq), schedule))
+        self._schedules.append(schedule)
         return schedule
+
+    def punctuation_dues(self) -> list[tuple[str, str, int, int]]:
+        """(node, type, interval, next due) of every live punctuation, in scheduling order: what
+        ``resume_punctuations`` needs to continue them in a rebuilt copy of this task."""
+        self._schedules = [schedule for schedule in self._schedules if not schedule.cancelled]
+        return [(s.node.name, s.type.value, s.interval_ms, s.next_due) for s in self._schedules]
+
+    def resume_punctuations(self, dues: Sequence[tuple[str, str, int, int]]) -> None:
+        """Give the punctuations scheduled so far (by ``init``) the due times an earlier copy of
+        this task had reached (``punctuation_dues``), matched by node, type and interval in order.
+
+        A task rebuilt from saved state then punctuates when its earlier copy would have, rather
+        than one interval after it was rebuilt (which, rebuilt often enough, would be never)."""
+        saved: dict[tuple[str, str, int], list[int]] = {}
+        for node, kind, interval, due in dues:
+            saved.setdefault((node, kind, int(interval)), []).append(int(due))
+        for schedule in self._schedules:
+            queue = saved.get((schedule.node.name, schedule.type.value, schedule.interval_ms))
+            if queue:
+                schedule.next_due = queue.pop(0)
+        for heap in (self._stream_schedules, self._wall_schedules):
+            heap[:] = [(s.next_due, seq, s) for _due, seq, s in heap]
+            heapq.heapify(heap)
+        self._next_stream_due = self._stream_schedules[0][0] if self._stream_schedules else _NEVER
 
     def _punctuate_stream_time(self, stream_time: int) -> bool:
         punctuated = self._run_due(self._stream_schedules, stream_time)

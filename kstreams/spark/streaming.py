@@ -36,7 +36,10 @@ it would make the results differ. Wall-clock punctuation runs after each micro-b
 task records; with ``wall_clock_punctuation=True`` the query also runs in processing-time mode and
 registers a timer per task for its next due punctuation, so punctuators run on idle tasks too
 (Spark then runs a micro-batch on every trigger to fire timers, so use a processing-time trigger:
-``availableNow`` would never end).
+``availableNow`` would never end). A task's punctuation schedule is kept in its Spark state with
+its stores, so a task rebuilt in another Python worker, or after a restart from the checkpoint,
+punctuates when it was due (once for any intervals missed while the query was down), not one
+interval after it was rebuilt.
 
 Output DataFrames have the columns key, value (binary) and timestamp (epoch ms), in append mode.
 Rows of one key come from one task and, within a micro-batch, in the order the task wrote them.

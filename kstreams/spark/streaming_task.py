@@ -77,7 +77,8 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 META_SCHEMA = (
-    "generation string, partitions int, stream_time long, sequence long, chunks int, processor_times string"
+    "generation string, partitions int, stream_time long, sequence long, chunks int, processor_times string, "
+    "punctuations string"
 )
 CHUNK_STATE_SCHEMA = "chunk binary"
 # The columns a stage writes (as ``partition_task.OUTPUT_SCHEMA``): the records its sinks wrote.
@@ -338,7 +339,7 @@ class TaskStateProcessor(StatefulProcessor):
         while len(_TASK_CACHE) > _CACHE_SIZE:
             _TASK_CACHE.popitem(last=False)[1].close()
         if self.timers:
-            self._schedule_punctuation(task)
+            self._schedule_punctuation(task, now_ms)
         return output
 
     def _restore(self, partition: int, meta: tuple[Any, ...] | None) -> StreamingStageTask:
@@ -352,6 +353,7 @@ class TaskStateProcessor(StatefulProcessor):
             fold.apply(decode_chunk(chunk))
             chunks += 1
         task.restore(fold, int(meta[2]), json.loads(meta[5]))
+        task.task.resume_punctuations(json.loads(meta[6]))
         task.sequence = int(meta[3])
         task.generation = str(meta[0])
         task.chunks = chunks
@@ -380,6 +382,7 @@ class TaskStateProcessor(StatefulProcessor):
                 task.sequence,
                 task.chunks,
                 json.dumps(task.processor_times()),
+                json.dumps(task.task.punctuation_dues()),
             )
         )
 
@@ -402,10 +405,11 @@ class TaskStateProcessor(StatefulProcessor):
             pruned,
         )
 
-    def _schedule_punctuation(self, task: StreamingStageTask) -> None:
+    def _schedule_punctuation(self, task: StreamingStageTask, now_ms: int) -> None:
         due = task.task.next_wall_clock_punctuation_ms()
         for registered in list(self.handle.listTimers()):
-            if registered != due:
+            # Timers at or before now have expired: Spark removes those itself.
+            if registered != due and registered > now_ms:
                 self.handle.deleteTimer(registered)
         if due is not None:
             self.handle.registerTimer(due)

@@ -9,6 +9,7 @@ is the TopologyTestDriver's (the streaming runtime's StreamTask, one record at a
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,10 @@ import pytest
 
 from kstreams import Consumed, Materialized, Produced, Serdes, StreamsBuilder, Topology
 from kstreams.errors import ConfigException, TopologyException
+from kstreams.processor import Processor, ProcessorContext, PunctuationType
+from kstreams.processor import Record as StreamRecord
 from kstreams.spark import run_topology_stream
+from kstreams.state.stores import Stores
 from kstreams.testing import TopologyTestDriver
 from kstreams.topology import TimeWindows
 
@@ -79,6 +83,33 @@ def _stream_table_join() -> Topology:
         .to("enriched", Produced.with_(S, S))
     )
     return builder.build()
+
+
+class _TickingCounter(Processor):
+    """Counts the records it sees in its store and, every 200 ms of wall-clock time, forwards
+    ("tick", count so far) stamped with the punctuation time."""
+
+    def init(self, context: ProcessorContext[Any, Any]) -> None:
+        self.context = context
+        self.store = context.get_state_store("seen")
+        context.schedule(200, PunctuationType.WALL_CLOCK_TIME, self.tick)
+
+    def process(self, record: StreamRecord[Any, Any]) -> None:
+        self.store.put("total", (self.store.get("total") or 0) + 1)
+
+    def tick(self, now_ms: int) -> None:
+        self.context.forward(StreamRecord("tick", self.store.get("total") or 0, now_ms))
+
+
+def _ticking_count() -> Topology:
+    store = Stores.key_value_store_builder(Stores.in_memory_key_value_store("seen"), S, L)
+    return (
+        Topology()
+        .add_source("events", "events", key_deserializer=S, value_deserializer=S)
+        .add_processor("ticker", _TickingCounter, "events")
+        .add_state_store(store, "ticker")
+        .add_sink("ticks", "ticks", "ticker", key_serializer=S, value_serializer=L)
+    )
 
 
 def _write_micro_batches(directory: Path, batches: Sequence[Sequence[Record]], first: int = 0) -> None:
@@ -240,3 +271,52 @@ def test_run_topology_stream_refuses_global_tables(spark: Any, tmp_path: Path) -
     stream = _stream(spark, tmp_path / "events")
     with pytest.raises(TopologyException, match="global stores"):
         run_topology_stream(spark, builder.build(), {"events": stream, "users": stream})
+
+
+def test_wall_clock_punctuation_fires_on_spark_timers_for_an_idle_task(spark: Any, tmp_path: Path) -> None:
+    # One micro-batch of records (all keys in one task: partitions=1), then no input: only the
+    # Spark processing-time timer the task registers for its next punctuation can run it again.
+    _write_micro_batches(tmp_path / "events", [[("a", "x", 10), ("b", "x", 20), ("a", "x", 30)]])
+    outputs = run_topology_stream(
+        spark,
+        _ticking_count(),
+        {"events": _stream(spark, tmp_path / "events")},
+        CONFIG,
+        partitions=1,
+        wall_clock_punctuation=True,
+    )
+    batches: dict[int, list[tuple[str, int, int]]] = {}
+    input_done_ms: list[int] = []
+
+    def collect(df: Any, batch_id: int) -> None:
+        batches[batch_id] = [
+            (S.deserialize("t", r.key), L.deserialize("t", r.value), r.timestamp) for r in df.collect()
+        ]
+        if batch_id == 0:
+            input_done_ms.append(int(time.time() * 1000))
+
+    query = (
+        outputs["ticks"]
+        .writeStream.foreachBatch(collect)
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(processingTime="500 milliseconds")
+        .start()
+    )
+    try:
+        # A bound, not a wait: the first micro-batch (query planning, state store set-up) costs
+        # Spark most of the run; later ones take a second or two.
+        deadline = time.monotonic() + QUERY_TIMEOUT_S
+        idle_ticks: list[tuple[str, int, int]] = []
+        while time.monotonic() < deadline and query.exception() is None:
+            idle_ticks = [row for batch_id in sorted(batches) if batch_id > 0 for row in batches[batch_id]]
+            if len({ts for _k, _v, ts in idle_ticks}) >= 2:
+                break
+            query.awaitTermination(0.2)
+        assert query.exception() is None, query.exception()
+    finally:
+        query.stop()
+    # Batch 0 read the only input file; later micro-batches had no records, so their output came
+    # from timers: at least two punctuations, after the input, each with the count of all records.
+    assert len({ts for _k, _v, ts in idle_ticks}) >= 2, f"punctuation output per micro-batch: {batches}"
+    assert all(key == "tick" and count == 3 for key, count, _ts in idle_ticks), idle_ticks
+    assert min(ts for _k, _v, ts in idle_ticks) >= input_done_ms[0]
