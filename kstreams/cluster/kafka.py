@@ -39,6 +39,7 @@ from kstreams.cluster.kafka_client_config import ASSIGN_ONLY_GROUP_ID, build_cli
 from kstreams.cluster.kafka_consumer import DEFAULT_HOLD_BYTES, GroupMembers, KafkaConsumer, message_partition
 from kstreams.cluster.kafka_control import ControlChannel
 from kstreams.cluster.kafka_errors import cluster_error
+from kstreams.cluster.kafka_fetching import native_fetcher
 from kstreams.cluster.kafka_producer import DeliveryFailures, KafkaProducer
 from kstreams.cluster.port import (
     ClusterError,
@@ -108,7 +109,11 @@ class KafkaCluster:
         reset = str(settings.get("auto.offset.reset", "latest"))
         settings["auto.offset.reset"] = _RESET_NAMES.get(reset, reset)
         role = f"consumer of group {group_id!r}" if group_id is not None else "manually assigned consumer"
-        client = build_client(Consumer, settings, role)
+        # A consumer outside any group only ever fetches what it assigns: the compiled fetcher
+        # serves it. A group member's own fetcher is chosen when it subscribes (KafkaConsumer).
+        client = build_client(native_fetcher, settings, role) if group_id is None else None
+        if client is None:
+            client = build_client(Consumer, settings, role)
         control = None
         if group_id is not None:
             reader = {k: v for k, v in settings.items() if k not in _GROUP_ONLY_KEYS}
@@ -135,6 +140,9 @@ class KafkaCluster:
             timeout=self._timeout,
             hold_bytes=int(settings.get("queued.max.messages.kbytes", DEFAULT_HOLD_BYTES // 1024)) * 1024,  # type: ignore[call-overload]
             membership=(lambda: build_client(Consumer, dict(settings), f"group membership of {group_id!r}"))
+            if group_id is not None
+            else None,
+            fetcher=(lambda: build_client(native_fetcher, dict(settings), f"fetcher of group {group_id!r}"))
             if group_id is not None
             else None,
         )

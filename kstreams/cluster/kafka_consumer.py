@@ -187,8 +187,15 @@ class KafkaConsumer:
         timeout: float = 30.0,
         hold_bytes: int = DEFAULT_HOLD_BYTES,
         membership: Callable[[], Consumer] | None = None,
+        fetcher: Callable[[], Any] | None = None,
     ) -> None:
-        self._consumer = consumer
+        # confluent-kafka's Consumer, or kstreams' compiled KafkaFetcher (same method names) when
+        # this consumer only fetches what it assigns (see kafka_fetching).
+        self._consumer: Any = consumer
+        self._native = hasattr(consumer, "consume_batches")
+        # The factory of a compiled fetcher that replaces ``consumer`` when a group member lets
+        # its assignor decide its partitions (None: keep ``consumer``).
+        self._fetcher_factory = fetcher
         # With an assignor: the factory of the membership consumer, the consumer, the protocol.
         self._membership_factory = membership
         self._membership: Consumer | None = None
@@ -270,9 +277,10 @@ class KafkaConsumer:
 
     @property
     def member_id(self) -> str:
-        if self._closed:
+        client = self._group_client
+        if self._closed or client is None:
             return ""
-        return self._group_client.memberid() or ""
+        return client.memberid() or ""
 
     @property
     def rebalancing(self) -> bool:
@@ -280,17 +288,23 @@ class KafkaConsumer:
         return self._rebalancing
 
     @property
-    def _group_client(self) -> Consumer:
-        """The librdkafka consumer that is the group member."""
-        return self._membership if self._membership is not None else self._consumer
+    def _group_client(self) -> Consumer | None:
+        """The librdkafka consumer that is the group member (None: a compiled fetcher outside any
+        group, which has no group state)."""
+        if self._membership is not None:
+            return self._membership
+        return None if self._native else self._consumer
 
     @property
     def group_generation(self) -> int:
         """The generation of the group this member last joined (-1 before it joined)."""
+        client = self._group_client
         if self._closed:
             return -1
+        if client is None:
+            return self._generation
         try:
-            metadata = self._group_client.consumer_group_metadata()
+            metadata = client.consumer_group_metadata()
         except (KafkaException, RuntimeError):
             return self._generation
         if isinstance(metadata, bytes) and metadata.startswith(_METADATA_MAGIC):
@@ -313,7 +327,10 @@ class KafkaConsumer:
 
     def group_metadata(self) -> object:
         """librdkafka's group metadata of this member, for a transactional producer."""
-        return self._group_client.consumer_group_metadata()
+        client = self._group_client
+        if client is None:
+            raise ClusterError(f"{self._describe()} is in no group: it has no group metadata")
+        return client.consumer_group_metadata()
 
     # Assignment
 
@@ -351,15 +368,26 @@ class KafkaConsumer:
         if self._membership is not None:
             self._run_membership()
         released = self._release_held()
+        # Held records are ready now: no waiting for more.
+        wait = 0.0 if released else max(0.0, timeout)
         try:
-            # Held records are ready now: no waiting for more.
-            messages = self._consumer.consume(max(1, max_records), 0.0 if released else max(0.0, timeout))
+            if self._native:
+                runs, errors = self._consumer.consume_batches(max(1, max_records), wait)
+            else:
+                messages = self._consumer.consume(max(1, max_records), wait)
         except KafkaException as exc:
             raise cluster_error(f"Polling {self._describe()}", exc) from exc
         if self._control is not None and self._listener is not None:
             for code in self._control.received_error_codes():
                 self._listener.on_assignment_error(code)
-        return released + self._batches(messages)
+        if not self._native:
+            return released + self._batches(messages)
+        for topic, partition, error in errors:
+            self._on_fetch_error(f"{topic}-{partition}" if topic else self._describe(), error)
+        result = released
+        for topic, partition, batch in runs:
+            self._take(TopicPartition(topic, partition), batch, result)
+        return result
 
     def seek(self, partition: TopicPartition, offset: int) -> None:
         self._check_open()
@@ -430,7 +458,11 @@ class KafkaConsumer:
         if self._group_id is None:
             raise ClusterError("commit() needs a consumer created with a group_id")
         try:
-            self._group_client.commit(offsets=[_ktp(tp, o) for tp, o in offsets.items()], asynchronous=False)
+            client = self._group_client
+            assert (
+                client is not None
+            )  # a consumer with a group_id is a confluent-kafka one, or has a membership
+            client.commit(offsets=[_ktp(tp, o) for tp, o in offsets.items()], asynchronous=False)
         except KafkaException as exc:
             err = kafka_error_of(exc)
             if err is not None and err.code() == KafkaError._NO_OFFSET:
@@ -551,6 +583,12 @@ class KafkaConsumer:
         assert self._group_id is not None
         self._assignor = assignor
         self._membership = self._membership_factory()
+        # The membership consumer joins the group; ``_consumer`` only fetches what the plans
+        # assign, which the compiled fetcher can do.
+        fetcher = self._fetcher_factory() if self._fetcher_factory is not None else None
+        if fetcher is not None:
+            self._consumer.close()
+            self._consumer, self._native = fetcher, True
         group_id, topics, admin = self._group_id, set(self._topics), self._admin
         self._planned = PlannedAssignment(
             group_id,
@@ -602,7 +640,7 @@ class KafkaConsumer:
             for message in membership.consume(1, 0.0):
                 error = message.error()
                 if error is not None:
-                    self._on_message_error(message, error)
+                    self._on_fetch_error(f"the group membership of {self._describe()}", error)
         except KafkaException as exc:
             raise cluster_error(f"Polling the group membership of {self._describe()}", exc) from exc
         if self._membership_lost:
@@ -677,17 +715,18 @@ class KafkaConsumer:
         if any(errors):
             for message, error in zip(messages, errors, strict=True):
                 if error is not None:
-                    self._on_message_error(message, error)
+                    topic = message.topic()
+                    where = f"{topic}-{message.partition()}" if topic else self._describe()
+                    self._on_fetch_error(where, error)
             messages = list(compress(messages, [e is None for e in errors]))
             if not messages:
                 return []
-        result = []
+        result: list[tuple[TopicPartition, RecordBatch]] = []
         runs = _runs(messages)
         for (topic, partition), run in runs.items():
             tp = TopicPartition(topic, partition)
             if tp in self._pending_seeks or tp not in self._assignment:
-                # Fetched before a seek or a revocation took effect.
-                continue
+                continue  # see _take
             headers = list(map(_headers_of, run))
             batch = RecordBatch.from_columns(
                 list(map(_key_of, run)),  # bytes: no deserializer is configured
@@ -697,12 +736,20 @@ class KafkaConsumer:
                 list(map(_offset_of, run)),
                 None if headers.count(None) == len(headers) else headers,
             )
-            self._start.pop(tp, None)
-            if tp in self._paused:
-                self._hold(tp, batch)
-            else:
-                result.append((tp, batch))
+            self._take(tp, batch, result)
         return result
+
+    def _take(
+        self, tp: TopicPartition, batch: RecordBatch, result: list[tuple[TopicPartition, RecordBatch]]
+    ) -> None:
+        """Pass on fetched records (to ``result``), or hold them while their partition is paused."""
+        if tp in self._pending_seeks or tp not in self._assignment:
+            return  # fetched before a seek or a revocation took effect
+        self._start.pop(tp, None)
+        if tp in self._paused:
+            self._hold(tp, batch)
+        else:
+            result.append((tp, batch))
 
     def _hold(self, tp: TopicPartition, batch: RecordBatch) -> None:
         """Keep a paused partition's records until it resumes; once ``hold_bytes`` are held, stop
@@ -729,11 +776,11 @@ class KafkaConsumer:
         for batch in self._held.pop(tp, ()):
             self._held_bytes -= batch.nbytes
 
-    def _on_message_error(self, message: Message, error: KafkaError) -> None:
+    def _on_fetch_error(self, where: str, error: KafkaError) -> None:
+        """An error librdkafka reported while fetching ``where`` (a partition, or this consumer)."""
         code = error.code()
         if code == KafkaError._PARTITION_EOF:
             return
-        where = f"{message.topic()}-{message.partition()}" if message.topic() else self._describe()
         if code == KafkaError.INVALID_SESSION_TIMEOUT:
             raise ClusterError(
                 f"{self._describe()} cannot join its group: the broker refuses its session.timeout.ms "

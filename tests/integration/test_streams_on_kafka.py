@@ -108,6 +108,9 @@ def test_stateless_pipeline_on_kafka(kafka_cluster, app_id, tmp_path):
     streams.start()
     try:
         wait_until(lambda: len(kafka_cluster.read(sink)) >= 200, what="200 outputs")
+        # The group member fetches with the compiled fetcher (its assignor picks its partitions).
+        assert streams._runtime is not None
+        assert type(streams._runtime.consumer._consumer).__name__ == "KafkaFetcher"
     finally:
         assert streams.close(timeout=30)
     assert sorted(r.value.decode() for r in kafka_cluster.read(sink)) == sorted(f"V{i}" for i in range(200))
