@@ -47,6 +47,7 @@ import random
 import struct
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -364,6 +365,36 @@ def _rss_mb() -> float:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+def _thread_cpu() -> dict[int, tuple[str, float]]:
+    """CPU seconds each thread of this process has used so far, by thread id (Linux)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    result = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                name = f.read().strip()
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:  # the thread ended meanwhile
+            continue
+        result[int(tid)] = (name, (int(fields[11]) + int(fields[12])) / tick)
+    return result
+
+
+def _cpu_by_thread(before: dict[int, tuple[str, float]], records: int) -> str:
+    """CPU us per record of each kind of thread since ``before``: Python threads by their role
+    (StreamThread-1 -> StreamThread, ...), librdkafka's by its own thread names (all clients
+    together)."""
+    roles = {t.native_id: t.name.rsplit("-", 1)[-1] for t in threading.enumerate()}
+    totals: dict[str, float] = {}
+    for tid, (name, cpu) in _thread_cpu().items():
+        role = roles.get(tid, name)
+        role = "StreamThread" if role.isdigit() else role
+        totals[role] = totals.get(role, 0.0) + cpu - before.get(tid, (name, 0.0))[1]
+    shown = sorted(((cpu, role) for role, cpu in totals.items() if cpu > 0), reverse=True)
+    return ", ".join(f"{role} {cpu / max(records, 1) * 1e6:.2f}" for cpu, role in shown)
+
+
 def _processed(streams: Any) -> int:
     return int(
         sum(
@@ -420,6 +451,7 @@ def run_streams(
             cluster=cluster,
         )
         rss_before = peak_rss = _rss_mb()
+        threads_before = _thread_cpu()
         cpu0 = time.process_time()
         started = time.perf_counter()
         streams.start()
@@ -439,6 +471,7 @@ def run_streams(
         finished = time.perf_counter()
         elapsed = finished - started
         cpu = time.process_time() - cpu0
+        by_thread = _cpu_by_thread(threads_before, seen)
         streams.close(timeout=120)
     if seen < data.records:
         print(f"  !! {pipeline} processed only {seen:,} of {data.records:,} records", file=sys.stderr)
@@ -449,6 +482,7 @@ def run_streams(
         "cpu_us": cpu / max(seen, 1) * 1e6,
         "rss_before": rss_before,
         "rss_growth": peak_rss - rss_before,
+        "by_thread": by_thread,
     }
 
 
@@ -483,6 +517,11 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         metavar="KEY=VALUE",
         help="streams config overriding the benchmark's (e.g. poll.ms=100 max.poll.records=1000)",
+    )
+    parser.add_argument(
+        "--thread-cpu",
+        action="store_true",
+        help="also print each kstreams run's CPU per record by thread (polling, stream, librdkafka)",
     )
     parser.add_argument(
         "--kafka-defaults", action="store_true", help="run with the runtime defaults, not RUNTIME_CONFIG"
@@ -557,6 +596,8 @@ def _run(args: argparse.Namespace, bootstrap: str | None) -> int:
                         f"+ {r['rss_growth']:,.0f} MB during the run",
                         flush=True,
                     )
+                    if args.thread_cpu:
+                        print(f"    CPU us/rec by thread: {r['by_thread']}", flush=True)
     return 0
 
 
