@@ -24,7 +24,7 @@ NATIVE_MODULES = [
     "record_collector",
     "record_cache",
     "kernels",
-    "kafka_fetcher",
+    "kafka_clients",
 ]
 
 only = {n for n in os.environ.get("KSTREAMS_NATIVE", "").split(",") if n}
@@ -38,7 +38,7 @@ extensions = [
         [f"csrc/kstreams/_native/{name}.pyx"],
         include_dirs=["csrc", numpy.get_include()],
         # the fetcher looks librdkafka's functions up with dlopen/dlsym (in libdl before glibc 2.34)
-        libraries=["dl"] if name == "kafka_fetcher" else [],
+        libraries=["dl"] if name == "kafka_clients" else [],
         language="c++",
         extra_compile_args=compile_args,
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]

@@ -39,7 +39,7 @@ from kstreams.cluster.kafka_client_config import ASSIGN_ONLY_GROUP_ID, build_cli
 from kstreams.cluster.kafka_consumer import DEFAULT_HOLD_BYTES, GroupMembers, KafkaConsumer, message_partition
 from kstreams.cluster.kafka_control import ControlChannel
 from kstreams.cluster.kafka_errors import cluster_error
-from kstreams.cluster.kafka_fetching import native_fetcher
+from kstreams.cluster.kafka_native import native_fetcher, native_sender
 from kstreams.cluster.kafka_producer import DeliveryFailures, KafkaProducer
 from kstreams.cluster.port import (
     ClusterError,
@@ -157,7 +157,7 @@ class KafkaCluster:
         settings["on_delivery"] = delivery
         transactional_id = settings.get("transactional.id")
         role = f"producer {transactional_id!r}" if transactional_id else "producer"
-        client = build_client(Producer, settings, role)
+        client = build_client(native_sender, settings, role) or build_client(Producer, settings, role)
         return KafkaProducer(
             client,
             self._admin,

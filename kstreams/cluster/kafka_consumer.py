@@ -1,4 +1,6 @@
-"""The ``Consumer`` of a ``KafkaCluster``: confluent-kafka's Consumer behind the port.
+"""The ``Consumer`` of a ``KafkaCluster``: librdkafka consumers behind the port (confluent-kafka's
+for group membership; kstreams' compiled ``KafkaFetcher`` for fetching what the consumer assigns
+itself, where it can be used, see ``kafka_native``).
 
 Group members (the main consumer) subscribe with librdkafka's range assignor, which is eager: in a
 rebalance every member first has all its partitions revoked (``on_partitions_revoked`` with the
@@ -20,8 +22,9 @@ instead, through ``kafka_assignment``: a second librdkafka consumer holds the gr
 commits, this one fetches what the assignor's plan gives it, incrementally, so the partitions that
 stay keep fetching through every rebalance (cooperative rebalancing, KIP-429).
 
-``poll`` hands out one RecordBatch per partition, built with ``RecordBatch.from_columns`` from the
-messages confluent-kafka returns; records of paused partitions or of partitions with a pending seek
+``poll`` hands out one RecordBatch per partition (per run of its records), built by the fetcher
+or with ``RecordBatch.from_columns`` from the messages confluent-kafka returns; records of paused
+partitions or of partitions with a pending seek
 are never handed out. A pause holds the partition's fetched records here until the resume (librdkafka
 would drop and refetch them); librdkafka pauses the partition too once queued.max.messages.kbytes
 are held.
@@ -190,7 +193,7 @@ class KafkaConsumer:
         fetcher: Callable[[], Any] | None = None,
     ) -> None:
         # confluent-kafka's Consumer, or kstreams' compiled KafkaFetcher (same method names) when
-        # this consumer only fetches what it assigns (see kafka_fetching).
+        # this consumer only fetches what it assigns (see kafka_native).
         self._consumer: Any = consumer
         self._native = hasattr(consumer, "consume_batches")
         # The factory of a compiled fetcher that replaces ``consumer`` when a group member lets

@@ -1,9 +1,11 @@
-"""The ``Producer`` of a ``KafkaCluster``: confluent-kafka's Producer behind the port.
+"""The ``Producer`` of a ``KafkaCluster``: kstreams' compiled ``KafkaSender`` (or, where it cannot
+be used, confluent-kafka's Producer; see ``kafka_native``) behind the port.
 
 Producers are idempotent unless configured otherwise; with ``transactional.id`` they are
-transactional. A batch is produced record by record into librdkafka's queue; the client's one
-delivery callback (``DeliveryFailures``) hears of failed records only and keeps them, and ``flush``
-(and ``commit_transaction``) raise the first. A newer producer with the same transactional id
+transactional. A batch goes into librdkafka's queue whole (the sender) or record by record
+(confluent-kafka); failed deliveries only are reported (``DeliveryFailures`` keeps them: from the
+client's delivery callback, or taken from the sender), and ``flush`` (and ``commit_transaction``)
+raise the first. A newer producer with the same transactional id
 fences this one: every call then raises ``ProducerFencedError``.
 
 Offsets sent to a transaction carry the group metadata (generation and member id) of the group
@@ -26,7 +28,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from typing import cast
+from typing import Any, cast
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
@@ -48,6 +50,8 @@ __all__ = ["DeliveryFailures", "KafkaProducer"]
 
 logger = logging.getLogger(__name__)
 
+# Producers given up while a librdkafka call into them never returned (see close).
+_ABANDONED: list[object] = []
 # How long send() lets librdkafka drain its queue when the queue is full before trying again.
 _QUEUE_FULL_WAIT = 0.1
 # How long past its own timeout a bounded librdkafka call may take before the producer is given up.
@@ -101,6 +105,23 @@ class DeliveryFailures:
                 where = "a partition"
             self.failures.append((where, error))
 
+    def record(
+        self,
+        error: KafkaError,
+        topic: str,
+        partition: int,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int,
+        headers: list[tuple[str, bytes | None]] | None,
+    ) -> None:
+        """A failed delivery as kstreams' own producer reports it (``KafkaSender.take_failures``)."""
+        if error.code() in _REJECTIONS:
+            reason = f"{error.name()}: {error.str()}"
+            self.rejected.append(RejectedRecord(topic, partition, key, value, timestamp, headers, reason))
+        else:
+            self.failures.append((f"{topic}-{partition}" if topic else "a partition", error))
+
 
 class KafkaProducer:
     """A ``Producer`` over one confluent-kafka Producer.
@@ -121,7 +142,11 @@ class KafkaProducer:
         transactional_id: str | None,
         timeout: float = 30.0,
     ) -> None:
-        self._producer = producer
+        # confluent-kafka's Producer, or kstreams' compiled KafkaSender (same method names for
+        # what both do; it produces whole batches and keeps failures itself, see kafka_native).
+        self._producer: Any = producer
+        self._native = hasattr(producer, "send_batch")
+        self._delivery = delivery
         self._admin = admin
         self._members = members
         self._group_only_metadata = group_only_metadata
@@ -140,6 +165,16 @@ class KafkaProducer:
         self._check_usable()
         count = len(batch)
         if count == 0:
+            return
+        if self._native:
+            try:
+                refused = self._producer.send_batch(topic, partition, batch)
+            except KafkaException as exc:
+                raise cluster_error(f"Producing to {topic}-{partition}", exc) from exc
+            for i, error in refused:
+                self._keep_rejected(error, topic, partition, batch, i)
+            self._producer.poll(0)
+            self._raise_failures()
             return
         keys = batch.keys()
         values = batch.values()
@@ -257,8 +292,10 @@ class KafkaProducer:
     def abort_transaction(self) -> None:
         self._require_transactional("abort_transaction")
         # Records of the aborted transaction that failed do not matter any more.
+        self._take_native_failures()
         self._failures.clear()
         self._call("Aborting the transaction", self._producer.abort_transaction, self._timeout)
+        self._take_native_failures()
         self._failures.clear()
         self._in_transaction = False
 
@@ -269,7 +306,9 @@ class KafkaProducer:
             return
         if self._hung is not None:
             # Any call into the stuck handle would block too; the cluster aborts its transaction
-            # (fenced by the replacement, or when transaction.timeout.ms passes).
+            # (fenced by the replacement, or when transaction.timeout.ms passes). Kept referenced:
+            # destroying it would block whichever thread dropped the last reference.
+            _ABANDONED.append(self._producer)
             self._closed = True
             logger.warning(
                 "Dropping producer %s without closing it: %s never returned",
@@ -286,10 +325,18 @@ class KafkaProducer:
                     self._transactional_id,
                     exc,
                 )
-        self._closed = True
         remaining = self._producer.flush(self._timeout)
+        self._take_native_failures()  # logged below with what is left; nobody raises them now
+        self._closed = True
         if remaining:
             logger.warning("Closing a producer with %d record(s) not acknowledged", remaining)
+        if self._failures or self._rejected:
+            logger.warning(
+                "Closing a producer whose last %d record(s) failed delivery",
+                len(self._failures) + len(self._rejected),
+            )
+        if self._native:
+            self._producer.close()
         logger.debug("Closed producer %s", self._transactional_id or "")
 
     # Internals
@@ -300,13 +347,25 @@ class KafkaProducer:
         error = exc.args[0] if exc.args else None
         if not isinstance(error, KafkaError) or error.code() not in _REJECTIONS:
             return False
+        self._keep_rejected(error, topic, partition, batch, i)
+        return True
+
+    def _keep_rejected(
+        self, error: KafkaError, topic: str, partition: int, batch: RecordBatch, i: int
+    ) -> None:
         key, value, timestamp, _p, _o, headers = batch[i]
         self._rejected.append(
             RejectedRecord(topic, partition, key, value, timestamp, headers, f"{error.name()}: {error.str()}")
         )
-        return True
+
+    def _take_native_failures(self) -> None:
+        """Move the failed deliveries kstreams' own producer kept into the failure lists."""
+        if self._native and not self._closed:
+            for failure in self._producer.take_failures():
+                self._delivery.record(*failure)
 
     def _raise_failures(self) -> None:
+        self._take_native_failures()
         if not self._failures:
             if self._rejected:
                 rejected = list(self._rejected)

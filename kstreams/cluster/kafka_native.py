@@ -1,14 +1,14 @@
-"""The consumer that fetches for a ``KafkaConsumer``: kstreams' compiled ``KafkaFetcher`` when it
-can drive the librdkafka that confluent-kafka loaded, else a confluent-kafka ``Consumer``.
+"""kstreams' own librdkafka clients, where they can be used: the compiled ``KafkaFetcher`` (for
+consumers that assign their partitions themselves) and ``KafkaSender`` (for producers), over the
+librdkafka that confluent-kafka loaded; else confluent-kafka's ``Consumer`` and ``Producer``.
 
-The compiled fetcher builds RecordBatches straight from librdkafka's messages (no Python object
-per record); it serves consumers that assign their partitions themselves (see
-``kstreams._native.kafka_fetcher``). It is used when:
+Both move records between librdkafka and RecordBatches without a Python object or call per record
+(see ``kstreams._native.kafka_clients``). They are used when:
 
 - the process maps confluent-kafka's librdkafka (found in ``/proc/self/maps``, so Linux only),
 - the settings are plain values (a callable such as an ``oauth_cb`` needs confluent-kafka's
-  client, which calls back into Python), and
-- ``KSTREAMS_KAFKA_FETCHER`` is not ``confluent`` (the switch back to confluent-kafka's consumer,
+  clients, which call back into Python), and
+- ``KSTREAMS_KAFKA_CLIENTS`` is not ``confluent`` (the switch back to confluent-kafka's clients,
   e.g. to compare them).
 """
 
@@ -23,11 +23,11 @@ import confluent_kafka
 
 from kstreams.cluster.kafka_client_config import librdkafka_logger
 
-__all__ = ["FETCHER_ENV", "fetcher_unavailable_reason", "native_fetcher"]
+__all__ = ["NATIVE_ENV", "native_fetcher", "native_sender", "native_unavailable_reason"]
 
 logger = logging.getLogger(__name__)
 
-FETCHER_ENV = "KSTREAMS_KAFKA_FETCHER"
+NATIVE_ENV = "KSTREAMS_KAFKA_CLIENTS"
 
 _load_error: str | None = None
 _loaded = False
@@ -46,15 +46,15 @@ def _librdkafka_path() -> str | None:
     return None
 
 
-def fetcher_unavailable_reason() -> str | None:
+def native_unavailable_reason() -> str | None:
     """Why the compiled fetcher cannot be used in this process (None: it can)."""
     global _load_error, _loaded
-    if os.environ.get(FETCHER_ENV, "").lower() == "confluent":
-        return f"{FETCHER_ENV}=confluent"
+    if os.environ.get(NATIVE_ENV, "").lower() == "confluent":
+        return f"{NATIVE_ENV}=confluent"
     if _loaded or _load_error is not None:
         return _load_error
     try:
-        from kstreams._native import kafka_fetcher
+        from kstreams._native import kafka_clients
     except ImportError as exc:
         _load_error = f"the compiled fetcher is not built ({exc})"
         return _load_error
@@ -64,7 +64,7 @@ def fetcher_unavailable_reason() -> str | None:
         _load_error = "confluent-kafka's librdkafka was not found in /proc/self/maps"
         return _load_error
     try:
-        kafka_fetcher.load(path)
+        kafka_clients.load(path)
     except OSError as exc:
         _load_error = str(exc)
         return _load_error
@@ -76,23 +76,43 @@ def native_fetcher(settings: Mapping[str, object]) -> Any | None:
     """A ``KafkaFetcher`` with these confluent-kafka settings, or None when one cannot be used
     (the caller then builds a confluent-kafka ``Consumer``). librdkafka rejecting a setting raises
     ``KafkaException``, as building a confluent-kafka client does."""
-    reason = fetcher_unavailable_reason()
+    plain = _plain(settings, ignored=("logger",))
+    if plain is None:
+        return None
+    from kstreams._native.kafka_clients import KafkaFetcher
+
+    return KafkaFetcher(plain, librdkafka_logger)
+
+
+def native_sender(settings: Mapping[str, object]) -> Any | None:
+    """A ``KafkaSender`` with these confluent-kafka settings (its ``on_delivery`` callback is
+    replaced by the sender's own failure list), or None when one cannot be used."""
+    plain = _plain(settings, ignored=("logger", "on_delivery"))
+    if plain is None:
+        return None
+    from kstreams._native.kafka_clients import KafkaSender
+
+    return KafkaSender(plain, librdkafka_logger)
+
+
+def _plain(settings: Mapping[str, object], ignored: tuple[str, ...]) -> dict[str, object] | None:
+    """The settings without ``ignored`` keys, when kstreams' own client can take them (None
+    otherwise, with the reason logged once)."""
+    reason = native_unavailable_reason()
     plain: dict[str, object] = {}
     for key, value in settings.items():
-        if key == "logger":
+        if key in ignored:
             continue
         if not isinstance(value, str | int | float | bool):
             reason = reason or f"setting {key} is not a plain value"
             break
         plain[key] = value
     if reason is not None:
-        if not _reported.get(reason):
-            _reported[reason] = True
-            logger.info("Fetching with confluent-kafka's consumer: %s", reason)
+        if reason not in _reported:
+            _reported.add(reason)
+            logger.info("Using confluent-kafka's clients: %s", reason)
         return None
-    from kstreams._native.kafka_fetcher import KafkaFetcher
-
-    return KafkaFetcher(plain, librdkafka_logger)
+    return plain
 
 
-_reported: dict[str, bool] = {}
+_reported: set[str] = set()

@@ -1,6 +1,8 @@
-"""The compiled fetcher: consumers outside a group, and the fetching consumer of a member whose
-assignor decides its partitions, read records exactly as confluent-kafka's consumer gives them;
-it is left for confluent-kafka's consumer when asked to or when a setting needs it."""
+"""kstreams' own librdkafka clients. The fetcher (consumers outside a group, and the fetching
+consumer of a member whose assignor decides its partitions) reads records exactly as
+confluent-kafka's consumer gives them; the sender (every producer) writes them exactly, reports
+refused and undelivered records with their contents, and runs transactions. Both are left for
+confluent-kafka's clients when asked to or when a setting needs them."""
 
 from __future__ import annotations
 
@@ -12,8 +14,9 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
-from kstreams.cluster.kafka_fetching import FETCHER_ENV, fetcher_unavailable_reason
-from kstreams.cluster.port import TopicPartition
+from kstreams._native.record_batch import RecordBatch
+from kstreams.cluster.kafka_native import NATIVE_ENV, native_unavailable_reason
+from kstreams.cluster.port import RecordRejectedError, TopicPartition
 from kstreams.errors import ConfigException
 
 pytestmark = pytest.mark.integration
@@ -77,7 +80,7 @@ def _with_kstreams(cluster: Any, topic: str) -> tuple[dict[int, list[tuple[Any, 
 
 
 def test_a_manually_assigned_consumer_reads_what_confluent_kafka_reads(kafka_cluster, kafka_broker, app_id):
-    assert fetcher_unavailable_reason() is None
+    assert native_unavailable_reason() is None
     topic = f"{app_id}-varied"
     kafka_cluster.create_topic(topic, 2)
     _produce_varied(kafka_broker, topic)
@@ -89,17 +92,22 @@ def test_a_manually_assigned_consumer_reads_what_confluent_kafka_reads(kafka_clu
     assert positions == {0: RECORDS // 2, 1: RECORDS // 2}
 
 
-def test_the_switch_and_callable_settings_keep_confluent_kafkas_consumer(
+def test_the_switch_and_callable_settings_keep_confluent_kafkas_clients(
     kafka_cluster, kafka_broker, app_id, monkeypatch
 ):
     topic = f"{app_id}-plain"
     kafka_cluster.create_topic(topic, 2)
     _produce_varied(kafka_broker, topic)
-    monkeypatch.setenv(FETCHER_ENV, "confluent")
+    monkeypatch.setenv(NATIVE_ENV, "confluent")
     ours, (fetcher, _positions) = _with_kstreams(kafka_cluster, topic)
     assert isinstance(fetcher, Consumer)
+    producer = kafka_cluster.producer()
+    try:
+        assert isinstance(producer._producer, Producer)
+    finally:
+        producer.close()
     assert sum(map(len, ours.values())) == RECORDS
-    monkeypatch.delenv(FETCHER_ENV)
+    monkeypatch.delenv(NATIVE_ENV)
     settings = {"stats_cb": lambda stats: None, "statistics.interval.ms": 60_000}
     consumer = kafka_cluster.consumer(None, settings)
     try:
@@ -128,3 +136,92 @@ def test_librdkafka_log_lines_reach_python_logging(kafka_cluster, app_id, caplog
         consumer.close()
     lines = [r.getMessage() for r in caplog.records if r.name == "kstreams.cluster.librdkafka"]
     assert any("[INIT]" in line and "initialized" in line for line in lines), lines
+
+
+def _read_back(bootstrap: str, topic: str, count: int) -> list[tuple[Any, ...]]:
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "reference", "enable.auto.commit": False}
+    )
+    consumer.assign([KafkaTopicPartition(topic, 0, 0)])
+    records: list[tuple[Any, ...]] = []
+    deadline = time.monotonic() + WAIT
+    try:
+        while len(records) < count and time.monotonic() < deadline:
+            for m in consumer.consume(100, 0.2):
+                assert m.error() is None, m.error()
+                records.append((m.key(), m.value(), m.timestamp()[1], m.headers()))
+    finally:
+        consumer.close()
+    return records
+
+
+def test_the_sender_writes_records_as_they_are(kafka_cluster, kafka_broker, app_id):
+    topic = f"{app_id}-sent"
+    kafka_cluster.create_topic(topic, 1)
+    now = int(time.time() * 1000)
+    rows = [
+        (b"k", b"v", now, [("h", b"x"), ("none", None)]),
+        (None, b"no key", now + 1, None),
+        (b"no value", None, now + 2, None),
+        (b"", b"", now + 3, [("empty", b"")]),
+        (b"k", b"no timestamp", -1, None),
+    ]
+    batch = RecordBatch.from_columns(
+        [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], 0, -1, [r[3] for r in rows]
+    )
+    producer = kafka_cluster.producer()
+    assert type(producer._producer).__name__ == "KafkaSender"
+    try:
+        producer.send(topic, 0, batch)
+        producer.flush(WAIT)
+    finally:
+        producer.close()
+    records = _read_back(kafka_broker, topic, len(rows))
+    assert [r[:2] for r in records] == [r[:2] for r in rows]
+    assert [r[2] for r in records[:4]] == [r[2] for r in rows[:4]]
+    assert records[4][2] >= now  # -1: stamped when produced
+    assert [r[3] for r in records] == [r[3] for r in rows]
+
+
+def test_a_record_too_large_is_rejected_with_its_contents_and_the_others_are_written(
+    kafka_cluster, kafka_broker, app_id
+):
+    topic = f"{app_id}-large"
+    kafka_cluster.create_topic(topic, 1)
+    now = int(time.time() * 1000)
+    big = b"x" * 5_000
+    batch = RecordBatch.from_columns(
+        [b"a", b"big", b"c"], [b"1", big, b"3"], [now, now + 1, now + 2], 0, -1, [None, [("h", b"v")], None]
+    )
+    producer = kafka_cluster.producer({"message.max.bytes": 2_000})
+    try:
+        with pytest.raises(RecordRejectedError) as rejected:
+            producer.send(topic, 0, batch)
+        [record] = rejected.value.records
+        assert (record.topic, record.partition, record.key, record.value) == (topic, 0, b"big", big)
+        assert (record.timestamp, record.headers) == (now + 1, [("h", b"v")])
+        assert "MSG_SIZE_TOO_LARGE" in record.reason
+        producer.flush(WAIT)
+    finally:
+        producer.close()
+    assert [r[:2] for r in _read_back(kafka_broker, topic, 2)] == [(b"a", b"1"), (b"c", b"3")]
+
+
+def test_an_aborted_transaction_is_not_read_and_a_committed_one_is(kafka_cluster, app_id):
+    topic = f"{app_id}-txn"
+    kafka_cluster.create_topic(topic, 1)
+    now = int(time.time() * 1000)
+    producer = kafka_cluster.producer({"transactional.id": f"{app_id}-tx"})
+    assert type(producer._producer).__name__ == "KafkaSender"
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.send(topic, 0, RecordBatch.from_columns([b"a"], [b"aborted"], [now]))
+        producer.abort_transaction()
+        producer.begin_transaction()
+        producer.send(topic, 0, RecordBatch.from_columns([b"b"], [b"committed"], [now]))
+        producer.commit_transaction()
+    finally:
+        producer.close()
+    committed = [(r.key, r.value) for r in kafka_cluster.read(topic)]
+    assert committed == [(b"b", b"committed")]
