@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from kstreams import Consumed, Materialized, Produced, Serdes, StreamsBuilder, Topology
+from kstreams import Consumed, Grouped, Materialized, Produced, Serdes, StreamsBuilder, Topology
 from kstreams.errors import ConfigException, TopologyException
 from kstreams.processor import Processor, ProcessorContext, PunctuationType
 from kstreams.processor import Record as StreamRecord
@@ -69,6 +69,36 @@ def _windowed_count() -> Topology:
         .count()
         .to_stream()
         .map(lambda w, n: (f"{w.key}@{w.start}", n))
+        .to("counts", Produced.with_(S, L))
+    )
+    return builder.build()
+
+
+def _repartitioned_count() -> Topology:
+    """Counts per value: the new key sends every record through a repartition topic (Spark's
+    shuffle) to a second subtopology, which counts."""
+    builder = StreamsBuilder()
+    (
+        builder.stream("events", Consumed.with_(S, S))
+        .group_by(lambda key, value: value, Grouped.with_(S, S))
+        .count()
+        .to_stream()
+        .to("counts", Produced.with_(S, L))
+    )
+    return builder.build()
+
+
+def _count_of_counts() -> Topology:
+    """Two stateful subtopologies in a row: a count per key, then how many keys have each count
+    (the table's re-grouping subtracts a key's old count when it changes)."""
+    builder = StreamsBuilder()
+    (
+        builder.stream("events", Consumed.with_(S, S))
+        .group_by_key()
+        .count()
+        .group_by(lambda key, count: (str(count), key), Grouped.with_(S, S))
+        .count()
+        .to_stream()
         .to("counts", Produced.with_(S, L))
     )
     return builder.build()
@@ -207,6 +237,23 @@ def test_streaming_aggregation_equals_the_streaming_runtime(
     _write_micro_batches(tmp_path / "events", TWO_BATCHES)
     rows = _run_query(spark, topology(), {"events": tmp_path / "events"}, "counts", tmp_path / "checkpoint")
     expected = _driver_output(topology(), [("events", r) for batch in EVENTS for r in batch], "counts", L)
+    assert _by_key(_decode(rows, L)) == _by_key(expected)
+
+
+@pytest.mark.parametrize(
+    "topology", [_repartitioned_count, _count_of_counts], ids=["repartitioned-count", "count-of-counts"]
+)
+def test_subtopologies_joined_by_a_repartition_equal_the_streaming_runtime(
+    spark: Any, tmp_path: Path, topology: Any
+) -> None:
+    events = [
+        [("a", "red", 10), ("b", "blue", 20), ("c", "red", 30), ("a", "green", 40)],
+        [("b", "red", 50), ("d", "blue", 60), ("a", "red", 70), ("c", "red", 80)],
+    ]
+    _write_micro_batches(tmp_path / "events", events)
+    rows = _run_query(spark, topology(), {"events": tmp_path / "events"}, "counts", tmp_path / "checkpoint")
+    expected = _driver_output(topology(), [("events", r) for batch in events for r in batch], "counts", L)
+    # Each key's updates in order; the last update of each key is its final count.
     assert _by_key(_decode(rows, L)) == _by_key(expected)
 
 
