@@ -79,6 +79,9 @@ class StreamsRuntime:
         restore_config.setdefault("client.id", f"{client_id}-restore-consumer")
         producer_config = dict(config.client_configs("producer"))
         producer_config.setdefault("client.id", f"{client_id}-producer")
+        # Kafka Streams' producer default: batches fill for up to 100 ms (a commit sends at once),
+        # where librdkafka's 5 ms sends many small requests when output is slow.
+        producer_config.setdefault("linger.ms", 100)
         if config.exactly_once:
             consumer_config["isolation.level"] = "read_committed"
             restore_config["isolation.level"] = "read_committed"

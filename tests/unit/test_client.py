@@ -820,3 +820,31 @@ def test_a_record_the_broker_rejects_reaches_the_handler_once_instead_of_looping
     assert client.wait_for_state(State.ERROR, timeout=30)
     assert len(errors) == 1
     assert "retrying cannot fix" in str(errors[0]) and "MSG_SIZE_TOO_LARGE" in str(errors[0])
+
+
+class _ProducerSettingsSeen(EmbeddedCluster):
+    """An embedded cluster that keeps the settings each producer was created with."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.producer_settings: list[dict[str, object]] = []
+
+    def producer(self, config=None):  # type: ignore[no-untyped-def]
+        self.producer_settings.append(dict(config or {}))
+        return super().producer(config)
+
+
+@pytest.mark.parametrize(("overrides", "linger"), [({}, 100), ({"producer.linger.ms": 5}, 5)])
+def test_the_producer_lingers_100_ms_as_kafka_streams_does_unless_set(
+    tmp_path, app_id, overrides, linger
+) -> None:  # type: ignore[no-untyped-def]
+    cluster = _ProducerSettingsSeen()
+    app = new_app(cluster, app_id)
+    make, _clients = client_factory(app, tmp_path)
+    client = make(**overrides)
+    try:
+        client.start()
+        assert client.wait_for_state(State.RUNNING, timeout=30)
+    finally:
+        client.close(timeout=30)
+    assert cluster.producer_settings and all(s["linger.ms"] == linger for s in cluster.producer_settings)
