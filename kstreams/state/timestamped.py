@@ -20,6 +20,7 @@ import struct
 from collections.abc import Iterator
 from typing import Any, Generic, TypeVar
 
+from kstreams.serdes import Serdes
 from kstreams.state.metered import MeteredKeyValueStore, MeteredWindowStore
 from kstreams.state.store import WindowedKey
 from kstreams.state.stores import KeyValueStoreBuilder, WindowStoreBuilder
@@ -46,6 +47,9 @@ V = TypeVar("V")
 NO_TIMESTAMP = -1
 
 _TIMESTAMP = struct.Struct(">q")
+# A timestamp and a long value (Serdes.long()), the values of counts: read and written in one step.
+_TIMESTAMP_LONG = struct.Struct(">qq")
+_LONG_SERDE = Serdes.long()
 
 
 class _TimestampedValues:
@@ -82,6 +86,11 @@ class _TimestampedValues:
         steps write many)."""
         if value is None:
             return None
+        if type(value) is int and self.value_serde is _LONG_SERDE:  # type: ignore[attr-defined]
+            try:
+                return _TIMESTAMP_LONG.pack(timestamp, value)
+            except struct.error:
+                pass  # out of range: the serde says so in its own words below
         data: bytes | None = super()._value_bytes(value)  # type: ignore[misc]
         return None if data is None else _TIMESTAMP.pack(timestamp) + data
 
@@ -90,6 +99,9 @@ class _TimestampedValues:
         making a ``ValueAndTimestamp`` (batch steps read many)."""
         if data is None:
             return None
+        if len(data) == _TIMESTAMP_LONG.size and self.value_serde is _LONG_SERDE:  # type: ignore[attr-defined]
+            timestamp, count = _TIMESTAMP_LONG.unpack(data)
+            return count, timestamp
         if len(data) < TIMESTAMP_BYTES:
             return self._value(data)  # type: ignore[no-any-return]  # raises: not timestamped bytes
         value = super()._value(data[TIMESTAMP_BYTES:])  # type: ignore[misc]

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from kstreams.errors import SerializationException
 from kstreams.serdes import Serdes
 from kstreams.state import Stores, TimestampedKeyValueStoreBuilder, ValueAndTimestamp, ValueAndTimestampSerde
 from kstreams.state.timestamped import (
@@ -49,6 +50,26 @@ def test_timestamped_key_value_store_keeps_kafkas_bytes_below_the_metered_layer(
     assert list(store.all()) == [("a", ValueAndTimestamp(7, 1234))]
     store.put("a", None)
     assert store.get("a") is None
+
+
+@pytest.mark.parametrize("value_serde", [L, Serdes.integer()], ids=["long", "integer"])
+def test_batch_steps_read_and_write_the_bytes_a_put_and_a_get_do(value_serde: Any) -> None:
+    # Long values (counts) take a one-step path; any other serde the general one: same bytes.
+    store = _open(
+        Stores.timestamped_key_value_store_builder(Stores.in_memory_key_value_store("s"), S, value_serde)
+    )
+    for value, timestamp in [(7, 1234), (-3, 0), (0, -1), (2**31 - 1, 2**40)]:
+        store.put("k", ValueAndTimestamp(value, timestamp))
+        raw = store.wrapped.get(b"k")
+        assert store._stamped_bytes(value, timestamp) == raw
+        assert store._stamped_value(raw) == (value, timestamp)
+    assert store._stamped_bytes(None, 5) is None and store._stamped_value(None) is None
+
+
+def test_a_count_out_of_the_long_range_is_refused_by_the_serde() -> None:
+    store = _open(Stores.timestamped_key_value_store_builder(Stores.in_memory_key_value_store("s"), S, L))
+    with pytest.raises(SerializationException, match="outside the signed 64-bit range"):
+        store._stamped_bytes(2**63, 1)
 
 
 def test_a_plain_value_put_into_a_timestamped_store_is_refused_with_the_fix() -> None:
