@@ -727,9 +727,6 @@ class KafkaConsumer:
         result: list[tuple[TopicPartition, RecordBatch]] = []
         runs = _runs(messages)
         for (topic, partition), run in runs.items():
-            tp = TopicPartition(topic, partition)
-            if tp in self._pending_seeks or tp not in self._assignment:
-                continue  # see _take
             headers = list(map(_headers_of, run))
             batch = RecordBatch.from_columns(
                 list(map(_key_of, run)),  # bytes: no deserializer is configured
@@ -739,7 +736,7 @@ class KafkaConsumer:
                 list(map(_offset_of, run)),
                 None if headers.count(None) == len(headers) else headers,
             )
-            self._take(tp, batch, result)
+            self._take(TopicPartition(topic, partition), batch, result)
         return result
 
     def _take(

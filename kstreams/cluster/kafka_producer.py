@@ -168,7 +168,7 @@ class KafkaProducer:
             return
         if self._native:
             try:
-                refused = self._producer.send_batch(topic, partition, batch)
+                refused = self._producer.send_batch(topic, partition, batch, _REJECTIONS)
             except KafkaException as exc:
                 raise cluster_error(f"Producing to {topic}-{partition}", exc) from exc
             for i, error in refused:

@@ -40,13 +40,21 @@ logger = logging.getLogger(__name__)
 
 
 class PunctuationSchedule(Cancellable):
-    """A scheduled punctuation: the node it runs as, its interval and its next due time."""
+    """A scheduled punctuation: the node it runs as, its interval and its next due time;
+    ``order`` is its place among the task's schedules, in the order they were made."""
 
-    __slots__ = ("callback", "cancelled", "interval_ms", "next_due", "node", "type")
+    __slots__ = ("callback", "cancelled", "interval_ms", "next_due", "node", "order", "type")
 
     def __init__(
-        self, node: Any, interval_ms: int, type: PunctuationType, callback: Punctuator, first_due: int
+        self,
+        node: Any,
+        interval_ms: int,
+        type: PunctuationType,
+        callback: Punctuator,
+        first_due: int,
+        order: int = 0,
     ) -> None:
+        self.order = order
         self.node = node
         self.interval_ms = interval_ms
         self.type = type

@@ -26,6 +26,7 @@ import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from kstreams.cluster.port import TopicPartition
@@ -97,7 +98,6 @@ class StreamTask:
         self._wall_schedules: list[tuple[int, int, PunctuationSchedule]] = []
         self._next_stream_due = _NEVER
         self._schedule_seq = itertools.count()
-        self._schedules: list[PunctuationSchedule] = []  # in scheduling order
         self._changelog_stores: dict[TopicPartition, StateStore] = {}
         self._restore_callbacks: dict[TopicPartition, RestoreCallback] = {}
         self._registered_changelogs: list[tuple[str, int]] = []
@@ -422,23 +422,27 @@ class StreamTask:
         self, node: Any, interval_ms: int, punctuation_type: PunctuationType, callback: Punctuator
     ) -> PunctuationSchedule:
         """Schedule ``callback`` as ``node`` (what ``ProcessorContext.schedule`` does)."""
+        seq = next(self._schedule_seq)
         if punctuation_type is PunctuationType.STREAM_TIME:
             # aligned to 0: fires as soon as there is data, then every interval of stream time
-            schedule = PunctuationSchedule(node, interval_ms, punctuation_type, callback, 0)
-            heapq.heappush(self._stream_schedules, (0, next(self._schedule_seq), schedule))
+            schedule = PunctuationSchedule(node, interval_ms, punctuation_type, callback, 0, seq)
+            heapq.heappush(self._stream_schedules, (0, seq, schedule))
             self._next_stream_due = self._stream_schedules[0][0]
         else:
             first_due = self.wall_clock_ms() + interval_ms
-            schedule = PunctuationSchedule(node, interval_ms, punctuation_type, callback, first_due)
-            heapq.heappush(self._wall_schedules, (first_due, next(self._schedule_seq), schedule))
-        self._schedules.append(schedule)
+            schedule = PunctuationSchedule(node, interval_ms, punctuation_type, callback, first_due, seq)
+            heapq.heappush(self._wall_schedules, (first_due, seq, schedule))
         return schedule
+
+    def _live_schedules(self) -> list[PunctuationSchedule]:
+        """Every punctuation not cancelled, in the order they were scheduled."""
+        live = [s for heap in (self._stream_schedules, self._wall_schedules) for _, _, s in heap]
+        return sorted((s for s in live if not s.cancelled), key=attrgetter("order"))
 
     def punctuation_dues(self) -> list[tuple[str, str, int, int]]:
         """(node, type, interval, next due) of every live punctuation, in scheduling order: what
         ``resume_punctuations`` needs to continue them in a rebuilt copy of this task."""
-        self._schedules = [schedule for schedule in self._schedules if not schedule.cancelled]
-        return [(s.node.name, s.type.value, s.interval_ms, s.next_due) for s in self._schedules]
+        return [(s.node.name, s.type.value, s.interval_ms, s.next_due) for s in self._live_schedules()]
 
     def resume_punctuations(self, dues: Sequence[tuple[str, str, int, int]]) -> None:
         """Give the punctuations scheduled so far (by ``init``) the due times an earlier copy of
@@ -449,7 +453,7 @@ class StreamTask:
         saved: dict[tuple[str, str, int], list[int]] = {}
         for node, kind, interval, due in dues:
             saved.setdefault((node, kind, int(interval)), []).append(int(due))
-        for schedule in self._schedules:
+        for schedule in self._live_schedules():
             queue = saved.get((schedule.node.name, schedule.type.value, schedule.interval_ms))
             if queue:
                 schedule.next_due = queue.pop(0)

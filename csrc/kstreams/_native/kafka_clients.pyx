@@ -120,8 +120,9 @@ cdef extern from * nogil:
 
     struct ks_log_line { int level; std::string facility; std::string text; };
 
-    // librdkafka's log lines, queued by its threads until the fetcher's user logs them.
-    struct ks_log_sink {
+    // What librdkafka's callbacks hand over (log lines, failed deliveries), kept until the
+    // client's user takes them.
+    struct ks_sink {
         std::mutex lock;
         std::vector<ks_log_line> lines;
         long dropped = 0;
@@ -157,23 +158,23 @@ cdef extern from * nogil:
         return produceva(rk, vus, n);
     }
 
-    static void ks_log_push(ks_log_sink *sink, int level, const char *facility, const char *text) {
+    static void ks_log_push(ks_sink *sink, int level, const char *facility, const char *text) {
         std::lock_guard<std::mutex> guard(sink->lock);
         if (sink->lines.size() >= KS_LOG_LIMIT) { sink->dropped++; return; }
         sink->lines.push_back(ks_log_line{level, facility ? facility : "", text ? text : ""});
     }
 
-    static void ks_failure_push(ks_log_sink *sink, ks_failure &failure) {
+    static void ks_failure_push(ks_sink *sink, ks_failure &failure) {
         std::lock_guard<std::mutex> guard(sink->lock);
         sink->failures.push_back(std::move(failure));
     }
 
-    static void ks_failures_take(ks_log_sink *sink, std::vector<ks_failure> &out) {
+    static void ks_failures_take(ks_sink *sink, std::vector<ks_failure> &out) {
         std::lock_guard<std::mutex> guard(sink->lock);
         out.swap(sink->failures);
     }
 
-    static long ks_log_take(ks_log_sink *sink, std::vector<ks_log_line> &out) {
+    static long ks_log_take(ks_sink *sink, std::vector<ks_log_line> &out) {
         std::lock_guard<std::mutex> guard(sink->lock);
         out.swap(sink->lines);
         long dropped = sink->dropped;
@@ -229,17 +230,17 @@ cdef extern from * nogil:
         int level
         string facility
         string text
-    cdef cppclass ks_log_sink:
+    cdef cppclass ks_sink:
         pass
-    void ks_log_push(ks_log_sink *sink, int level, const char *facility, const char *text)
+    void ks_log_push(ks_sink *sink, int level, const char *facility, const char *text)
     ctypedef rd_kafka_error_t* (*ks_produceva_t)(rd_kafka_t*, const void*, size_t) noexcept nogil
     rd_kafka_error_t* ks_produce_one(
         ks_produceva_t produceva, rd_kafka_t* rk, rd_kafka_topic_t* rkt, int32_t partition,
         const char* key, Py_ssize_t klen, const char* value, Py_ssize_t vlen, int64_t timestamp,
         rd_kafka_headers_t* headers)
-    void ks_failure_push(ks_log_sink *sink, ks_failure &failure)
-    void ks_failures_take(ks_log_sink *sink, vector[ks_failure] &out)
-    long ks_log_take(ks_log_sink *sink, vector[ks_log_line] &out)
+    void ks_failure_push(ks_sink *sink, ks_failure &failure)
+    void ks_failures_take(ks_sink *sink, vector[ks_failure] &out)
+    long ks_log_take(ks_sink *sink, vector[ks_log_line] &out)
 
 # librdkafka's functions, by the signatures of rdkafka.h.
 ctypedef void (*log_cb_t)(const rd_kafka_t*, int, const char*, const char*) noexcept nogil
@@ -458,7 +459,7 @@ def loaded():
 
 
 cdef void _log_cb(const rd_kafka_t* rk, int level, const char* facility, const char* text) noexcept nogil:
-    cdef ks_log_sink* sink = <ks_log_sink*>_api.opaque(rk)
+    cdef ks_sink* sink = <ks_sink*>_api.opaque(rk)
     if sink != NULL:
         ks_log_push(sink, level, facility, text)
 
@@ -482,7 +483,7 @@ cdef object _error_of(rd_kafka_error_t* error, str what):
     return _kafka_error(code, f"{what}: {reason}" if what else reason, fatal, retriable, abort)
 
 
-cdef rd_kafka_t* _create(int kind, dict settings, ks_log_sink* sink) except NULL:
+cdef rd_kafka_t* _create(int kind, dict settings, ks_sink* sink) except NULL:
     """A librdkafka client of ``kind`` with these settings, logging (and, for a producer,
     reporting failed deliveries) to ``sink``."""
     cdef char errstr[ERRSTR_SIZE]
@@ -506,7 +507,7 @@ cdef rd_kafka_t* _create(int kind, dict settings, ks_log_sink* sink) except NULL
     return rk
 
 
-cdef void _log_lines(ks_log_sink* sink, object logger, str name):
+cdef void _log_lines(ks_sink* sink, object logger, str name):
     """Log what librdkafka queued in ``sink`` since the last call."""
     cdef vector[ks_log_line] lines
     cdef long dropped = ks_log_take(sink, lines)
@@ -554,41 +555,68 @@ cdef void _delivery_cb(rd_kafka_t* rk, const rd_kafka_message_t* m, void* opaque
             else:
                 failure.header_values.push_back(string())
             i += 1
-    ks_failure_push(<ks_log_sink*>opaque, failure)
+    ks_failure_push(<ks_sink*>opaque, failure)
+
+
+cdef int _timeout_ms(timeout) except? -2:
+    """A timeout in seconds as librdkafka's milliseconds (None or negative: -1, for ever)."""
+    return -1 if timeout is None or timeout < 0 else <int>(timeout * 1000)
 
 
 cdef str _err2str(int code):
     return (<bytes>_api.err2str(code)).decode(errors="replace")
 
 
-cdef class KafkaFetcher:
-    """A librdkafka consumer that only fetches partitions assigned to it (see the module
-    docstring). ``settings`` are librdkafka settings (strings); ``logger`` receives librdkafka's
-    log lines. Not thread-safe: one thread uses it at a time."""
+cdef class _Client:
+    """What both clients hold: the librdkafka handle, the sink its callbacks fill, the logger of
+    its log lines. Not thread-safe: one thread uses a client at a time."""
 
     cdef rd_kafka_t* _rk
-    cdef rd_kafka_queue_t* _queue
-    cdef ks_log_sink* _sink
-    cdef rd_kafka_message_t** _messages
-    cdef Py_ssize_t _capacity
+    cdef ks_sink* _sink
     cdef object _logger
     cdef str _name
 
-    def __cinit__(self, dict settings, object logger):
+    cdef int _open(self, int kind, dict settings, object logger) except -1:
         if not _loaded:
             raise RuntimeError("kafka_clients.load() must be called first")
         self._logger = logger
-        self._sink = new ks_log_sink()
-        self._rk = _create(RD_KAFKA_CONSUMER, settings, self._sink)
-        _api.poll_set_consumer(self._rk)
-        self._queue = _api.queue_get_consumer(self._rk)
+        self._sink = new ks_sink()
+        self._rk = _create(kind, settings, self._sink)
         self._name = (<bytes>_api.name(self._rk)).decode(errors="replace")
+        return 0
 
     def __dealloc__(self):
-        self._shutdown(False)
+        # Runs after the subclass's __dealloc__, which destroyed the handle using the sink.
         if self._sink != NULL:
             del self._sink
             self._sink = NULL
+
+    cdef int _check_open(self) except -1:
+        if self._rk == NULL:
+            raise RuntimeError(f"{self._name} has been closed")
+        return 0
+
+    def flush_logs(self):
+        """Log what librdkafka logged since the last call."""
+        _log_lines(self._sink, self._logger, self._name)
+
+
+cdef class KafkaFetcher(_Client):
+    """A librdkafka consumer that only fetches partitions assigned to it (see the module
+    docstring). ``settings`` are librdkafka settings; ``logger`` receives librdkafka's log
+    lines."""
+
+    cdef rd_kafka_queue_t* _queue
+    cdef rd_kafka_message_t** _messages
+    cdef Py_ssize_t _capacity
+
+    def __cinit__(self, dict settings, object logger):
+        self._open(RD_KAFKA_CONSUMER, settings, logger)
+        _api.poll_set_consumer(self._rk)
+        self._queue = _api.queue_get_consumer(self._rk)
+
+    def __dealloc__(self):
+        self._shutdown(False)
 
     cdef void _shutdown(self, bint close_consumer) noexcept:
         cdef rd_kafka_t* rk = self._rk
@@ -606,19 +634,10 @@ cdef class KafkaFetcher:
             free(self._messages)
             self._messages = NULL
 
-    cdef int _check_open(self) except -1:
-        if self._rk == NULL:
-            raise RuntimeError("Consumer closed")
-        return 0
-
     def close(self):
         """Leave nothing assigned and destroy the client (idempotent)."""
         self._shutdown(True)
         self.flush_logs()
-
-    def flush_logs(self):
-        """Log what librdkafka logged since the last call."""
-        _log_lines(self._sink, self._logger, self._name)
 
     # -------------------------------------------------------------- partition lists
 
@@ -710,7 +729,7 @@ cdef class KafkaFetcher:
     def committed(self, partitions, timeout=-1):
         self._check_open()
         cdef rd_kafka_topic_partition_list_t* tpl = _partition_list(partitions, False)
-        cdef int timeout_ms = -1 if timeout is None or timeout < 0 else int(timeout * 1000)
+        cdef int timeout_ms = _timeout_ms(timeout)
         cdef int err
         with nogil:
             err = _api.committed(self._rk, tpl, timeout_ms)
@@ -729,7 +748,7 @@ cdef class KafkaFetcher:
         cdef bytes topic = partition.topic.encode()
         cdef const char* topic_c = topic
         cdef int32_t part = partition.partition
-        cdef int timeout_ms = -1 if timeout is None or timeout < 0 else int(timeout * 1000)
+        cdef int timeout_ms = _timeout_ms(timeout)
         cdef int64_t low = -1, high = -1
         cdef int err
         with nogil:
@@ -873,32 +892,20 @@ cdef list _headers_list(rd_kafka_headers_t* headers):
     return result
 
 
-cdef class KafkaSender:
+cdef class KafkaSender(_Client):
     """A librdkafka producer that produces whole RecordBatches (see the module docstring).
     ``settings`` are librdkafka settings; ``logger`` receives librdkafka's log lines. Failed
-    deliveries are kept until ``take_failures``. Not thread-safe: one thread uses it at a time
-    (a transaction call may run on a helper thread while the owner waits for it)."""
+    deliveries are kept until ``take_failures``. A transaction call may run on a helper thread
+    while the owner waits for it."""
 
-    cdef rd_kafka_t* _rk
-    cdef ks_log_sink* _sink
     cdef dict _topics  # topic name -> rd_kafka_topic_t* (as int), kept until close
-    cdef object _logger
-    cdef str _name
 
     def __cinit__(self, dict settings, object logger):
-        if not _loaded:
-            raise RuntimeError("kafka_clients.load() must be called first")
-        self._logger = logger
         self._topics = {}
-        self._sink = new ks_log_sink()
-        self._rk = _create(RD_KAFKA_PRODUCER, settings, self._sink)
-        self._name = (<bytes>_api.name(self._rk)).decode(errors="replace")
+        self._open(RD_KAFKA_PRODUCER, settings, logger)
 
     def __dealloc__(self):
         self._destroy()
-        if self._sink != NULL:
-            del self._sink
-            self._sink = NULL
 
     cdef void _destroy(self) noexcept:
         cdef rd_kafka_t* rk = self._rk
@@ -911,19 +918,10 @@ cdef class KafkaSender:
         with nogil:
             _api.destroy(rk)
 
-    cdef int _check_open(self) except -1:
-        if self._rk == NULL:
-            raise RuntimeError("Producer has been closed")
-        return 0
-
     def close(self):
         """Destroy the client without waiting for what is queued (flush first; idempotent)."""
         self._destroy()
         self.flush_logs()
-
-    def flush_logs(self):
-        """Log what librdkafka logged since the last call."""
-        _log_lines(self._sink, self._logger, self._name)
 
     cdef rd_kafka_topic_t* _topic(self, str topic) except NULL:
         handle = self._topics.get(topic)
@@ -938,12 +936,12 @@ cdef class KafkaSender:
 
     # -------------------------------------------------------------- producing
 
-    def send_batch(self, str topic, int partition, RecordBatch batch):
+    def send_batch(self, str topic, int partition, RecordBatch batch, refusals):
         """Queue every record of ``batch`` for ``topic``-``partition`` (librdkafka copies them;
         a timestamp of -1 becomes "now"). When librdkafka's queue is full, delivery reports are
         served until there is room. Returns [(index, KafkaError)] of the records librdkafka
-        refused for good (e.g. too large); raises KafkaException for any other refusal (records
-        before it are queued)."""
+        refused with an error code in ``refusals`` (for good: too large, invalid); raises
+        KafkaException for any other refusal (records before it are queued)."""
         self._check_open()
         cdef rd_kafka_topic_t* rkt = self._topic(topic)
         cdef Py_ssize_t n = batch.n, i = 0
@@ -979,7 +977,7 @@ cdef class KafkaSender:
             if error != NULL:
                 if headers != NULL:
                     _api.headers_destroy(headers)
-                if code in _REFUSALS:
+                if code in refusals:
                     refused.append((i, _error_of(error, "").args[0]))
                     error = NULL
                     i += 1
@@ -1001,7 +999,7 @@ cdef class KafkaSender:
         """Wait up to ``timeout`` seconds (-1: for ever) until every queued record was delivered
         or failed; returns how many are still queued."""
         self._check_open()
-        cdef int timeout_ms = -1 if timeout is None or timeout < 0 else <int>(timeout * 1000)
+        cdef int timeout_ms = _timeout_ms(timeout)
         cdef int left
         with nogil:
             _api.flush(self._rk, timeout_ms)
@@ -1055,7 +1053,7 @@ cdef class KafkaSender:
 
     cdef int _txn_call(self, int which, timeout) except -1:
         self._check_open()
-        cdef int timeout_ms = -1 if timeout is None or timeout < 0 else <int>(timeout * 1000)
+        cdef int timeout_ms = _timeout_ms(timeout)
         cdef rd_kafka_error_t* error
         with nogil:
             if which == 0:
@@ -1081,7 +1079,7 @@ cdef class KafkaSender:
         if error != NULL:
             raise _error_of(error, "Reading the consumer group metadata")
         cdef rd_kafka_topic_partition_list_t* tpl = _partition_list(positions, True)
-        cdef int timeout_ms = -1 if timeout is None or timeout < 0 else <int>(timeout * 1000)
+        cdef int timeout_ms = _timeout_ms(timeout)
         with nogil:
             error = _api.send_offsets_to_transaction(self._rk, tpl, cgmd, timeout_ms)
             _api.tpl_destroy(tpl)
@@ -1089,11 +1087,6 @@ cdef class KafkaSender:
         self.flush_logs()
         if error != NULL:
             raise _error_of(error, "")
-
-
-# Produce errors that refuse one record for good (the adapter's production exception handler
-# decides about them): message too large, invalid.
-_REFUSALS = frozenset({10, 4, 2, 87, 18})
 
 
 cdef bytes _bytes(const string& data):
