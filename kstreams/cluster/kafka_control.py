@@ -9,11 +9,14 @@ sent while it is a member, its own included, and none sent before it joined.
 
 Signals are rare, so the reader does not fetch all the time: a consumer assigned to a quiet
 partition costs nothing on a Kafka broker (its fetches wait there), but on a broker that answers
-empty fetches at once it spins, which cost more CPU than processing the records. The reader stays
-paused; every ``check_interval`` seconds the channel asks for the partition's end offset without
-waiting for the answer, and only when the end has moved past what it read does it resume and read
-up to it. A signal therefore arrives within about one interval (Kafka Streams' own signal needs a
-rebalance, seconds).
+empty fetches at once it spins, which cost more CPU than processing the records. The reader holds
+no partition; every ``check_interval`` seconds the channel asks for the partition's end offset
+without waiting for the answer, and only when the end has moved past what it read is the reader
+assigned the partition, from the next offset to read, until it read up to that end. A signal
+therefore arrives within about one interval (Kafka Streams' own signal needs a rebalance,
+seconds). Assigning, not resuming a paused partition: librdkafka fetches a resumed partition only
+when its broker thread next wakes, up to a second later, while an assignment wakes it at once
+(the assignment protocol's messages travel here, and a rebalance waits for each of them).
 
 The internal topic manager creates the control topic with the application's other internal
 topics; a channel creates it itself (one partition) if it is missing, so a plain group of
@@ -102,9 +105,6 @@ class ControlChannel:
         reader = build_client(
             Consumer, self._consumer_settings(), f"control reader of group {self.group_id!r}"
         )
-        ktp = KafkaTopicPartition(self.topic, 0, start)
-        reader.assign([ktp])
-        reader.pause([ktp])
         self._reader = reader
         self._next = start
         self._probe_at = time.monotonic() + self._check_interval
@@ -165,8 +165,9 @@ class ControlChannel:
                 )
                 codes.append(int(signal["code"]))
         if self._reading_to is not None and self._next >= self._reading_to:
-            # Anything fetched past the target is dropped by the pause and fetched again later.
-            reader.pause([KafkaTopicPartition(self.topic, 0)])
+            # Anything fetched past the target is dropped with the assignment and fetched again
+            # from ``_next`` next time.
+            reader.incremental_unassign([KafkaTopicPartition(self.topic, 0)])
             self._reading_to = None
         return codes
 
@@ -180,7 +181,7 @@ class ControlChannel:
             self._take_end(probe)
 
     def _take_end(self, probe: Future) -> None:
-        """Act on an answered end-offset request: resume the reader up to the end if it moved."""
+        """Act on an answered end-offset request: read up to the end if it moved."""
         self._probe_at = time.monotonic() + self._check_interval
         try:
             end = int(probe.result().offset)
@@ -196,7 +197,12 @@ class ControlChannel:
             self._probe_failing = False
         if end > self._next:
             assert self._reader is not None
-            self._reader.resume([KafkaTopicPartition(self.topic, 0)])
+            if self._reading_to is None:
+                try:
+                    self._reader.incremental_assign([KafkaTopicPartition(self.topic, 0, self._next)])
+                except KafkaException as exc:
+                    what = f"Reading signals of group {self.group_id!r} from {self.topic}"
+                    raise cluster_error(what, exc) from exc
             self._reading_to = max(end, self._reading_to or 0)
 
     def take_records(self) -> list[dict]:

@@ -127,6 +127,26 @@ def test_every_listener_receives_every_later_signal_in_order_and_only_once(kafka
         late.close()
 
 
+def test_a_signal_arrives_within_about_one_check_interval(kafka_cluster, app_id):
+    """The assignment protocol's messages travel on this channel, one step of a rebalance each.
+    A paused reader that was resumed fetched only when librdkafka's broker thread next woke, up to
+    a second later (~0.7 s after every resume): a rebalance waited that long per message."""
+    sender, listener = channel(kafka_cluster, app_id), channel(kafka_cluster, app_id, check_interval=0.2)
+    try:
+        listener.listen()
+        latencies = []
+        for code in (7, 8, 9):
+            sent = time.monotonic()
+            sender.signal_error(code, "member-a")
+            assert receive([listener], 1) == [[code]]
+            latencies.append(time.monotonic() - sent)
+        # The best of three, so that a machine busy with other work does not decide it.
+        assert min(latencies) < 0.6, f"signals took {[f'{s:.2f}s' for s in latencies]} (interval 0.2s)"
+    finally:
+        sender.close()
+        listener.close()
+
+
 def test_a_listening_channel_does_not_fetch_while_the_topic_is_quiet(kafka_cluster, app_id):
     """noida-db answers an empty fetch at once: a reader assigned to the quiet control partition
     spun, at ~0.6 of a core, more than processing the records cost."""
