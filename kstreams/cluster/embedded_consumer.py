@@ -96,6 +96,7 @@ class EmbeddedConsumer:
         self._rotation = 0
         self._in_poll = False
         self._closed = False
+        self._woken = False  # wakeup() was called: the current or next poll returns at once
 
     # Group membership
 
@@ -280,7 +281,8 @@ class EmbeddedConsumer:
                             break  # run the callbacks, which need the lock released
                         now = time.monotonic()
                         remaining = deadline - now
-                        if remaining <= 0:
+                        if remaining <= 0 or self._woken:
+                            self._woken = False
                             return []
                         broker.changed.wait(self._wait_time(now, remaining))
         finally:
@@ -289,6 +291,11 @@ class EmbeddedConsumer:
                 if self._member is not None:
                     self._member.in_poll = False
                     self._member.last_seen = time.monotonic()
+
+    def wakeup(self) -> None:
+        with self._broker.lock:
+            self._woken = True
+            self._broker.changed.notify_all()
 
     def close(self) -> None:
         """Leave the group (an orderly leave: what this member owned is free at once). No

@@ -72,6 +72,10 @@ DEFAULT_HOLD_BYTES = 65_536 * 1024
 PROTOCOL_TIMEOUT_S = 5.0
 # How long a rebalance waits to read the signals sent before it.
 _CATCH_UP_S = 5.0
+# Longest wait of a poll while the group's assignment protocol is under way: each of its steps
+# (join seen, report read back, plan published and read, acknowledged) runs once per poll, so a
+# whole poll.ms per step made a rebalance last a second where its messages take milliseconds.
+REBALANCE_POLL_S = 0.01
 # librdkafka serialises group metadata as b"CGMDv2:" + generation id (int32, host byte order) + ...
 _METADATA_MAGIC = b"CGMDv2:"
 _GENERATION = struct.Struct("=i")
@@ -368,11 +372,14 @@ class KafkaConsumer:
     def poll(self, timeout: float, max_records: int = 10000) -> list[tuple[TopicPartition, RecordBatch]]:
         self._check_open()
         self._retry_pending_seeks()
-        if self._membership is not None:
-            self._run_membership()
+        # A step of the assignment just ran the listener: its caller may have new work (tasks to
+        # start), so this poll does not wait.
+        stepped = self._membership is not None and self._run_membership()
         released = self._release_held()
         # Held records are ready now: no waiting for more.
-        wait = 0.0 if released else max(0.0, timeout)
+        wait = 0.0 if released or stepped else max(0.0, timeout)
+        if self._planned is not None and not self._planned.settled:
+            wait = min(wait, REBALANCE_POLL_S)
         try:
             if self._native:
                 runs, errors = self._consumer.consume_batches(max(1, max_records), wait)
@@ -391,6 +398,12 @@ class KafkaConsumer:
         for topic, partition, batch in runs:
             self._take(TopicPartition(topic, partition), batch, result)
         return result
+
+    def wakeup(self) -> None:
+        # Only kstreams' fetcher can cut a wait short (librdkafka's queue yield); with
+        # confluent-kafka's consumer (KSTREAMS_KAFKA_CLIENTS=confluent) a poll waits out its timeout.
+        if self._native:
+            self._consumer.wakeup()
 
     def seek(self, partition: TopicPartition, offset: int) -> None:
         self._check_open()
@@ -635,8 +648,9 @@ class KafkaConsumer:
         self._membership_revoked(consumer, partitions)
         self._membership_lost = True
 
-    def _run_membership(self) -> None:
-        """Serve the membership consumer's callbacks, then take the next step of the plan."""
+    def _run_membership(self) -> bool:
+        """Serve the membership consumer's callbacks, then take the next step of the plan; whether
+        a step was taken."""
         membership, planned, listener = self._membership, self._planned, self._listener
         assert membership is not None and planned is not None and listener is not None
         try:
@@ -655,8 +669,10 @@ class KafkaConsumer:
                 listener.on_partitions_lost(list(gone))
             self._unassign(gone)
         step = planned.step(set(self._assignment))
-        if step is not None and self._listener_enabled:
-            self._apply(step)
+        if step is None or not self._listener_enabled:
+            return False
+        self._apply(step)
+        return True
 
     def _apply(self, step: PlanStep) -> None:
         listener, planned = self._listener, self._planned

@@ -256,6 +256,11 @@ class Consumer(Protocol):
     def poll(self, timeout: float, max_records: int = 10000) -> list[tuple[TopicPartition, RecordBatch]]:
         """Fetch from the assigned, unpaused partitions; runs rebalance callbacks first."""
 
+    def wakeup(self) -> None:
+        """Make a ``poll`` that waits now, or else the next one, return at once (with what it
+        has, maybe nothing), as Kafka's ``Consumer.wakeup`` without the exception. Safe from any
+        thread; the polling thread's helpers call it when they hand it work."""
+
     def seek(self, partition: TopicPartition, offset: int) -> None: ...
 
     def seek_to_beginning(self, partitions: Sequence[TopicPartition]) -> None: ...

@@ -154,14 +154,28 @@ class PollingThread(threading.Thread):
         self._production_handler = config.production_exception_handler()
         self._partition_count = runtime.partition_count
         self.closed_cleanly = False
+        # True while this thread is in (or about to enter) a poll that may wait: work handed to
+        # it meanwhile wakes the poll up (``_wake``), so nothing waits for a poll.ms.
+        self._waiting = False
 
     # -- other threads ----------------------------------------------------------------------
 
     def report(self, failure: Failure) -> None:
         self._failures.put(failure)
+        self._wake()
 
     def restored(self, entry: TaskEntry) -> None:
         self._restored.put(entry)
+        self._wake()
+
+    def output_ready(self) -> None:
+        """A stream thread processed records: their output goes out now, not after a poll.ms."""
+        if self._waiting and len(self._collector):
+            self._consumer.wakeup()
+
+    def _wake(self) -> None:
+        if self._waiting:
+            self._consumer.wakeup()
 
     def call(self, fn: Callable[[], Any], timeout: float | None = None) -> Any:
         """Run ``fn`` on the polling thread between turns and return its result (or raise)."""
@@ -170,6 +184,7 @@ class PollingThread(threading.Thread):
         done = threading.Event()
         result: list[Any] = []
         self._calls.put((fn, done, result))
+        self._wake()
         deadline = None if timeout is None else time.monotonic() + timeout
         while not done.wait(0.05):
             if not self.is_alive() and not done.is_set():
@@ -182,12 +197,14 @@ class PollingThread(threading.Thread):
 
     def request_stop(self) -> None:
         self._stop_event.set()
+        self._wake()
 
     def abandon(self) -> None:
         """Stop without committing, closing tasks or leaving the group: what a crashed process
         leaves behind (tests use it to prove that a successor loses nothing)."""
         self._abandoned = True
         self._stop_event.set()
+        self._wake()
 
     # -- the loop -----------------------------------------------------------------------------
 
@@ -221,7 +238,16 @@ class PollingThread(threading.Thread):
             # Full buffers paused their partitions: a long poll would sleep through the stream
             # threads draining them (resumed only between polls), so fetching would stall.
             timeout = min(timeout, PAUSED_POLL_S)
-        polled = self._poll(timeout)
+        if timeout > 0.0:
+            # Set before looking for work: whoever hands work over after the look sees it set
+            # and wakes the poll up.
+            self._waiting = True
+            if self._has_work():
+                timeout = 0.0
+        try:
+            polled = self._poll(timeout)
+        finally:
+            self._waiting = False
         self.poll_sensor.record()
         if self._in_rebalance:
             self._finish_rebalance()
@@ -256,6 +282,16 @@ class PollingThread(threading.Thread):
             # Autoscaling grew topics (or must retry): rebalance so the new partitions are assigned.
             self._followup_at = None
             self._consumer.request_rejoin()
+
+    def _has_work(self) -> bool:
+        """Work other threads handed over since this turn began (or output to send)."""
+        return bool(
+            len(self._collector)
+            or not self._restored.empty()
+            or not self._calls.empty()
+            or not self._failures.empty()
+            or self._stop_event.is_set()
+        )
 
     def _run_calls(self) -> None:
         while True:

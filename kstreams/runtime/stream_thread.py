@@ -64,6 +64,7 @@ class StreamThread(threading.Thread):
         time_slice_ms: int = 100,
         task_sensor: Callable[[Any], Sensor] | None = None,
         python_gate: PythonGate | None = None,
+        output_ready: Callable[[], None] | None = None,
     ) -> None:
         super().__init__(name=name, daemon=True)
         # Shared by the client's threads (StreamThreads); a thread of its own gets its own gate.
@@ -72,6 +73,8 @@ class StreamThread(threading.Thread):
         self._task_manager = task_manager
         self.cache = RecordCache(cache_bytes)
         self._on_failure = on_failure
+        # Told after each run of a task: its output is sent at once, not at the next poll.
+        self._output_ready = output_ready
         self._batch_size = batch_size
         self._time_slice_s = time_slice_ms / 1000.0
         self._stop_requested = threading.Event()
@@ -141,6 +144,8 @@ class StreamThread(threading.Thread):
                     entry = self._task_manager.entry_for_handle(handle)
                     if entry is not None:
                         self._process(entry)
+                        if self._output_ready is not None:
+                            self._output_ready()
                 except BaseException as exc:
                     self._task_manager.mark_failed(handle)
                     self._scheduler.release(handle)

@@ -169,6 +169,7 @@ class StreamThreads:
             time_slice_ms=self._time_slice_ms,
             task_sensor=self._task_sensor,
             python_gate=self._python_gate,
+            output_ready=self._polling.output_ready,
         )
         self._threads.append(thread)
         thread.start()

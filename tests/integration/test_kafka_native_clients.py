@@ -7,6 +7,7 @@ confluent-kafka's clients when asked to or when a setting needs them."""
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from typing import Any
 
@@ -225,3 +226,34 @@ def test_an_aborted_transaction_is_not_read_and_a_committed_one_is(kafka_cluster
         producer.close()
     committed = [(r.key, r.value) for r in kafka_cluster.read(topic)]
     assert committed == [(b"b", b"committed")]
+
+
+def test_a_poll_returns_once_records_arrive_or_at_a_wakeup(kafka_cluster, kafka_broker, app_id):
+    """librdkafka's batch call waits until the batch is full or the timeout passed; a poll must
+    return as soon as records are there (Kafka's poll), else every record waited out poll.ms.
+    A wakeup from another thread ends a waiting poll, and one that comes before a poll ends it."""
+    topic = f"{app_id}-wake"
+    kafka_cluster.create_topic(topic, 1)
+    consumer = kafka_cluster.consumer(None)
+    consumer.assign([TopicPartition(topic, 0)])
+    consumer.seek(TopicPartition(topic, 0), 0)
+    try:
+        assert consumer.poll(0.5) == []  # the fetcher is running
+        producer = Producer({"bootstrap.servers": kafka_broker})
+        threading.Timer(0.3, lambda: (producer.produce(topic, b"v", b"k"), producer.flush())).start()
+        began = time.monotonic()
+        polled = consumer.poll(20.0)
+        assert [len(batch) for _, batch in polled] == [1]
+        assert time.monotonic() - began < 10.0, "the poll waited out its timeout"
+
+        threading.Timer(0.3, consumer.wakeup).start()
+        began = time.monotonic()
+        assert consumer.poll(20.0) == []
+        assert time.monotonic() - began < 10.0, "a wakeup did not end the poll"
+
+        consumer.wakeup()
+        began = time.monotonic()
+        assert consumer.poll(20.0) == []
+        assert time.monotonic() - began < 10.0, "a wakeup before the poll was lost"
+    finally:
+        consumer.close()

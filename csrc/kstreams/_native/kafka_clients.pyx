@@ -31,6 +31,7 @@ from libc.string cimport strlen
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from posix.dlfcn cimport RTLD_LOCAL, RTLD_NOW, dlerror, dlopen, dlsym
 
+from libcpp.atomic cimport atomic
 from libcpp.string cimport string
 from libcpp.vector cimport vector
 
@@ -256,6 +257,8 @@ ctypedef const char* (*f_name_t)(const rd_kafka_t*) noexcept nogil
 ctypedef int (*f_poll_set_consumer_t)(rd_kafka_t*) noexcept nogil
 ctypedef rd_kafka_queue_t* (*f_queue_get_consumer_t)(rd_kafka_t*) noexcept nogil
 ctypedef void (*f_queue_destroy_t)(rd_kafka_queue_t*) noexcept nogil
+ctypedef void (*f_queue_yield_t)(rd_kafka_queue_t*) noexcept nogil
+ctypedef rd_kafka_message_t* (*f_consume_queue_t)(rd_kafka_queue_t*, int) noexcept nogil
 ctypedef Py_ssize_t (*f_consume_batch_queue_t)(
     rd_kafka_queue_t*, int, rd_kafka_message_t**, size_t) noexcept nogil
 ctypedef void (*f_message_destroy_t)(rd_kafka_message_t*) noexcept nogil
@@ -314,6 +317,8 @@ cdef struct Api:
     f_poll_set_consumer_t poll_set_consumer
     f_queue_get_consumer_t queue_get_consumer
     f_queue_destroy_t queue_destroy
+    f_queue_yield_t queue_yield
+    f_consume_queue_t consume_queue
     f_consume_batch_queue_t consume_batch_queue
     f_message_destroy_t message_destroy
     f_message_timestamp_t message_timestamp
@@ -406,6 +411,8 @@ def load(str path):
     _api.poll_set_consumer = <f_poll_set_consumer_t>_symbol(lib, b"rd_kafka_poll_set_consumer")
     _api.queue_get_consumer = <f_queue_get_consumer_t>_symbol(lib, b"rd_kafka_queue_get_consumer")
     _api.queue_destroy = <f_queue_destroy_t>_symbol(lib, b"rd_kafka_queue_destroy")
+    _api.queue_yield = <f_queue_yield_t>_symbol(lib, b"rd_kafka_queue_yield")
+    _api.consume_queue = <f_consume_queue_t>_symbol(lib, b"rd_kafka_consume_queue")
     _api.consume_batch_queue = <f_consume_batch_queue_t>_symbol(lib, b"rd_kafka_consume_batch_queue")
     _api.message_destroy = <f_message_destroy_t>_symbol(lib, b"rd_kafka_message_destroy")
     _api.message_timestamp = <f_message_timestamp_t>_symbol(lib, b"rd_kafka_message_timestamp")
@@ -609,6 +616,9 @@ cdef class KafkaFetcher(_Client):
     cdef rd_kafka_queue_t* _queue
     cdef rd_kafka_message_t** _messages
     cdef Py_ssize_t _capacity
+    # Set by ``wakeup`` before it yields the queue: the yield alone is lost when the non-waiting
+    # take of ``consume_batches`` clears it, so the wait checks this too.
+    cdef atomic[int] _woken
 
     def __cinit__(self, dict settings, object logger):
         self._open(RD_KAFKA_CONSUMER, settings, logger)
@@ -623,10 +633,13 @@ cdef class KafkaFetcher(_Client):
         if rk == NULL:
             return
         self._rk = NULL
+        # Cleared with the GIL held: ``wakeup`` (any thread, GIL held) yields on a live queue or
+        # sees none.
+        cdef rd_kafka_queue_t* queue = self._queue
+        self._queue = NULL
         with nogil:
-            if self._queue != NULL:
-                _api.queue_destroy(self._queue)
-                self._queue = NULL
+            if queue != NULL:
+                _api.queue_destroy(queue)
             if close_consumer:
                 _api.consumer_close(rk)
             _api.destroy(rk)
@@ -759,8 +772,16 @@ cdef class KafkaFetcher(_Client):
 
     # -------------------------------------------------------------- fetching
 
+    def wakeup(self):
+        """Make a ``consume_batches`` that waits now, or else the next one, return at once (with
+        what it has, maybe nothing). Safe from any thread; nothing once the fetcher is closed."""
+        if self._queue != NULL:
+            self._woken.store(1)
+            _api.queue_yield(self._queue)
+
     def consume_batches(self, Py_ssize_t max_records, double timeout):
-        """Wait up to ``timeout`` seconds for records (returning as soon as some arrived) and take
+        """Wait up to ``timeout`` seconds for records (returning as soon as some arrived, or at a
+        ``wakeup``) and take
         up to ``max_records``: ([(topic, partition, RecordBatch)], [(topic or None, partition,
         KafkaError)]). A partition's records come as one batch per run of its records, in order."""
         self._check_open()
@@ -775,9 +796,26 @@ cdef class KafkaFetcher(_Client):
             self._capacity = max_records
         cdef rd_kafka_message_t** messages = self._messages
         cdef int timeout_ms = 0 if timeout <= 0 else <int>(timeout * 1000)
-        cdef Py_ssize_t n
+        cdef Py_ssize_t n, more
+        cdef rd_kafka_message_t* first
         with nogil:
-            n = _api.consume_batch_queue(self._queue, timeout_ms, messages, <size_t>max_records)
+            # librdkafka's batch call waits until the batch is full or the timeout passed: it
+            # takes only what is there, then waits for one record (or a wakeup), then takes
+            # what came with it, as Kafka's poll returns once records are there.
+            n = _api.consume_batch_queue(self._queue, 0, messages, <size_t>max_records)
+            if self._woken.exchange(0):
+                timeout_ms = 0
+            if n == 0 and timeout_ms > 0:
+                first = _api.consume_queue(self._queue, timeout_ms)
+                if first != NULL:
+                    messages[0] = first
+                    n = 1
+                    if max_records > 1:
+                        more = _api.consume_batch_queue(
+                            self._queue, 0, messages + 1, <size_t>(max_records - 1)
+                        )
+                        if more > 0:
+                            n += more
         self.flush_logs()
         if n < 0:
             raise _kafka_error(ERR__FAIL, "consume failed: librdkafka returned an error instead of records")

@@ -174,6 +174,25 @@ def test_stateless_pipeline_processes_every_record_once(app: App, tmp_path) -> N
     assert streams.state is KafkaStreams.State.NOT_RUNNING
 
 
+def test_nothing_waits_out_a_long_poll(app: App, tmp_path, clients) -> None:  # type: ignore[no-untyped-def]
+    """The polling thread waits up to ``poll.ms`` for records, but work other threads hand it
+    wakes it up: a restored task starts processing, a stream thread's output is sent, and close()
+    stops it, each at once rather than when the poll ends (with a 5 s poll.ms here)."""
+    streams = new_client(count_topology(app), app, tmp_path, **{"poll.ms": 5_000})
+    clients.append(streams)
+    expected = produce_words(app, 8, keys=4)
+    streams.start()
+    wait_until(lambda: latest(app) == dict(expected), app.timeout, "the counts of the first records")
+    for round_ in range(1, 3):
+        expected.update(produce_words(app, 8, keys=4, start=8 * round_))
+        sent = time.monotonic()
+        wait_until(lambda: latest(app) == dict(expected), app.timeout, "the counts of later records")
+        assert time.monotonic() - sent < 2.5, "output waited for a poll to end"
+    closing = time.monotonic()
+    assert streams.close(timeout=30)
+    assert time.monotonic() - closing < 2.5, "close() waited for a poll to end"
+
+
 def test_stream_threads_are_named_after_the_client(app: App, tmp_path, clients) -> None:  # type: ignore[no-untyped-def]
     streams = new_client(upper_topology(app), app, tmp_path, **{"num.stream.threads": 3})
     clients.append(streams)
