@@ -67,12 +67,15 @@ class _TimestampedValues:
                 f"Timestamped store {self.name} holds ValueAndTimestamp values, got "  # type: ignore[attr-defined]
                 f"{type(value).__name__}: put ValueAndTimestamp.make(value, timestamp)."
             )
-        data: bytes | None = super()._value_bytes(value.value)  # type: ignore[misc]
-        return None if data is None else _TIMESTAMP.pack(value.timestamp) + data
+        return self._stamped_bytes(value.value, value.timestamp)
 
     def _value(self, data: bytes | None) -> Any:
         if data is None:
             return None
+        if len(data) == _TIMESTAMP_LONG.size and self.value_serde is _LONG_SERDE:  # type: ignore[attr-defined]
+            # Counts, read per record by the DSL's aggregations: one struct step.
+            timestamp, count = _TIMESTAMP_LONG.unpack(data)
+            return ValueAndTimestamp.make(count, timestamp)
         if len(data) < TIMESTAMP_BYTES:
             raise ValueError(
                 f"Timestamped store {self.name}: stored bytes must start with an 8-byte timestamp, "  # type: ignore[attr-defined]
