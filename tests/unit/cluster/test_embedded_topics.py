@@ -99,6 +99,30 @@ def test_poll_wakes_when_a_record_arrives(embedded_cluster):
     assert [b.values() for _, b in got] == [[b"late"]]
 
 
+def test_a_wakeup_ends_a_waiting_poll_and_one_before_a_poll_is_not_lost(embedded_cluster):
+    import threading
+    import time
+
+    embedded_cluster.create_topic("t")
+    consumer = embedded_cluster.consumer(None, {"auto.offset.reset": "earliest"})
+    consumer.assign([TopicPartition("t", 0)])
+    timer = threading.Timer(0.05, consumer.wakeup)
+    timer.start()
+    began = time.monotonic()
+    try:
+        assert consumer.poll(20.0) == []
+    finally:
+        timer.join()
+    assert time.monotonic() - began < 10.0
+    consumer.wakeup()
+    began = time.monotonic()
+    assert consumer.poll(20.0) == []
+    assert time.monotonic() - began < 10.0
+    # Used up: the next poll waits again (for a record, here).
+    threading.Timer(0.05, lambda: embedded_cluster.produce("t", None, b"late")).start()
+    assert [b.values() for _, b in consumer.poll(20.0)] == [[b"late"]]
+
+
 def test_auto_offset_reset_latest_skips_existing_records(embedded_cluster):
     embedded_cluster.create_topic("t")
     embedded_cluster.produce("t", None, b"old")
