@@ -170,8 +170,8 @@ class PollingThread(threading.Thread):
 
     def output_ready(self) -> None:
         """A stream thread processed records: their output goes out now, not after a poll.ms."""
-        if self._waiting and len(self._collector):
-            self._consumer.wakeup()
+        if len(self._collector):
+            self._wake()
 
     def _wake(self) -> None:
         if self._waiting:
@@ -232,18 +232,14 @@ class PollingThread(threading.Thread):
         self._drain_restored()
         for entry in self._tasks.retry_locked():
             self._state_updater.add(entry)
-        idle = len(self._collector) == 0
-        timeout = self._poll_s if idle else 0.0
-        if self._paused:
-            # Full buffers paused their partitions: a long poll would sleep through the stream
-            # threads draining them (resumed only between polls), so fetching would stall.
-            timeout = min(timeout, PAUSED_POLL_S)
-        if timeout > 0.0:
-            # Set before looking for work: whoever hands work over after the look sees it set
-            # and wakes the poll up.
-            self._waiting = True
-            if self._has_work():
-                timeout = 0.0
+        # Full buffers paused their partitions: a long poll would sleep through the stream
+        # threads draining them (resumed only between polls), so fetching would stall.
+        timeout = min(self._poll_s, PAUSED_POLL_S) if self._paused else self._poll_s
+        # Set before looking for work (output to send included): whoever hands work over after
+        # the look sees it set and wakes the poll up.
+        self._waiting = True
+        if self._has_work():
+            timeout = 0.0
         try:
             polled = self._poll(timeout)
         finally:

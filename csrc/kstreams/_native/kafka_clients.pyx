@@ -781,9 +781,9 @@ cdef class KafkaFetcher(_Client):
 
     def consume_batches(self, Py_ssize_t max_records, double timeout):
         """Wait up to ``timeout`` seconds for records (returning as soon as some arrived, or at a
-        ``wakeup``) and take
-        up to ``max_records``: ([(topic, partition, RecordBatch)], [(topic or None, partition,
-        KafkaError)]). A partition's records come as one batch per run of its records, in order."""
+        ``wakeup``) and take up to ``max_records``: ([(topic, partition, RecordBatch)], [(topic or
+        None, partition, KafkaError)]). A partition's records come as one batch per run of its
+        records, in order."""
         self._check_open()
         if max_records < 1:
             max_records = 1
