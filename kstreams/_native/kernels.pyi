@@ -86,6 +86,28 @@ def aggregate(
     aggregate carries the largest timestamp of the records that made it.
     Returns (observed_time, dropped) or None (nothing written: a record needs the Python path)."""
 
+def aggregate_uncached(
+    batch: RecordBatch,
+    op: int,
+    value_enc: int,
+    store_enc: int,
+    load_many: Callable[[list[bytes]], list[bytes | None]],
+    windowed: bool = False,
+    size_ms: int = 0,
+    advance_ms: int = 0,
+    grace_ms: int = 0,
+    observed_time: int = -1,
+    reducer: Callable[[Any, Any], Any] | None = None,
+    timestamped: bool = False,
+    forward: bool = False,
+) -> tuple[int, int, RecordBatch, RecordBatch | None] | None:
+    """``aggregate`` for a store without a cache: old aggregates from one ``load_many(cache_keys)``;
+    returns (observed_time, dropped, changes, updates): ``changes`` each slot's newest aggregate
+    once, in last-update order, as changelog records (windowed keys in the changelog's layout)
+    with the timestamp and offset of the slot's last record; ``updates`` (with ``forward``, not
+    windowed) every update in record order as the per-record path forwards it (record key, the
+    aggregate without timestamp, the aggregate's timestamp). None: a record needs the Python path."""
+
 def decode_numbers(batch: RecordBatch, side: int, enc: int) -> tuple[np.ndarray, np.ndarray]:
     """Keys (side 0) or values (1) of a numeric encoding as int64 or float64, and a null mask."""
 

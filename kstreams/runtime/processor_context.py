@@ -30,6 +30,7 @@ from kstreams.runtime.record_context import RecordContext
 from kstreams.topology.graph import ProcessorNode
 
 if TYPE_CHECKING:
+    from kstreams._native.record_batch import RecordBatch
     from kstreams.runtime.metrics import MetricsRegistry
     from kstreams.runtime.task import StreamTask
     from kstreams.state.store import RestoreCallback, StateStore
@@ -240,6 +241,14 @@ class ProcessorContextImpl(ProcessorContext[Any, Any]):
 
     def log_change(self, store_name: str, key: bytes, value: bytes | None, timestamp: int) -> None:
         task = self._task
+        task.collector.send(self._changelog(store_name), task.task_id.partition, key, value, timestamp)
+
+    def log_changes(self, store_name: str, changes: RecordBatch) -> None:
+        task = self._task
+        task.collector.send_batch(self._changelog(store_name), task.task_id.partition, changes)
+
+    def _changelog(self, store_name: str) -> str:
+        task = self._task
         topic = task.subtopology.changelog_topics.get(store_name)
         if topic is None:
             raise ProcessorStateException(
@@ -247,7 +256,7 @@ class ProcessorContextImpl(ProcessorContext[Any, Any]):
                 "to write to: its change-logging layer should not be present.",
                 task_id=task.task_id,
             )
-        task.collector.send(topic, task.task_id.partition, key, value, timestamp)
+        return topic  # type: ignore[no-any-return]
 
     def record_cache(self) -> Any:
         return self._task.record_cache

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kstreams.errors import ProcessorStateException
 from kstreams.state.layer import SessionLayer, StoreLayer, WindowLayer
@@ -27,14 +27,23 @@ from kstreams.state.store import (
 )
 from kstreams.state.window_key_schema import changelog_key, session_key
 
+if TYPE_CHECKING:
+    from kstreams._native.record_batch import RecordBatch
+
 __all__ = [
     "ChangeLoggingKeyValueStore",
     "ChangeLoggingSessionStore",
     "ChangeLoggingWindowStore",
     "SequencedWindowStore",
+    "change_pairs",
 ]
 
 logger = logging.getLogger(__name__)
+
+
+def change_pairs(changes: RecordBatch) -> list[tuple[bytes, bytes | None]]:
+    """A batch of changes (changelog records) as (key, value or None) pairs."""
+    return list(zip(changes.keys(), changes.values(), strict=True))  # type: ignore[arg-type]  # keys are never null
 
 
 class SequencedWindowStore(Protocol):
@@ -47,6 +56,10 @@ class SequencedWindowStore(Protocol):
 
     def put_with_seq(self, key: bytes, value: bytes | None, window_start: int, seq: int) -> None: ...
 
+    def put_changes(self, records: list[tuple[bytes, bytes | None]]) -> None: ...
+
+    def fetch_many(self, window_keys: list[bytes]) -> list[bytes | None]: ...
+
 
 class _ChangeLogging(StoreLayer):
     """The context handling all change-logging layers share."""
@@ -56,10 +69,12 @@ class _ChangeLogging(StoreLayer):
         # Bound once: logging runs for every write.
         self._store_name = wrapped.name
         self._log_change: Callable[[str, bytes, bytes | None, int], None] = self._not_initialized
+        self._log_changes: Callable[[str, RecordBatch], None] = self._not_initialized_batch
         self._current_timestamp: Callable[[], int] = lambda: 0
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         self._log_change = context.log_change
+        self._log_changes = context.log_changes
         self._current_timestamp = context.current_timestamp
         self.wrapped.init(context, root)
 
@@ -72,6 +87,9 @@ class _ChangeLogging(StoreLayer):
         raise ProcessorStateException(
             f"Store {store_name} was written before init(); a store is usable only once its task opened it."
         )
+
+    def _not_initialized_batch(self, store_name: str, changes: RecordBatch) -> None:
+        self._not_initialized(store_name, b"", None, 0)
 
 
 class ChangeLoggingKeyValueStore(_ChangeLogging, KeyValueStore[bytes, bytes]):
@@ -87,9 +105,18 @@ class ChangeLoggingKeyValueStore(_ChangeLogging, KeyValueStore[bytes, bytes]):
     def get(self, key: bytes) -> bytes | None:
         return self.wrapped.get(key)
 
+    def get_many(self, keys: list[bytes]) -> list[bytes | None]:
+        return self.wrapped.get_many(keys)
+
     def put(self, key: bytes, value: bytes | None) -> None:
         self.wrapped.put(key, value)
         self._log(key, value, None)
+
+    def write_changes(self, changes: RecordBatch) -> None:
+        """Put a batch of changes (key, value or None to delete, timestamp) and log them, each
+        with its own timestamp, as a put per change would: the batch goes to the changelog as it is."""
+        self.wrapped.put_all(change_pairs(changes))
+        self._log_changes(self._store_name, changes)
 
     def put_if_absent(self, key: bytes, value: bytes) -> bytes | None:
         previous = self.wrapped.put_if_absent(key, value)
@@ -148,8 +175,24 @@ class ChangeLoggingWindowStore(_ChangeLogging, WindowLayer, WindowStore[bytes, b
             self.wrapped.put(key, value, window_start)
         self._log(changelog_key(key, window_start, seq), value, timestamp)
 
+    def write_changes(self, changes: RecordBatch) -> None:
+        """Put a batch of changes keyed as the changelog is (record key, window start, sequence
+        number 0: a store that does not retain duplicates) and log them, each with its own
+        timestamp, as a put per change would: the batch goes to the changelog as it is."""
+        if self._sequenced.retain_duplicates:
+            raise ProcessorStateException(
+                f"Store {self._store_name} retains duplicates, so a batch of changes cannot name their "
+                "sequence numbers in advance; write them one by one with put()."
+            )
+        self._sequenced.put_changes(change_pairs(changes))
+        self._log_changes(self._store_name, changes)
+
     def fetch(self, key: bytes, window_start: int) -> bytes | None:
         return self.wrapped.fetch(key, window_start)
+
+    def fetch_many(self, window_keys: list[bytes]) -> list[bytes | None]:
+        """``fetch`` of many windows, each named by its ``window_key`` (record key, window start)."""
+        return self._sequenced.fetch_many(window_keys)
 
     def fetch_range(self, key: bytes, time_from: int, time_to: int) -> Iterator[tuple[int, bytes]]:
         return self.wrapped.fetch_range(key, time_from, time_to)

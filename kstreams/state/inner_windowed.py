@@ -15,7 +15,13 @@ from collections.abc import Iterator
 
 from kstreams.errors import TopologyException
 from kstreams.state.store import SessionStore, WindowedKey, WindowStore
-from kstreams.state.window_key_schema import MAX_LONG, MIN_LONG, from_changelog_key, from_session_key
+from kstreams.state.window_key_schema import (
+    MAX_LONG,
+    MIN_LONG,
+    from_changelog_key,
+    from_session_key,
+    key_and_start,
+)
 
 __all__ = [
     "NO_TIMESTAMP",
@@ -82,10 +88,21 @@ class InnerWindowStore(WindowStore[bytes, bytes]):
 
     def restore_batch(self, records: list[tuple[bytes, bytes | None]]) -> None:
         """Apply changelog records, whose keys are (record key, window start, sequence number)."""
+        self.put_changes(records)
+        self.flush()
+
+    def put_changes(self, records: list[tuple[bytes, bytes | None]]) -> None:
+        """Write records keyed as the changelog is (record key, window start, sequence number),
+        each as ``put_with_seq`` would."""
+        write = self._write
         for store_key, value in records:
             key, start, seq = from_changelog_key(store_key)
-            self._write(key, value, start, seq)
-        self.flush()
+            write(key, value, start, seq)
+
+    def fetch_many(self, window_keys: list[bytes]) -> list[bytes | None]:
+        """``fetch`` of many windows, each named by its ``window_key`` (record key, window start)."""
+        fetch = self.fetch
+        return [fetch(*key_and_start(window_key)) for window_key in window_keys]
 
     def next_seq(self) -> int:
         """The sequence number the next duplicate-retaining put gets (wraps like Kafka's int)."""

@@ -94,9 +94,22 @@ class RocksDBDatabase:
             return pending[key]
         return self._database().get(key)  # type: ignore[no-any-return]
 
+    def get_many(self, keys: list[bytes]) -> list[bytes | None]:
+        """``get`` of each key."""
+        pending = self._pending
+        get = self._database().get
+        return [pending[key] if key in pending else get(key) for key in keys]
+
     def put(self, key: bytes, value: bytes | None) -> None:
         pending = self._pending
         pending[key] = value
+        if len(pending) > _MAX_PENDING:
+            self.write_pending()
+
+    def put_many(self, records: list[tuple[bytes, bytes | None]]) -> None:
+        """``put`` of each record, in order."""
+        pending = self._pending
+        pending.update(records)
         if len(pending) > _MAX_PENDING:
             self.write_pending()
 
@@ -250,6 +263,9 @@ class RocksDBKeyValueStore(KeyValueStore[bytes, bytes]):
     def get(self, key: bytes) -> bytes | None:
         return self._database().get(key)
 
+    def get_many(self, keys: list[bytes]) -> list[bytes | None]:
+        return self._database().get_many(keys)
+
     def put(self, key: bytes, value: bytes | None) -> None:
         self._database().put(key, value)
 
@@ -261,9 +277,7 @@ class RocksDBKeyValueStore(KeyValueStore[bytes, bytes]):
         return existing
 
     def put_all(self, entries: list[tuple[bytes, bytes | None]]) -> None:
-        db = self._database()
-        for key, value in entries:
-            db.put(key, value)
+        self._database().put_many(entries)
 
     def delete(self, key: bytes) -> bytes | None:
         db = self._database()

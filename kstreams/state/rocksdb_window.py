@@ -10,7 +10,9 @@ answer alike.
 from __future__ import annotations
 
 import logging
+import struct
 from collections.abc import Iterator
+from itertools import groupby
 
 from kstreams.state.inner_windowed import InnerWindowStore
 from kstreams.state.rocksdb import RocksDBDatabase
@@ -30,6 +32,17 @@ __all__ = ["RocksDBWindowStore"]
 logger = logging.getLogger(__name__)
 
 _MAX_SEQ_SUFFIX = b"\xff" * SEQ_SIZE
+_START = struct.Struct(">q")
+
+
+def _start_of_window_key(window_key: bytes) -> int:
+    return _START.unpack_from(window_key, len(window_key) - TIMESTAMP_SIZE)[0]  # type: ignore[no-any-return]
+
+
+def _start_of_change(change: tuple[bytes, bytes | None]) -> int:
+    """The window start of a changelog record (key: record key, window start, sequence number)."""
+    key = change[0]
+    return _START.unpack_from(key, len(key) - TIMESTAMP_SIZE - SEQ_SIZE)[0]  # type: ignore[no-any-return]
 
 
 class RocksDBWindowStore(SegmentedLifecycle, InnerWindowStore):
@@ -58,6 +71,32 @@ class RocksDBWindowStore(SegmentedLifecycle, InnerWindowStore):
             return
         store_key = changelog_key(key, start, seq) if self._retain_duplicates else window_key(key, start)
         segment.put(store_key, value)
+
+    def put_changes(self, records: list[tuple[bytes, bytes | None]]) -> None:
+        if self._retain_duplicates:
+            super().put_changes(records)
+            return
+        # Without duplicates a window's store key is its changelog key without the sequence number.
+        # Records in a row with the same window start go to their segment in one call (looking the
+        # segment up again for the same start would change nothing).
+        for start, run in groupby(records, key=_start_of_change):
+            segment = self._segments.for_write(start)
+            if segment is None:
+                logger.debug("Store %s: skipping a write to expired window %d.", self._name, start)
+                continue
+            segment.put_many([(store_key[:-SEQ_SIZE], value) for store_key, value in run])
+
+    def fetch_many(self, window_keys: list[bytes]) -> list[bytes | None]:
+        if self._retain_duplicates:
+            return super().fetch_many(window_keys)
+        # Without duplicates a window's store key is its window_key; keys in a row with the same
+        # window start are read from their segment in one call.
+        out: list[bytes | None] = []
+        for start, run in groupby(window_keys, key=_start_of_window_key):
+            keys = list(run)
+            segment = self._segments.for_read(start)
+            out.extend([None] * len(keys) if segment is None else segment.get_many(keys))
+        return out
 
     def fetch(self, key: bytes, window_start: int) -> bytes | None:
         segment = self._segments.for_read(window_start)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 from kstreams.state.window import Window
 
 if TYPE_CHECKING:
+    from kstreams._native.record_batch import RecordBatch
     from kstreams.runtime.metrics import MetricsRegistry
 
 __all__ = [
@@ -75,6 +76,10 @@ class StateStoreContext(Protocol):
     def log_change(self, store_name: str, key: bytes, value: bytes | None, timestamp: int) -> None:
         """Send a change of a logged store to its changelog partition (through the record collector)."""
 
+    def log_changes(self, store_name: str, changes: RecordBatch) -> None:
+        """Send a batch of changes of a logged store (keys, values or None, timestamps) to its
+        changelog partition, in order, as ``log_change`` would one by one."""
+
     def record_cache(self) -> Any:
         """The RecordCache of the thread processing the task now (None when caching is off)."""
 
@@ -121,6 +126,10 @@ class KeyValueStore(StateStore, Generic[K, V]):
 
     @abc.abstractmethod
     def get(self, key: K) -> V | None: ...
+
+    def get_many(self, keys: list[K]) -> list[V | None]:
+        """The values of many keys at once (None where absent), as ``get`` of each would read them."""
+        return list(map(self.get, keys))
 
     @abc.abstractmethod
     def put(self, key: K, value: V | None) -> None:

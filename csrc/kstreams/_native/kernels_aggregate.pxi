@@ -67,6 +67,9 @@ cdef extern from * nogil:
 cdef struct Update:
     ks_SlotEntry* entry
     Py_ssize_t record
+    int64_t i       # the aggregate and its timestamp right after this update (pass 2 sets them)
+    double d
+    int64_t ts
 
 cdef int64_t _NO_WINDOW = INT64_MIN
 
@@ -105,6 +108,109 @@ cdef inline void _cache_key(const ks_SlotKey* key, string& out) noexcept nogil:
     if key.start != _NO_WINDOW:
         _put_be64(suffix, <uint64_t>key.start)
         out.append(suffix, 8)
+
+cdef int _check_aggregation(int op, reducer, bint windowed, int64_t size_ms,
+                            int64_t advance_ms) except -1:
+    if windowed and (size_ms <= 0 or advance_ms <= 0):
+        raise ValueError("windowed aggregation needs a positive size and advance")
+    if (op == OP_REDUCE) != (reducer is not None):
+        raise ValueError("REDUCE needs a reducer, and only REDUCE takes one")
+    return 0
+
+
+cdef int _slot_updates(RecordBatch batch, int op, bint windowed, int64_t size_ms, int64_t advance_ms,
+                       int64_t grace_ms, int64_t* observed, int64_t* dropped, ks_SlotMap& slots,
+                       vector[Update]& updates) noexcept nogil:
+    """Pass 1: the slot (key, or key and window) each record updates, in record order. Records with
+    a null key are skipped, and those with a null value unless windowed counting (Kafka's rules);
+    windowed, records are assigned to windows against the stream time observed so far and those
+    of closed windows counted in ``dropped``. 1 when a record needs the Python path."""
+    cdef Py_ssize_t i, kn
+    cdef const char* kp
+    cdef int64_t ts, start
+    cdef Update u
+    slots.reserve(<size_t>batch.n)
+    updates.reserve(<size_t>batch.n)
+    for i in range(batch.n):
+        kn = batch.key_len(i)
+        if kn < 0:
+            continue
+        if batch.value_len(i) < 0 and not (windowed and op == OP_COUNT):
+            if windowed:
+                return 1   # a windowed reduce of a null value: leave it to Python
+            continue
+        kp = batch.key_ptr(i)
+        u.record = i
+        if not windowed:
+            u.entry = ks_slot_for(slots, kp, <size_t>kn, _NO_WINDOW)
+            updates.push_back(u)
+            continue
+        ts = batch.ts(i)
+        if ts > observed[0]:
+            observed[0] = ts
+        start = ts - size_ms + advance_ms
+        if start < 0:
+            start = 0
+        start = (start // advance_ms) * advance_ms
+        while start <= ts:
+            if start + size_ms <= observed[0] - grace_ms:
+                dropped[0] += 1
+            else:
+                u.entry = ks_slot_for(slots, kp, <size_t>kn, start)
+                updates.push_back(u)
+            start += advance_ms
+    return 0
+
+
+cdef int _load_slots(vector[ks_SlotEntry*]& entries, load, bint many, int store_enc,
+                     bint timestamped) except -2:
+    """Read slots' stored aggregates (bytes or None) from the store, by cache key: ``load(key)``
+    per slot, or with ``many`` one ``load(keys)`` returning a list. -1 when some stored bytes do
+    not decode (the Python path then runs)."""
+    cdef Py_ssize_t j, n = <Py_ssize_t>entries.size()
+    cdef string ck
+    cdef list keys
+    if many:
+        keys = []
+        for j in range(n):
+            _cache_key(&entries[j].first, ck)
+            keys.append(PyBytes_FromStringAndSize(ck.data(), ck.size()))
+        stored_all = load(keys)
+        if len(stored_all) != n:
+            raise ValueError(f"the store's loader returned {len(stored_all)} values for {n} keys")
+    for j in range(n):
+        if many:
+            stored = stored_all[j]
+        else:
+            _cache_key(&entries[j].first, ck)
+            stored = load(PyBytes_FromStringAndSize(ck.data(), ck.size()))
+        if stored is None:
+            entries[j].second.state = 1
+        elif type(stored) is not bytes or _slot_from_bytes(
+                &entries[j].second, PyBytes_AS_STRING(stored), PyBytes_GET_SIZE(stored), store_enc,
+                timestamped) < 0:
+            return -1
+    return 0
+
+
+cdef inline void _encode_aggregate(int64_t i, double d, int64_t ts, int store_enc, bint timestamped,
+                                   string& out) noexcept nogil:
+    """An aggregate's bytes in the store's encoding (after its timestamp when ``timestamped``)."""
+    cdef char buf[8]
+    out.clear()
+    if timestamped:
+        _put_be64(buf, <uint64_t>ts)
+        out.append(buf, 8)
+    if store_enc == ENC_DOUBLE:
+        _put_be64(buf, _double_bits(d))
+        out.append(buf, 8)
+    elif store_enc == ENC_INT:
+        _put_be32(buf, <uint32_t><int32_t>i)
+        out.append(buf, 4)
+    else:
+        _put_be64(buf, <uint64_t>i)
+        out.append(buf, 8)
+
 
 def aggregate(RecordCache cache not None, str namespace not None, RecordBatch batch not None,
               int op, int value_enc, int store_enc, load, bint windowed=False,
@@ -145,55 +251,19 @@ def aggregate(RecordCache cache not None, str namespace not None, RecordBatch ba
     cdef unordered_map[string_view, ks_CacheEntry*].iterator cit
     cdef ks_NamedCache* nc
     cdef ks_CacheEntry* e
-    cdef Py_ssize_t i, j, kn, vn
-    cdef const char* kp
+    cdef Py_ssize_t j
     cdef int failed = 0, unknown_ns = 0
-    cdef int64_t ts, start, dropped = 0, observed = observed_time
+    cdef int64_t dropped = 0, observed = observed_time
     cdef string ck
     cdef vector[ks_FlushBatch] flushes
     cdef vector[ks_PendingFlush] pending
     cdef string wkey, wval
-    cdef char buf[8]
-    if windowed and (size_ms <= 0 or advance_ms <= 0):
-        raise ValueError("windowed aggregation needs a positive size and advance")
-    if (op == OP_REDUCE) != (reducer is not None):
-        raise ValueError("REDUCE needs a reducer, and only REDUCE takes one")
+    _check_aggregation(op, reducer, windowed, size_ms, advance_ms)
     # Pass 1 (no GIL): the slots each record updates; then, under the cache mutex, the cached
     # aggregates of those slots.
     with nogil:
-        slots.reserve(<size_t>batch.n)
-        updates.reserve(<size_t>batch.n)
-        for i in range(batch.n):
-            kn = batch.key_len(i)
-            if kn < 0:
-                continue
-            vn = batch.value_len(i)
-            if vn < 0 and not (windowed and op == OP_COUNT):
-                if windowed:
-                    failed = 1   # a windowed reduce of a null value: leave it to Python
-                    break
-                continue
-            kp = batch.key_ptr(i)
-            if not windowed:
-                u.entry = ks_slot_for(slots, kp, <size_t>kn, _NO_WINDOW)
-                u.record = i
-                updates.push_back(u)
-                continue
-            ts = batch.ts(i)
-            if ts > observed:
-                observed = ts
-            start = ts - size_ms + advance_ms
-            if start < 0:
-                start = 0
-            start = (start // advance_ms) * advance_ms
-            while start <= ts:
-                if start + size_ms <= observed - grace_ms:
-                    dropped += 1
-                else:
-                    u.entry = ks_slot_for(slots, kp, <size_t>kn, start)
-                    u.record = i
-                    updates.push_back(u)
-                start += advance_ms
+        failed = _slot_updates(batch, op, windowed, size_ms, advance_ms, grace_ms, &observed, &dropped,
+                               slots, updates)
         if not failed:
             cache._mutex.lock()
             nc = cache._find(name)
@@ -222,16 +292,8 @@ def aggregate(RecordCache cache not None, str namespace not None, RecordBatch ba
     if failed:
         return None
     # Keys the cache does not hold: read the store below (Python, with the GIL).
-    for j in range(<Py_ssize_t>missing.size()):
-        entry = missing[j]
-        _cache_key(&entry.first, ck)
-        stored = load(PyBytes_FromStringAndSize(ck.data(), ck.size()))
-        if stored is None:
-            entry.second.state = 1
-        elif type(stored) is not bytes or _slot_from_bytes(
-                &entry.second, PyBytes_AS_STRING(stored), PyBytes_GET_SIZE(stored), store_enc,
-                timestamped) < 0:
-            return None
+    if _load_slots(missing, load, False, store_enc, timestamped) < 0:
+        return None
     # Pass 2: the aggregates, record by record, in the slots (REDUCE calls Python, with the GIL).
     if op == OP_REDUCE:
         failed = _reduce_in_slots(batch, updates, value_enc, store_enc, reducer, timestamped)
@@ -251,19 +313,7 @@ def aggregate(RecordCache cache not None, str namespace not None, RecordBatch ba
                 slot = &u.entry.second
                 if slot.last != j:
                     continue
-                wval.clear()
-                if timestamped:
-                    _put_be64(buf, <uint64_t>slot.ts)
-                    wval.append(buf, 8)
-                if store_enc == ENC_DOUBLE:
-                    _put_be64(buf, _double_bits(slot.d))
-                    wval.append(buf, 8)
-                elif store_enc == ENC_INT:
-                    _put_be32(buf, <uint32_t><int32_t>slot.i)
-                    wval.append(buf, 4)
-                else:
-                    _put_be64(buf, <uint64_t>slot.i)
-                    wval.append(buf, 8)
+                _encode_aggregate(slot.i, slot.d, slot.ts, store_enc, timestamped, wval)
                 _cache_key(&u.entry.first, wkey)
                 cache._upsert(nc, wkey, wval, False, slot.ts, True)
                 cache._evict_while_over(nc, flushes, pending)
@@ -274,6 +324,89 @@ def aggregate(RecordCache cache not None, str namespace not None, RecordBatch ba
     if not flushes.empty():
         cache._deliver(flushes, pending)
     return observed, dropped
+
+
+def aggregate_uncached(RecordBatch batch not None, int op, int value_enc, int store_enc, load_many,
+                       bint windowed=False, int64_t size_ms=0, int64_t advance_ms=0,
+                       int64_t grace_ms=0, int64_t observed_time=-1, reducer=None,
+                       bint timestamped=False, bint forward=False):
+    """``aggregate`` without a record cache: what a store without one receives and forwards.
+
+    The same aggregates, record by record, as ``aggregate`` computes; old aggregates come from one
+    call ``load_many(cache_keys)`` (a list of bytes or None per key: the store). Nothing is
+    written here: the caller writes ``changes`` to the store and its changelog, and forwards
+    ``updates``.
+
+    - ``changes``: each slot's newest aggregate once, in the order of the slots' last updates, as
+      changelog records: the store key (windowed: Kafka's changelog key, record key then window
+      start then sequence number 0), the store's bytes, and the timestamp and offset of the
+      record that last updated it (the record a per-record put would log it with).
+    - ``updates`` (only with ``forward``; not windowed): every update in record order, as the
+      per-record path forwards them: the record key, the aggregate in ``store_enc`` (no
+      timestamp), stamped with the aggregate's timestamp, at the record's offset. None without
+      ``forward``.
+
+    Returns ``(observed_time, dropped, changes, updates)``, or None when some record needs the
+    Python path.
+    """
+    cdef ks_SlotMap slots
+    cdef vector[Update] updates
+    cdef vector[ks_SlotEntry*] entries
+    cdef ks_SlotMap.iterator sit
+    cdef Update* u
+    cdef ks_Slot* slot
+    cdef Py_ssize_t j, i
+    cdef int failed = 0
+    cdef int64_t dropped = 0, observed = observed_time
+    cdef string wkey, wval
+    cdef char seq[4]
+    cdef RecordBatchBuilder changes = RecordBatchBuilder()
+    cdef RecordBatchBuilder forwarded = RecordBatchBuilder() if forward else None
+    _check_aggregation(op, reducer, windowed, size_ms, advance_ms)
+    if forward and windowed:
+        raise ValueError("forwarding windowed updates needs their windowed keys: use the Python path")
+    with nogil:
+        failed = _slot_updates(batch, op, windowed, size_ms, advance_ms, grace_ms, &observed, &dropped,
+                               slots, updates)
+        if not failed:
+            entries.reserve(slots.size())
+            sit = slots.begin()
+            while sit != slots.end():
+                entries.push_back(&deref(sit))
+                inc(sit)
+    if failed:
+        return None
+    if not entries.empty() and _load_slots(entries, load_many, True, store_enc, timestamped) < 0:
+        return None
+    if op == OP_REDUCE:
+        failed = _reduce_in_slots(batch, updates, value_enc, store_enc, reducer, timestamped)
+    else:
+        with nogil:
+            failed = _aggregate_in_slots(batch, updates, op, value_enc, store_enc, timestamped)
+    if failed:
+        return None
+    with nogil:
+        _put_be32(seq, 0)
+        for j in range(<Py_ssize_t>updates.size()):
+            u = &updates[j]
+            slot = &u.entry.second
+            i = u.record
+            if forward:
+                _encode_aggregate(u.i, u.d, u.ts, store_enc, False, wval)
+                forwarded.append(batch.key_ptr(i), batch.key_len(i), wval.data(),
+                                 <Py_ssize_t>wval.size(), u.ts, batch.part(i), batch.off(i))
+            if slot.last != j:
+                continue
+            _encode_aggregate(slot.i, slot.d, slot.ts, store_enc, timestamped, wval)
+            _cache_key(&u.entry.first, wkey)
+            if windowed:
+                wkey.append(seq, 4)
+            changes.append(wkey.data(), <Py_ssize_t>wkey.size(), wval.data(), <Py_ssize_t>wval.size(),
+                           batch.ts(i), batch.part(i), batch.off(i))
+        slots.clear()
+        updates.clear()
+        updates.shrink_to_fit()
+    return observed, dropped, changes.finish(), None if forwarded is None else forwarded.finish()
 
 
 cdef inline void _stamp(ks_Slot* slot, int64_t ts, bint timestamped) noexcept nogil:
@@ -288,12 +421,12 @@ cdef int _reduce_in_slots(RecordBatch batch, vector[Update]& updates, int value_
                           object reducer, bint timestamped) except -1:
     """Pass 2 of REDUCE: 1 when a result does not fit the aggregate's encoding (nothing written)."""
     cdef Py_ssize_t j, i
-    cdef Update u
+    cdef Update* u
     cdef ks_Slot* slot
     cdef int64_t vi = 0
     cdef double vd = 0.0
     for j in range(<Py_ssize_t>updates.size()):
-        u = updates[j]
+        u = &updates[j]
         slot = &u.entry.second
         i = u.record
         if _decode_number(batch.value_ptr(i), batch.value_len(i), value_enc, &vi, &vd) < 0:
@@ -319,6 +452,9 @@ cdef int _reduce_in_slots(RecordBatch batch, vector[Update]& updates, int value_
         _stamp(slot, batch.ts(i), timestamped)
         slot.state = 2
         slot.last = j
+        u.i = slot.i
+        u.d = slot.d
+        u.ts = slot.ts
     return 0
 
 
@@ -326,12 +462,12 @@ cdef int _aggregate_in_slots(RecordBatch batch, vector[Update]& updates, int op,
                              int store_enc, bint timestamped) noexcept nogil:
     """Pass 2 of COUNT/SUM/MIN/MAX: 1 when a record needs the Python path (nothing written)."""
     cdef Py_ssize_t j, i
-    cdef Update u
+    cdef Update* u
     cdef ks_Slot* slot
     cdef int64_t vi = 0, acc
     cdef double vd = 0.0
     for j in range(<Py_ssize_t>updates.size()):
-        u = updates[j]
+        u = &updates[j]
         slot = &u.entry.second
         i = u.record
         if op == OP_COUNT:
@@ -366,4 +502,7 @@ cdef int _aggregate_in_slots(RecordBatch batch, vector[Update]& updates, int op,
         _stamp(slot, batch.ts(i), timestamped)
         slot.state = 2
         slot.last = j
+        u.i = slot.i
+        u.d = slot.d
+        u.ts = slot.ts
     return 0

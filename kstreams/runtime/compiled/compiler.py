@@ -3,8 +3,9 @@
 Called once a task's processors are initialised (stores open, DSL processors bound to them). A
 node gets a batch step when ``kstreams.topology.compiled_ops`` recognises its operation and the
 running task fits it: built-in serdes on the way in and out, a sink with a fixed topic and the default
-partitioner, an aggregation over a cached store whose serdes match the stream (a session count
-over any session store, cached or not: ``session_steps``). Any other node is
+partitioner, an aggregation whose store's serdes match the stream, over a cached store or one
+without a cache whose every update goes to sinks (a session count over any session store, cached
+or not: ``session_steps``). Any other node is
 a boundary: from there on its records go record by record through the Python processors, exactly
 as without compilation. A source whose subtree has no kernel at all gets no segment.
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kstreams._native import kernels
@@ -35,6 +37,7 @@ from kstreams.runtime.compiled.steps import (
     SegmentTask,
     SinkStep,
     Step,
+    change_writer,
     encoding_of,
     keeps_keys,
 )
@@ -418,21 +421,19 @@ def _compile_sink(sink: SinkNode, key_enc: int, value_enc: int) -> Step:
 def _kernel_aggregate(
     node: ProcessorNode, op: OperationKernel, key_enc: int, value_enc: int
 ) -> AggregateStep | None:
-    """The aggregation kernel's step for a DSL aggregation over a cached store whose serdes are
-    the stream's (numbers for sum/min/max/reduce); None where the kernel does not fit."""
+    """The aggregation kernel's step for a DSL aggregation whose store's serdes are the stream's
+    (numbers for sum/min/max/reduce), over a cached store or one without a cache whose updates
+    all go to sinks as a batch; None where the kernel does not fit."""
     processor = node.processor
-    # The layers a kernel can update: a metered store over a caching store of the window kind.
+    windowed = op.windows is not None
     layers = (
         (WindowedAggregateProcessor, MeteredWindowStore, CachingWindowStore)
-        if op.windows is not None
+        if windowed
         else (StreamAggregateProcessor, MeteredKeyValueStore, CachingKeyValueStore)
     )
     if not isinstance(processor, layers[0]) or not isinstance(processor.store, layers[1]):
         return None
     metered = processor.store
-    caching = metered.wrapped
-    if not processor.forwarder.cached or not isinstance(caching, layers[2]):
-        return None
     store_key = encoding_of(metered.key_serde)
     store_value = encoding_of(metered.value_serde)
     if store_key != key_enc or key_enc == kernels.JSON or store_value is None:
@@ -444,9 +445,54 @@ def _kernel_aggregate(
         return None
     elif store_value != value_enc or value_enc not in _NUMERIC:
         return None
+    layer = metered.wrapped
+    caching = layer if processor.forwarder.cached and isinstance(layer, layers[2]) else None
+    write_changes, forward_to = _uncached_writes(node, metered, key_enc, store_value, windowed)
+    if caching is None and write_changes is None:
+        return None
     code = kernels.REDUCE if op.name == PYTHON_REDUCE else _OPS[op.name]
     step = AggregateStep(
-        node, code, op.label, key_enc, value_enc, store_value, metered, caching, op.windows, op.function
+        node,
+        code,
+        op.label,
+        key_enc,
+        value_enc,
+        store_value,
+        metered,
+        caching,
+        op.windows,
+        op.function,
+        write_changes,
+        forward_to,
     )
     step.python = _compile_python_aggregate(node)
     return step
+
+
+def _uncached_writes(
+    node: ProcessorNode, metered: Any, key_enc: int, store_enc: int, windowed: bool
+) -> tuple[Callable[[RecordBatch], None] | None, list[Step] | None]:
+    """How the aggregation kernel writes a batch without a cache, as the Python batch step would
+    (``_compile_python_aggregate``: a timestamped store, every update to sinks that take batches):
+    the writer of changes into the layer below the metered store (and its cache, if any), and the
+    sinks' steps for the updates; (None, None) where it cannot. Windowed updates would need
+    windowed keys, so a windowed aggregation qualifies only with nothing below it."""
+    processor = node.processor
+    sinks = _uncached_sinks(node) if is_timestamped(metered) else None
+    if sinks is None or (windowed and (sinks or processor.emit_on_close)):
+        return None, None
+    below = metered.wrapped
+    if isinstance(below, CachingKeyValueStore | CachingWindowStore):
+        if processor.forwarder.cached:
+            below = below.wrapped
+        else:
+            return None, None
+    if not _writes_every_change(below):
+        return None, None
+    write_changes = change_writer(below)
+    if write_changes is None:
+        return None, None
+    forward_to = [_compile_sink(sink, key_enc, store_enc) for sink in sinks]
+    if any(not isinstance(step, SinkStep) for step in forward_to):
+        return None, None
+    return write_changes, forward_to

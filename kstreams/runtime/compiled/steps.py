@@ -45,7 +45,9 @@ from kstreams.serdes import (
     json_loads,
 )
 from kstreams.state.caching import CachingKeyValueStore, CachingWindowStore
-from kstreams.state.store import WindowedKey
+from kstreams.state.changelogging import ChangeLoggingKeyValueStore, ChangeLoggingWindowStore, change_pairs
+from kstreams.state.inner_windowed import InnerWindowStore
+from kstreams.state.store import KeyValueStore, WindowedKey
 from kstreams.state.timestamped import is_timestamped
 from kstreams.state.value_and_timestamp import ValueAndTimestamp
 from kstreams.topology.compiled_ops import PYTHON_FILTER
@@ -78,6 +80,7 @@ __all__ = [
     "SegmentTask",
     "SinkStep",
     "Step",
+    "change_writer",
     "decode_column",
     "encoding_of",
     "keeps_keys",
@@ -683,6 +686,25 @@ class PythonWindowedAggregateStep(_PythonAggregation):
         return WindowedKey(key, start, start + self._processor.size_ms)
 
 
+def change_writer(layer: Any) -> Callable[[RecordBatch], None] | None:
+    """How a batch of changes (changelog records: key, value or None, timestamp; windowed keys in
+    the changelog's layout) is written to a layer below a metered store, with its changelog if the
+    layer logs, exactly as a put per change would; None for a layer of a kind not known here (a
+    user's store, or a window store that retains duplicates)."""
+    if isinstance(layer, ChangeLoggingKeyValueStore):
+        return layer.write_changes
+    if isinstance(layer, ChangeLoggingWindowStore):
+        inner = layer.wrapped
+        if isinstance(inner, InnerWindowStore) and not inner.retain_duplicates:
+            return layer.write_changes
+        return None
+    if isinstance(layer, KeyValueStore):
+        return lambda changes: layer.put_all(change_pairs(changes))
+    if isinstance(layer, InnerWindowStore) and not layer.retain_duplicates:
+        return lambda changes: layer.put_changes(change_pairs(changes))
+    return None
+
+
 def _decoded(task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> Columns:
     """A batch's records as Python objects, decoded as the source's serdes would."""
     topic = task.context.record_context.topic
@@ -758,8 +780,11 @@ class SinkStep(Step):
 
 class AggregateStep(Step):
     """count, or reduce with ``operator.add``/``min``/``max`` or a Python reducer (on numbers), per
-    key (and window) into a cached store, through the ``aggregate`` kernel. Without a cache (or
-    with a cache of size 0) every update must go downstream, so the per-record path runs instead."""
+    key (and window), through the ``aggregate`` kernels: into the store's record cache, or, without
+    a cache (or with a cache of size 0), straight into the store below it with
+    ``aggregate_uncached`` when ``write_changes`` can write there and ``forward_to`` takes every
+    update (the sinks' steps below a ``to_stream()``; ``[]``: nothing is below). Otherwise batches
+    without a cache run in ``python`` (set by the compiler) or record by record."""
 
     def __init__(
         self,
@@ -770,16 +795,18 @@ class AggregateStep(Step):
         value_enc: int,
         store_enc: int,
         store: MeteredKeyValueStore[Any, Any] | MeteredWindowStore[Any, Any],
-        caching: CachingKeyValueStore | CachingWindowStore,
+        caching: CachingKeyValueStore | CachingWindowStore | None,
         windows: TimeWindows | None = None,
         reducer: Callable[[Any, Any], Any] | None = None,
+        write_changes: Callable[[RecordBatch], None] | None = None,
+        forward_to: list[Step] | None = None,
     ) -> None:
         super().__init__(node, [])
         self._op = op
         self._reducer = reducer
         self.calls_python = reducer is not None  # REDUCE calls the reducer per record, with the GIL
-        # The same aggregation with Python functions, for batches without a cache (the kernel
-        # needs one); None: those run record by record. Set by the compiler.
+        # The same aggregation with Python functions, for batches without a cache the kernel cannot
+        # take; None: those run record by record. Set by the compiler.
         self.python: _PythonAggregation | None = None
         self.kernel = kernel
         self._key_enc = key_enc
@@ -787,28 +814,42 @@ class AggregateStep(Step):
         self._store_enc = store_enc
         self._caching = caching
         self._windows = windows
+        if windows is not None and forward_to:
+            raise ValueError(
+                "a windowed aggregation's updates are forwarded with windowed keys, not by the kernel"
+            )
+        self._write_changes = write_changes if forward_to is not None else None
+        self._forward_to = forward_to or []
         # The DSL's stores hold ValueAndTimestamp bytes; the kernel reads and writes that format.
         self._timestamped = is_timestamped(store)
         # Writes hold the metered layer's query lock, as its put does, so an interactive query
         # never reads the store in the middle of a batch's update.
         self._query_lock = store.query_lock
-        if isinstance(caching, CachingKeyValueStore):
-            self._load: Callable[[bytes], bytes | None] = caching.wrapped.get
+        below: Any = store.wrapped if caching is None else caching.wrapped
+        if windows is None:
+            self._load: Callable[[bytes], bytes | None] = below.get
         else:
-            fetch = caching.wrapped.fetch
+            fetch = below.fetch
 
             def load(cache_key: bytes) -> bytes | None:
                 return fetch(cache_key[:-8], _WINDOW_START.unpack_from(cache_key, len(cache_key) - 8)[0])  # type: ignore[no-any-return]
 
             self._load = load
+        # Batches without a cache read all their slots in one call (the layers ``change_writer``
+        # knows read that way).
+        self._load_many: Callable[[list[bytes]], list[bytes | None]] | None = None
+        if self._write_changes is not None:
+            self._load_many = below.get_many if windows is None else below.fetch_many
 
     def run(self, task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
         if key_enc != self._key_enc or (self._op != kernels.COUNT and value_enc != self._value_enc):
             self.boundary(task, batch, key_enc, value_enc)
             return
         caching = self._caching
-        cache = caching.current_cache()
+        cache = None if caching is None else caching.current_cache()
         if cache is None or cache.max_bytes == 0:
+            if self._write_changes is not None and self._run_uncached(task, batch, value_enc):
+                return
             if self.python is not None and self.python.runs_uncached:
                 self.python.run(task, batch, key_enc, value_enc)
             else:
@@ -820,8 +861,56 @@ class AggregateStep(Step):
         if result is None:
             self.boundary(task, batch, key_enc, value_enc)
 
+    def _run_uncached(self, task: SegmentTask, batch: RecordBatch, value_enc: int) -> bool:
+        """The batch into the store below (and its changelog), every update forwarded: False
+        when a record needs the Python path (nothing was written)."""
+        assert self._write_changes is not None and self._load_many is not None
+        task.context.node = self.node
+        windows = self._windows
+        forward = bool(self._forward_to)
+        if windows is None:
+            result = kernels.aggregate_uncached(
+                batch,
+                self._op,
+                value_enc,
+                self._store_enc,
+                self._load_many,
+                reducer=self._reducer,
+                timestamped=self._timestamped,
+                forward=forward,
+            )
+        else:
+            processor: WindowedAggregateProcessor = self.node.processor
+            result = kernels.aggregate_uncached(
+                batch,
+                self._op,
+                value_enc,
+                self._store_enc,
+                self._load_many,
+                True,
+                windows.size_ms,
+                windows.advance_ms,
+                windows.grace_ms,
+                processor.observed_stream_time,
+                self._reducer,
+                self._timestamped,
+            )
+        if result is None:
+            return False
+        observed, dropped, changes, updates = result
+        if windows is not None:
+            processor.observed_stream_time = observed
+            processor.dropped += dropped
+        with self._query_lock:
+            self._write_changes(changes)
+        if updates is not None:
+            for sink in self._forward_to:
+                sink.run(task, updates, self._key_enc, self._store_enc)
+        return True
+
     def _aggregate(self, cache: Any, batch: RecordBatch, value_enc: int) -> Any:
         caching = self._caching
+        assert caching is not None  # a cache came from it
         windows = self._windows
         if windows is None:
             return kernels.aggregate(

@@ -326,6 +326,107 @@ def test_aggregate_evictions_flush_through_the_listener() -> None:
     assert all(LONG.unpack(v)[0] == 1 for _, v, _ in flushed)
 
 
+def _uncached(batch, op, store, value_enc=kernels.LONG, reducer=None, **window):  # type: ignore[no-untyped-def]
+    """aggregate_uncached over a dict store of timestamped aggregates; the keys it loaded too."""
+    loaded: list[list[bytes]] = []
+
+    def load_many(keys: list[bytes]) -> list[bytes | None]:
+        loaded.append(keys)
+        return [store.get(k) for k in keys]
+
+    store_enc = kernels.LONG if op == kernels.COUNT else value_enc
+    result = kernels.aggregate_uncached(
+        batch,
+        op,
+        value_enc,
+        store_enc,
+        load_many,
+        bool(window),
+        **window,
+        reducer=reducer,
+        timestamped=True,
+        forward=not window,
+    )
+    return result, loaded
+
+
+STAMPED = struct.Struct(">qq")  # ValueAndTimestamp of a long: the timestamp, then the value
+
+
+@pytest.mark.parametrize(
+    ("op", "fold"),
+    [(kernels.COUNT, None), (kernels.SUM, operator.add), (kernels.MAX, max), (kernels.REDUCE, _wavy)],
+)
+def test_aggregate_uncached_gives_every_update_and_each_keys_newest_change(op, fold) -> None:  # type: ignore[no-untyped-def]
+    rng = random.Random(op)
+    keys = [f"k{rng.randrange(15)}".encode() for _ in range(400)]
+    numbers = [rng.randrange(-50, 50) for _ in keys]
+    timestamps = [1000 + rng.randrange(100) for _ in keys]  # out of order
+    batch = RecordBatch.from_columns(
+        [*keys, None, b"k1"],
+        [*(LONG.pack(n) for n in numbers), LONG.pack(1), None],
+        np.array([*timestamps, 5, 6], dtype=np.int64),
+        0,
+        np.arange(100, 100 + len(keys) + 2, dtype=np.int64),
+    )
+    store = {b"k3": STAMPED.pack(1050, 1000)}  # an aggregate stored before, at time 1050
+    reducer = fold if op == kernels.REDUCE else None
+    (observed, dropped, changes, updates), loaded = _uncached(batch, op, store, reducer=reducer)
+    assert (observed, dropped) == (-1, 0)
+    assert len(loaded) == 1 and sorted(loaded[0]) == sorted(set(keys))  # each key read once
+    # Every update in record order, as the per-record path forwards it: the aggregate (no
+    # timestamp), stamped with the largest timestamp of the records that made it.
+    aggregates: dict[bytes, tuple[int, int]] = {b"k3": (1000, 1050)}
+    expected_updates, last = [], {}
+    for i, (k, n, ts) in enumerate(zip(keys, numbers, timestamps, strict=True)):
+        if k in aggregates:
+            old, old_ts = aggregates[k]
+            aggregates[k] = (old + 1 if op == kernels.COUNT else fold(old, n), max(old_ts, ts))
+        else:
+            aggregates[k] = (1 if op == kernels.COUNT else n, ts)
+        expected_updates.append((k, LONG.pack(aggregates[k][0]), aggregates[k][1], 0, 100 + i, None))
+        last[k] = i
+    assert list(updates) == expected_updates
+    # Each key's newest aggregate once, in the order of the keys' last updates, logged at the
+    # timestamp and offset of the record that made it.
+    assert list(changes) == [
+        (k, STAMPED.pack(aggregates[k][1], aggregates[k][0]), timestamps[i], 0, 100 + i, None)
+        for k, i in sorted(last.items(), key=lambda item: item[1])
+    ]
+
+
+def test_aggregate_uncached_windowed_changes_have_the_changelogs_keys() -> None:
+    timestamps = [0, 5, 12, 30, 3]  # 3 arrives after stream time 30: windows ending by 30 - grace close
+    batch = batch_of([b"a"] * 5, [b"v", None, b"v", b"v", b"v"], timestamps)  # a null value counts
+    window_key = struct.Struct(">qi")
+    store = {b"a" + struct.pack(">q", 10): STAMPED.pack(2, 7)}
+    (observed, dropped, changes, updates), loaded = _uncached(
+        batch, kernels.COUNT, store, size_ms=10, advance_ms=5, grace_ms=2, observed_time=-1
+    )
+    assert (observed, dropped, updates) == (30, 1, None)
+    assert sorted(loaded[0]) == sorted(b"a" + struct.pack(">q", s) for s in (0, 5, 10, 25, 30))
+    # record key, window start, sequence number 0; newest count and the timestamp it carries
+    got = {k[1:]: (STAMPED.unpack(v), ts) for k, v, ts, *_ in changes}
+    assert got == {
+        window_key.pack(0, 0): ((5, 2), 5),
+        window_key.pack(5, 0): ((12, 2), 12),
+        window_key.pack(10, 0): ((12, 8), 12),
+        window_key.pack(25, 0): ((30, 1), 30),
+        window_key.pack(30, 0): ((30, 1), 30),
+    }
+    with pytest.raises(ValueError, match="windowed keys"):
+        kernels.aggregate_uncached(
+            batch, kernels.COUNT, kernels.BYTES, kernels.LONG, list, True, 10, 5, forward=True
+        )
+
+
+def test_aggregate_uncached_leaves_what_it_cannot_hold_to_python() -> None:
+    batch = batch_of([b"a", b"a"], [LONG.pack(2**62), LONG.pack(2**62)])
+    assert _uncached(batch, kernels.SUM, {})[0] is None  # the sum overflows the long
+    # bytes in the store that are no timestamped long
+    assert _uncached(batch_of([b"a"], [b"v"]), kernels.COUNT, {b"a": b"short"})[0] is None
+
+
 def test_numbers_decode_and_encode_for_array_callers() -> None:
     batch = batch_of([b"a", b"b", b"c"], [LONG.pack(5), None, LONG.pack(-7)])
     values, nulls = kernels.decode_numbers(batch, 1, kernels.LONG)

@@ -45,6 +45,10 @@ class RecordingContext:
     def log_change(self, store_name: str, key: bytes, value: bytes | None, timestamp: int) -> None:
         self.changelog.append((store_name, key, value, timestamp))
 
+    def log_changes(self, store_name: str, changes: Any) -> None:
+        for key, value, timestamp, *_ in changes:
+            self.changelog.append((store_name, key, value, timestamp))
+
     def record_cache(self) -> Any:
         return self._cache
 

@@ -58,6 +58,16 @@ def test_put_all_writes_every_entry(store: KeyValueStore) -> None:
     assert list(store.all()) == [(b"a", b"1"), (b"b", b"2")]
 
 
+def test_get_many_reads_as_get_does_before_and_after_a_flush(store: KeyValueStore) -> None:
+    store.put_all([(b"a", b"1"), (b"b", b"2"), (b"a", b"3")])  # the later write of a key wins
+    keys = [b"a", b"missing", b"b", b"a"]
+    assert store.get_many(keys) == [b"3", None, b"2", b"3"] == [store.get(k) for k in keys]
+    store.flush()  # RocksDB: from its buffered writes, then from the database
+    store.put(b"b", None)
+    assert store.get_many(keys) == [b"3", None, None, b"3"]
+    assert store.get_many([]) == []
+
+
 def test_range_is_inclusive_and_in_byte_order(store: KeyValueStore) -> None:
     fill(store, b"d", b"a", b"c", b"b", b"b\x00", b"e")
     assert [k for k, _ in store.range(b"b", b"d")] == [b"b", b"b\x00", b"c", b"d"]

@@ -11,7 +11,7 @@ from kstreams.errors import TopologyException
 from kstreams.state.in_memory import InMemoryWindowStore
 from kstreams.state.rocksdb_window import RocksDBWindowStore
 from kstreams.state.store import WindowedKey, WindowStore
-from kstreams.state.window_key_schema import changelog_key
+from kstreams.state.window_key_schema import changelog_key, key_and_start, window_key
 
 Factory = Callable[..., WindowStore]
 
@@ -121,6 +121,25 @@ def test_restore_reads_changelog_keys(make_store: Factory, make_context: Callabl
     )
     assert store.fetch(b"k", 100) is None
     assert store.fetch(b"j", 200) == b"2"
+
+
+def test_changes_keyed_as_the_changelog_write_as_puts_and_read_back_many_at_once(make_store: Factory) -> None:
+    store = make_store(retention_ms=1000, window_size_ms=100)
+    store.put(b"k", b"old", 0)
+    store.put_changes(  # type: ignore[attr-defined]
+        [
+            (changelog_key(b"k", 100, 0), b"1"),
+            (changelog_key(b"j", 100, 0), b"2"),
+            (changelog_key(b"k", 100, 0), b"3"),  # the later change of a window wins
+            (changelog_key(b"k", 1000, 0), b"4"),  # stream time 1000: window 0 expires
+            (changelog_key(b"j", 100, 0), None),  # a deletion
+            (changelog_key(b"k", -1000, 0), b"late"),  # past the retention: dropped
+        ]
+    )
+    names = [window_key(b"k", 100), window_key(b"j", 100), window_key(b"k", 1000), window_key(b"k", 0)]
+    assert store.fetch_many(names) == [b"3", None, b"4", None]  # type: ignore[attr-defined]
+    assert [store.fetch(*key_and_start(name)) for name in names] == [b"3", None, b"4", None]
+    assert sorted(store.all()) == [(WindowedKey(b"k", 100, 200), b"3"), (WindowedKey(b"k", 1000, 1100), b"4")]
 
 
 def test_retention_smaller_than_window_size_is_rejected() -> None:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from kstreams import Consumed, Materialized, Produced, Serdes, StreamsBuilder, TimeWindows
+from kstreams._native import kernels
 from kstreams._native.record_batch import RecordBatch, default_partition
 from kstreams.client import KafkaStreams
 from kstreams.predicates import json_field, value
@@ -321,7 +322,9 @@ def run_runtime(make: Callable[[], Any], cluster: Any, app_id: str, data, thread
         cluster=cluster,
     )
     # records processed: each input record once per subtopology it passes (skipped ones are not counted)
-    inputs = 2 if make in (rekeyed, python_aggregates) else 1  # a repartition, or two source topics
+    inputs = (
+        2 if make in (rekeyed, python_aggregates, uncached_kernels) else 1
+    )  # a repartition, or two sources
     expected = len(data) * inputs - (1 if bad else 0)
     streams.start()
     try:
@@ -513,7 +516,53 @@ def uncached_python() -> Any:
 TOPOLOGIES["uncached_python"] = uncached_python
 
 
-@pytest.mark.parametrize("name", ["counts", "reductions", "python_aggregates", "uncached_python"])
+def uncached_kernels() -> Any:
+    """Aggregations the kernels run without a cache: a count and a sum into sinks, a windowed count
+    with nothing below it, and a count below a Python mapper (as users write it)."""
+    builder = StreamsBuilder()
+    docs = builder.stream("in", Consumed.with_(STRING, JSON))
+    grouped = docs.group_by_key()
+    grouped.count(Materialized.as_("counts")).to_stream().to("out", Produced.with_(STRING, LONG_SERDE))
+    grouped.windowed_by(TimeWindows.of_size_and_grace(100, 20).advance_by(50)).count(
+        Materialized.as_("windowed")
+    )
+    docs.map_values(lambda doc: None if doc["bot"] else doc["user"]).group_by_key().count(
+        Materialized.as_("users")
+    ).to_stream().to("out-windowed", Produced.with_(STRING, LONG_SERDE))
+    builder.stream("longs", Consumed.with_(STRING, LONG_SERDE)).group_by_key().reduce(
+        operator.add, Materialized.as_("sums")
+    ).to_stream().to("out-min", Produced.with_(STRING, LONG_SERDE))
+    return builder.build()
+
+
+TOPOLOGIES["uncached_kernels"] = uncached_kernels
+
+
+def test_aggregations_without_a_cache_run_in_the_kernel_as_per_record(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ran: list[bool] = []
+    kernel = kernels.aggregate_uncached
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        result = kernel(*args, **kwargs)
+        ran.append(result is not None)
+        return result
+
+    monkeypatch.setattr(kernels, "aggregate_uncached", counted)
+    data = records(200)
+    config = {"statestore.cache.max.bytes": 0}
+    compiled, _ = run_driver(uncached_kernels, data, config)
+    assert len(ran) == 4 * len(data) and all(ran)  # one batch of one record per aggregation
+    per_record, _ = run_driver(uncached_kernels, data, {**config, **PER_RECORD})
+    assert len(ran) == 4 * len(data)
+    assert compiled == per_record
+    assert len(compiled["out"]) == len(compiled["out-min"]) == len(data)
+
+
+@pytest.mark.parametrize(
+    "name", ["counts", "reductions", "python_aggregates", "uncached_python", "uncached_kernels"]
+)
 def test_aggregations_without_a_cache_forward_every_update_as_per_record(name: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
     from kstreams.cluster import EmbeddedCluster
 
