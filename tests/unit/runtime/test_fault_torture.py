@@ -2,7 +2,8 @@
 
 A word count with a repartition topic (subtopology 0 splits lines and re-keys by word, subtopology 1
 counts), 2 stream threads, the record cache off so every update is emitted, and the uncaught
-exception handler answering REPLACE_THREAD. While input arrives, faults are injected at random
+exception handler answering REPLACE_THREAD (and a variant whose counts go straight to the sink,
+which the count kernel writes a batch at a time). While input arrives, faults are injected at random
 (seeded): processor exceptions in each subtopology (before the repartition write, and after the
 count's store update) and failures of every client operation on the way to a commit
 (``EmbeddedCluster.fail_next``), sometimes several at once. At the end every word's committed
@@ -23,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from kstreams._native import kernels
 from kstreams.client import KafkaStreams, StreamsUncaughtExceptionResponse
 from kstreams.cluster import EmbeddedCluster
 from kstreams.serdes import Serdes
@@ -90,7 +92,13 @@ class FaultPlan:
             return self._rng.randint(low, high)
 
 
-def word_count(plan: FaultPlan, lines: str = "lines", counts: str = "counts") -> Topology:
+def word_count(
+    plan: FaultPlan, lines: str = "lines", counts: str = "counts", count_into_sink: bool = False
+) -> Topology:
+    """The word count; with ``count_into_sink`` the counts go straight to the sink, so the count
+    kernel writes each batch's counts, changelog and output without a cache (and subtopology 1 has
+    no function to raise in: its faults are the client's)."""
+
     def split(line: str) -> list[str]:
         plan.maybe_raise("subtopology-0")
         return line.split()
@@ -100,15 +108,16 @@ def word_count(plan: FaultPlan, lines: str = "lines", counts: str = "counts") ->
         return count
 
     builder = StreamsBuilder()
-    (
+    updates = (
         builder.stream(lines, Consumed.with_(STRING, STRING))
         .flat_map_values(split)
         .group_by(lambda _key, word: word, Grouped.with_(STRING, STRING).with_name("words"))
         .count(Materialized.as_("word-counts").with_caching_disabled())
         .to_stream()
-        .map_values(after_count)
-        .to(counts, Produced.with_(STRING, LONG))
     )
+    if not count_into_sink:
+        updates = updates.map_values(after_count)
+    updates.to(counts, Produced.with_(STRING, LONG))
     return builder.build()
 
 
@@ -138,20 +147,32 @@ def exact_counts(cluster: Any, expected: Counter[str], topic: str = "counts") ->
     return latest == dict(expected)
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize(
+    ("seed", "count_into_sink"), [(1, False), (2, False), (3, False), (4, True), (5, True)]
+)
 def test_exactly_once_word_count_survives_thirty_random_faults(
-    words_cluster: EmbeddedCluster, tmp_path: Path, seed: int
+    words_cluster: EmbeddedCluster,
+    tmp_path: Path,
+    seed: int,
+    count_into_sink: bool,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     cluster = words_cluster
-    plan = FaultPlan(seed, {"subtopology-0": 6, "subtopology-1": 6})
+    places = (
+        {"subtopology-0": 12, "subtopology-1": 0}
+        if count_into_sink
+        else {"subtopology-0": 6, "subtopology-1": 6}
+    )
+    plan = FaultPlan(seed, places)
     failures: list[BaseException] = []
+    kernel_batches = _count_kernel_batches(monkeypatch)
 
     def replace(exc: BaseException) -> StreamsUncaughtExceptionResponse:
         failures.append(exc)
         return StreamsUncaughtExceptionResponse.REPLACE_THREAD
 
     streams = KafkaStreams(
-        word_count(plan),
+        word_count(plan, count_into_sink=count_into_sink),
         {
             "application.id": f"torture-{seed}",
             "processing.guarantee": "exactly_once_v2",
@@ -192,6 +213,22 @@ def test_exactly_once_word_count_survives_thirty_random_faults(
     for word, values in committed_updates(cluster).items():
         assert values == list(range(1, expected[word] + 1)), f"{word}: {values}"
     assert failures, "no processor failure reached the handler"
+    assert bool(kernel_batches) == count_into_sink
+
+
+def _count_kernel_batches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The sizes of the batches the count kernel wrote without a cache, from now on."""
+    batches: list[int] = []
+    kernel = kernels.aggregate_uncached
+
+    def counted(batch: Any, *args: Any, **kwargs: Any) -> Any:
+        result = kernel(batch, *args, **kwargs)
+        if result is not None:
+            batches.append(len(batch))
+        return result
+
+    monkeypatch.setattr(kernels, "aggregate_uncached", counted)
+    return batches
 
 
 def test_exactly_once_word_count_survives_processor_faults_on_both_adapters(
