@@ -125,6 +125,7 @@ cdef class RecordCache:
     cdef object __weakref__
 
     cdef ks_NamedCache* _find(self, const string& name) noexcept nogil
+    cdef ks_NamedCache* _find_view(self, string_view name) noexcept nogil
     cdef void _upsert(self, ks_NamedCache* nc, string& key, string& value, bool tombstone,
                       int64_t timestamp, bool dirty) noexcept nogil
     cdef void _remove_entry(self, ks_NamedCache* nc, ks_CacheEntry* e) noexcept nogil

@@ -125,6 +125,17 @@ cdef inline string _bytes_to_string(bytes b):
     return string(PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b))
 
 
+cdef inline string_view _str_view(str s) except *:
+    """A str's UTF-8 bytes without a copy: Python keeps them with the str, valid while it lives."""
+    cdef Py_ssize_t n
+    cdef const char* p = PyUnicode_AsUTF8AndSize(s, &n)
+    return string_view(p, n)
+
+
+cdef inline string_view _bytes_view(bytes b) noexcept:
+    return string_view(PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b))
+
+
 cdef inline object _value_object(const string& value, bool tombstone):
     if tombstone:
         return None
@@ -169,7 +180,10 @@ cdef class RecordCache:
     # ---- locked helpers: called with _mutex held and without the GIL ----
 
     cdef ks_NamedCache* _find(self, const string& name) noexcept nogil:
-        it = self._caches.find(_view(name))
+        return self._find_view(_view(name))
+
+    cdef ks_NamedCache* _find_view(self, string_view name) noexcept nogil:
+        it = self._caches.find(name)
         if it == self._caches.end():
             return NULL
         return deref(it).second
@@ -425,34 +439,38 @@ cdef class RecordCache:
     def get(self, str namespace not None, bytes key not None):
         """(value, timestamp) if cached (value None: a cached tombstone); None on a miss.
         A hit moves the entry to most-recently-used."""
-        cdef string name = _utf8(namespace)
-        cdef string k = _bytes_to_string(key)
-        cdef string value
+        # The hottest call of the per-record path: namespace and key are looked up as views and
+        # the value copied once, into its bytes object (making bytes runs no Python code, so it
+        # may happen under the mutex).
+        cdef string_view name = _str_view(namespace)
+        cdef string_view k = _bytes_view(key)
+        cdef object value = None
         cdef int64_t timestamp = 0
-        cdef bool tombstone = False
         cdef int found = 0
         cdef ks_NamedCache* nc
         cdef ks_CacheEntry* e
         _acquire(&self._mutex)
-        nc = self._find(name)
-        if nc == NULL:
-            found = -1
-        else:
-            it = nc.index.find(_view(k))
-            if it == nc.index.end():
-                self._misses += 1
+        try:
+            nc = self._find_view(name)
+            if nc == NULL:
+                found = -1
             else:
-                e = deref(it).second
-                self._hits += 1
-                found = 1
-                value = e.value
-                timestamp = e.timestamp
-                tombstone = e.tombstone
-                _lru_unlink(nc, e)
-                _lru_push_head(nc, e)
-        self._mutex.unlock()
+                it = nc.index.find(k)
+                if it == nc.index.end():
+                    self._misses += 1
+                else:
+                    e = deref(it).second
+                    self._hits += 1
+                    found = 1
+                    if not e.tombstone:
+                        value = PyBytes_FromStringAndSize(e.value.data(), <Py_ssize_t>e.value.size())
+                    timestamp = e.timestamp
+                    _lru_unlink(nc, e)
+                    _lru_push_head(nc, e)
+        finally:
+            self._mutex.unlock()
         if found == 1:
-            return (_value_object(value, tombstone), timestamp)
+            return (value, timestamp)
         if found == -1:
             raise self._unknown(namespace)
         return None
@@ -460,7 +478,7 @@ cdef class RecordCache:
     cdef int _put(self, str namespace, bytes key, object value, int64_t timestamp,
                   bool dirty, bool only_if_absent) except -2:
         """Returns 1 when written, 0 when an entry was present (only_if_absent)."""
-        cdef string name = _utf8(namespace)
+        cdef string_view name = _str_view(namespace)
         cdef string k = _bytes_to_string(key)
         cdef string v
         cdef bool tombstone = value is None
@@ -473,7 +491,7 @@ cdef class RecordCache:
                 raise TypeError(f"record cache values must be bytes or None, got {type(value).__name__}")
             v = _bytes_to_string(<bytes>value)
         _acquire(&self._mutex)
-        nc = self._find(name)
+        nc = self._find_view(name)
         if nc == NULL:
             rc = -1
         else:
