@@ -866,41 +866,19 @@ class AggregateStep(Step):
         when a record needs the Python path (nothing was written)."""
         assert self._write_changes is not None and self._load_many is not None
         task.context.node = self.node
-        windows = self._windows
-        forward = bool(self._forward_to)
-        if windows is None:
-            result = kernels.aggregate_uncached(
-                batch,
-                self._op,
-                value_enc,
-                self._store_enc,
-                self._load_many,
-                reducer=self._reducer,
-                timestamped=self._timestamped,
-                forward=forward,
-            )
-        else:
-            processor: WindowedAggregateProcessor = self.node.processor
-            result = kernels.aggregate_uncached(
-                batch,
-                self._op,
-                value_enc,
-                self._store_enc,
-                self._load_many,
-                True,
-                windows.size_ms,
-                windows.advance_ms,
-                windows.grace_ms,
-                processor.observed_stream_time,
-                self._reducer,
-                self._timestamped,
-            )
+        result = kernels.aggregate_uncached(
+            batch,
+            self._op,
+            value_enc,
+            self._store_enc,
+            self._load_many,
+            forward=bool(self._forward_to),
+            **self._options(),
+        )
         if result is None:
             return False
         observed, dropped, changes, updates = result
-        if windows is not None:
-            processor.observed_stream_time = observed
-            processor.dropped += dropped
+        self._advance(observed, dropped)
         with self._query_lock:
             self._write_changes(changes)
         if updates is not None:
@@ -911,20 +889,6 @@ class AggregateStep(Step):
     def _aggregate(self, cache: Any, batch: RecordBatch, value_enc: int) -> Any:
         caching = self._caching
         assert caching is not None  # a cache came from it
-        windows = self._windows
-        if windows is None:
-            return kernels.aggregate(
-                cache,
-                caching.namespace,
-                batch,
-                self._op,
-                value_enc,
-                self._store_enc,
-                self._load,
-                reducer=self._reducer,
-                timestamped=self._timestamped,
-            )
-        processor: WindowedAggregateProcessor = self.node.processor
         result = kernels.aggregate(
             cache,
             caching.namespace,
@@ -933,15 +897,31 @@ class AggregateStep(Step):
             value_enc,
             self._store_enc,
             self._load,
-            True,
-            windows.size_ms,
-            windows.advance_ms,
-            windows.grace_ms,
-            processor.observed_stream_time,
-            self._reducer,
-            self._timestamped,
+            **self._options(),
         )
         if result is not None:
-            processor.observed_stream_time, dropped = result
-            processor.dropped += dropped
+            self._advance(*result)
         return result
+
+    def _options(self) -> dict[str, Any]:
+        """The kernels' keyword arguments for this aggregation: its windows and the stream time
+        its processor observed, its reducer, the store's format."""
+        options: dict[str, Any] = {"reducer": self._reducer, "timestamped": self._timestamped}
+        windows = self._windows
+        if windows is not None:
+            processor: WindowedAggregateProcessor = self.node.processor
+            options.update(
+                windowed=True,
+                size_ms=windows.size_ms,
+                advance_ms=windows.advance_ms,
+                grace_ms=windows.grace_ms,
+                observed_time=processor.observed_stream_time,
+            )
+        return options
+
+    def _advance(self, observed: int, dropped: int) -> None:
+        """A windowed processor's stream time and dropped records after a batch a kernel ran."""
+        if self._windows is not None:
+            processor: WindowedAggregateProcessor = self.node.processor
+            processor.observed_stream_time = observed
+            processor.dropped += dropped
