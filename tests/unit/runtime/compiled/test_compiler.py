@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from kstreams import Consumed, Materialized, Produced, Serdes, StreamsBuilder, TimeWindows
+from kstreams import Consumed, Materialized, Produced, Serdes, Stores, StreamsBuilder, TimeWindows
 from kstreams._native import kernels
 from kstreams._native.record_batch import RecordBatch, default_partition
 from kstreams.client import KafkaStreams
@@ -558,6 +558,65 @@ def test_aggregations_without_a_cache_run_in_the_kernel_as_per_record(
     assert len(ran) == 4 * len(data)
     assert compiled == per_record
     assert len(compiled["out"]) == len(compiled["out-min"]) == len(data)
+
+
+def unlogged_kernels() -> Any:
+    """Counts and a windowed count over stores without a changelog, in memory and in RocksDB."""
+    builder = StreamsBuilder()
+    grouped = builder.stream("in", Consumed.with_(STRING, JSON)).group_by_key()
+    grouped.count(
+        Materialized.as_(Stores.in_memory_key_value_store("mem")).with_logging_disabled()
+    ).to_stream().to("out", Produced.with_(STRING, LONG_SERDE))
+    grouped.count(Materialized.as_("rocks").with_logging_disabled()).to_stream().to(
+        "out-min", Produced.with_(STRING, LONG_SERDE)
+    )
+    grouped.windowed_by(TimeWindows.of_size_and_grace(100, 20).advance_by(50)).count(
+        Materialized.as_("windowed").with_logging_disabled()
+    )
+    grouped.windowed_by(TimeWindows.of_size_with_no_grace(70)).count(
+        Materialized.as_(
+            Stores.in_memory_window_store("mem-windows", 1000, 70, False)
+        ).with_logging_disabled()
+    )
+    return builder.build()
+
+
+def test_stores_without_a_changelog_take_the_kernels_batches_as_per_record(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ran: list[bool] = []
+    kernel = kernels.aggregate_uncached
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        result = kernel(*args, **kwargs)
+        ran.append(result is not None)
+        return result
+
+    monkeypatch.setattr(kernels, "aggregate_uncached", counted)
+    data = records(200)
+    config = {"statestore.cache.max.bytes": 0}
+    compiled, _ = run_driver(unlogged_kernels, data, config)
+    assert len(ran) == 4 * len(data) and all(ran)
+    per_record, _ = run_driver(unlogged_kernels, data, {**config, **PER_RECORD})
+    assert compiled == per_record
+    assert len(compiled["out"]) == len(compiled["out-min"]) == len(data)
+    stores = [_store_contents(unlogged_kernels, data, {**config, **mode(c)}) for c in ("1", "0")]
+    assert stores[0] == stores[1]
+    assert all(stores[0].values())
+
+
+def _store_contents(make: Callable[[], Any], data: list[Any], config: dict[str, Any]) -> dict[str, Any]:
+    """Every store's entries after the driver ran ``data`` through ``make()``'s topology."""
+    driver = TopologyTestDriver(
+        make(), {"default.key.serde": "string", "default.value.serde": "string", **config}
+    )
+    try:
+        inp = driver.create_input_topic("in", STRING, JSON)
+        for key, doc, _, ts in data:
+            inp.pipe_input(key, doc, ts)
+        return {name: sorted(driver.get_state_store(name).all()) for name in driver._plan.store_builders}
+    finally:
+        driver.close()
 
 
 @pytest.mark.parametrize(
