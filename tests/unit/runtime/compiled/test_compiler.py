@@ -614,7 +614,8 @@ def _store_contents(make: Callable[[], Any], data: list[Any], config: dict[str, 
         inp = driver.create_input_topic("in", STRING, JSON)
         for key, doc, _, ts in data:
             inp.pipe_input(key, doc, ts)
-        return {name: sorted(driver.get_state_store(name).all()) for name in driver._plan.store_builders}
+        stores: dict[str, Any] = {name: driver.get_state_store(name) for name in driver._plan.store_builders}
+        return {name: sorted(store.all()) for name, store in stores.items()}
     finally:
         driver.close()
 
