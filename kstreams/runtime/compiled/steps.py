@@ -50,6 +50,7 @@ from kstreams.state.inner_windowed import InnerWindowStore
 from kstreams.state.store import KeyValueStore, WindowedKey
 from kstreams.state.timestamped import is_timestamped
 from kstreams.state.value_and_timestamp import ValueAndTimestamp
+from kstreams.state.window_key_schema import changelog_key
 from kstreams.topology.compiled_ops import PYTHON_FILTER
 from kstreams.topology.dsl.processors.stateless import key_value_of
 
@@ -440,8 +441,10 @@ class _PythonAggregation(Step, abc.ABC):
         self._store = store
         self._caching = caching
         self._sinks = sinks
-        # The layer writes go to when there is no cache to hold them: the one below the cache.
+        # The layer writes go to when there is no cache to hold them: the one below the cache,
+        # written a batch at a time where it takes batches (None: a put per slot).
         self._below = store.wrapped if caching is None else caching.wrapped
+        self._write_changes = change_writer(self._below)
         self._decode, self._encode = _stamped_codec(store)
 
     @property
@@ -490,14 +493,15 @@ class _PythonAggregation(Step, abc.ABC):
         skips_empty_deletes = self._caching is not None
         below = self._below
         with store.query_lock:
+            writes: list[tuple[bytes, int | None, bytes | None, int]] = []
             for _, start, aggregate, ts, i, raw in sorted(slots, key=_last_record):
-                position.offset = columns.offsets[i]
-                # A put per record logs its change at that record's timestamp: the last one's.
+                position.offset = columns.offsets[i]  # an exception then names this record
                 position.timestamp = columns.timestamps[i]
                 data = encode(aggregate, ts)
                 if data is None and skips_empty_deletes and self._get(below, raw, start) is None:
                     continue
-                self._put(below, raw, start, data)
+                writes.append((raw, start, data, i))
+            self._write(writes, columns, position)
         sinks = self._sinks
         if not sinks or not updates:
             return
@@ -517,6 +521,33 @@ class _PythonAggregation(Step, abc.ABC):
         for sink in sinks:
             context.node = sink
             sink.send_batch(keys, values, timestamps, offsets)
+
+    def _write(
+        self, writes: list[tuple[bytes, int | None, bytes | None, int]], columns: Columns, position: Any
+    ) -> None:
+        """Each slot's newest bytes (slot key bytes, window start, bytes, index of its last
+        record) into the layer below the cache, logged at its last record's timestamp as a put per
+        record would log it: as one batch of changes where the layer takes them, else a put each."""
+        if self._write_changes is None:
+            for raw, start, data, i in writes:
+                position.offset = columns.offsets[i]
+                position.timestamp = columns.timestamps[i]
+                self._put(self._below, raw, start, data)
+            return
+        if writes:
+            self._write_changes(
+                RecordBatch.from_columns(
+                    [self._change_key(raw, start) for raw, start, _, _ in writes],
+                    [data for _, _, data, _ in writes],
+                    np.asarray([columns.timestamps[i] for *_, i in writes], dtype=np.int64),
+                    0,
+                    np.asarray([columns.offsets[i] for *_, i in writes], dtype=np.int64),
+                )
+            )
+
+    def _change_key(self, raw: bytes, start: int | None) -> bytes:
+        """A slot's key in a batch of changes (the changelog's key)."""
+        return raw
 
     def _forwarded_key(self, key: Any, start: int | None) -> Any:
         """The key an update is forwarded with (a window's key and window for windowed stores)."""
@@ -680,6 +711,10 @@ class PythonWindowedAggregateStep(_PythonAggregation):
 
     def _put(self, layer: Any, raw: bytes, start: int | None, data: bytes | None) -> None:
         layer.put(raw, data, start)
+
+    def _change_key(self, raw: bytes, start: int | None) -> bytes:
+        assert start is not None
+        return changelog_key(raw, start, 0)
 
     def _forwarded_key(self, key: Any, start: int | None) -> Any:
         assert start is not None
