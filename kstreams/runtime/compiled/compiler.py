@@ -234,7 +234,7 @@ def _compile_node(node: Any, key_enc: int, value_enc: int) -> Step:
         children = [_compile_node(child, key_enc, value_enc) for child in node.children]
         return PythonFilterStep(node, children, op.function, op.negate)
     if op.name == PYTHON_AGGREGATE:
-        return _compile_python_aggregate(node) or BoundaryStep(node, [])
+        return _compile_python_aggregate(node, key_enc) or BoundaryStep(node, [])
     if op.name == PYTHON_SESSION_COUNT:
         return _compile_session_count(node, key_enc) or BoundaryStep(node, [])
     if op.name == "pass":
@@ -268,7 +268,7 @@ def _compile_node(node: Any, key_enc: int, value_enc: int) -> Step:
         return ProjectStep(node, children, expr.side, expr.field, op.dst_side)
     return (
         _kernel_aggregate(node, op, key_enc, value_enc)
-        or _compile_python_aggregate(node)
+        or _compile_python_aggregate(node, key_enc)
         or BoundaryStep(node, [])
     )
 
@@ -310,34 +310,41 @@ def _column_step(node: Any, key_enc: int | None) -> Step:
             if count is not None:
                 return CountColumnsStep(node, count, key_enc)
         if op is not None and op.name in AGGREGATIONS:
-            return _compile_python_aggregate(node) or BoundaryStep(node, [])
+            return _compile_python_aggregate(node, key_enc) or BoundaryStep(node, [])
     return BoundaryStep(node, [])
 
 
 def _compile_python_aggregate(
-    node: ProcessorNode,
+    node: ProcessorNode, key_enc: int | None
 ) -> PythonAggregateStep | PythonWindowedAggregateStep | None:
     """A DSL aggregation with Python functions (plain or windowed), over a cached store or, when
     every update it forwards can go to sinks as a batch (``_uncached_sinks``), over a timestamped
-    store without a cache."""
+    store without a cache. ``key_enc``: the encoding of the key bytes the step's records come
+    with (None: it has none), which the store reuses when its key serde writes the same bytes."""
     processor = node.processor
     aggregates = isinstance(processor, StreamAggregateProcessor | WindowedAggregateProcessor)
     store = processor.store if aggregates else None
     sinks = _uncached_sinks(node) if store is not None and is_timestamped(store) else None
+    same_keys = (
+        store is not None
+        and key_enc is not None
+        and key_enc != kernels.JSON
+        and encoding_of(store.key_serde) == key_enc
+    )
     if isinstance(processor, StreamAggregateProcessor) and isinstance(store, MeteredKeyValueStore):
         caching = store.wrapped
         if processor.forwarder.cached and isinstance(caching, CachingKeyValueStore):
-            return PythonAggregateStep(node, processor, store, caching, sinks)
+            return PythonAggregateStep(node, processor, store, caching, sinks, same_keys)
         if not processor.forwarder.cached and sinks is not None and _writes_every_change(caching):
-            return PythonAggregateStep(node, processor, store, None, sinks)
+            return PythonAggregateStep(node, processor, store, None, sinks, same_keys)
     if isinstance(processor, WindowedAggregateProcessor) and isinstance(store, MeteredWindowStore):
         # Emitting on window close forwards from the processor, not per update: not done here.
         sinks = None if processor.emit_on_close else sinks
         window_caching = store.wrapped
         if processor.forwarder.cached and isinstance(window_caching, CachingWindowStore):
-            return PythonWindowedAggregateStep(node, processor, store, window_caching, sinks)
+            return PythonWindowedAggregateStep(node, processor, store, window_caching, sinks, same_keys)
         if not processor.forwarder.cached and sinks is not None and _writes_every_change(window_caching):
-            return PythonWindowedAggregateStep(node, processor, store, None, sinks)
+            return PythonWindowedAggregateStep(node, processor, store, None, sinks, same_keys)
     return None
 
 
@@ -465,7 +472,7 @@ def _kernel_aggregate(
         write_changes,
         forward_to,
     )
-    step.python = _compile_python_aggregate(node)
+    step.python = _compile_python_aggregate(node, key_enc)
     return step
 
 

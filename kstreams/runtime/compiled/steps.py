@@ -169,7 +169,8 @@ def encoding_of(serde: Any) -> int | None:
 @dataclass(slots=True)
 class Columns:
     """Records as Python objects, column by column (keys and values as the serdes made them);
-    ``raw_keys``: the keys as the source read them (bytes), when nothing on the way changed them."""
+    ``raw_keys``: the bytes the keys were decoded from (in the key encoding of the batch these
+    columns came from), when nothing on the way changed the keys."""
 
     keys: list[Any]
     values: list[Any]
@@ -435,12 +436,16 @@ class _PythonAggregation(Step, abc.ABC):
         store: Any,
         caching: Any,
         sinks: list[SinkNode] | None = None,
+        same_keys: bool = False,
     ) -> None:
         super().__init__(node, [])
         self._processor = processor
         self._store = store
         self._caching = caching
         self._sinks = sinks
+        # The store's key serde writes the bytes the records' keys came as (``Columns.raw_keys``),
+        # so those are the keys' store bytes: no serialization per record.
+        self._same_keys = same_keys
         # The layer writes go to when there is no cache to hold them: the one below the cache,
         # written a batch at a time where it takes batches (None: a put per slot).
         self._below = store.wrapped if caching is None else caching.wrapped
@@ -454,6 +459,11 @@ class _PythonAggregation(Step, abc.ABC):
 
     def run(self, task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
         self.run_columns(task, _decoded(task, batch, key_enc, value_enc))
+
+    def _raw_keys(self, columns: Columns) -> list[bytes] | None:
+        """The records' keys as the store writes them, when they came with them (read only for
+        records whose key is not null)."""
+        return columns.raw_keys if self._same_keys else None  # type: ignore[return-value]
 
     def run_columns(self, task: SegmentTask, columns: Columns) -> None:
         cache = None if self._caching is None else self._caching.current_cache()
@@ -628,12 +638,13 @@ class PythonAggregateStep(_PythonAggregation):
         apply = self._processor.spec._apply
         slots: dict[bytes, list[Any]] = {}
         offsets = columns.offsets
+        raw_keys = self._raw_keys(columns)
         for i, (k, v, ts) in enumerate(zip(columns.keys, columns.values, columns.timestamps, strict=True)):
             if k is None or v is None:
                 continue  # as the processor skips them (Kafka's rule for non-windowed aggregations)
             position.offset = offsets[i]  # an exception then names this record
             position.timestamp = ts
-            slot = slots.get(raw := raw_key(k))
+            slot = slots.get(raw := raw_key(k) if raw_keys is None else raw_keys[i])
             if slot is None:
                 slot = slots[raw] = _new_slot(k, None, decode(read(raw)), ts, i, raw)
             old = slot[2]
@@ -675,6 +686,7 @@ class PythonWindowedAggregateStep(_PythonAggregation):
         windows_for = processor.spec.windows.windows_for
         grace = processor.grace_ms
         observed = processor.observed_stream_time
+        raw_keys = self._raw_keys(columns)
         dropped = 0
         slots: dict[tuple[bytes, int], list[Any]] = {}
         try:
@@ -688,7 +700,7 @@ class PythonWindowedAggregateStep(_PythonAggregation):
                 if ts > observed:
                     observed = ts
                 close = observed - grace
-                raw = raw_key(k)
+                raw = raw_key(k) if raw_keys is None else raw_keys[i]
                 for start, end in windows_for(ts):
                     if end <= close:
                         dropped += 1
@@ -741,13 +753,16 @@ def change_writer(layer: Any) -> Callable[[RecordBatch], None] | None:
 
 
 def _decoded(task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> Columns:
-    """A batch's records as Python objects, decoded as the source's serdes would."""
+    """A batch's records as Python objects, decoded as the source's serdes would, with the key
+    bytes they were decoded from."""
     topic = task.context.record_context.topic
+    raw_keys = batch.keys()
     return Columns(
-        decode_column(key_enc, topic, batch.keys()),
+        decode_column(key_enc, topic, raw_keys),
         decode_column(value_enc, topic, batch.values()),
         batch.timestamps_array().tolist(),
         batch.offsets_array().tolist(),
+        raw_keys,
     )
 
 
