@@ -37,15 +37,20 @@ class Predicate:
     """A compiled predicate (``kstreams.predicates.Predicate.nodes()``) over a batch."""
 
     def __init__(self, nodes: list[tuple[Any, ...]], root: int, key_enc: int, value_enc: int) -> None: ...
-    def select(self, batch: RecordBatch) -> np.ndarray | None:
-        """int32 indices of the records it holds for; None when some record needs Python."""
+    def select(self, batch: RecordBatch, validated: bool = False) -> np.ndarray | None:
+        """int32 indices of the records it holds for; None when some record needs Python.
+        ``validated``: the batch's JSON columns passed ``validate`` (fields found without
+        parsing the rest of each document)."""
 
 def take(batch: RecordBatch, indices: np.ndarray) -> RecordBatch:
     """The records at ``indices`` (int32), in that order (headers are not carried)."""
 
-def project(batch: RecordBatch, src_side: int, field: str | None, dst_side: int) -> RecordBatch | None:
+def project(
+    batch: RecordBatch, src_side: int, field: str | None, dst_side: int, validated: bool = False
+) -> RecordBatch | None:
     """Key (dst_side 0) or value (1) replaced by the JSON text of a top-level field of the JSON key
-    (src_side 0) or value (1); missing, null or non-object -> None. None: needs Python."""
+    (src_side 0) or value (1); missing, null or non-object -> None. None: needs Python.
+    ``validated``: the documents passed ``validate`` (a field is found without parsing the rest)."""
 
 def convertible(src: int, dst: int) -> bool:
     """Whether ``convert`` can ever re-encode from src to dst."""

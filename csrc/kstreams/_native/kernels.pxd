@@ -42,5 +42,6 @@ cdef class Predicate:
     cdef int key_enc
     cdef int value_enc
     cdef int root
+    cdef bint valid                 # the batch being selected was validated (select's argument)
 
     cdef int _eval(self, RecordBatch batch, Py_ssize_t i, int k) noexcept nogil

@@ -23,7 +23,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cython.operator cimport dereference as deref, preincrement as inc
 from libc.stdint cimport INT32_MAX, INT32_MIN, INT64_MIN, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport strtod
-from libc.string cimport memcmp, memcpy
+from libc.string cimport memchr, memcmp, memcpy
 from libcpp.string cimport string
 from libcpp.string_view cimport string_view
 from libcpp.utility cimport pair
@@ -119,11 +119,12 @@ def take(RecordBatch batch not None, const int32_t[::1] indices):
                            batch.value_len(i), batch.ts(i), batch.part(i), batch.off(i))
     return builder.finish()
 
-def project(RecordBatch batch not None, int src_side, str field, int dst_side):
+def project(RecordBatch batch not None, int src_side, str field, int dst_side, bint validated=False):
     """Replace the key (dst_side 0) or value (dst_side 1) by the JSON text of a top-level field of
     the key (src_side 0) or value (src_side 1), JSON documents (``field`` None: the whole
     document). A missing field, a non-object document or JSON null become None. None: some
-    record needs the Python path."""
+    record needs the Python path. ``validated``: the documents are known to be valid JSON
+    (``validate`` passed the batch), so a field is found without parsing the rest."""
     cdef RecordBatchBuilder builder = RecordBatchBuilder()
     cdef bytes fb = field.encode("utf-8") if field is not None else b""
     cdef const char* f = PyBytes_AS_STRING(fb) if field is not None else NULL
@@ -145,7 +146,11 @@ def project(RecordBatch batch not None, int src_side, str field, int dst_side):
             tp = NULL
             tn = -1
             if n >= 0:
-                if j_parse(p, n, f, flen, &tok, NULL) < 0:
+                if validated and f != NULL:
+                    if j_field_of_valid(p, n, f, flen, &tok) < 0:
+                        failed = 1
+                        break
+                elif j_parse(p, n, f, flen, &tok, NULL) < 0:
                     failed = 1
                     break
                 if tok.type != T_NONE and tok.type != T_NULL:

@@ -337,6 +337,105 @@ cdef int j_parse(const char* p, Py_ssize_t n, const char* field, Py_ssize_t flen
         canonical[0] = s.canonical
     return 0
 
+# --------------------------------------------------------- fields of documents known valid
+
+cdef inline int _skip_string(JScan* s) noexcept nogil:
+    """At the opening quote of a string of a valid document: past its closing quote. A quote
+    closes the string unless an odd run of backslashes precedes it. 1 when the string has an
+    escape, 0 when not, -1 when unterminated."""
+    cdef const char* q
+    cdef const char* b
+    cdef int escaped = 0
+    s.p += 1
+    while True:
+        q = <const char*>memchr(s.p, c'"', <size_t>(s.end - s.p))
+        if q == NULL:
+            return -1
+        b = q
+        while b > s.p and (b - 1)[0] == c'\\':
+            b -= 1
+        if memchr(s.p, c'\\', <size_t>(q - s.p)) != NULL:
+            escaped = 1
+        s.p = q + 1
+        if (q - b) % 2 == 0:
+            return escaped
+
+cdef int _skip_valid_value(JScan* s) noexcept nogil:
+    """Past one value of a valid document without parsing it: strings by their quotes, objects
+    and arrays by their brackets, numbers and literals up to the next delimiter."""
+    cdef char c = s.p[0]
+    cdef int depth = 0
+    if c == c'"':
+        return -1 if _skip_string(s) < 0 else 0
+    if c == c'{' or c == c'[':
+        while s.p < s.end:
+            c = s.p[0]
+            if c == c'"':
+                if _skip_string(s) < 0:
+                    return -1
+                continue
+            if c == c'{' or c == c'[':
+                depth += 1
+            elif c == c'}' or c == c']':
+                depth -= 1
+                if depth == 0:
+                    s.p += 1
+                    return 0
+            s.p += 1
+        return -1
+    while s.p < s.end and not (s.p[0] == c',' or s.p[0] == c'}' or s.p[0] == c']' or _is_ws(s.p[0])):
+        s.p += 1
+    return 0
+
+cdef int j_field_of_valid(const char* p, Py_ssize_t n, const char* field, Py_ssize_t flen,
+                          JTok* out) noexcept nogil:
+    """``j_parse(p, n, field, flen, out, NULL)`` for a document already known to be valid JSON
+    (a batch the source validated): the same result, but only the field's own value is parsed;
+    the other members are skipped by their quotes and brackets. The last member of the name
+    wins, as in ``json.loads``; an escaped top-level name is -1, as in ``j_parse``."""
+    cdef JScan s
+    cdef JTok sub
+    cdef const char* key
+    cdef Py_ssize_t key_n
+    cdef int escaped
+    s.p = p
+    s.end = p + n
+    s.canonical = 1
+    out.type = T_NONE
+    _skip_ws(&s)
+    if s.p >= s.end or s.p[0] != c'{':
+        return 0   # not an object: no field
+    s.p += 1
+    while True:
+        _skip_ws(&s)
+        if s.p >= s.end:
+            return -1
+        if s.p[0] == c'}':
+            return 0
+        if s.p[0] == c',':
+            s.p += 1
+            continue
+        if s.p[0] != c'"':
+            return -1
+        key = s.p + 1
+        escaped = _skip_string(&s)
+        if escaped != 0:
+            return -1   # an escaped name might spell the field (or the string is cut short)
+        key_n = s.p - 1 - key
+        _skip_ws(&s)
+        if s.p >= s.end or s.p[0] != c':':
+            return -1
+        s.p += 1
+        _skip_ws(&s)
+        if s.p >= s.end:
+            return -1
+        if key_n == flen and memcmp(key, field, <size_t>flen) == 0:
+            if _j_value(&s, &sub, 1, NULL, 0, NULL) < 0:
+                return -1
+            out[0] = sub
+        elif _skip_valid_value(&s) < 0:
+            return -1
+
 cdef void _put_utf8(string& out, uint32_t cp) noexcept nogil:
     if cp < 0x80:
         out.push_back(<char>cp)

@@ -252,7 +252,8 @@ class FilterStep(Step):
         self._encodings = (key_enc, value_enc)
 
     def run(self, task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
-        selected = self._predicate.select(batch) if (key_enc, value_enc) == self._encodings else None
+        # Every batch in a segment passed the source's validate: its JSON is known valid.
+        selected = self._predicate.select(batch, True) if (key_enc, value_enc) == self._encodings else None
         if selected is None:
             self.boundary(task, batch, key_enc, value_enc)
             return
@@ -788,7 +789,7 @@ class ProjectStep(Step):
                     return
             self.boundary(task, batch, key_enc, value_enc)
             return
-        projected = kernels.project(batch, self._src_side, self._field, self._dst_side)
+        projected = kernels.project(batch, self._src_side, self._field, self._dst_side, True)
         if projected is None:
             self.boundary(task, batch, key_enc, value_enc)
             return

@@ -6,6 +6,7 @@ import json
 import operator
 import random
 import struct
+from typing import Any
 
 import numpy as np
 import pytest
@@ -89,6 +90,84 @@ def test_compiled_predicates_select_what_python_selects(predicate) -> None:  # t
     selected = compiled.select(batch)
     assert selected is not None
     assert selected.tolist() == python_select(predicate, batch, bytes.decode, _json)
+
+
+def tricky_docs(n: int, seed: int = 9) -> list[bytes | None]:
+    """Valid JSON documents that are hard to skip: escaped quotes and backslash runs in strings,
+    brackets inside strings, nested values, duplicate member names (the last one counts),
+    whitespace, non-objects."""
+    rng = random.Random(seed)
+    strings = ['a"b', "c\\", 'd\\"}', "]},[", "{", "é", "", "\\\\", 'q"\\"q', "\n"]
+    values: list[Any] = [
+        *strings,
+        1,
+        -2.5e3,
+        2**70,
+        True,
+        None,
+        [1, "]", {"bot": 1}],
+        {"bot": {"n": "}"}},
+        [],
+        {},
+    ]
+    out: list[bytes | None] = [None, b"5", b'"str"', b"[]", b"{}", b'{"n":1,"n":2}', b' {"bot" : false} ']
+    for _ in range(n):
+        members = [
+            (rng.choice(["n", "bot", "lang", "nn", "x", "é"]), rng.choice(values))
+            for _ in range(rng.randrange(6))
+        ]
+        space = rng.choice(["", " ", "\n\t "])
+        ascii_values = rng.random() < 0.5
+        text = (
+            "{"
+            + space
+            + ("," + space).join(
+                json.dumps(k, ensure_ascii=False)
+                + space
+                + ":"
+                + space
+                + json.dumps(v, ensure_ascii=ascii_values)
+                for k, v in members
+            )
+            + space
+            + "}"
+        )
+        out.append(text.encode())
+    return out
+
+
+def _selected(predicate: Any, batch: RecordBatch, validated: bool = False) -> list[int] | None:
+    selected = predicate.select(batch, validated)
+    return None if selected is None else selected.tolist()
+
+
+@pytest.mark.parametrize("predicate", PREDICATES, ids=repr)
+def test_validated_batches_select_and_project_as_a_full_parse_does(predicate) -> None:  # type: ignore[no-untyped-def]
+    values = [*docs(300), *tricky_docs(400)]
+    assert kernels.validate(batch_of([b"k"] * len(values), values), kernels.STRING, kernels.JSON) == -1
+    nodes, root = predicate.nodes()
+    compiled = kernels.Predicate(nodes, root, kernels.STRING, kernels.JSON)
+    # Record by record, what the Python path must take included (a number beyond int64, ...).
+    handled = []
+    for v in values:
+        one = batch_of([b"k"], [v])
+        assert _selected(compiled, one, True) == _selected(compiled, one), v
+        if _selected(compiled, one) is not None:
+            handled.append(v)
+    assert len(handled) > 500
+    batch = batch_of([b"k"] * len(handled), handled)
+    assert _selected(compiled, batch, True) == _selected(compiled, batch) is not None
+    everything = batch_of([b"k"] * len(values), values)
+    for field in ("n", "bot", "lang", "x", "é"):
+        by_parse = kernels.project(everything, 1, field, 1)
+        by_skip = kernels.project(everything, 1, field, 1, True)
+        assert by_parse is not None and by_skip is not None
+        assert list(by_skip) == list(by_parse)
+    # A member name with an escape might spell the field: both leave that record to Python.
+    for doc in (b'{"b\\u006ft":true}', b'{"x\\"":1,"bot":true}', b'{"bot":true,"\\n":1}'):
+        one = batch_of([b"k"], [doc])
+        assert _selected(compiled, one, True) == _selected(compiled, one)
+        assert kernels.project(one, 1, "bot", 1, True) is kernels.project(one, 1, "bot", 1) is None
 
 
 def test_long_value_predicate_matches_python() -> None:
