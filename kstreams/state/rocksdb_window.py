@@ -10,7 +10,6 @@ answer alike.
 from __future__ import annotations
 
 import logging
-import struct
 from collections.abc import Iterator
 from itertools import groupby
 
@@ -32,17 +31,15 @@ __all__ = ["RocksDBWindowStore"]
 logger = logging.getLogger(__name__)
 
 _MAX_SEQ_SUFFIX = b"\xff" * SEQ_SIZE
-_START = struct.Struct(">q")
 
 
 def _start_of_window_key(window_key: bytes) -> int:
-    return _START.unpack_from(window_key, len(window_key) - TIMESTAMP_SIZE)[0]  # type: ignore[no-any-return]
+    return key_and_start(window_key)[1]
 
 
 def _start_of_change(change: tuple[bytes, bytes | None]) -> int:
     """The window start of a changelog record (key: record key, window start, sequence number)."""
-    key = change[0]
-    return _START.unpack_from(key, len(key) - TIMESTAMP_SIZE - SEQ_SIZE)[0]  # type: ignore[no-any-return]
+    return from_changelog_key(change[0])[1]
 
 
 class RocksDBWindowStore(SegmentedLifecycle, InnerWindowStore):

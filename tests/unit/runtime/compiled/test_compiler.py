@@ -538,28 +538,6 @@ def uncached_kernels() -> Any:
 TOPOLOGIES["uncached_kernels"] = uncached_kernels
 
 
-def test_aggregations_without_a_cache_run_in_the_kernel_as_per_record(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    ran: list[bool] = []
-    kernel = kernels.aggregate_uncached
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        result = kernel(*args, **kwargs)
-        ran.append(result is not None)
-        return result
-
-    monkeypatch.setattr(kernels, "aggregate_uncached", counted)
-    data = records(200)
-    config = {"statestore.cache.max.bytes": 0}
-    compiled, _ = run_driver(uncached_kernels, data, config)
-    assert len(ran) == 4 * len(data) and all(ran)  # one batch of one record per aggregation
-    per_record, _ = run_driver(uncached_kernels, data, {**config, **PER_RECORD})
-    assert len(ran) == 4 * len(data)
-    assert compiled == per_record
-    assert len(compiled["out"]) == len(compiled["out-min"]) == len(data)
-
-
 def unlogged_kernels() -> Any:
     """Counts and a windowed count over stores without a changelog, in memory and in RocksDB."""
     builder = StreamsBuilder()
@@ -581,9 +559,9 @@ def unlogged_kernels() -> Any:
     return builder.build()
 
 
-def test_stores_without_a_changelog_take_the_kernels_batches_as_per_record(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+@pytest.fixture
+def uncached_kernel_runs(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether each call of the count kernel without a cache took its batch, from now on."""
     ran: list[bool] = []
     kernel = kernels.aggregate_uncached
 
@@ -593,14 +571,24 @@ def test_stores_without_a_changelog_take_the_kernels_batches_as_per_record(
         return result
 
     monkeypatch.setattr(kernels, "aggregate_uncached", counted)
+    return ran
+
+
+@pytest.mark.parametrize("make", [uncached_kernels, unlogged_kernels])
+def test_aggregations_without_a_cache_run_in_the_kernel_as_per_record(
+    make: Callable[[], Any], uncached_kernel_runs: list[bool]
+) -> None:
+    """Logged stores (and a count below a Python mapper), and stores without a changelog in
+    memory and in RocksDB, plain and windowed: four aggregations each."""
     data = records(200)
     config = {"statestore.cache.max.bytes": 0}
-    compiled, _ = run_driver(unlogged_kernels, data, config)
-    assert len(ran) == 4 * len(data) and all(ran)
-    per_record, _ = run_driver(unlogged_kernels, data, {**config, **PER_RECORD})
+    compiled, _ = run_driver(make, data, config)
+    assert len(uncached_kernel_runs) == 4 * len(data) and all(uncached_kernel_runs)  # batches of one
+    per_record, _ = run_driver(make, data, {**config, **PER_RECORD})
+    assert len(uncached_kernel_runs) == 4 * len(data)
     assert compiled == per_record
     assert len(compiled["out"]) == len(compiled["out-min"]) == len(data)
-    stores = [_store_contents(unlogged_kernels, data, {**config, **mode(c)}) for c in ("1", "0")]
+    stores = [_store_contents(make, data, {**config, **mode(c)}) for c in ("1", "0")]
     assert stores[0] == stores[1]
     assert all(stores[0].values())
 
@@ -611,9 +599,14 @@ def _store_contents(make: Callable[[], Any], data: list[Any], config: dict[str, 
         make(), {"default.key.serde": "string", "default.value.serde": "string", **config}
     )
     try:
-        inp = driver.create_input_topic("in", STRING, JSON)
+        topics = driver._plan.source_topics
+        docs = driver.create_input_topic("in", STRING, JSON)
         for key, doc, _, ts in data:
-            inp.pipe_input(key, doc, ts)
+            docs.pipe_input(key, doc, ts)
+        if "longs" in topics:
+            longs = driver.create_input_topic("longs", STRING, LONG_SERDE)
+            for key, _, number, ts in data:
+                longs.pipe_input(key, number, ts)
         stores: dict[str, Any] = {name: driver.get_state_store(name) for name in driver._plan.store_builders}
         return {name: sorted(store.all()) for name, store in stores.items()}
     finally:
