@@ -18,6 +18,7 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 NATIVE_MODULES = [
+    "record",
     "record_batch",
     "record_buffer",
     "scheduler",

@@ -10,9 +10,12 @@ from __future__ import annotations
 import abc
 import enum
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Generic, TypeVar
+
+# A C type, since every processor hop makes one (see its module).
+from kstreams._native.record import Record
 
 __all__ = [
     "Cancellable",
@@ -35,47 +38,6 @@ KOut = TypeVar("KOut")
 VOut = TypeVar("VOut")
 
 Headers = list[tuple[str, bytes | None]]
-
-
-@dataclass(frozen=True, slots=True, init=False)
-class Record(Generic[K, V]):
-    """A record flowing through a topology: key, value, event-time timestamp (ms) and headers.
-
-    Records are immutable; the ``with_*`` methods return modified copies.
-    """
-
-    key: K
-    value: V
-    timestamp: int = 0
-    headers: Headers | None = None
-
-    def __init__(self, key: K, value: V, timestamp: int = 0, headers: Headers | None = None) -> None:
-        # A frozen dataclass's own __init__ sets each field through object.__setattr__; a record is
-        # made for every record processed, and setting the slots directly costs half as much.
-        _set_record_key(self, key)
-        _set_record_value(self, value)
-        _set_record_timestamp(self, timestamp)
-        _set_record_headers(self, headers)
-
-    def with_key(self, key: KOut) -> Record[KOut, V]:
-        return Record(key, self.value, self.timestamp, self.headers)
-
-    def with_value(self, value: VOut) -> Record[K, VOut]:
-        return Record(self.key, value, self.timestamp, self.headers)
-
-    def with_timestamp(self, timestamp: int) -> Record[K, V]:
-        if timestamp < 0:
-            raise ValueError(f"Timestamp must not be negative, got {timestamp}.")
-        return replace(self, timestamp=timestamp)
-
-    def with_headers(self, headers: Headers | None) -> Record[K, V]:
-        return replace(self, headers=list(headers) if headers is not None else None)
-
-
-_set_record_key = Record.__dict__["key"].__set__
-_set_record_value = Record.__dict__["value"].__set__
-_set_record_timestamp = Record.__dict__["timestamp"].__set__
-_set_record_headers = Record.__dict__["headers"].__set__
 
 
 @dataclass(frozen=True, order=True, slots=True)

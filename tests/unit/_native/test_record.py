@@ -1,0 +1,63 @@
+"""Record (a C type) behaves as the immutable value object processors rely on."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+
+import pytest
+
+from kstreams.processor import Record
+
+
+def test_fields_defaults_and_immutability() -> None:
+    record = Record("k", 1)
+    assert (record.key, record.value, record.timestamp, record.headers) == ("k", 1, 0, None)
+    with pytest.raises(AttributeError):
+        record.value = 2  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        record.extra = 1  # type: ignore[attr-defined]
+
+
+def test_with_methods_return_modified_copies() -> None:
+    record = Record("k", 1, 5, [("h", b"v")])
+    assert record.with_key("j") == Record("j", 1, 5, [("h", b"v")])
+    assert record.with_value(2) == Record("k", 2, 5, [("h", b"v")])
+    assert record.with_timestamp(7) == Record("k", 1, 7, [("h", b"v")])
+    assert record.with_headers(iter([("x", None)])) == Record("k", 1, 5, [("x", None)])
+    assert record.with_headers(None).headers is None
+    assert record == Record("k", 1, 5, [("h", b"v")])  # the original is unchanged
+
+
+def test_negative_timestamp_is_refused() -> None:
+    with pytest.raises(ValueError, match="Timestamp must not be negative, got -1"):
+        Record("k", 1, 5).with_timestamp(-1)
+
+
+def test_equality_and_hash_cover_all_four_fields() -> None:
+    assert Record("k", 1, 5) == Record("k", 1, 5)
+    assert hash(Record("k", 1, 5)) == hash(Record("k", 1, 5))
+    assert len({Record("k", 1, 5), Record("k", 1, 5), Record("k", 1, 6)}) == 2
+    for other in (Record("j", 1, 5), Record("k", 2, 5), Record("k", 1, 6), Record("k", 1, 5, [])):
+        assert Record("k", 1, 5) != other
+    assert Record("k", 1, 5) != ("k", 1, 5, None)
+    with pytest.raises(TypeError):
+        hash(Record("k", 1, 5, [("h", b"v")]))  # a list of headers is not hashable
+
+
+def test_repr_pickle_copy_and_match() -> None:
+    record = Record("k", {"a": 1}, 5, [("h", b"v")])
+    assert repr(record) == "Record(key='k', value={'a': 1}, timestamp=5, headers=[('h', b'v')])"
+    assert pickle.loads(pickle.dumps(record)) == record
+    assert copy.deepcopy(record) == record
+    match record:
+        case Record(key, value, timestamp):
+            assert (key, value, timestamp) == ("k", {"a": 1}, 5)
+        case _:
+            pytest.fail("Record did not match by position")
+
+
+def test_subscripted_in_annotations() -> None:
+    alias = Record[str, int]
+    assert alias.__origin__ is Record  # type: ignore[attr-defined]
+    assert alias.__args__ == (str, int)  # type: ignore[attr-defined]
