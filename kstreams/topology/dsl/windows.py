@@ -77,6 +77,10 @@ class TimeWindows:
 
     def windows_for(self, timestamp: int) -> list[tuple[int, int]]:
         """Every window (start, end) that contains ``timestamp``, oldest first."""
+        size = self.size_ms
+        if self.advance_ms == size:  # tumbling: one window, found per record
+            start = timestamp - timestamp % size
+            return [(start, start + size)]
         start = (max(0, timestamp - self.size_ms + self.advance_ms) // self.advance_ms) * self.advance_ms
         windows = []
         while start <= timestamp:

@@ -216,9 +216,11 @@ class WindowStoreAggregateProcessor(Processor[Any, Any, Any, Any]):
                 self.observed_stream_time = self.emit_position.close_time + self.grace_ms
 
     def _window_key(self, key: Any) -> WindowedKey[Any]:
-        # A caching window store reports the window by its start; the end follows from the size.
+        # A caching window store reports the window by its start; the end follows from the size
+        # (the store's own window size, which is already right for time windows).
         if isinstance(key, WindowedKey):
-            return WindowedKey(key.key, key.start, key.start + self.window_size_ms)
+            end = key.start + self.window_size_ms
+            return key if key.end == end else WindowedKey(key.key, key.start, end)
         raise TypeError(f"Window store {self.spec.store_name} flushed a non-windowed key {key!r}.")
 
     @abc.abstractmethod
@@ -296,7 +298,8 @@ class WindowedAggregateProcessor(WindowStoreAggregateProcessor):
             new = self.spec._apply(record.key, record.value, old)
             new_timestamp = updated_timestamp(timestamp, stored)
             self.store.put(record.key, ValueAndTimestamp.make(new, new_timestamp), start)
-            if not self.emit_on_close:
+            # A caching store forwards at flush: no window key to build per update then.
+            if not self.emit_on_close and not self.forwarder.cached:
                 self.forwarder.maybe_forward(WindowedKey(record.key, start, end), new, old, new_timestamp)
 
     def _closed_window_starts(self, position: EmitPosition, close_time: int) -> tuple[int, int]:
