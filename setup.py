@@ -19,6 +19,7 @@ from setuptools import Extension, setup
 
 NATIVE_MODULES = [
     "record",
+    "value_and_timestamp",
     "record_batch",
     "record_buffer",
     "scheduler",

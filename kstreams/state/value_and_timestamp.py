@@ -10,51 +10,19 @@ is stored as None (no bytes), never as a timestamp alone.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any
 
+# A C type, made per store read and write (see its module).
+from kstreams._native.value_and_timestamp import ValueAndTimestamp
 from kstreams.serdes import Serde
 
 __all__ = ["ValueAndTimestamp", "ValueAndTimestampSerde", "raw_timestamp", "raw_value"]
 
-V = TypeVar("V")
-
 _TIMESTAMP = struct.Struct(">q")
 TIMESTAMP_BYTES = _TIMESTAMP.size
-
-
-@dataclass(frozen=True, slots=True)
-class ValueAndTimestamp(Generic[V]):
-    """``value`` and the timestamp that goes with it."""
-
-    value: V
-    timestamp: int
-
-    @staticmethod
-    def make(value: V | None, timestamp: int) -> ValueAndTimestamp[V] | None:
-        """None for a None value (a deletion), as Kafka's ``ValueAndTimestamp.make``."""
-        # Made for every aggregate written: without the frozen dataclass's __init__ (see below).
-        return None if value is None else _value_and_timestamp(value, timestamp)
-
-    @staticmethod
-    def get_value_or_null(value_and_timestamp: ValueAndTimestamp[V] | None) -> V | None:
-        return None if value_and_timestamp is None else value_and_timestamp.value
-
-
-# Deserializing builds one per stored value read (cache flushes, lookups): the slot descriptors
-# set the fields without the frozen dataclass's __setattr__ round trips, at a third of the cost.
-_new = object.__new__
-_set_value = ValueAndTimestamp.__dict__["value"].__set__
-_set_timestamp = ValueAndTimestamp.__dict__["timestamp"].__set__
 _unpack_timestamp = _TIMESTAMP.unpack_from
 _pack_timestamp = _TIMESTAMP.pack
-
-
-def _value_and_timestamp(value: Any, timestamp: int) -> ValueAndTimestamp[Any]:
-    made = _new(ValueAndTimestamp)
-    _set_value(made, value)
-    _set_timestamp(made, timestamp)
-    return made  # type: ignore[no-any-return]
+_make = ValueAndTimestamp.make
 
 
 def raw_timestamp(data: bytes) -> int:
@@ -99,7 +67,7 @@ class ValueAndTimestampSerde(Serde):
         value = self._inner_deserialize(topic, data[TIMESTAMP_BYTES:])
         if value is None:
             return None
-        return _value_and_timestamp(value, _unpack_timestamp(data)[0])
+        return _make(value, _unpack_timestamp(data)[0])
 
     def configure(self, configs: Any, is_key: bool) -> None:
         self.inner.configure(configs, is_key)

@@ -1,0 +1,23 @@
+"""Stub of csrc/kstreams/_native/value_and_timestamp.pyx."""
+
+from typing import Any, Generic, TypeVar
+
+V = TypeVar("V")
+
+class ValueAndTimestamp(Generic[V]):
+    """``value`` and the timestamp that goes with it."""
+
+    __match_args__ = ("value", "timestamp")
+    def __init__(self, value: V, timestamp: int) -> None: ...
+    @property
+    def value(self) -> V: ...
+    @property
+    def timestamp(self) -> int: ...
+    @staticmethod
+    def make(value: V | None, timestamp: int) -> ValueAndTimestamp[V] | None:
+        """None for a None value (a deletion), as Kafka's ``ValueAndTimestamp.make``."""
+    @staticmethod
+    def get_value_or_null(value_and_timestamp: ValueAndTimestamp[V] | None) -> V | None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+    def __reduce__(self) -> tuple[Any, ...]: ...
