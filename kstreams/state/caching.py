@@ -105,7 +105,9 @@ class _Caching(StoreLayer):
         self._holding = None
         self.wrapped.init(context, root)
 
-    def set_flush_listener(self, listener: Callable[[Any, bytes | None, bytes | None, int], None]) -> bool:
+    def set_flush_listener(
+        self, listener: Callable[[Any, bytes | None, bytes | None, int], None] | None
+    ) -> bool:
         """Entries this layer flushes go to listener(key, new, old, timestamp) as bytes (the metered
         layer above turns them typed)."""
         self._listener = listener

@@ -261,9 +261,11 @@ class _Metered(StoreLayer, Generic[K, V]):
     def _windowed(self, windowed: WindowedKey[bytes]) -> WindowedKey[K]:
         return WindowedKey(self._key(windowed.key), windowed.start, windowed.end)
 
-    def _set_windowed_flush_listener(self, listener: FlushListener) -> bool:
+    def _set_windowed_flush_listener(self, listener: FlushListener | None) -> bool:
         """Hand the listener typed windows (or sessions) and values of every entry the cache below
         flushes; True when there is such a cache."""
+        if listener is None:
+            return self.wrapped.set_flush_listener(None)
 
         def forward(
             windowed: WindowedKey[bytes], new: bytes | None, old: bytes | None, timestamp: int
@@ -290,7 +292,10 @@ class MeteredKeyValueStore(_Metered[K, V], KeyValueStore[K, V]):
         ("prefix_scan", "prefix-scan", True),
     )
 
-    def set_flush_listener(self, listener: FlushListener) -> bool:
+    def set_flush_listener(self, listener: FlushListener | None) -> bool:
+        if listener is None:
+            return self.wrapped.set_flush_listener(None)
+
         def forward(key: bytes, new: bytes | None, old: bytes | None, timestamp: int) -> None:
             listener(self._key(key), self._value(new), self._value(old), timestamp)
 
@@ -371,7 +376,7 @@ class MeteredWindowStore(_Metered[K, V], WindowLayer, WindowStore[K, V]):
         ("all", "fetch", True),
     )
 
-    def set_flush_listener(self, listener: FlushListener) -> bool:
+    def set_flush_listener(self, listener: FlushListener | None) -> bool:
         return self._set_windowed_flush_listener(listener)
 
     def put(self, key: K, value: V | None, window_start: int) -> None:
@@ -416,7 +421,7 @@ class MeteredSessionStore(_Metered[K, V], SessionLayer, SessionStore[K, V]):
         ("find_sessions_by_end", "fetch", True),
     )
 
-    def set_flush_listener(self, listener: FlushListener) -> bool:
+    def set_flush_listener(self, listener: FlushListener | None) -> bool:
         return self._set_windowed_flush_listener(listener)
 
     def _session_bytes(self, session: WindowedKey[K]) -> WindowedKey[bytes]:

@@ -114,10 +114,12 @@ class StateStore(abc.ABC):
     @abc.abstractmethod
     def is_open(self) -> bool: ...
 
-    def set_flush_listener(self, listener: FlushListener) -> bool:
+    def set_flush_listener(self, listener: FlushListener | None) -> bool:
         """Caching stores call listener(key, new, old, timestamp) with typed values for every entry
         they flush, and return True: the processor then leaves forwarding to the cache. Stores
-        without a cache return False and the processor forwards each update itself."""
+        without a cache return False and the processor forwards each update itself. With None
+        (a processor with nothing downstream) a cache only writes what it flushes to the layers
+        below, and says True all the same."""
         return False
 
 

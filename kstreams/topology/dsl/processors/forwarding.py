@@ -44,8 +44,13 @@ class ChangeForwarder:
         # context then has to be told which node forwards (created in init, so it is this one).
         self._node_name: str | None = getattr(context, "current_node_name", None)
         self._forward_from = getattr(context, "forward_from", None)
+        # A processor with nothing downstream forwards nothing: its cache then only writes what it
+        # flushes, without reading each entry's old value or building a record for it.
+        node = getattr(context, "node", None)
+        leaf = node is not None and not getattr(node, "children", True)
         set_listener = getattr(store, "set_flush_listener", None)
-        self.cached = bool(set_listener(self._on_flush)) if set_listener is not None else False
+        listener = None if leaf else self._on_flush
+        self.cached = bool(set_listener(listener)) if set_listener is not None else False
 
     def _on_flush(self, key: Any, new: Any, old: Any, timestamp: int) -> None:
         if self._key_mapper is not None:

@@ -305,3 +305,35 @@ def test_windowed_count_skips_null_keys_but_counts_null_values(drive):
     source.pipe_input(None, "v", timestamp=1)
     source.pipe_input("a", None, timestamp=2)
     assert driver.create_output_topic("out", S, L).read_key_values_to_list() == [("a@0-100", 1)]
+
+
+def test_cached_aggregations_with_nothing_downstream_still_write_store_and_changelog(drive):
+    """A cached aggregation that forwards to no processor flushes without a listener: its store
+    and changelog still get each key's (and window's) newest aggregate, at its timestamp."""
+    builder = StreamsBuilder()
+    grouped = builder.stream("in").group_by_key()
+    grouped.count(Materialized.as_("counts"))
+    grouped.windowed_by(TimeWindows.of_size_with_no_grace(10)).count(Materialized.as_("windowed"))
+    driver = drive(builder.build(), application_id="app", statestore_cache_max_bytes=1 << 20)
+    source = driver.create_input_topic("in", S, S)
+    for key, timestamp in [("a", 1), ("b", 2), ("a", 3), ("a", 12)]:
+        source.pipe_input(key, "v", timestamp)
+    counts = driver.get_key_value_store("counts")
+    assert {key: counts.get(key) for key in "ab"} == {"a": 3, "b": 1}
+    windowed = driver.get_window_store("windowed")
+    assert [windowed.fetch("a", start) for start in (0, 10)] == [2, 1]
+    # The count is the last 8 bytes of a changelog value (after the timestamp, in kstreams' format).
+    changelog = driver.create_output_topic("app-counts-changelog", S, Serdes.bytes()).read_records_to_list()
+    assert [(r.key, L.deserialize("", r.value[-8:]), r.timestamp) for r in changelog] == [
+        ("a", 1, 1),
+        ("b", 1, 2),
+        ("a", 2, 3),
+        ("a", 3, 12),
+    ]
+    windows = driver.create_output_topic("app-windowed-changelog", Serdes.bytes(), Serdes.bytes())
+    assert [(L.deserialize("", r.value[-8:]), r.timestamp) for r in windows.read_records_to_list()] == [
+        (1, 1),
+        (1, 2),
+        (2, 3),
+        (1, 12),
+    ]
