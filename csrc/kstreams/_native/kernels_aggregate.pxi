@@ -248,7 +248,6 @@ def aggregate(RecordCache cache not None, str namespace not None, RecordBatch ba
     cdef ks_Slot* slot
     cdef ks_SlotEntry* entry
     cdef ks_SlotMap.iterator sit
-    cdef unordered_map[string_view, ks_CacheEntry*].iterator cit
     cdef ks_NamedCache* nc
     cdef ks_CacheEntry* e
     cdef Py_ssize_t j
@@ -274,11 +273,10 @@ def aggregate(RecordCache cache not None, str namespace not None, RecordBatch ba
                 while sit != slots.end():
                     entry = &deref(sit)
                     _cache_key(&entry.first, ck)
-                    cit = nc.index.find(string_view(ck.data(), ck.size()))
-                    if cit == nc.index.end():
+                    e = nc.index.get(string_view(ck.data(), ck.size()))
+                    if e == NULL:
                         missing.push_back(entry)
                     else:
-                        e = deref(cit).second
                         if e.tombstone:
                             entry.second.state = 1
                         elif _slot_from_bytes(&entry.second, e.value.data(),

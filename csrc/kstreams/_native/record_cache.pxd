@@ -37,11 +37,88 @@ cdef extern from * nogil:
         ks_CacheEntry* dirty_next = nullptr;
     };
 
+    /* A namespace's index: key -> entry, open addressing with linear probing over a power-of-two
+       table of (hash, entry) slots, at most 3/4 full. A lookup usually reads one slot and the
+       entry's key; std::unordered_map read a bucket, the node before the key's, its node and the
+       key, and divided by a prime for every node it passed (a quarter of a cached aggregation's
+       time went there). The keys are the entries' own `key`s: an entry never moves. */
+    struct ks_IndexSlot {
+        size_t hash;
+        ks_CacheEntry* entry;
+    };
+
+    class ks_CacheIndex {
+      public:
+        /* The entry whose key is `key`, or nullptr. */
+        ks_CacheEntry* get(std::string_view key) const {
+            if (size_ == 0) return nullptr;
+            const size_t h = std::hash<std::string_view>{}(key);
+            for (size_t i = h & mask_;; i = (i + 1) & mask_) {
+                const ks_IndexSlot& s = slots_[i];
+                if (s.entry == nullptr) return nullptr;
+                if (s.hash == h && std::string_view(s.entry->key) == key) return s.entry;
+            }
+        }
+
+        /* Index `e` under its key (whose entry must not be indexed yet). */
+        void insert(ks_CacheEntry* e) {
+            if ((size_ + 1) * 4 > slots_.size() * 3) grow();
+            place(std::hash<std::string_view>{}(std::string_view(e->key)), e);
+            ++size_;
+        }
+
+        /* Drop the entry indexed under `key`, if any. The slots after it move back into the gap
+           (backward-shift deletion), so lookups never need tombstones. */
+        void erase(std::string_view key) {
+            if (size_ == 0) return;
+            const size_t h = std::hash<std::string_view>{}(key);
+            size_t i = h & mask_;
+            for (;; i = (i + 1) & mask_) {
+                const ks_IndexSlot& s = slots_[i];
+                if (s.entry == nullptr) return;
+                if (s.hash == h && std::string_view(s.entry->key) == key) break;
+            }
+            for (size_t j = (i + 1) & mask_; slots_[j].entry != nullptr; j = (j + 1) & mask_) {
+                const size_t home = slots_[j].hash & mask_;
+                /* slot j may move back to i unless its home lies cyclically in (i, j] */
+                const bool stays = (i <= j) ? (i < home && home <= j) : (i < home || home <= j);
+                if (!stays) {
+                    slots_[i] = slots_[j];
+                    i = j;
+                }
+            }
+            slots_[i] = ks_IndexSlot{0, nullptr};
+            --size_;
+        }
+
+        size_t size() const { return size_; }
+
+      private:
+        void place(size_t h, ks_CacheEntry* e) {
+            size_t i = h & mask_;
+            while (slots_[i].entry != nullptr) i = (i + 1) & mask_;
+            slots_[i] = ks_IndexSlot{h, e};
+        }
+
+        void grow() {
+            std::vector<ks_IndexSlot> old;
+            old.swap(slots_);
+            slots_.assign(old.empty() ? 16 : old.size() * 2, ks_IndexSlot{0, nullptr});
+            mask_ = slots_.size() - 1;
+            for (const ks_IndexSlot& s : old)
+                if (s.entry != nullptr) place(s.hash, s.entry);
+        }
+
+        std::vector<ks_IndexSlot> slots_;
+        size_t size_ = 0;
+        size_t mask_ = 0;
+    };
+
     /* One named cache ("<task>-<store>"). The listener pointer travels with the namespace when it
        moves to another cache. */
     struct ks_NamedCache {
         std::string name;
-        std::unordered_map<std::string_view, ks_CacheEntry*> index;
+        ks_CacheIndex index;
         ks_CacheEntry* lru_head = nullptr;
         ks_CacheEntry* lru_tail = nullptr;
         ks_CacheEntry* dirty_head = nullptr;
@@ -82,9 +159,15 @@ cdef extern from * nogil:
         ks_CacheEntry* dirty_prev
         ks_CacheEntry* dirty_next
 
+    cppclass ks_CacheIndex:
+        ks_CacheEntry* get(string_view key)
+        void insert(ks_CacheEntry* e)
+        void erase(string_view key)
+        size_t size()
+
     cppclass ks_NamedCache:
         string name
-        unordered_map[string_view, ks_CacheEntry*] index
+        ks_CacheIndex index
         ks_CacheEntry* lru_head
         ks_CacheEntry* lru_tail
         ks_CacheEntry* dirty_head

@@ -192,9 +192,8 @@ cdef class RecordCache:
                       int64_t timestamp, bool dirty) noexcept nogil:
         cdef ks_CacheEntry* e
         cdef int64_t delta
-        it = nc.index.find(_view(key))
-        if it != nc.index.end():
-            e = deref(it).second
+        e = nc.index.get(_view(key))
+        if e != NULL:
             if not dirty and e.dirty:
                 # A value read from the store is older than the pending write: keep the write.
                 return
@@ -218,7 +217,7 @@ cdef class RecordCache:
             e.value = move(value)
             e.tombstone = tombstone
             e.timestamp = timestamp
-            nc.index[_view(e.key)] = e
+            nc.index.insert(e)
             _lru_push_head(nc, e)
             if dirty:
                 e.dirty = True
@@ -316,10 +315,9 @@ cdef class RecordCache:
             if nc == NULL:
                 continue
             for j in range(batches[i].tombstones.size()):
-                it = nc.index.find(_view(batches[i].tombstones[j]))
-                if it == nc.index.end():
+                e = nc.index.get(_view(batches[i].tombstones[j]))
+                if e == NULL:
                     continue
-                e = deref(it).second
                 # Rewritten while the listener ran: the new write is kept.
                 if e.dirty or not e.tombstone:
                     continue
@@ -455,11 +453,10 @@ cdef class RecordCache:
             if nc == NULL:
                 found = -1
             else:
-                it = nc.index.find(k)
-                if it == nc.index.end():
+                e = nc.index.get(k)
+                if e == NULL:
                     self._misses += 1
                 else:
-                    e = deref(it).second
                     self._hits += 1
                     found = 1
                     if not e.tombstone:
@@ -496,11 +493,11 @@ cdef class RecordCache:
             rc = -1
         else:
             if only_if_absent:
-                it = nc.index.find(_view(k))
-                if it != nc.index.end():
+                e = nc.index.get(_view(k))
+                if e != NULL:
                     self._hits += 1
-                    _lru_unlink(nc, deref(it).second)
-                    _lru_push_head(nc, deref(it).second)
+                    _lru_unlink(nc, e)
+                    _lru_push_head(nc, e)
                     rc = 0
                 else:
                     self._misses += 1
@@ -546,9 +543,8 @@ cdef class RecordCache:
         if nc == NULL:
             found = -1
         else:
-            it = nc.index.find(_view(k))
-            if it != nc.index.end():
-                e = deref(it).second
+            e = nc.index.get(_view(k))
+            if e != NULL:
                 found = 1
                 self._remove_entry(nc, e)
                 value = move(e.value)

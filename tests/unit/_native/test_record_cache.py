@@ -360,3 +360,45 @@ def test_range_items_reads_a_key_range_in_byte_order_as_gets_would() -> None:
     assert [k for k, _ in cache.range_items("ns", None, b"b")] == [b"a", b"b"]
     assert [k for k, _ in cache.range_items("ns", b"c", None)] == [b"c", b"c\xff", b"d"]
     assert cache.range_items("ns", b"x", b"z") == []
+
+
+def test_random_puts_deletes_and_evictions_agree_with_a_model() -> None:
+    """Thousands of keys written, rewritten, deleted and evicted (the index grows, and deletions
+    move colliding keys back): every read agrees with a dict of what was written, and every key
+    an eviction dropped reached the listener first."""
+    import random
+
+    rng = random.Random(7)
+    cache, listeners = make(60_000, "t")
+    written: dict[bytes, bytes] = {}  # the newest value of every key written and not deleted
+    flushed: dict[bytes, bytes | None] = {}
+    for step in range(30_000):
+        key = b"key-%d" % rng.randrange(3_000)
+        roll = rng.random()
+        if roll < 0.6:
+            value = b"v%d" % step
+            cache.put("t", key, value, step)
+            written[key] = value
+        elif roll < 0.8:
+            cache.delete("t", key)
+            written.pop(key, None)
+        else:
+            hit = cache.get("t", key)
+            if hit is not None:
+                assert hit[0] == written[key]
+        if step % 5_000 == 0:
+            cache.flush("t")
+        for batch in listeners["t"].batches:
+            flushed.update((k, v) for k, v, _ in batch)
+        listeners["t"].batches.clear()
+    cached = set(cache.keys("t"))
+    assert len(cached) == len(cache) == cache.namespace_size("t")
+    assert 0 < len(cached) < 3_000 and cache.evictions > 0
+    for key, value in written.items():
+        hit = cache.get("t", key)
+        if key in cached:
+            assert hit is not None and hit[0] == value
+        else:
+            # Evicted: its newest value reached the listener (at eviction, or at a flush before).
+            assert hit is None and flushed[key] == value
+    assert cached <= set(written)
