@@ -25,7 +25,7 @@ import operator
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import compress
+from itertools import compress, repeat
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -177,6 +177,19 @@ class Columns:
     timestamps: list[int]
     offsets: list[int]
     raw_keys: list[bytes | None] | None = None
+    # The timestamp and offset columns as the int64 arrays they came from, when known: batch steps
+    # take them as they are instead of converting the lists back.
+    timestamps_array: Any = None
+    offsets_array: Any = None
+
+    def arrays(self) -> tuple[Any, Any]:
+        """(timestamps, offsets) as int64 arrays."""
+        timestamps, offsets = self.timestamps_array, self.offsets_array
+        if timestamps is None:
+            timestamps = np.asarray(self.timestamps, dtype=np.int64)
+        if offsets is None:
+            offsets = np.asarray(self.offsets, dtype=np.int64)
+        return timestamps, offsets
 
 
 class Step:
@@ -350,7 +363,7 @@ class PythonChainStep(Step):
             timestamps = timestamps[index]
             offsets = offsets[index]
         raw = raw_keys if keeps_keys else None
-        columns = Columns(keys, values, timestamps.tolist(), offsets.tolist(), raw)
+        columns = Columns(keys, values, timestamps.tolist(), offsets.tolist(), raw, timestamps, offsets)
         for child in self.children:
             child.run_columns(task, columns)
 
@@ -380,12 +393,16 @@ class CountColumnsStep(Step):
             else:
                 super().run_columns(task, columns)
             return
+        values = columns.values
+        timestamps, offsets = columns.arrays()
         batch = RecordBatch.from_columns(
             columns.raw_keys,
-            [None if v is None else b"" for v in columns.values],
-            np.asarray(columns.timestamps, dtype=np.int64),
+            [None if v is None else b"" for v in values]
+            if any(map(operator.is_, values, repeat(None)))
+            else [b""] * len(values),
+            timestamps,
             0,
-            np.asarray(columns.offsets, dtype=np.int64),
+            offsets,
         )
         self._count.run(task, batch, self._key_enc, kernels.BYTES)
 
@@ -405,11 +422,12 @@ class ColumnSinkStep(Step):
 
     def run_columns(self, task: SegmentTask, columns: Columns) -> None:
         task.context.node = self.node
+        timestamps, offsets = columns.arrays()
         self.node.send_batch(
             columns.keys,
             columns.values,
-            np.asarray(columns.timestamps, dtype=np.int64),
-            np.asarray(columns.offsets, dtype=np.int64),
+            timestamps,
+            offsets,
             columns.raw_keys if self._reuses_keys else None,
         )
 
@@ -758,12 +776,15 @@ def _decoded(task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int
     bytes they were decoded from."""
     topic = task.context.record_context.topic
     raw_keys = batch.keys()
+    timestamps, offsets = batch.timestamps_array(), batch.offsets_array()
     return Columns(
         decode_column(key_enc, topic, raw_keys),
         decode_column(value_enc, topic, batch.values()),
-        batch.timestamps_array().tolist(),
-        batch.offsets_array().tolist(),
+        timestamps.tolist(),
+        offsets.tolist(),
         raw_keys,
+        timestamps,
+        offsets,
     )
 
 
