@@ -105,6 +105,12 @@ def _recorded_at_end(entries: Iterator[T], record: Callable[[float], None], star
         record(_clock_ns() - start)
 
 
+# Keys whose serialized form may be remembered by identity: a key of these types cannot change.
+_IMMUTABLE_KEYS = frozenset({str, bytes, int})
+# No key serialized yet (an object no key is).
+_NO_KEY: tuple[Any, bytes] = (object(), b"")
+
+
 class _Metered(StoreLayer, Generic[K, V]):
     """Serdes, locking and metrics shared by all metered layers."""
 
@@ -132,6 +138,10 @@ class _Metered(StoreLayer, Generic[K, V]):
         # The registry and tags of the metrics registered at init (None when not recording).
         self._metrics: MetricsRegistry | None = None
         self._metric_tags: dict[str, str] = {}
+        # The key serialized last and its bytes, for keys of immutable types: a processor's get and
+        # put of one key serialize it once. One tuple, replaced whole, since a query may serialize
+        # from another thread meanwhile.
+        self._last_key: tuple[Any, bytes] = _NO_KEY
 
     @property
     def changelog_topic(self) -> str | None:
@@ -144,9 +154,11 @@ class _Metered(StoreLayer, Generic[K, V]):
             self.key_serde = key_serde
         if self.value_serde is None:
             self.value_serde = value_serde
+        self._last_key = _NO_KEY
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         self._topic = f"{context.application_id}-{self.wrapped.name}-changelog"
+        self._last_key = _NO_KEY
         if self.key_serde is None or self.value_serde is None:
             # As Kafka does: a store given no serde uses the application's default serde, if set.
             configs = context.app_configs
@@ -223,9 +235,14 @@ class _Metered(StoreLayer, Generic[K, V]):
 
     def raw_key(self, key: K) -> bytes:
         """The bytes ``key`` is stored under (its serialized form)."""
+        last = self._last_key
+        if last[0] is key:
+            return last[1]
         serde = self.key_serde
         data = key if serde is None else serde.serialize(self._topic, key)
         if isinstance(data, bytes):
+            if type(key) in _IMMUTABLE_KEYS:
+                self._last_key = (key, data)
             return data
         if isinstance(data, (bytearray, memoryview)):
             return bytes(data)

@@ -200,3 +200,21 @@ def test_the_registry_records_a_level_and_every_coarser_one_as_kafka_does() -> N
     assert MetricsRegistry(recording_level="DEBUG").should_record("DEBUG")
     assert not MetricsRegistry(recording_level="DEBUG").should_record("TRACE")
     assert MetricsRegistry(recording_level="TRACE").should_record("DEBUG")
+
+
+def test_a_key_changed_in_place_is_stored_under_its_new_bytes(opened: Callable[..., Any]) -> None:
+    """The store remembers the bytes of the key it serialized last (a get and a put of one key
+    serialize it once), but never for a key that can change in place between two calls."""
+    builder = Stores.key_value_store_builder(
+        Stores.in_memory_key_value_store("s"), Serdes.json(), Serdes.long()
+    )
+    store, _ = opened(builder)
+    key = {"user": "a"}
+    store.put(key, 1)
+    key["user"] = "b"  # the same object, now another key
+    store.put(key, 2)
+    assert store.get({"user": "a"}) == 1
+    assert store.get({"user": "b"}) == 2
+    text = "user-1"
+    store.put(text, 3)
+    assert store.get(text) == 3 and store.raw_key(text) == b'"user-1"'
