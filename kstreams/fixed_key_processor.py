@@ -18,9 +18,10 @@ from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any, Generic, TypeVar
 
+# A C type, made per record and hop like Record (see its module).
+from kstreams._native.record import FixedKeyRecord
 from kstreams.processor import (
     Cancellable,
-    Headers,
     Processor,
     ProcessorContext,
     PunctuationType,
@@ -46,71 +47,6 @@ K = TypeVar("K")
 V = TypeVar("V")
 VIn = TypeVar("VIn")
 VOut = TypeVar("VOut")
-
-
-class FixedKeyRecord(Generic[K, V]):
-    """A record whose key a processor cannot change: key, value, timestamp (ms) and headers.
-
-    Immutable; ``with_value``, ``with_timestamp`` and ``with_headers`` return modified copies that
-    keep the key. Processors receive these from the runtime and forward copies of them.
-    """
-
-    __slots__ = ("_headers", "_key", "_timestamp", "_value")
-
-    def __init__(self, key: K, value: V, timestamp: int = 0, headers: Headers | None = None) -> None:
-        self._key = key
-        self._value = value
-        self._timestamp = timestamp
-        self._headers = headers
-
-    @property
-    def key(self) -> K:
-        return self._key
-
-    @property
-    def value(self) -> V:
-        return self._value
-
-    @property
-    def timestamp(self) -> int:
-        return self._timestamp
-
-    @property
-    def headers(self) -> Headers | None:
-        return self._headers
-
-    def with_value(self, value: VOut) -> FixedKeyRecord[K, VOut]:
-        return FixedKeyRecord(self._key, value, self._timestamp, self._headers)
-
-    def with_timestamp(self, timestamp: int) -> FixedKeyRecord[K, V]:
-        if not isinstance(timestamp, int) or timestamp < 0:
-            raise ValueError(f"Timestamp must be a non-negative int of ms, got {timestamp!r}.")
-        return FixedKeyRecord(self._key, self._value, timestamp, self._headers)
-
-    def with_headers(self, headers: Headers | None) -> FixedKeyRecord[K, V]:
-        return FixedKeyRecord(self._key, self._value, self._timestamp, list(headers) if headers else headers)
-
-    def to_record(self) -> Record[K, V]:
-        """The plain ``Record`` the topology passes downstream."""
-        return Record(self._key, self._value, self._timestamp, self._headers)
-
-    def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, FixedKeyRecord)
-            and self._key == other._key
-            and self._value == other._value
-            and self._timestamp == other._timestamp
-            and self._headers == other._headers
-        )
-
-    def __hash__(self) -> int:
-        return hash((self._key, self._value, self._timestamp))
-
-    def __repr__(self) -> str:
-        return (
-            f"FixedKeyRecord(key={self._key!r}, value={self._value!r}, timestamp={self._timestamp}, "
-            f"headers={self._headers!r})"
-        )
 
 
 class FixedKeyProcessorContext(abc.ABC, Generic[K, VOut]):

@@ -12,7 +12,7 @@ import enum
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 # A C type, since every processor hop makes one (see its module).
 from kstreams._native.record import Record
@@ -191,10 +191,18 @@ class Processor(abc.ABC, Generic[K, V, KOut, VOut]):
         """Called once when the task closes; release what init acquired."""
 
 
-# The key-preserving processors live in their own module, built on the names above; imported last
-# so that module can import this one.
-from kstreams.fixed_key_processor import (  # noqa: E402
-    FixedKeyProcessor,
-    FixedKeyProcessorContext,
-    FixedKeyRecord,
-)
+# The key-preserving processors live in their own module, built on the names above. They are
+# loaded on first use (PEP 562) rather than imported here: that module imports this one, and an
+# import at the end of this one failed whenever that module was the first to be imported.
+_FIXED_KEY_NAMES = frozenset({"FixedKeyProcessor", "FixedKeyProcessorContext", "FixedKeyRecord"})
+
+if TYPE_CHECKING:
+    from kstreams.fixed_key_processor import FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FIXED_KEY_NAMES:
+        from kstreams import fixed_key_processor
+
+        return getattr(fixed_key_processor, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

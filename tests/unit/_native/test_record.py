@@ -1,13 +1,15 @@
-"""Record (a C type) behaves as the immutable value object processors rely on."""
+"""Record and FixedKeyRecord (C types) behave as the immutable value objects processors rely on."""
 
 from __future__ import annotations
 
 import copy
 import pickle
+import subprocess
+import sys
 
 import pytest
 
-from kstreams.processor import Record
+from kstreams.processor import FixedKeyRecord, Record
 
 
 def test_fields_defaults_and_immutability() -> None:
@@ -61,3 +63,29 @@ def test_subscripted_in_annotations() -> None:
     alias = Record[str, int]
     assert alias.__origin__ is Record  # type: ignore[attr-defined]
     assert alias.__args__ == (str, int)  # type: ignore[attr-defined]
+
+
+def test_fixed_key_record_keeps_its_key_and_becomes_a_record() -> None:
+    record = FixedKeyRecord("k", 1, 5, [("h", b"v")])
+    assert not hasattr(record, "with_key")
+    assert record.with_value(2) == FixedKeyRecord("k", 2, 5, [("h", b"v")])
+    assert record.with_timestamp(7).timestamp == 7
+    assert record.with_headers(None).headers is None
+    assert record.to_record() == Record("k", 1, 5, [("h", b"v")])
+    assert FixedKeyRecord("k", 1, 5) == FixedKeyRecord("k", 1, 5) != FixedKeyRecord("k", 1, 6)
+    assert hash(FixedKeyRecord("k", 1, 5, [])) == hash(FixedKeyRecord("k", 1, 5, None))  # not headers
+    assert repr(FixedKeyRecord("k", 1, 5)) == "FixedKeyRecord(key='k', value=1, timestamp=5, headers=None)"
+    assert pickle.loads(pickle.dumps(record)) == record
+    for bad in (-1, 1.5, "5"):
+        with pytest.raises(ValueError, match="Timestamp must be a non-negative int of ms"):
+            record.with_timestamp(bad)  # type: ignore[arg-type]
+    with pytest.raises(AttributeError):
+        record.key = "j"  # type: ignore[misc]
+
+
+def test_the_fixed_key_module_imports_on_its_own() -> None:
+    """Importing kstreams.fixed_key_processor first (before kstreams.processor) works."""
+    code = "from kstreams.fixed_key_processor import FixedKeyProcessor, FixedKeyRecord; print('ok')"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
