@@ -14,18 +14,13 @@ from types import GenericAlias
 __all__ = ["FixedKeyRecord", "Record"]
 
 
-cdef class Record:
-    """A record flowing through a topology: key, value, event-time timestamp (ms) and headers.
-
-    Records are immutable; the ``with_*`` methods return modified copies.
-    """
+cdef class _RecordFields:
+    """What both record types hold and how they are made, shown and pickled."""
 
     cdef readonly object key
     cdef readonly object value
     cdef readonly object timestamp
     cdef readonly object headers
-
-    __match_args__ = ("key", "value", "timestamp", "headers")
 
     def __init__(self, key, value, timestamp=0, headers=None):
         self.key = key
@@ -35,6 +30,24 @@ cdef class Record:
 
     def __class_getitem__(cls, item):
         return GenericAlias(cls, item)
+
+    def __repr__(self):
+        return (
+            f"{type(self).__name__}(key={self.key!r}, value={self.value!r}, "
+            f"timestamp={self.timestamp!r}, headers={self.headers!r})"
+        )
+
+    def __reduce__(self):
+        return (type(self), (self.key, self.value, self.timestamp, self.headers))
+
+
+cdef class Record(_RecordFields):
+    """A record flowing through a topology: key, value, event-time timestamp (ms) and headers.
+
+    Records are immutable; the ``with_*`` methods return modified copies.
+    """
+
+    __match_args__ = ("key", "value", "timestamp", "headers")
 
     def with_key(self, key):
         return _record(key, self.value, self.timestamp, self.headers)
@@ -61,46 +74,13 @@ cdef class Record:
     def __hash__(self):
         return hash((self.key, self.value, self.timestamp, self.headers))
 
-    def __repr__(self):
-        return (
-            f"{type(self).__name__}(key={self.key!r}, value={self.value!r}, "
-            f"timestamp={self.timestamp!r}, headers={self.headers!r})"
-        )
 
-    def __reduce__(self):
-        return (type(self), (self.key, self.value, self.timestamp, self.headers))
-
-
-cdef inline Record _record(object key, object value, object timestamp, object headers):
-    """A Record made without going through ``__init__``'s argument parsing."""
-    cdef Record record = Record.__new__(Record)
-    record.key = key
-    record.value = value
-    record.timestamp = timestamp
-    record.headers = headers
-    return record
-
-
-cdef class FixedKeyRecord:
+cdef class FixedKeyRecord(_RecordFields):
     """A record whose key a processor cannot change: key, value, timestamp (ms) and headers.
 
     Immutable; ``with_value``, ``with_timestamp`` and ``with_headers`` return modified copies that
     keep the key. Processors receive these from the runtime and forward copies of them.
     """
-
-    cdef readonly object key
-    cdef readonly object value
-    cdef readonly object timestamp
-    cdef readonly object headers
-
-    def __init__(self, key, value, timestamp=0, headers=None):
-        self.key = key
-        self.value = value
-        self.timestamp = timestamp
-        self.headers = headers
-
-    def __class_getitem__(cls, item):
-        return GenericAlias(cls, item)
 
     def with_value(self, value):
         return _fixed_key_record(self.key, value, self.timestamp, self.headers)
@@ -131,20 +111,20 @@ cdef class FixedKeyRecord:
     def __hash__(self):
         return hash((self.key, self.value, self.timestamp))
 
-    def __repr__(self):
-        return (
-            f"FixedKeyRecord(key={self.key!r}, value={self.value!r}, timestamp={self.timestamp}, "
-            f"headers={self.headers!r})"
-        )
 
-    def __reduce__(self):
-        return (type(self), (self.key, self.value, self.timestamp, self.headers))
-
-
-cdef inline FixedKeyRecord _fixed_key_record(object key, object value, object timestamp, object headers):
-    cdef FixedKeyRecord record = FixedKeyRecord.__new__(FixedKeyRecord)
+cdef inline object _fill(_RecordFields record, object key, object value, object timestamp, object headers):
+    """``record`` (just allocated with ``__new__``) with its fields set: a record made without going
+    through ``__init__``'s argument parsing."""
     record.key = key
     record.value = value
     record.timestamp = timestamp
     record.headers = headers
     return record
+
+
+cdef inline object _record(object key, object value, object timestamp, object headers):
+    return _fill(Record.__new__(Record), key, value, timestamp, headers)
+
+
+cdef inline object _fixed_key_record(object key, object value, object timestamp, object headers):
+    return _fill(FixedKeyRecord.__new__(FixedKeyRecord), key, value, timestamp, headers)
