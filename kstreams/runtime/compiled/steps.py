@@ -546,7 +546,7 @@ class _PythonAggregation(Step, abc.ABC):
             ],
             dtype=np.int64,
         )
-        offsets = np.asarray([columns.offsets[i] for *_, i in updates], dtype=np.int64)
+        offsets = _at(columns.arrays()[1], updates)
         for sink in sinks:
             context.node = sink
             sink.send_batch(keys, values, timestamps, offsets)
@@ -564,13 +564,14 @@ class _PythonAggregation(Step, abc.ABC):
                 self._put(self._below, raw, start, data)
             return
         if writes:
+            timestamps, offsets = columns.arrays()
             self._write_changes(
                 RecordBatch.from_columns(
                     [self._change_key(raw, start) for raw, start, _, _ in writes],
                     [data for _, _, data, _ in writes],
-                    np.asarray([columns.timestamps[i] for *_, i in writes], dtype=np.int64),
+                    _at(timestamps, writes),
                     0,
-                    np.asarray([columns.offsets[i] for *_, i in writes], dtype=np.int64),
+                    _at(offsets, writes),
                 )
             )
 
@@ -769,6 +770,11 @@ def change_writer(layer: Any) -> Callable[[RecordBatch], None] | None:
     if isinstance(layer, InnerWindowStore) and not layer.retain_duplicates:
         return lambda changes: layer.put_changes(change_pairs(changes))
     return None
+
+
+def _at(column: Any, rows: list[Any]) -> Any:
+    """The entries of an int64 column at the record indices that end each of ``rows``."""
+    return column[np.fromiter((row[-1] for row in rows), dtype=np.intp, count=len(rows))]
 
 
 def _decoded(task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> Columns:

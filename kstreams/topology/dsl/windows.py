@@ -77,15 +77,15 @@ class TimeWindows:
 
     def windows_for(self, timestamp: int) -> list[tuple[int, int]]:
         """Every window (start, end) that contains ``timestamp``, oldest first."""
-        size = self.size_ms
-        if self.advance_ms == size:  # tumbling: one window, found per record
+        size, advance = self.size_ms, self.advance_ms
+        if advance == size:  # tumbling (see ``tumbling``): one window, found per record
             start = timestamp - timestamp % size
             return [(start, start + size)]
-        start = (max(0, timestamp - self.size_ms + self.advance_ms) // self.advance_ms) * self.advance_ms
+        start = (max(0, timestamp - size + advance) // advance) * advance
         windows = []
         while start <= timestamp:
-            windows.append((start, start + self.size_ms))
-            start += self.advance_ms
+            windows.append((start, start + size))
+            start += advance
         return windows
 
 

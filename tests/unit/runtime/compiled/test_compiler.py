@@ -180,22 +180,31 @@ def mode(compiled: str) -> dict[str, Any]:
     return {} if compiled == "1" else dict(PER_RECORD)
 
 
-def run_driver(
+def driven(
     make: Callable[[], Any], data: list[tuple[str, Any, int, int]], config: dict[str, Any] | None = None
-):  # type: ignore[no-untyped-def]
+) -> TopologyTestDriver:
+    """A driver of ``make()``'s topology that has read ``data``: documents from "in", numbers
+    from "longs" (each where the topology reads that topic). The caller closes it."""
     driver = TopologyTestDriver(
         make(), {"default.key.serde": "string", "default.value.serde": "string", **(config or {})}
     )
+    topics = driver._plan.source_topics
+    if "in" in topics:
+        inp = driver.create_input_topic("in", STRING, JSON)
+        for key, doc, _, ts in data:
+            inp.pipe_input(key, doc, ts)
+    if "longs" in topics:
+        inp = driver.create_input_topic("longs", STRING, LONG_SERDE)
+        for key, _, number, ts in data:
+            inp.pipe_input(key, number, ts)
+    return driver
+
+
+def run_driver(
+    make: Callable[[], Any], data: list[tuple[str, Any, int, int]], config: dict[str, Any] | None = None
+):  # type: ignore[no-untyped-def]
+    driver = driven(make, data, config)
     try:
-        topics = driver._plan.source_topics
-        if "in" in topics:
-            inp = driver.create_input_topic("in", STRING, JSON)
-            for key, doc, _, ts in data:
-                inp.pipe_input(key, doc, ts)
-        if "longs" in topics:
-            inp = driver.create_input_topic("longs", STRING, LONG_SERDE)
-            for key, _, number, ts in data:
-                inp.pipe_input(key, number, ts)
         out = {}
         for topic, serde in (("out", None), ("out-min", LONG_SERDE), ("out-windowed", LONG_SERDE)):
             if topic in {t for s in driver._plan.subtopologies for t in s.sink_topics}:
@@ -595,18 +604,8 @@ def test_aggregations_without_a_cache_run_in_the_kernel_as_per_record(
 
 def _store_contents(make: Callable[[], Any], data: list[Any], config: dict[str, Any]) -> dict[str, Any]:
     """Every store's entries after the driver ran ``data`` through ``make()``'s topology."""
-    driver = TopologyTestDriver(
-        make(), {"default.key.serde": "string", "default.value.serde": "string", **config}
-    )
+    driver = driven(make, data, config)
     try:
-        topics = driver._plan.source_topics
-        docs = driver.create_input_topic("in", STRING, JSON)
-        for key, doc, _, ts in data:
-            docs.pipe_input(key, doc, ts)
-        if "longs" in topics:
-            longs = driver.create_input_topic("longs", STRING, LONG_SERDE)
-            for key, _, number, ts in data:
-                longs.pipe_input(key, number, ts)
         stores: dict[str, Any] = {name: driver.get_state_store(name) for name in driver._plan.store_builders}
         return {name: sorted(store.all()) for name, store in stores.items()}
     finally:
