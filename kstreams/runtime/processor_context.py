@@ -261,5 +261,11 @@ class ProcessorContextImpl(ProcessorContext[Any, Any]):
     def record_cache(self) -> Any:
         return self._task.record_cache
 
+    @property
+    def cache_holder(self) -> Any:
+        """The task: its ``record_cache`` attribute is the cache of the thread running it now
+        (what ``record_cache()`` returns), for store accessors that read it per record in C."""
+        return self._task
+
     def current_timestamp(self) -> int:
         return self.record_context.timestamp

@@ -25,8 +25,9 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, ClassVar
 
+from kstreams._native.store_access import CachedKeyValueAccess, CachedWindowAccess
 from kstreams.errors import ProcessorStateException
 from kstreams.state.changelogging import (
     ChangeLoggingKeyValueStore,
@@ -83,6 +84,8 @@ class _Caching(StoreLayer):
 
     # Each layer defines how a flushed entry reaches its store.
     _on_flush: Callable[[CacheEntries], None]
+    # The C accessor of the metered layer's per-record read and write over this layer, if any.
+    _ACCESS: ClassVar[type | None] = None
 
     def __init__(self, wrapped: StateStore) -> None:
         super().__init__(wrapped)
@@ -112,6 +115,18 @@ class _Caching(StoreLayer):
         layer above turns them typed)."""
         self._listener = listener
         return True
+
+    def record_access(self, store: Any, string_keys: bool, bytes_keys: bool, stamped_longs: bool) -> Any:
+        """An accessor doing the per-record read and write of ``store`` (the metered layer right
+        above) through this layer's cache in one C call each on the common path (``_ACCESS``, see
+        ``kstreams._native.store_access``); None for a store not open in a task (its context
+        holds no task's cache) or a layer without one."""
+        context = self._context
+        holder = getattr(context, "cache_holder", None)
+        if self._ACCESS is None or holder is None or not self._namespace:
+            return None
+        namespace = self._namespace
+        return self._ACCESS(store, self, holder, context, namespace, string_keys, bytes_keys, stamped_longs)
 
     def current_cache(self) -> Any:
         """The current thread's cache with this store's namespace in it, or None without caching."""
@@ -206,6 +221,7 @@ class CachingKeyValueStore(_Caching, KeyValueStore[bytes, bytes]):
     """A record-cache layer over a key-value store of bytes."""
 
     wrapped: KeyValueStore[bytes, bytes]
+    _ACCESS = CachedKeyValueAccess
 
     def __init__(self, wrapped: KeyValueStore[bytes, bytes]) -> None:
         super().__init__(wrapped)
@@ -234,6 +250,11 @@ class CachingKeyValueStore(_Caching, KeyValueStore[bytes, bytes]):
         hit = cache.get(self._namespace, key)
         if hit is not None:
             return hit[0]  # type: ignore[no-any-return]
+        return self.read_through(cache, key)
+
+    def read_through(self, cache: Any, key: bytes) -> bytes | None:
+        """A get after ``cache`` missed: the store below's value, then cached (clean) unless an
+        interactive query reads."""
         value = self.wrapped.get(key)
         if value is not None and _filling_allowed():
             cache.put_clean(self._namespace, key, value, self._timestamp())
@@ -290,6 +311,8 @@ class CachingWindowStore(_Caching, WindowLayer, WindowStore[bytes, bytes]):
 
     Flushed entries reach the listener as (WindowedKey[bytes], new, old, timestamp).
     """
+
+    _ACCESS = CachedWindowAccess
 
     def __init__(self, wrapped: WindowStore[bytes, bytes]) -> None:
         super().__init__(wrapped)

@@ -45,7 +45,8 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from kstreams.errors import SerializationException
-from kstreams.serdes import serde_from_config
+from kstreams.serdes import Serdes, serde_from_config
+from kstreams.state.caching import CachingKeyValueStore, CachingWindowStore
 from kstreams.state.layer import SessionLayer, StoreLayer, WindowLayer
 from kstreams.state.store import (
     FlushListener,
@@ -233,6 +234,27 @@ class _Metered(StoreLayer, Generic[K, V]):
         finally:
             self._unmeter()
 
+    def _cached_access(self, base: type, read: str, caching_type: type) -> Any:
+        """The C accessor of this store's ``read`` and ``put`` over the caching layer right below
+        (see ``_Caching.record_access``), or None where the layers must act: store metrics are
+        recorded (DEBUG: the timed methods), a subclass reads or writes its own way, the next
+        layer is not ``caching_type``, the store is not open in a task."""
+        caching = self.wrapped
+        if (
+            self._metrics is not None
+            or getattr(type(self), read) is not getattr(base, read)
+            or type(self).put is not base.put  # type: ignore[attr-defined]
+            or type(caching) is not caching_type
+        ):
+            return None
+        key_serde = self.key_serde
+        return caching.record_access(  # type: ignore[attr-defined]
+            self,
+            string_keys=key_serde is Serdes.string(),
+            bytes_keys=key_serde is None or key_serde is Serdes.bytes(),
+            stamped_longs=bool(getattr(self, "timestamped", False)) and self.value_serde is Serdes.long(),
+        )
+
     def raw_key(self, key: K) -> bytes:
         """The bytes ``key`` is stored under (its serialized form)."""
         last = self._last_key
@@ -318,6 +340,16 @@ class MeteredKeyValueStore(_Metered[K, V], KeyValueStore[K, V]):
 
         return self.wrapped.set_flush_listener(forward)
 
+    def record_access(self) -> tuple[Callable[[K], V | None], Callable[[K, V | None], None]]:
+        """The ``(get, put)`` a processor calls per record: this store's own, or, over a caching
+        layer, an accessor's doing the same in one C call each while the key and value are the
+        common kinds and the entry is cached. Ask from the processor's ``init`` (the store is open
+        then); with store metrics recorded (DEBUG), the timed methods."""
+        access = self._cached_access(MeteredKeyValueStore, "get", CachingKeyValueStore)
+        if access is not None:
+            return access.get, access.put
+        return self.get, self.put
+
     def get(self, key: K) -> V | None:
         return self._value(self.wrapped.get(self.raw_key(key)))
 
@@ -395,6 +427,18 @@ class MeteredWindowStore(_Metered[K, V], WindowLayer, WindowStore[K, V]):
 
     def set_flush_listener(self, listener: FlushListener | None) -> bool:
         return self._set_windowed_flush_listener(listener)
+
+    def record_access(
+        self,
+    ) -> tuple[Callable[[K, int], V | None], Callable[[K, V | None, int], None]]:
+        """The ``(fetch, put)`` a processor calls per record and window: this store's own, or,
+        over a caching layer, an accessor's doing the same in one C call each while the key and
+        value are the common kinds and the window is cached. Ask from the processor's ``init``;
+        with store metrics recorded (DEBUG), the timed methods."""
+        access = self._cached_access(MeteredWindowStore, "fetch", CachingWindowStore)
+        if access is not None:
+            return access.fetch, access.put
+        return self.fetch, self.put
 
     def put(self, key: K, value: V | None, window_start: int) -> None:
         key_bytes = self.raw_key(key)

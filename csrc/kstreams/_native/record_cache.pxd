@@ -224,6 +224,7 @@ cdef class RecordCache:
                       vector[ks_PendingFlush]& pending) except -1
     cdef object _unknown(self, str namespace)
     cdef vector[string] _sorted_names(self)
+    cdef tuple _get(self, str namespace, bytes key)
     cdef int _put(self, str namespace, bytes key, object value, int64_t timestamp,
                   bool dirty, bool only_if_absent) except -2
     cdef int _flush_one(self, const string& name, object namespace) except -1

@@ -437,6 +437,9 @@ cdef class RecordCache:
     def get(self, str namespace not None, bytes key not None):
         """(value, timestamp) if cached (value None: a cached tombstone); None on a miss.
         A hit moves the entry to most-recently-used."""
+        return self._get(namespace, key)
+
+    cdef tuple _get(self, str namespace, bytes key):
         # The hottest call of the per-record path: namespace and key are looked up as views and
         # the value copied once, into its bytes object (making bytes runs no Python code, so it
         # may happen under the mutex).

@@ -13,10 +13,7 @@ __all__ = ["ValueAndTimestamp"]
 
 
 cdef class ValueAndTimestamp:
-    """``value`` and the timestamp that goes with it."""
-
-    cdef readonly object value
-    cdef readonly object timestamp
+    """``value`` and the timestamp that goes with it (fields declared in the .pxd)."""
 
     __match_args__ = ("value", "timestamp")
 

@@ -23,7 +23,7 @@ from kstreams.state.value_and_timestamp import ValueAndTimestamp
 from kstreams.topology.dsl.emit_strategy import EmitStrategy
 from kstreams.topology.dsl.processors.emit_position import EmitPosition
 from kstreams.topology.dsl.processors.forwarding import ChangeForwarder
-from kstreams.topology.dsl.processors.store_access import get_store
+from kstreams.topology.dsl.processors.store_access import get_store, record_access, window_access
 from kstreams.topology.dsl.records import Change
 from kstreams.topology.dsl.windows import TimeWindows
 
@@ -123,6 +123,7 @@ class StreamAggregateProcessor(Processor[Any, Any, Any, Any]):
         self.context = context
         self.store = get_store(context, self.spec.store_name)
         self.forwarder = ChangeForwarder(self.store, context)
+        self._get, self._put = record_access(self.store)
 
     def process(self, record: Record[Any, Any]) -> None:
         if record.key is None or record.value is None:
@@ -132,11 +133,11 @@ class StreamAggregateProcessor(Processor[Any, Any, Any, Any]):
                 self.spec.store_name,
             )
             return
-        stored = self.store.get(record.key)
+        stored = self._get(record.key)
         old = None if stored is None else stored.value
         new = self.spec._apply(record.key, record.value, old)
         timestamp = updated_timestamp(record.timestamp, stored)
-        self.store.put(record.key, ValueAndTimestamp.make(new, timestamp))
+        self._put(record.key, ValueAndTimestamp.make(new, timestamp))
         self.forwarder.maybe_forward(record.key, new, old, timestamp)
 
 
@@ -208,6 +209,7 @@ class WindowStoreAggregateProcessor(Processor[Any, Any, Any, Any]):
         self.context = context
         self.store = get_store(context, self.spec.store_name)
         self.forwarder = ChangeForwarder(self.store, context, key_mapper=self._window_key)
+        self._fetch, self._put = window_access(self.store)
         if self.emit_on_close:
             self.emit_position = EmitPosition(context, self.spec.store_name)
             if self.emit_position.started:
@@ -293,11 +295,11 @@ class WindowedAggregateProcessor(WindowStoreAggregateProcessor):
                     self.grace_ms,
                 )
                 continue
-            stored = self.store.fetch(record.key, start)
+            stored = self._fetch(record.key, start)
             old = None if stored is None else stored.value
             new = self.spec._apply(record.key, record.value, old)
             new_timestamp = updated_timestamp(timestamp, stored)
-            self.store.put(record.key, ValueAndTimestamp.make(new, new_timestamp), start)
+            self._put(record.key, ValueAndTimestamp.make(new, new_timestamp), start)
             # A caching store forwards at flush: no window key to build per update then.
             if not self.emit_on_close and not self.forwarder.cached:
                 self.forwarder.maybe_forward(WindowedKey(record.key, start, end), new, old, new_timestamp)

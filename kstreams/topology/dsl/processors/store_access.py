@@ -9,12 +9,13 @@ the runtime initialised it.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from kstreams.processor import ProcessorContext
 from kstreams.serdes import serde_from_config
 
-__all__ = ["get_store"]
+__all__ = ["get_store", "record_access", "window_access"]
 
 logger = logging.getLogger(__name__)
 
@@ -31,3 +32,21 @@ def get_store(context: ProcessorContext[Any, Any], name: str) -> Any:
             serde_from_config(configs, "default.value.serde"),
         )
     return store
+
+
+def record_access(store: Any) -> tuple[Callable[[Any], Any], Callable[[Any, Any], None]]:
+    """The ``(get, put)`` to call per record on a key-value store: the store's ``record_access()``
+    where it has one (the DSL's own stores: one C call each on a cache hit), else its methods."""
+    access = getattr(store, "record_access", None)
+    if access is not None:
+        return access()  # type: ignore[no-any-return]
+    return store.get, store.put
+
+
+def window_access(store: Any) -> tuple[Callable[[Any, int], Any], Callable[[Any, Any, int], None]]:
+    """The ``(fetch, put)`` to call per record and window on a window store: the store's
+    ``record_access()`` where it has one, else its methods."""
+    access = getattr(store, "record_access", None)
+    if access is not None:
+        return access()  # type: ignore[no-any-return]
+    return store.fetch, store.put

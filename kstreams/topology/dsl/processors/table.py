@@ -21,7 +21,7 @@ from typing import Any
 from kstreams.processor import Processor, ProcessorContext, Record
 from kstreams.state.value_and_timestamp import ValueAndTimestamp
 from kstreams.topology.dsl.processors.forwarding import ChangeForwarder
-from kstreams.topology.dsl.processors.store_access import get_store
+from kstreams.topology.dsl.processors.store_access import get_store, record_access
 from kstreams.topology.dsl.records import Change
 
 __all__ = [
@@ -196,16 +196,18 @@ class _Materializing(Processor[Any, Any, Any, Any]):
         self.context = context
         self.store = get_store(context, self.store_name) if self.store_name else None
         self.forwarder = ChangeForwarder(self.store, context) if self.store is not None else None
+        if self.store is not None:
+            self._get, self._put = record_access(self.store)
 
     def stored_value(self, key: Any) -> Any:
         """The plain value this processor's store holds for ``key`` (None: no row)."""
         assert self.store is not None
-        return _value_of(self.store.get(key))
+        return _value_of(self._get(key))
 
     def emit(self, record: Record[Any, Any], new: Any, old: Any) -> None:
         """Store (when materialized) and forward ``Change(new, old)`` at the record's timestamp."""
         if self.store is not None and self.forwarder is not None:
-            self.store.put(record.key, ValueAndTimestamp.make(new, record.timestamp))
+            self._put(record.key, ValueAndTimestamp.make(new, record.timestamp))
             self.forwarder.maybe_forward(record.key, new, old, record.timestamp)
         else:
             self.context.forward(record.with_value(Change(new, old)))

@@ -24,7 +24,7 @@ from kstreams.serdes import serde_from_config
 from kstreams.state.value_and_timestamp import ValueAndTimestamp
 from kstreams.topology.dsl.processors.aggregate import AggregateKind, combine
 from kstreams.topology.dsl.processors.forwarding import ChangeForwarder
-from kstreams.topology.dsl.processors.store_access import get_store
+from kstreams.topology.dsl.processors.store_access import get_store, record_access
 from kstreams.topology.dsl.records import Change
 
 __all__ = ["ChangeSerde", "TableAggregateSupplier", "TableSelectSupplier"]
@@ -194,6 +194,7 @@ class _TableAggregate(Processor[Any, Any, Any, Any]):
         self.spec.change_serde.bind_defaults(context.app_configs)
         self.store = get_store(context, self.spec.store_name)
         self.forwarder = ChangeForwarder(self.store, context)
+        self._get, self._put = record_access(self.store)
 
     def process(self, record: Record[Any, Any]) -> None:
         if record.key is None:
@@ -201,7 +202,7 @@ class _TableAggregate(Processor[Any, Any, Any, Any]):
         change: Change[Any] = record.value
         spec = self.spec
         key = record.key
-        stored = self.store.get(key)
+        stored = self._get(key)
         old_aggregate = None if stored is None else stored.value
         aggregate = old_aggregate
         # Kafka's rule: the aggregate's timestamp counts once it is subtracted from or added to.
@@ -214,5 +215,5 @@ class _TableAggregate(Processor[Any, Any, Any, Any]):
             )
         if change.new_value is not None:
             aggregate = combine(spec.kind, spec.initializer, spec.adder, key, change.new_value, aggregate)
-        self.store.put(key, ValueAndTimestamp.make(aggregate, timestamp))
+        self._put(key, ValueAndTimestamp.make(aggregate, timestamp))
         self.forwarder.maybe_forward(key, aggregate, old_aggregate, timestamp)

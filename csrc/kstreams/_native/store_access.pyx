@@ -1,0 +1,220 @@
+# cython: language_level=3
+"""Per-record reads and writes of a cached key-value or window store, one call each.
+
+A DSL aggregation reads and writes its store once per input record (per window, windowed). Through the store's layers
+that is about six Python calls each way: the metered layer serializes key and value, the caching
+layer finds the running thread's cache and the record's timestamp, the cache looks the entry up.
+On a cache hit, which is most records, those calls were most of a record's time.
+``CachedKeyValueAccess`` and ``CachedWindowAccess`` do what the layers do on that path in C: the key serialized by the built-in string serde (or
+bytes taken as they are), the cache entry read or written directly, a timestamped long (a
+count or a sum) decoded and encoded in place. Every other case calls the layers, which remain
+the one definition of what a get and a put do: a cache miss, a deletion, another serde, no
+cache, a cache the store has not registered with yet.
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.long cimport PyLong_AsLongLongAndOverflow
+from cpython.unicode cimport PyUnicode_AsUTF8String
+from libc.stdint cimport int64_t, uint8_t, uint64_t
+from libc.string cimport memcpy
+
+from kstreams._native.record_cache cimport RecordCache
+from kstreams._native.value_and_timestamp cimport ValueAndTimestamp
+
+__all__ = ["CachedKeyValueAccess", "CachedWindowAccess"]
+
+
+cdef inline int64_t _read_be64(const char* p) noexcept nogil:
+    cdef const uint8_t* b = <const uint8_t*>p
+    cdef uint64_t v = 0
+    cdef int i
+    for i in range(8):
+        v = (v << 8) | b[i]
+    return <int64_t>v
+
+
+cdef inline void _write_be64(char* p, int64_t value) noexcept nogil:
+    cdef uint64_t v = <uint64_t>value
+    cdef int i
+    for i in range(7, -1, -1):
+        p[i] = <char>(v & 0xFF)
+        v >>= 8
+
+
+cdef class _CachedAccess:
+    """What both accessors share: the metered layer (``store``) whose results they give, the
+    caching layer below it, and how to reach the running thread's cache.
+
+    Built once the store is open (it needs the caching layer's namespace). ``holder.record_cache``
+    is the cache of the thread running the store's task (it changes when the task moves) and
+    ``context.record_context.timestamp`` the current record's timestamp, what the caching layer
+    stamps entries with. ``string_keys``: the key serde is the built-in string serde;
+    ``bytes_keys``: keys are stored as the bytes they are; ``stamped_longs``: values are
+    ``ValueAndTimestamp`` of the built-in long serde, stored as 8-byte timestamp + 8-byte long.
+    """
+
+    cdef object _store
+    cdef object _caching
+    cdef object _holder
+    cdef object _context
+    cdef str _namespace
+    cdef object _held  # the cache the namespace is known to be registered in (or None)
+    cdef bint _string_keys
+    cdef bint _bytes_keys
+    cdef bint _stamped_longs
+    cdef object _lock_acquire
+    cdef object _lock_release
+
+    def __init__(self, store, caching, holder, context, str namespace not None, bint string_keys,
+                 bint bytes_keys, bint stamped_longs):
+        self._store = store
+        self._caching = caching
+        self._holder = holder
+        self._context = context
+        self._namespace = namespace
+        self._held = None
+        self._string_keys = string_keys
+        self._bytes_keys = bytes_keys
+        self._stamped_longs = stamped_longs
+        self._lock_acquire = store.query_lock.acquire
+        self._lock_release = store.query_lock.release
+
+    cdef RecordCache _cache(self):
+        """The running thread's cache with the namespace in it, or None (the layers then act)."""
+        cache = self._holder.record_cache
+        if cache is self._held and cache is not None:
+            return <RecordCache>cache
+        if type(cache) is not RecordCache:
+            return None
+        # A cache this store has not used yet: the caching layer registers the namespace in it.
+        if self._caching.current_cache() is not cache:
+            return None
+        self._held = cache
+        return <RecordCache>cache
+
+    cdef object _key_bytes(self, object key):
+        if self._string_keys and type(key) is str:
+            return PyUnicode_AsUTF8String(key)
+        if self._bytes_keys and type(key) is bytes:
+            return key
+        return self._store.raw_key(key)
+
+    cdef object _decode(self, object data):
+        """The metered layer's value of stored bytes (None: a cached deletion)."""
+        cdef ValueAndTimestamp made
+        if data is None:
+            return None
+        if self._stamped_longs and PyBytes_GET_SIZE(data) == 16:
+            made = ValueAndTimestamp.__new__(ValueAndTimestamp)
+            made.timestamp = _read_be64(PyBytes_AS_STRING(data))
+            made.value = _read_be64(PyBytes_AS_STRING(data) + 8)
+            return made
+        return self._store._value(data)
+
+    cdef object _encode(self, object value):
+        """The bytes the metered layer stores for a value that is not None; None when it stores
+        none (the layers then decide)."""
+        data = self._stamped_long(value) if self._stamped_longs else None
+        return self._store._value_bytes(value) if data is None else data
+
+    cdef object _stamped_long(self, object value):
+        """The 16 stored bytes of a ValueAndTimestamp of two int64s, else None."""
+        if type(value) is not ValueAndTimestamp:
+            return None
+        cdef ValueAndTimestamp stamped = <ValueAndTimestamp>value
+        if type(stamped.value) is not int or type(stamped.timestamp) is not int:
+            return None
+        cdef int overflow = 0
+        cdef long long number = PyLong_AsLongLongAndOverflow(stamped.value, &overflow)
+        if overflow:
+            return None
+        cdef long long timestamp = PyLong_AsLongLongAndOverflow(stamped.timestamp, &overflow)
+        if overflow:
+            return None
+        data = PyBytes_FromStringAndSize(NULL, 16)
+        cdef char* p = PyBytes_AS_STRING(data)
+        _write_be64(p, timestamp)
+        _write_be64(p + 8, number)
+        return data
+
+    cdef int _write(self, RecordCache cache, object cache_key, object data) except -1:
+        """Put a dirty entry stamped with the current record's timestamp, under the store's
+        query lock as the metered layer writes."""
+        cdef int64_t timestamp = self._context.record_context.timestamp
+        self._lock_acquire()
+        try:
+            cache._put(self._namespace, cache_key, data, timestamp, True, False)
+        finally:
+            self._lock_release()
+        return 0
+
+
+cdef class CachedKeyValueAccess(_CachedAccess):
+    """``get(key)`` and ``put(key, value)`` of a metered key-value store whose next layer is a
+    caching layer, with the results of the metered layer's own ``get`` and ``put``."""
+
+    def get(self, key):
+        """The store's value for ``key`` (None when absent), as the metered layer's ``get``."""
+        cdef RecordCache cache = self._cache()
+        if cache is None:
+            return type(self._store).get(self._store, key)
+        key_bytes = self._key_bytes(key)
+        hit = cache._get(self._namespace, key_bytes)
+        if hit is None:
+            return self._store._value(self._caching.read_through(cache, key_bytes))
+        return self._decode((<tuple>hit)[0])
+
+    def put(self, key, value):
+        """Write ``value`` for ``key`` (None deletes), as the metered layer's ``put``."""
+        cdef RecordCache cache = self._cache()
+        if cache is None or value is None:
+            type(self._store).put(self._store, key, value)
+            return
+        key_bytes = self._key_bytes(key)
+        data = self._encode(value)
+        if data is None:
+            type(self._store).put(self._store, key, value)
+            return
+        self._write(cache, key_bytes, data)
+
+
+cdef class CachedWindowAccess(_CachedAccess):
+    """``fetch(key, window_start)`` and ``put(key, value, window_start)`` of a metered window
+    store whose next layer is a caching layer, with the results of the metered layer's own."""
+
+    def fetch(self, key, int64_t window_start):
+        """The store's value for ``key`` in the window starting at ``window_start`` (None when
+        absent), as the metered layer's ``fetch``."""
+        cdef RecordCache cache = self._cache()
+        if cache is None:
+            return type(self._store).fetch(self._store, key, window_start)
+        key_bytes = self._key_bytes(key)
+        hit = cache._get(self._namespace, _window_key(key_bytes, window_start))
+        if hit is None:
+            # A window the cache does not hold is read below it, without filling the cache.
+            return self._store._value(self._caching.wrapped.fetch(key_bytes, window_start))
+        return self._decode((<tuple>hit)[0])
+
+    def put(self, key, value, int64_t window_start):
+        """Write ``value`` for ``key`` in the window starting at ``window_start`` (None deletes),
+        as the metered layer's ``put``."""
+        cdef RecordCache cache = self._cache()
+        if cache is None or value is None:
+            type(self._store).put(self._store, key, value, window_start)
+            return
+        key_bytes = self._key_bytes(key)
+        data = self._encode(value)
+        if data is None:
+            type(self._store).put(self._store, key, value, window_start)
+            return
+        self._write(cache, _window_key(key_bytes, window_start), data)
+
+
+cdef bytes _window_key(bytes key, int64_t start):
+    """``key`` followed by the 8-byte big-endian window start (the cache key of a window)."""
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(key)
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, n + 8)
+    cdef char* p = PyBytes_AS_STRING(out)
+    memcpy(p, PyBytes_AS_STRING(key), n)
+    _write_be64(p + n, start)
+    return out

@@ -1,0 +1,33 @@
+"""Stub of csrc/kstreams/_native/store_access.pyx."""
+
+from typing import Any
+
+class _CachedAccess:
+    """The metered layer (``store``) whose results an accessor gives, the caching layer below
+    it, and how to reach the running thread's cache."""
+
+    def __init__(
+        self,
+        store: Any,
+        caching: Any,
+        holder: Any,
+        context: Any,
+        namespace: str,
+        string_keys: bool,
+        bytes_keys: bool,
+        stamped_longs: bool,
+    ) -> None: ...
+
+class CachedKeyValueAccess(_CachedAccess):
+    """``get(key)`` and ``put(key, value)`` of a metered key-value store whose next layer is a
+    caching layer, with the results of the metered layer's own ``get`` and ``put``."""
+
+    def get(self, key: Any) -> Any: ...
+    def put(self, key: Any, value: Any) -> None: ...
+
+class CachedWindowAccess(_CachedAccess):
+    """``fetch(key, window_start)`` and ``put(key, value, window_start)`` of a metered window
+    store whose next layer is a caching layer, with the results of the metered layer's own."""
+
+    def fetch(self, key: Any, window_start: int) -> Any: ...
+    def put(self, key: Any, value: Any, window_start: int) -> None: ...

@@ -1,0 +1,243 @@
+"""Per-record store access (``record_access()``): the C accessors over a caching layer must give
+what the metered layer's own get/fetch and put give, and leave the same store, changelog and
+flushes."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from kstreams import Serdes
+from kstreams._native.record_cache import RecordCache
+from kstreams._native.store_access import CachedKeyValueAccess, CachedWindowAccess
+from kstreams.errors import SerializationException
+from kstreams.runtime.metrics import MetricsRegistry
+from kstreams.state.caching import CachingKeyValueStore, CachingWindowStore
+from kstreams.state.changelogging import ChangeLoggingKeyValueStore, ChangeLoggingWindowStore
+from kstreams.state.in_memory import InMemoryKeyValueStore, InMemoryWindowStore
+from kstreams.state.metered import MeteredKeyValueStore
+from kstreams.state.timestamped import MeteredTimestampedKeyValueStore, MeteredTimestampedWindowStore
+from kstreams.state.value_and_timestamp import ValueAndTimestamp
+from tests.unit.state.conftest import RecordingContext
+
+
+class TaskContext(RecordingContext):
+    """A store context shaped as a task's: ``cache_holder.record_cache`` is the cache and
+    ``record_context.timestamp`` the current record's timestamp."""
+
+    def __init__(self, state_dir: Path, cache: Any, metrics: MetricsRegistry | None = None) -> None:
+        super().__init__(state_dir, cache=cache, metrics=metrics)
+        self.cache_holder = SimpleNamespace(record_cache=cache)
+        self.record_context = SimpleNamespace(timestamp=0)
+
+    def record_cache(self) -> Any:
+        return self.cache_holder.record_cache
+
+    def current_timestamp(self) -> int:
+        return int(self.record_context.timestamp)
+
+
+def stack(
+    tmp_path: Path,
+    name: str,
+    cache: Any,
+    key_serde: Any,
+    value_serde: Any,
+    timestamped: bool = True,
+    metrics: MetricsRegistry | None = None,
+) -> tuple[Any, InMemoryKeyValueStore, TaskContext, list[tuple[Any, ...]]]:
+    """A DSL-shaped store (metered over caching over change-logging over in-memory), open, with a
+    flush listener recording what it forwards."""
+    inner = InMemoryKeyValueStore(name)
+    layer = MeteredTimestampedKeyValueStore if timestamped else MeteredKeyValueStore
+    store = layer(CachingKeyValueStore(ChangeLoggingKeyValueStore(inner)), key_serde, value_serde)
+    context = TaskContext(tmp_path / name, cache, metrics)
+    store.init(context, store)
+    flushed: list[tuple[Any, ...]] = []
+    store.set_flush_listener(lambda *entry: flushed.append(entry))
+    return store, inner, context, flushed
+
+
+def window_stack(
+    tmp_path: Path, name: str, cache: Any, value_serde: Any
+) -> tuple[Any, InMemoryWindowStore, TaskContext, list[tuple[Any, ...]]]:
+    """A DSL-shaped timestamped window store with string keys (100 ms windows), open, with a
+    flush listener recording what it forwards."""
+    inner = InMemoryWindowStore(name, 1_000_000, 100, False)
+    store = MeteredTimestampedWindowStore(
+        CachingWindowStore(ChangeLoggingWindowStore(inner)), Serdes.string(), value_serde
+    )
+    context = TaskContext(tmp_path / name, cache)
+    store.init(context, store)
+    flushed: list[tuple[Any, ...]] = []
+    store.set_flush_listener(lambda *entry: flushed.append(entry))
+    return store, inner, context, flushed
+
+
+def test_cached_dsl_stores_hand_out_the_c_accessors(tmp_path: Path) -> None:
+    store, *_ = stack(tmp_path, "s", RecordCache(1 << 20), Serdes.string(), Serdes.long())
+    get, put = store.record_access()
+    assert isinstance(get.__self__, CachedKeyValueAccess)
+    assert put.__self__ is get.__self__
+    windows, *_ = window_stack(tmp_path, "w", RecordCache(1 << 20), Serdes.long())
+    fetch, put = windows.record_access()
+    assert isinstance(fetch.__self__, CachedWindowAccess)
+    assert put.__self__ is fetch.__self__
+
+
+def test_without_a_task_cache_or_with_metrics_the_store_methods_are_used(tmp_path: Path) -> None:
+    store = MeteredTimestampedKeyValueStore(
+        CachingKeyValueStore(ChangeLoggingKeyValueStore(InMemoryKeyValueStore("plain"))),
+        Serdes.string(),
+        Serdes.long(),
+    )
+    store.init(RecordingContext(tmp_path / "plain"), store)  # no cache_holder: not a task's store
+    assert store.record_access() == (store.get, store.put)
+
+    metrics = MetricsRegistry(recording_level="DEBUG")
+    timed, *_ = stack(
+        tmp_path, "timed", RecordCache(1 << 20), Serdes.string(), Serdes.long(), metrics=metrics
+    )
+    get, put = timed.record_access()
+    assert get == timed.get and put == timed.put  # the timed methods: latencies keep being recorded
+    put("k", ValueAndTimestamp.make(1, 5))
+    assert get("k") == ValueAndTimestamp.make(1, 5)
+    snapshot = metrics.snapshot().items()
+    recorded = {m.name: v for m, v in snapshot if m.tags.get("in-memory-state-id") == "timed"}
+    assert recorded["put-rate"] > 0 and recorded["get-rate"] > 0
+
+
+@pytest.mark.parametrize(
+    ("key_serde", "value_serde", "timestamped", "keys", "values"),
+    [
+        # the DSL's counts and sums: both fast paths
+        (Serdes.string(), Serdes.long(), True, [f"key-{i}" for i in range(40)], None),
+        # keys stored as the bytes they are; string values decoded by the layers
+        (None, Serdes.string(), True, [f"k{i}".encode() for i in range(40)], ["a", "bb", "", "ccc"]),
+        # a plain (not timestamped) store with an integer key serde
+        (Serdes.integer(), Serdes.long(), False, list(range(40)), None),
+    ],
+)
+def test_the_accessor_and_the_layers_agree_on_every_read_write_and_flush(
+    tmp_path: Path,
+    key_serde: Any,
+    value_serde: Any,
+    timestamped: bool,
+    keys: list[Any],
+    values: list[Any] | None,
+) -> None:
+    # Two identical stores with small caches (entries get evicted, so misses and evictions flush),
+    # driven by the same random operations: one through the accessor, one through the store.
+    rng = random.Random(7)
+    fast, fast_inner, fast_context, fast_flushed = stack(
+        tmp_path, "fast", RecordCache(1500), key_serde, value_serde, timestamped
+    )
+    slow, slow_inner, slow_context, slow_flushed = stack(
+        tmp_path, "slow", RecordCache(1500), key_serde, value_serde, timestamped
+    )
+    get, put = fast.record_access()
+    assert isinstance(get.__self__, CachedKeyValueAccess)
+
+    def value() -> Any:
+        plain = rng.choice(values) if values is not None else rng.randrange(-(2**63), 2**63)
+        return ValueAndTimestamp.make(plain, rng.randrange(0, 1 << 40)) if timestamped else plain
+
+    for step in range(3000):
+        key = rng.choice(keys)
+        fast_context.record_context.timestamp = slow_context.record_context.timestamp = step
+        roll = rng.random()
+        if roll < 0.45:
+            assert get(key) == slow.get(key)
+        elif roll < 0.9:
+            written = value()
+            put(key, written)
+            slow.put(key, written)
+        else:
+            put(key, None)
+            slow.put(key, None)
+    fast.flush()
+    slow.flush()
+    assert list(fast_inner.all()) == list(slow_inner.all())
+    assert [entry[1:] for entry in fast_context.changelog] == [entry[1:] for entry in slow_context.changelog]
+    assert fast_flushed == slow_flushed
+    assert len(fast_flushed) > 100  # evictions and the final flush forwarded updates
+
+
+def test_writes_the_fast_path_cannot_encode_fail_as_the_store_would(tmp_path: Path) -> None:
+    store, *_ = stack(tmp_path, "s", RecordCache(1 << 20), Serdes.string(), Serdes.long())
+    _, put = store.record_access()
+    with pytest.raises(TypeError, match="ValueAndTimestamp"):
+        put("k", 5)  # a plain value in a timestamped store
+    with pytest.raises(SerializationException):
+        put("k", ValueAndTimestamp.make(2**63, 1))  # does not fit a long
+    with pytest.raises(SerializationException):
+        put(5, ValueAndTimestamp.make(1, 1))  # an int key for the string serde
+    assert store.get("k") is None
+
+
+def test_the_accessor_follows_the_task_into_another_threads_cache(tmp_path: Path) -> None:
+    first, second = RecordCache(1 << 20), RecordCache(1 << 20)
+    store, inner, context, _ = stack(tmp_path, "s", first, Serdes.string(), Serdes.long())
+    get, put = store.record_access()
+    context.record_context.timestamp = 10
+    put("a", ValueAndTimestamp.make(1, 10))
+    namespace = store.wrapped.namespace
+    first.move_namespace(namespace, second)  # the task moves to another stream thread
+    context.cache_holder.record_cache = second
+    assert get("a") == ValueAndTimestamp.make(1, 10)
+    put("b", ValueAndTimestamp.make(2, 11))
+    assert second.get(namespace, b"b") is not None and not first.has_namespace(namespace)
+    context.cache_holder.record_cache = None  # a thread without a cache: the layers write through
+    put("c", ValueAndTimestamp.make(3, 12))
+    assert store.get("c") == ValueAndTimestamp.make(3, 12)
+    assert inner.get(b"c") is not None
+
+
+def test_a_miss_reads_the_store_below(tmp_path: Path) -> None:
+    store, _, context, _ = stack(tmp_path, "s", RecordCache(1 << 20), Serdes.string(), Serdes.long())
+    get, put = store.record_access()
+    put("a", ValueAndTimestamp.make(7, 3))
+    store.flush()
+    context.cache_holder.record_cache = fresh = RecordCache(1 << 20)  # nothing cached there
+    assert get("a") == ValueAndTimestamp.make(7, 3)
+    assert fresh.get(store.wrapped.namespace, b"a") is not None  # the read filled the cache
+
+
+@pytest.mark.parametrize(
+    ("value_serde", "values"), [(Serdes.long(), None), (Serdes.string(), ["a", "", "bc"])]
+)
+def test_the_window_accessor_and_the_layers_agree(tmp_path: Path, value_serde: Any, values: Any) -> None:
+    rng = random.Random(11)
+    fast, fast_inner, fast_context, fast_flushed = window_stack(
+        tmp_path, "fast", RecordCache(1500), value_serde
+    )
+    slow, slow_inner, slow_context, slow_flushed = window_stack(
+        tmp_path, "slow", RecordCache(1500), value_serde
+    )
+    fetch, put = fast.record_access()
+    assert isinstance(fetch.__self__, CachedWindowAccess)
+    keys = [f"user-{i}" for i in range(15)]
+    for step in range(3000):
+        key, start = rng.choice(keys), rng.randrange(0, 20) * 100
+        fast_context.record_context.timestamp = slow_context.record_context.timestamp = step
+        roll = rng.random()
+        if roll < 0.45:
+            assert fetch(key, start) == slow.fetch(key, start)
+        elif roll < 0.9:
+            plain = rng.choice(values) if values is not None else rng.randrange(-(2**63), 2**63)
+            written = ValueAndTimestamp.make(plain, rng.randrange(0, 1 << 40))
+            put(key, written, start)
+            slow.put(key, written, start)
+        else:
+            put(key, None, start)
+            slow.put(key, None, start)
+    fast.flush()
+    slow.flush()
+    assert list(fast_inner.all()) == list(slow_inner.all())
+    assert [entry[1:] for entry in fast_context.changelog] == [entry[1:] for entry in slow_context.changelog]
+    assert fast_flushed == slow_flushed
+    assert len(fast_flushed) > 100
