@@ -41,6 +41,14 @@ class TaskContext(RecordingContext):
         return int(self.record_context.timestamp)
 
 
+def opened(store: Any, context: TaskContext) -> list[tuple[Any, ...]]:
+    """Open ``store``; the list its flush listener records forwarded entries in."""
+    store.init(context, store)
+    flushed: list[tuple[Any, ...]] = []
+    store.set_flush_listener(lambda *entry: flushed.append(entry))
+    return flushed
+
+
 def stack(
     tmp_path: Path,
     name: str,
@@ -56,10 +64,7 @@ def stack(
     layer = MeteredTimestampedKeyValueStore if timestamped else MeteredKeyValueStore
     store = layer(CachingKeyValueStore(ChangeLoggingKeyValueStore(inner)), key_serde, value_serde)
     context = TaskContext(tmp_path / name, cache, metrics)
-    store.init(context, store)
-    flushed: list[tuple[Any, ...]] = []
-    store.set_flush_listener(lambda *entry: flushed.append(entry))
-    return store, inner, context, flushed
+    return store, inner, context, opened(store, context)
 
 
 def window_stack(
@@ -72,10 +77,7 @@ def window_stack(
         CachingWindowStore(ChangeLoggingWindowStore(inner)), Serdes.string(), value_serde
     )
     context = TaskContext(tmp_path / name, cache)
-    store.init(context, store)
-    flushed: list[tuple[Any, ...]] = []
-    store.set_flush_listener(lambda *entry: flushed.append(entry))
-    return store, inner, context, flushed
+    return store, inner, context, opened(store, context)
 
 
 def test_cached_dsl_stores_hand_out_the_c_accessors(tmp_path: Path) -> None:
