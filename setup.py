@@ -5,8 +5,8 @@ cross-module ``cimport`` works (flat ``.pxd`` files build but fail at import). E
 so the kernels can use the standard containers without the GIL.
 
 ``KSTREAMS_NATIVE=a,b`` builds only the named modules (a development convenience when one module
-is being edited); ``KSTREAMS_ANNOTATE=1`` writes Cython's HTML annotation next to each source; ``KSTREAMS_DEBUG=1``
-builds without optimisation and with Cython's line tracing for profilers.
+is being edited); ``KSTREAMS_ANNOTATE=1`` writes Cython's HTML annotation next to each source;
+``KSTREAMS_DEBUG=1`` builds without optimisation and with Cython's line tracing for profilers.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ NATIVE_MODULES = [
     "record_collector",
     "record_cache",
     "store_access",
+    "python_chain",
     "kernels",
     "kafka_clients",
 ]

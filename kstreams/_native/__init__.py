@@ -3,6 +3,6 @@
 Modules: ``record_batch`` (columnar batches of records), ``record_buffer`` (a task's input FIFO),
 ``scheduler`` (task picking with per-task locks and the commit barrier), ``record_collector``
 (output buffers with changelog suppression), ``record_cache`` (the byte-bounded LRU record cache),
-``store_access`` (per-record get and put of a cached store), ``kernels`` (batch kernels of the
-compiled processors).
+``store_access`` (per-record get and put of a cached store), ``python_chain`` (a line of Python
+functions called record by record from C), ``kernels`` (batch kernels of the compiled processors).
 """

@@ -25,12 +25,12 @@ import operator
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import compress, repeat
+from itertools import repeat
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from kstreams._native import kernels
+from kstreams._native import kernels, python_chain
 from kstreams._native.record_batch import RecordBatch
 from kstreams.processor import Record
 from kstreams.serdes import (
@@ -52,7 +52,6 @@ from kstreams.state.timestamped import is_timestamped
 from kstreams.state.value_and_timestamp import ValueAndTimestamp
 from kstreams.state.window_key_schema import changelog_key
 from kstreams.topology.compiled_ops import PYTHON_FILTER
-from kstreams.topology.dsl.processors.stateless import key_value_of
 
 if TYPE_CHECKING:
     from kstreams.runtime.processor_context import ProcessorContextImpl
@@ -303,14 +302,12 @@ class PythonFilterStep(Step):
 
 class PythonChainStep(Step):
     """A chain of ``filter``/``map``/``map_values``/``select_key`` with plain Python functions,
-    straight into sinks: each function runs over the whole batch in turn (one list comprehension
-    per operation, with the GIL), and the survivors are serialized for each sink and sent as one
-    batch per partition, without a Record, a context switch or a forward per record.
+    straight into sinks: each record goes through the functions in turn, called from C
+    (``python_chain.run_chain``, with the GIL), and the survivors are serialized for each sink and
+    sent as one batch per partition, without a Record, a context switch or a forward per record.
 
-    The functions see the same records as on the per-record path and the sinks get the same
-    records in the same order; only the order of calls across operations differs (all records
-    through the first function, then through the second), which only a function with side effects
-    can tell.
+    The functions see the same records, in the same order of calls, as on the per-record path,
+    and the sinks get the same records in the same order.
     """
 
     kernel = "chain[python]"
@@ -319,6 +316,7 @@ class PythonChainStep(Step):
         super().__init__(nodes[0], children)
         self.nodes = nodes
         self._ops = ops
+        self._chain = [_chain_op(op) for op in ops]
         self.keeps_keys = keeps_keys(ops)
 
     def run(self, task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
@@ -328,32 +326,16 @@ class PythonChainStep(Step):
         raw_keys = batch.keys()
         keys = decode_column(key_enc, topic, raw_keys)
         values = decode_column(value_enc, topic, batch.values())
-        keeps_keys = self.keeps_keys
-        kept: list[int] | None = None  # positions in the batch of the records still in the chain
-        # Each operation is one ``map`` over the columns: the calls are made from C, with no
-        # bytecode of ours between them. A filter's results are made bools once (each result's
-        # truth tested once, as ``bool()`` does), then ``compress`` keeps the records.
-        for node, op in zip(self.nodes, self._ops, strict=True):
-            context.node = node
-            fn: Any = op.function
-            if op.name == PYTHON_FILTER:
-                mask = list(map(operator.not_ if op.negate else operator.truth, map(fn, keys, values)))
-                if not all(mask):
-                    keys = list(compress(keys, mask))
-                    values = list(compress(values, mask))
-                    kept = list(compress(range(len(mask)) if kept is None else kept, mask))
-                    if keeps_keys:
-                        raw_keys = list(compress(raw_keys, mask))
-            elif op.shape == "values":
-                values = list(map(fn, values))
-            elif op.shape == "values_with_key":
-                values = list(map(fn, keys, values))
-            elif op.shape == "key":
-                keys = list(map(fn, keys, values))
-            else:
-                pairs = [key_value_of(fn(k, v), "map") for k, v in zip(keys, values, strict=True)]
-                keys = [k for k, _ in pairs]
-                values = [v for _, v in pairs]
+        failed = [0, 0]
+        try:
+            keys, values, kept = python_chain.run_chain(self._chain, keys, values, failed)
+        except BaseException:
+            # Name the processor and the record, as the per-record path's error does.
+            operation, record = failed
+            context.node = self.nodes[operation]
+            context.record_context.offset = int(batch.offsets_array()[record])
+            context.record_context.timestamp = int(batch.timestamps_array()[record])
+            raise
         if not keys:
             return
         timestamps = batch.timestamps_array()
@@ -362,10 +344,27 @@ class PythonChainStep(Step):
             index = np.asarray(kept, dtype=np.intp)
             timestamps = timestamps[index]
             offsets = offsets[index]
-        raw = raw_keys if keeps_keys else None
+            if self.keeps_keys:
+                raw_keys = [raw_keys[i] for i in kept]
+        raw = raw_keys if self.keeps_keys else None
         columns = Columns(keys, values, timestamps.tolist(), offsets.tolist(), raw, timestamps, offsets)
         for child in self.children:
             child.run_columns(task, columns)
+
+
+# The run_chain kind of a Python map by its shape.
+_MAP_KINDS = {
+    "values": python_chain.VALUES,
+    "values_with_key": python_chain.VALUES_WITH_KEY,
+    "key": python_chain.KEY,
+    "map": python_chain.MAP,
+}
+
+
+def _chain_op(op: OperationKernel) -> tuple[int, Any, bool]:
+    """An operation as ``run_chain`` takes it: (kind, function, negate)."""
+    kind = python_chain.FILTER if op.name == PYTHON_FILTER else _MAP_KINDS[op.shape]
+    return kind, op.function, op.negate
 
 
 def keeps_keys(ops: list[OperationKernel]) -> bool:
