@@ -320,10 +320,15 @@ def confluent_floor(
                 continue
             seen += 1
             key, value = m.key(), m.value()
+            # A full producer queue raises BufferError; like kstreams' producer, the loop then
+            # serves delivery reports until the record fits (a try costs nothing until it raises).
             if pipeline == "p1":
                 doc = loads(value)
                 if doc["bot"] is False:
-                    produce(out, doc["user"].encode(), key)
+                    try:
+                        produce(out, doc["user"].encode(), key)
+                    except BufferError:
+                        _produce_when_room(producer, out, doc["user"].encode(), key)
             elif pipeline == "p2":
                 loads(value)
                 c = counts[key] = counts.get(key, 0) + 1
@@ -331,22 +336,37 @@ def confluent_floor(
                 start = ts - ts % WINDOW_MS
                 w = windows[(key, start)] = windows.get((key, start), 0) + 1
                 if not cache:
-                    produce(out, pack(c), key)
-                    produce(changelog, pack(c), key)
-                    produce(window_changelog, pack(w), key + pack(start))
+                    try:
+                        produce(out, pack(c), key)
+                    except BufferError:
+                        _produce_when_room(producer, out, pack(c), key)
+                    try:
+                        produce(changelog, pack(c), key)
+                    except BufferError:
+                        _produce_when_room(producer, changelog, pack(c), key)
+                    try:
+                        produce(window_changelog, pack(w), key + pack(start))
+                    except BufferError:
+                        _produce_when_room(producer, window_changelog, pack(w), key + pack(start))
             else:
                 total = sums[key] = sums.get(key, 0) + unpack(value)[0]
                 if not cache:
-                    produce(out, pack(total), key)
-                    produce(changelog, pack(total), key)
+                    try:
+                        produce(out, pack(total), key)
+                    except BufferError:
+                        _produce_when_room(producer, out, pack(total), key)
+                    try:
+                        produce(changelog, pack(total), key)
+                    except BufferError:
+                        _produce_when_room(producer, changelog, pack(total), key)
         producer.poll(0)
     if pipeline != "p1" and cache:
         table = counts if pipeline == "p2" else sums
         for k, c in table.items():
-            produce(out, pack(c), k)
-            produce(changelog, pack(c), k)
+            _produce_when_room(producer, out, pack(c), k)
+            _produce_when_room(producer, changelog, pack(c), k)
         for (k, start), w in windows.items():
-            produce(window_changelog, pack(w), k + pack(start))
+            _produce_when_room(producer, window_changelog, pack(w), k + pack(start))
     producer.flush(60)
     if seen:
         consumer.commit(asynchronous=False)
@@ -354,6 +374,16 @@ def confluent_floor(
     cpu = time.process_time() - cpu0
     consumer.close()
     return seen / wall, cpu / max(seen, 1) * 1e6
+
+
+def _produce_when_room(producer: Any, topic: str, value: bytes, key: bytes) -> None:
+    """Produce one record, serving delivery reports while librdkafka's queue is full."""
+    while True:
+        try:
+            producer.produce(topic, value, key)
+            return
+        except BufferError:
+            producer.poll(0.05)
 
 
 # ----------------------------------------------------------------------------- the runs
