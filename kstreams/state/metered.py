@@ -350,6 +350,15 @@ class MeteredKeyValueStore(_Metered[K, V], KeyValueStore[K, V]):
             return access.get, access.put
         return self.get, self.put
 
+    def record_update(
+        self,
+    ) -> Callable[[K, Any, int, Callable[[K, Any, Any], Any]], tuple[Any, Any, int]] | None:
+        """The accessor's ``update(key, value, timestamp, apply)`` (one aggregation step in one C
+        call on a cache hit: see ``CachedKeyValueAccess.update``) where ``record_access()`` hands
+        out the accessor, else None."""
+        access = self._cached_access(MeteredKeyValueStore, "get", CachingKeyValueStore)
+        return None if access is None else access.update
+
     def get(self, key: K) -> V | None:
         return self._value(self.wrapped.get(self.raw_key(key)))
 
@@ -439,6 +448,15 @@ class MeteredWindowStore(_Metered[K, V], WindowLayer, WindowStore[K, V]):
         if access is not None:
             return access.fetch, access.put
         return self.fetch, self.put
+
+    def record_update(
+        self,
+    ) -> Callable[[K, Any, int, int, Callable[[K, Any, Any], Any]], tuple[Any, Any, int]] | None:
+        """The accessor's ``update(key, value, timestamp, window_start, apply)`` (see
+        ``CachedWindowAccess.update``) where ``record_access()`` hands out the accessor, else
+        None."""
+        access = self._cached_access(MeteredWindowStore, "fetch", CachingWindowStore)
+        return None if access is None else access.update
 
     def put(self, key: K, value: V | None, window_start: int) -> None:
         key_bytes = self.raw_key(key)

@@ -137,6 +137,27 @@ cdef class _CachedAccess:
         _write_be64(p + 8, number)
         return data
 
+    cdef tuple _updated(self, object key, object value, int64_t timestamp, object apply, object stored):
+        """(new aggregate, old aggregate, new stamped value, its timestamp) of ``apply(key,
+        value, old)`` over ``stored``: the timestamp is the larger of ``timestamp`` and the stored
+        one's (Kafka's rule); the stamped value is None when the new aggregate is."""
+        cdef int64_t stamp = timestamp
+        cdef int64_t stored_stamp
+        old = None
+        if stored is not None:
+            old = (<ValueAndTimestamp?>stored).value
+            stored_stamp = (<ValueAndTimestamp>stored).timestamp
+            if stored_stamp > stamp:
+                stamp = stored_stamp
+        new = apply(key, value, old)
+        cdef object stamp_object = stamp
+        if new is None:
+            return (None, old, None, stamp_object)
+        made = ValueAndTimestamp.__new__(ValueAndTimestamp)
+        (<ValueAndTimestamp>made).value = new
+        (<ValueAndTimestamp>made).timestamp = stamp_object
+        return (new, old, made, stamp_object)
+
     cdef int _write(self, RecordCache cache, object cache_key, object data) except -1:
         """Put a dirty entry stamped with the current record's timestamp, under the store's
         query lock as the metered layer writes."""
@@ -178,6 +199,32 @@ cdef class CachedKeyValueAccess(_CachedAccess):
         self._write(cache, key_bytes, data)
 
 
+    def update(self, key, value, int64_t timestamp, apply):
+        """One aggregation step: read ``key``'s stamped aggregate, compute ``apply(key, value,
+        old)``, write it stamped with the larger of ``timestamp`` and the old one's (None
+        deletes) and return ``(new, old, new timestamp)``. The same reads and writes as ``get``
+        then ``put``, with the key serialized and the cache found once."""
+        cdef RecordCache cache = self._cache()
+        if cache is None:
+            stored = type(self._store).get(self._store, key)
+            new, old, made, stamp = self._updated(key, value, timestamp, apply, stored)
+            type(self._store).put(self._store, key, made)
+            return new, old, stamp
+        key_bytes = self._key_bytes(key)
+        hit = cache._get(self._namespace, key_bytes)
+        if hit is None:
+            stored = self._store._value(self._caching.read_through(cache, key_bytes))
+        else:
+            stored = self._decode((<tuple>hit)[0])
+        new, old, made, stamp = self._updated(key, value, timestamp, apply, stored)
+        data = None if made is None else self._encode(made)
+        if data is None:
+            type(self._store).put(self._store, key, made)
+        else:
+            self._write(cache, key_bytes, data)
+        return new, old, stamp
+
+
 cdef class CachedWindowAccess(_CachedAccess):
     """``fetch(key, window_start)`` and ``put(key, value, window_start)`` of a metered window
     store whose next layer is a caching layer, with the results of the metered layer's own."""
@@ -208,6 +255,31 @@ cdef class CachedWindowAccess(_CachedAccess):
             type(self._store).put(self._store, key, value, window_start)
             return
         self._write(cache, _window_key(key_bytes, window_start), data)
+
+
+    def update(self, key, value, int64_t timestamp, int64_t window_start, apply):
+        """One aggregation step in the window starting at ``window_start``: as
+        ``CachedKeyValueAccess.update``, with the window's ``fetch`` and ``put``."""
+        cdef RecordCache cache = self._cache()
+        if cache is None:
+            stored = type(self._store).fetch(self._store, key, window_start)
+            new, old, made, stamp = self._updated(key, value, timestamp, apply, stored)
+            type(self._store).put(self._store, key, made, window_start)
+            return new, old, stamp
+        key_bytes = self._key_bytes(key)
+        cache_key = _window_key(key_bytes, window_start)
+        hit = cache._get(self._namespace, cache_key)
+        if hit is None:
+            stored = self._store._value(self._caching.wrapped.fetch(key_bytes, window_start))
+        else:
+            stored = self._decode((<tuple>hit)[0])
+        new, old, made, stamp = self._updated(key, value, timestamp, apply, stored)
+        data = None if made is None else self._encode(made)
+        if data is None:
+            type(self._store).put(self._store, key, made, window_start)
+        else:
+            self._write(cache, cache_key, data)
+        return new, old, stamp
 
 
 cdef bytes _window_key(bytes key, int64_t start):

@@ -631,7 +631,7 @@ def _stamped_codec(
 
 def _update(slot: list[Any], aggregate: Any, ts: int, i: int) -> None:
     """A record at ``ts`` (index ``i``) made ``aggregate``: its timestamp is the larger one, or the
-    record's own when there was no aggregate (none yet, or deleted: ``updated_timestamp``)."""
+    record's own when there was no aggregate (none yet, or deleted: ``store_access.updated_timestamp``)."""
     if slot[2] is None or ts > slot[3]:
         slot[3] = ts
     slot[2] = aggregate

@@ -22,6 +22,7 @@ from kstreams.state.in_memory import InMemoryKeyValueStore, InMemoryWindowStore
 from kstreams.state.metered import MeteredKeyValueStore
 from kstreams.state.timestamped import MeteredTimestampedKeyValueStore, MeteredTimestampedWindowStore
 from kstreams.state.value_and_timestamp import ValueAndTimestamp
+from kstreams.topology.dsl.processors.store_access import record_update
 from tests.unit.state.conftest import RecordingContext
 
 
@@ -243,3 +244,116 @@ def test_the_window_accessor_and_the_layers_agree(tmp_path: Path, value_serde: A
     assert [entry[1:] for entry in fast_context.changelog] == [entry[1:] for entry in slow_context.changelog]
     assert fast_flushed == slow_flushed
     assert len(fast_flushed) > 100
+
+
+def _model_step(store: Any, read: Any, write: Any, key: Any, value: Any, timestamp: int, apply: Any) -> Any:
+    """One aggregation step through the store's own methods: what ``update`` must equal."""
+    stored = read()
+    old = None if stored is None else stored.value
+    stamp = timestamp if stored is None else max(timestamp, stored.timestamp)
+    new = apply(key, value, old)
+    write(ValueAndTimestamp.make(new, stamp))
+    return new, old, stamp
+
+
+@pytest.mark.parametrize("windowed", [False, True])
+@pytest.mark.parametrize(("value_serde", "numbers"), [(Serdes.long(), True), (Serdes.string(), False)])
+def test_one_call_update_equals_get_apply_put_through_the_layers(
+    tmp_path: Path, windowed: bool, value_serde: Any, numbers: bool
+) -> None:
+    # The aggregation step (read, apply, stamp with the larger timestamp, write) in one call must
+    # give and leave what the same step through the store's methods does: hits, misses (small
+    # caches evict), deletions (apply returns None) and a thread without a cache.
+    rng = random.Random(5)
+    if windowed:
+        fast, fast_inner, fast_context, fast_flushed = window_stack(
+            tmp_path, "fast", RecordCache(1500), value_serde
+        )
+        slow, slow_inner, slow_context, slow_flushed = window_stack(
+            tmp_path, "slow", RecordCache(1500), value_serde
+        )
+    else:
+        fast, fast_inner, fast_context, fast_flushed = stack(
+            tmp_path, "fast", RecordCache(1500), Serdes.string(), value_serde
+        )
+        slow, slow_inner, slow_context, slow_flushed = stack(
+            tmp_path, "slow", RecordCache(1500), Serdes.string(), value_serde
+        )
+    update = fast.record_update()
+    assert isinstance(update.__self__, CachedWindowAccess if windowed else CachedKeyValueAccess)
+
+    def apply(key: Any, value: Any, old: Any) -> Any:
+        if value is None:
+            return None
+        if numbers:
+            return (old or 0) + value
+        return (old or "")[-5:] + value
+
+    keys = [f"user-{i}" for i in range(30)]
+    for step in range(3000):
+        if step == 2000:  # the task runs on a thread without a cache: the layers write through
+            fast_context.cache_holder.record_cache = slow_context.cache_holder.record_cache = None
+        key, start = rng.choice(keys), rng.randrange(0, 10) * 100
+        value = None if rng.random() < 0.1 else (rng.randrange(-100, 100) if numbers else "xy")
+        timestamp = rng.randrange(0, 1 << 40)
+        fast_context.record_context.timestamp = slow_context.record_context.timestamp = step
+        if windowed:
+            got = update(key, value, timestamp, start, apply)
+            want = _model_step(
+                slow,
+                lambda: slow.fetch(key, start),  # noqa: B023 - called before the loop moves on
+                lambda made: slow.put(key, made, start),  # noqa: B023
+                key,
+                value,
+                timestamp,
+                apply,
+            )
+        else:
+            got = update(key, value, timestamp, apply)
+            want = _model_step(
+                slow,
+                lambda: slow.get(key),  # noqa: B023
+                lambda made: slow.put(key, made),  # noqa: B023
+                key,
+                value,
+                timestamp,
+                apply,
+            )
+        assert got == want
+    fast.flush()
+    slow.flush()
+    assert list(fast_inner.all()) == list(slow_inner.all())
+    assert [entry[1:] for entry in fast_context.changelog] == [entry[1:] for entry in slow_context.changelog]
+    assert fast_flushed == slow_flushed
+    assert len(fast_flushed) > 100
+
+
+def test_an_update_whose_function_raises_writes_nothing(tmp_path: Path) -> None:
+    store, *_ = stack(tmp_path, "s", RecordCache(1 << 20), Serdes.string(), Serdes.long())
+    update = store.record_update()
+    update("k", 1, 5, lambda key, value, old: (old or 0) + value)
+
+    def failing(key: Any, value: Any, old: Any) -> Any:
+        raise ValueError("boom")
+
+    with pytest.raises(ValueError, match="boom"):
+        update("k", 1, 9, failing)
+    assert store.get("k") == ValueAndTimestamp.make(1, 5)
+
+
+def test_the_dsl_update_without_an_accessor_takes_the_store_methods(tmp_path: Path) -> None:
+    # A store not open in a task (no cache holder) has no accessor; the DSL's update then reads
+    # and writes through get and put, with the same results.
+    store = MeteredTimestampedKeyValueStore(
+        CachingKeyValueStore(ChangeLoggingKeyValueStore(InMemoryKeyValueStore("plain"))),
+        Serdes.string(),
+        Serdes.long(),
+    )
+    store.init(RecordingContext(tmp_path / "plain"), store)
+    assert store.record_update() is None
+    update = record_update(store)
+    count = lambda key, value, old: (old or 0) + 1  # noqa: E731
+    assert update("k", "v", 7, count) == (1, None, 7)
+    assert update("k", "v", 3, count) == (2, 1, 7)  # the larger timestamp stays
+    assert update("k", "v", 9, lambda key, value, old: None) == (None, 2, 9)
+    assert store.get("k") is None

@@ -19,11 +19,14 @@ from typing import Any, Literal
 
 from kstreams.processor import Processor, ProcessorContext, Record
 from kstreams.state.store import WindowedKey
-from kstreams.state.value_and_timestamp import ValueAndTimestamp
 from kstreams.topology.dsl.emit_strategy import EmitStrategy
 from kstreams.topology.dsl.processors.emit_position import EmitPosition
 from kstreams.topology.dsl.processors.forwarding import ChangeForwarder
-from kstreams.topology.dsl.processors.store_access import get_store, record_access, window_access
+from kstreams.topology.dsl.processors.store_access import (
+    get_store,
+    record_update,
+    window_update,
+)
 from kstreams.topology.dsl.records import Change
 from kstreams.topology.dsl.windows import TimeWindows
 
@@ -37,7 +40,6 @@ __all__ = [
     "combine",
     "count_aggregator",
     "count_initializer",
-    "updated_timestamp",
 ]
 
 logger = logging.getLogger(__name__)
@@ -51,12 +53,6 @@ def count_initializer() -> int:
 
 def count_aggregator(key: Any, value: Any, aggregate: int) -> int:
     return aggregate + 1
-
-
-def updated_timestamp(timestamp: int, old: ValueAndTimestamp[Any] | None) -> int:
-    """The timestamp of an aggregate that a record at ``timestamp`` updates: the record's own for a
-    new aggregate, else the larger of it and the old aggregate's (Kafka's rule)."""
-    return timestamp if old is None else max(timestamp, old.timestamp)
 
 
 def combine(
@@ -123,7 +119,8 @@ class StreamAggregateProcessor(Processor[Any, Any, Any, Any]):
         self.context = context
         self.store = get_store(context, self.spec.store_name)
         self.forwarder = ChangeForwarder(self.store, context)
-        self._get, self._put = record_access(self.store)
+        self._step = record_update(self.store)
+        self._apply = self.spec._apply
 
     def process(self, record: Record[Any, Any]) -> None:
         if record.key is None or record.value is None:
@@ -133,12 +130,9 @@ class StreamAggregateProcessor(Processor[Any, Any, Any, Any]):
                 self.spec.store_name,
             )
             return
-        stored = self._get(record.key)
-        old = None if stored is None else stored.value
-        new = self.spec._apply(record.key, record.value, old)
-        timestamp = updated_timestamp(record.timestamp, stored)
-        self._put(record.key, ValueAndTimestamp.make(new, timestamp))
-        self.forwarder.maybe_forward(record.key, new, old, timestamp)
+        key = record.key
+        new, old, timestamp = self._step(key, record.value, record.timestamp, self._apply)
+        self.forwarder.maybe_forward(key, new, old, timestamp)
 
 
 class _WindowedAggregationSpec(_AggregationSpec):
@@ -209,7 +203,7 @@ class WindowStoreAggregateProcessor(Processor[Any, Any, Any, Any]):
         self.context = context
         self.store = get_store(context, self.spec.store_name)
         self.forwarder = ChangeForwarder(self.store, context, key_mapper=self._window_key)
-        self._fetch, self._put = window_access(self.store)
+        self._step = window_update(self.store)
         if self.emit_on_close:
             self.emit_position = EmitPosition(context, self.spec.store_name)
             if self.emit_position.started:
@@ -282,6 +276,7 @@ class WindowedAggregateProcessor(WindowStoreAggregateProcessor):
             # Before this record's writes: they advance the store's retention, which could drop
             # the windows that just closed (the record cannot change those: they are closed).
             self._emit_closed_windows(record, close_time)
+        apply = self.spec._apply
         for start, end in self.spec.windows.windows_for(timestamp):
             if end <= close_time:
                 self.dropped += 1
@@ -295,11 +290,7 @@ class WindowedAggregateProcessor(WindowStoreAggregateProcessor):
                     self.grace_ms,
                 )
                 continue
-            stored = self._fetch(record.key, start)
-            old = None if stored is None else stored.value
-            new = self.spec._apply(record.key, record.value, old)
-            new_timestamp = updated_timestamp(timestamp, stored)
-            self._put(record.key, ValueAndTimestamp.make(new, new_timestamp), start)
+            new, old, new_timestamp = self._step(record.key, record.value, timestamp, start, apply)
             # A caching store forwards at flush: no window key to build per update then.
             if not self.emit_on_close and not self.forwarder.cached:
                 self.forwarder.maybe_forward(WindowedKey(record.key, start, end), new, old, new_timestamp)

@@ -14,8 +14,16 @@ from typing import Any
 
 from kstreams.processor import ProcessorContext
 from kstreams.serdes import serde_from_config
+from kstreams.state.value_and_timestamp import ValueAndTimestamp
 
-__all__ = ["get_store", "record_access", "window_access"]
+__all__ = [
+    "get_store",
+    "record_access",
+    "record_update",
+    "updated_timestamp",
+    "window_access",
+    "window_update",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -50,3 +58,60 @@ def window_access(store: Any) -> tuple[Callable[[Any, int], Any], Callable[[Any,
     if access is not None:
         return access()  # type: ignore[no-any-return]
     return store.fetch, store.put
+
+
+def record_update(
+    store: Any,
+) -> Callable[[Any, Any, int, Callable[[Any, Any, Any], Any]], tuple[Any, Any, int]]:
+    """The ``update(key, value, timestamp, apply)`` an aggregation calls per record on its
+    timestamped key-value store: read the key's aggregate, write ``apply(key, value, old)``
+    stamped with the larger of ``timestamp`` and the old one's (None deletes), and return
+    ``(new, old, new timestamp)``. One C call on a cached DSL store's hit, else ``get`` and
+    ``put`` (``record_access``)."""
+    fused = getattr(store, "record_update", None)
+    update = fused() if fused is not None else None
+    if update is not None:
+        return update  # type: ignore[no-any-return]
+    get, put = record_access(store)
+
+    def update_with(key: Any, value: Any, timestamp: int, apply: Callable[[Any, Any, Any], Any]) -> Any:
+        stored = get(key)
+        old, stamp = _stepped(stored, timestamp)
+        new = apply(key, value, old)
+        put(key, ValueAndTimestamp.make(new, stamp))
+        return new, old, stamp
+
+    return update_with
+
+
+def window_update(
+    store: Any,
+) -> Callable[[Any, Any, int, int, Callable[[Any, Any, Any], Any]], tuple[Any, Any, int]]:
+    """As ``record_update``, per window: ``update(key, value, timestamp, window_start, apply)``."""
+    fused = getattr(store, "record_update", None)
+    update = fused() if fused is not None else None
+    if update is not None:
+        return update  # type: ignore[no-any-return]
+    fetch, put = window_access(store)
+
+    def update_with(
+        key: Any, value: Any, timestamp: int, window_start: int, apply: Callable[[Any, Any, Any], Any]
+    ) -> Any:
+        stored = fetch(key, window_start)
+        old, stamp = _stepped(stored, timestamp)
+        new = apply(key, value, old)
+        put(key, ValueAndTimestamp.make(new, stamp), window_start)
+        return new, old, stamp
+
+    return update_with
+
+
+def updated_timestamp(timestamp: int, old: ValueAndTimestamp[Any] | None) -> int:
+    """The timestamp of an aggregate that a record at ``timestamp`` updates: the record's own for a
+    new aggregate, else the larger of it and the old aggregate's (Kafka's rule)."""
+    return timestamp if old is None else max(timestamp, old.timestamp)
+
+
+def _stepped(stored: ValueAndTimestamp[Any] | None, timestamp: int) -> tuple[Any, int]:
+    """The old aggregate in ``stored`` and the new one's timestamp (``updated_timestamp``)."""
+    return (None if stored is None else stored.value), updated_timestamp(timestamp, stored)
