@@ -113,6 +113,22 @@ def test_put_10k(benchmark, cache_cls: type) -> None:
 
 
 @BENCH
+@pytest.mark.benchmark(group="cache: re-put 10k cached keys (an aggregation's write)")
+def test_reput_10k(benchmark, cache_cls: type) -> None:
+    cache = cache_cls(1 << 30)
+    cache.add_namespace("0_0-store", _sink)
+    for i, key in enumerate(KEYS):
+        cache.put("0_0-store", key, VALUE, i)
+    put = cache.put
+
+    def run() -> None:
+        for i, key in enumerate(KEYS):
+            put("0_0-store", key, VALUE, i)
+
+    benchmark(run)
+
+
+@BENCH
 @pytest.mark.benchmark(group="cache: get 10k hits")
 def test_get_10k(benchmark, cache_cls: type) -> None:
     cache = cache_cls(1 << 30)

@@ -313,7 +313,8 @@ def aggregate(RecordCache cache not None, str namespace not None, RecordBatch ba
                     continue
                 _encode_aggregate(slot.i, slot.d, slot.ts, store_enc, timestamped, wval)
                 _cache_key(&u.entry.first, wkey)
-                cache._upsert(nc, wkey, wval, False, slot.ts, True)
+                cache._upsert(nc, string_view(wkey.data(), wkey.size()), wval.data(), wval.size(),
+                              False, slot.ts, True)
                 cache._evict_while_over(nc, flushes, pending)
         cache._mutex.unlock()
         slots.clear()

@@ -209,8 +209,8 @@ cdef class RecordCache:
 
     cdef ks_NamedCache* _find(self, const string& name) noexcept nogil
     cdef ks_NamedCache* _find_view(self, string_view name) noexcept nogil
-    cdef void _upsert(self, ks_NamedCache* nc, string& key, string& value, bool tombstone,
-                      int64_t timestamp, bool dirty) noexcept nogil
+    cdef void _upsert(self, ks_NamedCache* nc, string_view key, const char* value, size_t value_size,
+                      bool tombstone, int64_t timestamp, bool dirty) noexcept nogil
     cdef void _remove_entry(self, ks_NamedCache* nc, ks_CacheEntry* e) noexcept nogil
     cdef void _collect_flush(self, ks_NamedCache* nc, ks_CacheEntry* evicted,
                              vector[ks_FlushBatch]& out,

@@ -42,6 +42,17 @@ cdef inline int64_t _entry_bytes(const ks_CacheEntry* e) noexcept nogil:
     return <int64_t>(e.key.size() + e.value.size()) + _ENTRY_OVERHEAD
 
 
+cdef inline void _set_value(ks_CacheEntry* e, const char* value, size_t size) noexcept nogil:
+    """Copy a value (NULL: a tombstone's none) into the entry's buffer, reusing it; a buffer far
+    larger than the value is given back rather than kept for the entry's life."""
+    if value == NULL:
+        e.value.clear()
+    else:
+        e.value.assign(value, size)
+    if e.value.capacity() > 2 * size + 64:
+        e.value.shrink_to_fit()
+
+
 ctypedef ks_CacheEntry* _EntryPtr
 # An entry with its key, to sort entries in key order.
 ctypedef pair[string, _EntryPtr] _KeyedEntry
@@ -188,17 +199,19 @@ cdef class RecordCache:
             return NULL
         return deref(it).second
 
-    cdef void _upsert(self, ks_NamedCache* nc, string& key, string& value, bool tombstone,
-                      int64_t timestamp, bool dirty) noexcept nogil:
+    cdef void _upsert(self, ks_NamedCache* nc, string_view key, const char* value, size_t value_size,
+                      bool tombstone, int64_t timestamp, bool dirty) noexcept nogil:
+        # The value is copied into the entry's own buffer: an update of a cached key (every
+        # record of an aggregation) reuses that buffer and allocates nothing.
         cdef ks_CacheEntry* e
         cdef int64_t delta
-        e = nc.index.get(_view(key))
+        e = nc.index.get(key)
         if e != NULL:
             if not dirty and e.dirty:
                 # A value read from the store is older than the pending write: keep the write.
                 return
             delta = -_entry_bytes(e)
-            e.value = move(value)
+            _set_value(e, value, value_size)
             e.tombstone = tombstone
             e.timestamp = timestamp
             delta += _entry_bytes(e)
@@ -213,8 +226,8 @@ cdef class RecordCache:
                 _dirty_append(nc, e)
         else:
             e = new ks_CacheEntry()
-            e.key = move(key)
-            e.value = move(value)
+            e.key.assign(key.data(), key.size())
+            _set_value(e, value, value_size)
             e.tombstone = tombstone
             e.timestamp = timestamp
             nc.index.insert(e)
@@ -479,8 +492,9 @@ cdef class RecordCache:
                   bool dirty, bool only_if_absent) except -2:
         """Returns 1 when written, 0 when an entry was present (only_if_absent)."""
         cdef string_view name = _str_view(namespace)
-        cdef string k = _bytes_to_string(key)
-        cdef string v
+        cdef string_view k = _bytes_view(key)
+        cdef const char* v = NULL
+        cdef size_t v_size = 0
         cdef bool tombstone = value is None
         cdef int rc = 1
         cdef ks_NamedCache* nc
@@ -489,14 +503,16 @@ cdef class RecordCache:
         if not tombstone:
             if type(value) is not bytes:
                 raise TypeError(f"record cache values must be bytes or None, got {type(value).__name__}")
-            v = _bytes_to_string(<bytes>value)
+            # valid while the caller holds ``value``, which outlives this call
+            v = PyBytes_AS_STRING(<bytes>value)
+            v_size = <size_t>PyBytes_GET_SIZE(<bytes>value)
         _acquire(&self._mutex)
         nc = self._find_view(name)
         if nc == NULL:
             rc = -1
         else:
             if only_if_absent:
-                e = nc.index.get(_view(k))
+                e = nc.index.get(k)
                 if e != NULL:
                     self._hits += 1
                     _lru_unlink(nc, e)
@@ -505,7 +521,7 @@ cdef class RecordCache:
                 else:
                     self._misses += 1
             if rc == 1:
-                self._upsert(nc, k, v, tombstone, timestamp, dirty)
+                self._upsert(nc, k, v, v_size, tombstone, timestamp, dirty)
                 self._evict_while_over(nc, batches, pending)
         self._mutex.unlock()
         if rc == -1:

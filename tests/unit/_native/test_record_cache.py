@@ -54,6 +54,19 @@ def test_cached_tombstone_is_a_hit_with_value_none() -> None:
     assert cache.hits == 1
 
 
+def test_rewriting_a_cached_key_keeps_only_the_newest_value_whatever_its_size() -> None:
+    # A re-put copies into the entry's buffer: shrinking, growing, a tombstone and back must each
+    # read back exactly and be accounted at their own size.
+    cache, flushed = make(1 << 20, "a")
+    key = b"a-key-longer-than-fifteen-bytes"
+    for value in [b"x" * 100_000, b"small", None, b"", b"y" * 40, b"z" * 16]:
+        cache.put("a", key, value, 7)
+        assert cache.get("a", key) == (value, 7)
+        assert cache.size_bytes == entry_bytes(key, value)
+    cache.flush("a")
+    assert flushed["a"].batches == [[(key, b"z" * 16, 7)]]
+
+
 def test_byte_accounting_counts_key_value_and_fixed_overhead() -> None:
     cache, _ = make(10_000, "a", "b")
     cache.put("a", b"key", b"value", 1)
