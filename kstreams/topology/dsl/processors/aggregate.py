@@ -15,6 +15,7 @@ from __future__ import annotations
 import abc
 import logging
 from collections.abc import Callable
+from functools import partial
 from typing import Any, Literal
 
 from kstreams.processor import Processor, ProcessorContext, Record
@@ -71,6 +72,36 @@ def combine(
     return aggregator(key, value, initializer() if aggregate is None else aggregate)  # type: ignore[misc]
 
 
+def _count_step(key: Any, value: Any, old: int | None) -> int:
+    return 1 if old is None else old + 1
+
+
+def _reduce_step(reducer: Callable[[Any, Any], Any], key: Any, value: Any, old: Any) -> Any:
+    return value if old is None else reducer(old, value)
+
+
+def _aggregate_step(
+    initializer: Callable[[], Any] | None,
+    aggregator: Callable[[Any, Any, Any], Any],
+    key: Any,
+    value: Any,
+    old: Any,
+) -> Any:
+    return aggregator(key, value, initializer() if old is None else old)  # type: ignore[misc]
+
+
+def _step_function(
+    kind: AggregateKind, initializer: Callable[[], Any] | None, aggregator: Callable[..., Any]
+) -> Callable[[Any, Any, Any], Any]:
+    """``combine(kind, initializer, aggregator, key, value, old)`` as a function of ``(key, value,
+    old)`` (partials of module functions, so a spec still pickles)."""
+    if kind == "reduce":
+        return partial(_reduce_step, aggregator)
+    if aggregator is count_aggregator and initializer is count_initializer:
+        return _count_step
+    return partial(_aggregate_step, initializer, aggregator)
+
+
 class _AggregationSpec:
     """What every aggregation supplier carries: kind, functions, store name and serdes."""
 
@@ -92,9 +123,9 @@ class _AggregationSpec:
         self.aggregator = aggregator
         self.key_serde = key_serde
         self.value_serde = value_serde
-
-    def _apply(self, key: Any, value: Any, old: Any) -> Any:
-        return combine(self.kind, self.initializer, self.aggregator, key, value, old)
+        # ``combine`` for this kind and these functions as one call per record (the per-record
+        # path calls it for every record and window)
+        self._apply: Callable[[Any, Any, Any], Any] = _step_function(kind, initializer, aggregator)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(kind={self.kind!r}, store={self.store_name!r})"
