@@ -33,6 +33,7 @@ from kstreams.cluster.port import TopicPartition
 from kstreams.errors import ProcessorStateException, StreamsException
 from kstreams.processor import PunctuationType, Punctuator, Record, TaskId
 from kstreams.runtime.compiled.compiler import CompiledSource, compile_segments
+from kstreams.runtime.compiled.steps import decode_whole_column
 from kstreams.runtime.processor_context import ProcessorContextImpl, PunctuationSchedule
 from kstreams.runtime.record_context import RecordContext
 from kstreams.runtime.record_errors import RecordErrors, handler_decision
@@ -291,6 +292,10 @@ class StreamTask:
         position.source = batch
         keys = batch.keys()
         values = batch.values()
+        # Built-in serdes decode the whole column at once; a column with a record they cannot
+        # read is deserialized record by record, where the handler sees that record.
+        decoded_keys = decode_whole_column(source.key_deserializer, topic, keys)
+        decoded_values = decode_whole_column(source.value_deserializer, topic, values)
         timestamps = batch.timestamps_array().tolist()
         offsets = batch.offsets_array().tolist()
         headers_of = batch.headers if batch.has_headers else None
@@ -305,8 +310,12 @@ class StreamTask:
                     position.offset = offset
                     headers = headers_of(i) if headers_of is not None else None
                     try:
-                        key = key_deserialize(topic, keys[i])
-                        value = value_deserialize(topic, values[i])
+                        key = key_deserialize(topic, keys[i]) if decoded_keys is None else decoded_keys[i]
+                        value = (
+                            value_deserialize(topic, values[i])
+                            if decoded_values is None
+                            else decoded_values[i]
+                        )
                     except Exception as exc:
                         self._on_deserialization_error(
                             tp, offset, keys[i], values[i], timestamps[i], headers, exc

@@ -114,6 +114,8 @@ _NUMBER_DTYPES: dict[int, str] = {
     kernels.FLOAT: ">f4",
 }
 
+_NUMBER_WIDTHS: dict[int, int] = {enc: np.dtype(dtype).itemsize for enc, dtype in _NUMBER_DTYPES.items()}
+
 # One update of an aggregation: (key, window start or None, new aggregate, old aggregate, the new
 # aggregate's timestamp, index of its record in the batch).
 Update = tuple[Any, int | None, Any, Any, int, int]
@@ -147,6 +149,28 @@ def decode_column(enc: int, topic: str | None, raw: list[bytes | None]) -> list[
             return np.frombuffer(joined, dtype=dtype).tolist()  # type: ignore[no-any-return]
     deserialize = _DECODERS[enc].deserialize
     return [deserialize(topic, b) for b in raw]
+
+
+def decode_whole_column(deserializer: Any, topic: str, raw: list[bytes | None]) -> list[Any] | None:
+    """A column of a batch as ``deserializer`` reads each record, decoded at once when it is a
+    built-in serde; None when it is not, or when a record does not decode (wrong width, bad
+    UTF-8 or JSON): the caller then deserializes record by record, so that record's error is
+    raised, and handled, where it is."""
+    enc = encoding_of(deserializer)
+    if enc is None:
+        return None
+    width = _NUMBER_WIDTHS.get(enc)
+    if width is not None:
+        try:
+            widths = set(map(len, raw))  # type: ignore[arg-type]  # a None raises: checked below
+        except TypeError:
+            widths = {len(b) for b in raw if b is not None}
+        if widths - {width}:
+            return None
+    try:
+        return decode_column(enc, topic, raw)
+    except Exception:
+        return None
 
 
 def _map_present(decode: Callable[[bytes], Any], raw: list[bytes | None]) -> list[Any]:

@@ -463,3 +463,50 @@ def test_partitioners_may_multicast_to_several_partitions_or_drop(tmp_path: Any)
     task, _ = make_task(bad, tmp_path, partition_count=lambda topic: 3)
     with pytest.raises(StreamsException, match="chose partition 7 of topic b, which has 3 partitions"):
         task.process(IN, batch(("k", "v", 1)))
+
+
+@pytest.mark.parametrize(
+    ("serde", "values", "bad"),
+    [
+        (Serdes.string(), ["a", "", "ünï", None, "z"], [b"\xff\xfe"]),
+        # two bad widths adding up to whole numbers: the column must not be read as one array
+        (Serdes.long(), [0, -1, 2**63 - 1, None, 42], [b"\x00" * 7, b"\x00" * 9]),
+        (Serdes.integer(), [0, -5, 2**31 - 1, None, 9], [b"\x00" * 5, b"\x00" * 3]),
+        (Serdes.double(), [0.5, -1e300, float("inf"), None, 2.0], [b"\x00" * 4, b"\x00" * 12]),
+        (Serdes.json(), [{"a": [1, None]}, "s", 3, None, [True]], [b"{not json"]),
+        (Serdes.bytes(), [b"x", b"", b"\x00\xff", None, b"y"], []),
+    ],
+)
+def test_built_in_serdes_read_a_batch_as_record_by_record_and_a_bad_record_alone_is_handled(
+    tmp_path: Any, serde: Any, values: list[Any], bad: list[bytes]
+) -> None:
+    # The per-record path decodes a built-in serde's column at once; what processors see must be
+    # what the serde reads record by record, and a record it cannot read must reach the handler
+    # alone, the records around it processed.
+    seen: list[tuple[Any, Any, int]] = []
+    topology = Topology().add_source("src", "in", key_deserializer=S, value_deserializer=serde)
+    topology.add_processor(
+        "p", lambda: Lambda(lambda ctx, r: seen.append((r.key, r.value, r.timestamp))), "src"
+    )
+    config = {"default.deserialization.exception.handler": "LogAndContinueExceptionHandler"}
+    task, _ = make_task(topology, tmp_path, config=config)
+    raw = [serde.serialize("in", v) for v in values]
+    keys = [f"k{i}".encode() for i in range(len(raw))]
+    assert task.process(IN, RecordBatch.from_columns(keys, raw, list(range(len(raw))), partitions=1)) == len(
+        raw
+    )
+    assert seen == [(f"k{i}", serde.deserialize("in", b), i) for i, b in enumerate(raw)]
+    if not bad:
+        return
+    seen.clear()
+    good = [b for b in raw if b is not None]  # a null would keep numbers from being read as one array
+    with_bad = [*good[:2], *bad, *good[2:]]
+    keys = [f"k{i}".encode() for i in range(len(with_bad))]
+    offsets = list(range(100, 100 + len(with_bad)))
+    records = RecordBatch.from_columns(
+        keys, with_bad, list(range(len(with_bad))), partitions=1, offsets=offsets
+    )
+    assert task.process(IN, records) == len(good)
+    assert [value for _, value, _ in seen] == [serde.deserialize("in", b) for b in good]
+    assert [key for key, _, _ in seen] == [f"k{i}" for i in range(len(with_bad)) if not 2 <= i < 2 + len(bad)]
+    assert task.committable_offsets() == {IN: 100 + len(with_bad)}
