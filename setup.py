@@ -27,6 +27,7 @@ NATIVE_MODULES = [
     "record_cache",
     "store_access",
     "python_chain",
+    "per_record",
     "kernels",
     "kafka_clients",
 ]

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from kstreams._native.per_record import ContextRouting
 from kstreams.errors import ProcessorStateException, StreamsException, TopologyException
 from kstreams.processor import (
     Cancellable,
@@ -74,7 +75,7 @@ class PunctuationSchedule(Cancellable):
         self.next_due = due
 
 
-class ProcessorContextImpl(ProcessorContext[Any, Any]):
+class ProcessorContextImpl(ContextRouting, ProcessorContext[Any, Any]):
     """The task's context: what its processors see (``ProcessorContext``) and what its stores see
     (``StateStoreContext``). One per task; it tracks the node being run so that ``forward`` and
     ``get_state_store`` act for that node.
@@ -134,41 +135,28 @@ class ProcessorContextImpl(ProcessorContext[Any, Any]):
 
     # ---- routing
 
-    def forward(self, record: Record[Any, Any], child_name: str | To | None = None) -> None:
+    # ``forward`` is ContextRouting's (C): it calls ``_route`` for a named child or a ``To``.
+    def _route(self, record: Record[Any, Any], child_name: str | To) -> tuple[Record[Any, Any], Any]:
+        """The record to forward and the children it goes to, for ``forward(record, child_name)``."""
         node = self.node
-        if child_name is not None and not isinstance(child_name, str):
+        if not isinstance(child_name, str):
             if not isinstance(child_name, To):
                 raise TypeError(
                     f"forward() takes a child processor's name or a To, got {child_name!r}; "
                     "write forward(record, 'child') or forward(record, To.child('child'))."
                 )
-            record, child_name = child_name.apply(record)
-        if child_name is None:
-            children = node.children
-        else:
-            child = node.children_by_name.get(child_name)
-            if child is None:
-                raise StreamsException(
-                    f"Unknown downstream node: {child_name} either does not exist or is not connected to "
-                    f"processor {node.name}; its children are {[c.name for c in node.children]}.",
-                    task_id=self._task.task_id,
-                )
-            children = (child,)
-        record_context = self.record_context
-        previous_timestamp = record_context.timestamp
-        record_context.timestamp = record.timestamp
-        try:
-            for child in children:
-                self.node = child
-                child.process(record)
-        except BaseException as exc:
-            failed = self._failed
-            if failed is None or failed[0] is not exc:
-                self._failed = (exc, self.node.name)
-            raise
-        finally:
-            self.node = node
-            record_context.timestamp = previous_timestamp
+            record, name = child_name.apply(record)
+            if name is None:
+                return record, node.children
+            child_name = name
+        child = node.children_by_name.get(child_name)
+        if child is None:
+            raise StreamsException(
+                f"Unknown downstream node: {child_name} either does not exist or is not connected to "
+                f"processor {node.name}; its children are {[c.name for c in node.children]}.",
+                task_id=self._task.task_id,
+            )
+        return record, (child,)
 
     def forward_from(
         self, node_name: str, record: Record[Any, Any], child_name: str | To | None = None

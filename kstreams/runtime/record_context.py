@@ -15,16 +15,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from kstreams._native.per_record import RecordPosition
 from kstreams.processor import RecordMetadata
 
 __all__ = ["RecordContext"]
 
 
-class RecordContext:
-    """The position (topic None outside record processing) and timestamp of the current record."""
+class RecordContext(RecordPosition):
+    """The position (topic None outside record processing) and timestamp of the current record;
+    ``source`` is the input batch the record came from (its raw bytes, for exception handlers).
+    The fields are C fields (``RecordPosition``), which the per-record loops set directly."""
 
-    # ``source``: the input batch the record came from (its raw bytes, for exception handlers).
-    __slots__ = ("offset", "partition", "source", "timestamp", "topic")
+    __slots__ = ()
 
     def __init__(self, topic: str | None = None, partition: int = -1, offset: int = -1, timestamp: int = 0):
         self.topic = topic

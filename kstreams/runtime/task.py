@@ -27,8 +27,9 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
+from kstreams._native.per_record import BatchProgress, run_records
 from kstreams.cluster.port import TopicPartition
 from kstreams.errors import ProcessorStateException, StreamsException
 from kstreams.processor import PunctuationType, Punctuator, Record, TaskId
@@ -283,78 +284,40 @@ class StreamTask:
             return n
         source = self.graph.source_for(tp.topic)
         topic = tp.topic
-        key_deserialize = source.key_deserializer.deserialize
-        value_deserialize = source.value_deserializer.deserialize
-        extractor = source.timestamp_extractor
-        children = source.children
-        context = self.context
         position = RecordContext(topic, tp.partition)
         position.source = batch
         keys = batch.keys()
         values = batch.values()
-        # Built-in serdes decode the whole column at once; a column with a record they cannot
-        # read is deserialized record by record, where the handler sees that record.
-        decoded_keys = decode_whole_column(source.key_deserializer, topic, keys)
-        decoded_values = decode_whole_column(source.value_deserializer, topic, values)
-        timestamps = batch.timestamps_array().tolist()
-        offsets = batch.offsets_array().tolist()
-        headers_of = batch.headers if batch.has_headers else None
-        stream_time = self.stream_time
-        partition_time = self._partition_times.get(tp, -1)
-        processed = 0
-        last_offset = -1
+        extractor = source.timestamp_extractor
+        progress = BatchProgress(self._partition_times.get(tp, -1))
         try:
             with self.running(None, position):
-                for i in range(n):
-                    offset = offsets[i]
-                    position.offset = offset
-                    headers = headers_of(i) if headers_of is not None else None
-                    try:
-                        key = key_deserialize(topic, keys[i]) if decoded_keys is None else decoded_keys[i]
-                        value = (
-                            value_deserialize(topic, values[i])
-                            if decoded_values is None
-                            else decoded_values[i]
-                        )
-                    except Exception as exc:
-                        self._on_deserialization_error(
-                            tp, offset, keys[i], values[i], timestamps[i], headers, exc
-                        )
-                        last_offset = offset
-                        continue
-                    timestamp = timestamps[i]
-                    if extractor is not None:
-                        timestamp = self._extract_timestamp(
-                            extractor, Record(key, value, timestamp, headers), partition_time, tp, offset
-                        )
-                        if timestamp < 0:
-                            last_offset = offset
-                            continue
-                        if timestamp > partition_time:
-                            partition_time = timestamp
-                    elif timestamp < 0:
-                        raise StreamsException(
-                            f"Input record at {tp} offset {offset} has invalid (negative) timestamp "
-                            f"{timestamp}: give the source a timestamp_extractor that returns a valid "
-                            "timestamp."
-                        )
-                    record = Record(key, value, timestamp, headers)
-                    position.timestamp = timestamp
-                    if timestamp > stream_time:
-                        stream_time = self.stream_time = timestamp
-                    for child in children:
-                        context.node = child
-                        child.process(record)
-                    last_offset = offset
-                    processed += 1
-                    if stream_time >= self._next_stream_due:
-                        self._punctuate_stream_time(stream_time)
+                run_records(
+                    self,
+                    progress,
+                    tp,
+                    position,
+                    self.context,
+                    source.children,
+                    keys,
+                    values,
+                    # Built-in serdes decode the whole column at once; a column with a record they
+                    # cannot read is deserialized record by record, where the handler sees that record.
+                    decode_whole_column(source.key_deserializer, topic, keys),
+                    decode_whole_column(source.value_deserializer, topic, values),
+                    source.key_deserializer.deserialize,
+                    source.value_deserializer.deserialize,
+                    batch.timestamps_array(),
+                    batch.offsets_array(),
+                    batch.headers if batch.has_headers else None,
+                    extractor,
+                )
         finally:
-            if last_offset >= 0:
-                self._consumed[tp] = last_offset + 1
+            if progress.last_offset >= 0:
+                self._consumed[tp] = progress.last_offset + 1
             if extractor is not None:
-                self._partition_times[tp] = partition_time
-        return processed
+                self._partition_times[tp] = progress.partition_time
+        return progress.processed
 
     def _process_compiled(self, segment: CompiledSource, tp: TopicPartition, batch: Any) -> bool:
         """Run a batch through its compiled segment; False (nothing done) when a record needs the
@@ -388,6 +351,12 @@ class StreamTask:
                 timestamp,
             )
         return timestamp
+
+    def _reject_negative_timestamp(self, tp: TopicPartition, offset: int, timestamp: int) -> NoReturn:
+        raise StreamsException(
+            f"Input record at {tp} offset {offset} has invalid (negative) timestamp {timestamp}: give "
+            "the source a timestamp_extractor that returns a valid timestamp."
+        )
 
     def _on_deserialization_error(
         self,

@@ -15,12 +15,8 @@ __all__ = ["FixedKeyRecord", "Record"]
 
 
 cdef class _RecordFields:
-    """What both record types hold and how they are made, shown and pickled."""
-
-    cdef readonly object key
-    cdef readonly object value
-    cdef readonly object timestamp
-    cdef readonly object headers
+    """What both record types hold and how they are made, shown and pickled (fields in
+    record.pxd)."""
 
     def __init__(self, key, value, timestamp=0, headers=None):
         self.key = key

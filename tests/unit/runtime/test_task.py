@@ -13,7 +13,7 @@ from kstreams._native.record_collector import RecordCollector
 from kstreams.cluster.port import TopicPartition
 from kstreams.config import StreamsConfig
 from kstreams.errors import StreamsException, TopologyException
-from kstreams.processor import Processor, ProcessorContext, PunctuationType, Record, TaskId
+from kstreams.processor import Processor, ProcessorContext, PunctuationType, Record, TaskId, To
 from kstreams.runtime.task import StreamTask
 from kstreams.serdes import Serdes
 from kstreams.state.store import StateStore, StoreBuilder
@@ -510,3 +510,49 @@ def test_built_in_serdes_read_a_batch_as_record_by_record_and_a_bad_record_alone
     assert [value for _, value, _ in seen] == [serde.deserialize("in", b) for b in good]
     assert [key for key, _, _ in seen] == [f"k{i}" for i in range(len(with_bad)) if not 2 <= i < 2 + len(bad)]
     assert task.committable_offsets() == {IN: 100 + len(with_bad)}
+
+
+def test_a_negative_input_timestamp_fails_naming_the_record_and_keeps_what_came_before(tmp_path: Any) -> None:
+    seen: list[str] = []
+    topology = source().add_processor("p", lambda: Lambda(lambda ctx, r: seen.append(r.value)), "src")
+    task, _ = make_task(topology, tmp_path)
+    with pytest.raises(StreamsException, match="offset 31 has invalid \\(negative\\) timestamp -5"):
+        task.process(IN, batch(("k", "a", 1), ("k", "b", -5), ("k", "c", 2), first_offset=30))
+    assert seen == ["a"]
+    assert task.committable_offsets() == {IN: 31}
+    assert task.stream_time == 1
+
+
+def test_forward_with_a_timestamp_restores_the_node_and_timestamp_after_its_children(tmp_path: Any) -> None:
+    seen: list[tuple[str, str | None, int]] = []
+
+    def parent(ctx: ProcessorContext[Any, Any], record: Record[Any, Any]) -> None:
+        ctx.forward(record, To.all().with_timestamp(99))
+        seen.append(("parent", ctx.current_node_name, ctx.current_timestamp()))  # type: ignore[attr-defined]
+
+    def child(ctx: ProcessorContext[Any, Any], record: Record[Any, Any]) -> None:
+        seen.append(("child", ctx.current_node_name, ctx.current_timestamp()))  # type: ignore[attr-defined]
+        if record.value == "boom":
+            raise ValueError("boom")
+
+    topology = source().add_processor("parent", lambda: Lambda(parent), "src")
+    topology.add_processor("child", lambda: Lambda(child), "parent")
+    task, _ = make_task(topology, tmp_path)
+    task.process(IN, batch(("k", "v", 5)))
+    assert seen == [("child", "child", 99), ("parent", "parent", 5)]
+    with pytest.raises(StreamsException, match="processor=child"):
+        task.process(IN, batch(("k", "boom", 6)))
+    context = task.context
+    assert context.node is None and context.record_context.timestamp == 0  # the idle context again
+
+
+def test_the_innermost_failing_processor_is_named_through_nested_forwards(tmp_path: Any) -> None:
+    def fail(ctx: ProcessorContext[Any, Any], record: Record[Any, Any]) -> None:
+        raise KeyError("missing")
+
+    topology = source().add_processor("first", lambda: Lambda(forward_all), "src")
+    topology.add_processor("second", lambda: Lambda(forward_all), "first")
+    topology.add_processor("third", lambda: Lambda(fail), "second")
+    task, _ = make_task(topology, tmp_path)
+    with pytest.raises(StreamsException, match="processor=third"):
+        task.process(IN, batch(("k", "v", 1)))

@@ -3,7 +3,8 @@ branch, pass-through.
 
 Each supplier keeps its user function as an attribute and returns a new processor per task. A
 processor forwards records with the input's timestamp and headers unless the operation changes
-them.
+them. Filter, map and map_values, the most used, are C processors (``kstreams._native.per_record``)
+with this module's classes on top.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from kstreams._native.per_record import FilterCore, MapCore, MapValuesCore, key_value_of
 from kstreams.processor import Processor, ProcessorContext, Record
 
 __all__ = [
@@ -40,17 +42,6 @@ class _Forwarding(Processor[Any, Any, Any, Any]):
         self.context = context
 
 
-def key_value_of(result: Any, what: str) -> tuple[Any, Any]:
-    """A mapper's result as (key, value); a clear error for anything else."""
-    try:
-        key, value = result
-    except (TypeError, ValueError):
-        raise TypeError(
-            f"The mapper of {what} must return a KeyValue (or a (key, value) tuple), got {result!r}."
-        ) from None
-    return key, value
-
-
 class FilterSupplier:
     """Keeps records for which ``predicate(key, value)`` is true (false when ``negate``)."""
 
@@ -64,14 +55,8 @@ class FilterSupplier:
         return _Filter(self.predicate, self.negate)
 
 
-class _Filter(_Forwarding):
-    def __init__(self, predicate: Callable[[Any, Any], bool], negate: bool) -> None:
-        self.predicate = predicate
-        self.negate = negate
-
-    def process(self, record: Record[Any, Any]) -> None:
-        if bool(self.predicate(record.key, record.value)) != self.negate:
-            self.context.forward(record)
+class _Filter(FilterCore, _Forwarding):
+    """The filter processor (its ``process`` is C: ``FilterCore``)."""
 
 
 class MapSupplier:
@@ -86,13 +71,8 @@ class MapSupplier:
         return _Map(self.mapper)
 
 
-class _Map(_Forwarding):
-    def __init__(self, mapper: Callable[[Any, Any], Any]) -> None:
-        self.mapper = mapper
-
-    def process(self, record: Record[Any, Any]) -> None:
-        key, value = key_value_of(self.mapper(record.key, record.value), "map")
-        self.context.forward(Record(key, value, record.timestamp, record.headers))
+class _Map(MapCore, _Forwarding):
+    """The map processor (its ``process`` is C: ``MapCore``)."""
 
 
 class MapValuesSupplier:
@@ -108,14 +88,8 @@ class MapValuesSupplier:
         return _MapValues(self.mapper, self.with_key)
 
 
-class _MapValues(_Forwarding):
-    def __init__(self, mapper: Callable[..., Any], with_key: bool) -> None:
-        self.mapper = mapper
-        self.with_key = with_key
-
-    def process(self, record: Record[Any, Any]) -> None:
-        value = self.mapper(record.key, record.value) if self.with_key else self.mapper(record.value)
-        self.context.forward(record.with_value(value))
+class _MapValues(MapValuesCore, _Forwarding):
+    """The map_values processor (its ``process`` is C: ``MapValuesCore``)."""
 
 
 class FlatMapSupplier:

@@ -1,0 +1,268 @@
+# cython: language_level=3
+"""The per-record path's two loops, in C: a task's loop over the records of an input batch
+(``run_records``) and ``forward``'s loop over a node's children (``ContextRouting.forward``).
+
+On the per-record path (Processor API classes, records with headers, ``processing.compiled=false``)
+every input record passes through the task's loop and every processor hop through ``forward``.
+Written in Python, the two loops' own bytecode (moving the record position along, setting the
+node being run, saving and restoring the timestamp, the try/finally around the children) was a
+quarter of the stream thread's samples in a filter + map. Here nothing of kstreams' is
+interpreted between the user's calls. What the loops do, and in which order, is what the Python
+loops did; the rare cases call back into the task: a record that fails to deserialize, a
+timestamp extractor, a negative timestamp, a stream-time punctuation falling due, ``forward`` to
+a named child.
+
+The DSL's record-at-a-time processors (filter, map, map_values) are C processors too
+(``FilterCore``, ``MapCore``, ``MapValuesCore``): each calls its user function and hands the result
+to ``forward`` without an interpreted frame of its own.
+"""
+
+from libc.stdint cimport int64_t
+
+from kstreams._native.record cimport Record, _RecordFields
+
+__all__ = [
+    "BatchProgress",
+    "ContextRouting",
+    "FilterCore",
+    "ForwardingCore",
+    "MapCore",
+    "MapValuesCore",
+    "RecordPosition",
+    "key_value_of",
+    "run_records",
+]
+
+
+cdef class RecordPosition:
+    """The fields of a record context (``kstreams.runtime.record_context.RecordContext``): the
+    topic (None outside record processing), partition, offset and timestamp of the current
+    record, and ``source``, the input batch it came from (fields in per_record.pxd)."""
+
+
+cdef class ContextRouting:
+    """What ``forward`` needs of a task's processor context: ``node``, the node being run (None
+    between runs); ``record_context``, the current record's position; ``_failed``, the
+    (exception, node name) of the innermost node a failure came from. The task's context
+    (``ProcessorContextImpl``) is this and the rest of ``ProcessorContext``; it defines
+    ``_route(record, child_name)``, which resolves a named child or a ``To`` (fields in
+    per_record.pxd)."""
+
+    def forward(self, record, child_name=None):
+        """Pass ``record`` to every child of the node being run (with ``child_name``, a name or
+        a ``To``, to that child), each child run as the node being run and with the record
+        context's timestamp set to the record's; both are restored afterwards, also when a child
+        raises. A failure remembers the innermost node it came from."""
+        cdef object children
+        if child_name is None:
+            children = (<object>self.node).children
+        else:
+            record, children = self._route(record, child_name)
+        self._forward(record, children)
+
+    cdef int _forward(self, object record, object children) except -1:
+        cdef object node = self.node
+        cdef RecordPosition position = <RecordPosition?>self.record_context
+        cdef object previous = position.timestamp
+        if isinstance(record, _RecordFields):
+            position.timestamp = (<_RecordFields>record).timestamp
+        else:
+            position.timestamp = record.timestamp
+        try:
+            for child in children:
+                self.node = child
+                child.process(record)
+        except BaseException as exc:
+            failed = self._failed
+            if failed is None or (<tuple>failed)[0] is not exc:
+                self._failed = (exc, self.node.name)
+            raise
+        finally:
+            self.node = node
+            position.timestamp = previous
+        return 0
+
+
+cdef class BatchProgress:
+    """How far ``run_records`` got, kept when a record's processing raises: ``processed``, the
+    records run through the graph; ``last_offset``, the offset of the last record consumed
+    (processed or skipped; -1: none); ``partition_time``, the largest extracted timestamp."""
+
+    cdef public Py_ssize_t processed
+    cdef public int64_t last_offset
+    cdef public int64_t partition_time
+
+    def __init__(self, int64_t partition_time):
+        self.processed = 0
+        self.last_offset = -1
+        self.partition_time = partition_time
+
+
+def run_records(
+    task,
+    BatchProgress progress not None,
+    tp,
+    RecordPosition position not None,
+    ContextRouting context not None,
+    children,
+    list keys not None,
+    list values not None,
+    list decoded_keys,
+    list decoded_values,
+    key_deserialize,
+    value_deserialize,
+    const int64_t[::1] timestamps not None,
+    const int64_t[::1] offsets not None,
+    headers_of,
+    extractor,
+):
+    """Run each record of a batch through ``children`` (the source's), in offset order, as
+    ``StreamTask.process`` does: ``keys``/``values`` are the raw columns, ``decoded_keys``/
+    ``decoded_values`` the deserialized ones (None: deserialize record by record with
+    ``key_deserialize(topic, data)``), ``headers_of(i)`` the headers of record ``i`` (None: the
+    batch has none), ``extractor`` the source's timestamp extractor or None. ``position`` moves
+    along the batch; the task's stream time advances and its stream-time punctuations run as
+    records pass them. ``progress`` says how far it got."""
+    cdef Py_ssize_t n = len(keys)
+    if len(values) != n or timestamps.shape[0] != n or offsets.shape[0] != n:
+        raise ValueError("run_records: the batch's columns differ in length")
+    cdef Py_ssize_t i
+    cdef int64_t offset, timestamp
+    cdef int64_t stream_time = task.stream_time
+    cdef object topic = position.topic
+    cdef object offset_object, timestamp_object, key, value, headers, record
+    for i in range(n):
+        offset = offsets[i]
+        offset_object = offset
+        position.offset = offset_object
+        headers = headers_of(i) if headers_of is not None else None
+        try:
+            key = key_deserialize(topic, keys[i]) if decoded_keys is None else decoded_keys[i]
+            value = value_deserialize(topic, values[i]) if decoded_values is None else decoded_values[i]
+        except Exception as exc:
+            task._on_deserialization_error(tp, offset_object, keys[i], values[i], timestamps[i], headers, exc)
+            progress.last_offset = offset
+            continue
+        timestamp = timestamps[i]
+        if extractor is not None:
+            timestamp = task._extract_timestamp(
+                extractor, _record(key, value, timestamp, headers), progress.partition_time, tp, offset_object
+            )
+            if timestamp < 0:
+                progress.last_offset = offset
+                continue
+            if timestamp > progress.partition_time:
+                progress.partition_time = timestamp
+        elif timestamp < 0:
+            task._reject_negative_timestamp(tp, offset_object, timestamp)
+        timestamp_object = timestamp
+        record = _record(key, value, timestamp_object, headers)
+        position.timestamp = timestamp_object
+        if timestamp > stream_time:
+            stream_time = timestamp
+            task.stream_time = timestamp_object
+        for child in children:
+            context.node = child
+            child.process(record)
+        progress.last_offset = offset
+        progress.processed += 1
+        if stream_time >= <int64_t>task._next_stream_due:
+            task._punctuate_stream_time(stream_time)
+
+
+cdef inline object _record(object key, object value, object timestamp, object headers):
+    cdef Record made = Record.__new__(Record)
+    made.key = key
+    made.value = value
+    made.timestamp = timestamp
+    made.headers = headers
+    return made
+
+
+# ------------------------------------------------------------ the DSL's record-at-a-time processors
+
+
+def key_value_of(result, str what):
+    """A mapper's result as (key, value); a clear error for anything else."""
+    if type(result) is tuple and len(<tuple>result) == 2:
+        return result
+    try:
+        key, value = result
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"The mapper of {what} must return a KeyValue (or a (key, value) tuple), got {result!r}."
+        ) from None
+    return key, value
+
+
+cdef class ForwardingCore:
+    """A processor that keeps its context to forward through (``init``). When the context is a
+    task's (a ``ContextRouting`` whose ``forward`` is not overridden) records go to C ``forward``
+    directly; any other context's ``forward`` is called as a method."""
+
+    cdef public object context
+    cdef ContextRouting _routing
+
+    def init(self, context):
+        self.context = context
+        if isinstance(context, ContextRouting) and type(context).forward is ContextRouting.forward:
+            self._routing = <ContextRouting>context
+        else:
+            self._routing = None
+
+    cdef int _send(self, object record) except -1:
+        cdef ContextRouting routing = self._routing
+        if routing is None:
+            self.context.forward(record)
+        else:
+            routing._forward(record, (<object>routing.node).children)
+        return 0
+
+
+cdef class FilterCore(ForwardingCore):
+    """Forwards the records for which ``predicate(key, value)`` is true (false when ``negate``)."""
+
+    cdef public object predicate
+    cdef public bint negate
+
+    def __init__(self, predicate, bint negate):
+        self.predicate = predicate
+        self.negate = negate
+
+    def process(self, record):
+        if bool(self.predicate(record.key, record.value)) != self.negate:
+            self._send(record)
+
+
+cdef class MapCore(ForwardingCore):
+    """Forwards ``mapper(key, value)``, a KeyValue, as the record's key and value."""
+
+    cdef public object mapper
+
+    def __init__(self, mapper):
+        self.mapper = mapper
+
+    def process(self, record):
+        key, value = key_value_of(self.mapper(record.key, record.value), "map")
+        self._send(_record(key, value, record.timestamp, record.headers))
+
+
+cdef class MapValuesCore(ForwardingCore):
+    """Forwards the record with its value replaced by ``mapper(value)`` (``mapper(key, value)``
+    when ``with_key``)."""
+
+    cdef public object mapper
+    cdef public bint with_key
+
+    def __init__(self, mapper, bint with_key):
+        self.mapper = mapper
+        self.with_key = with_key
+
+    def process(self, record):
+        if type(record) is not Record:
+            value = self.mapper(record.key, record.value) if self.with_key else self.mapper(record.value)
+            self._send(record.with_value(value))
+            return
+        cdef Record r = <Record>record
+        value = self.mapper(r.key, r.value) if self.with_key else self.mapper(r.value)
+        self._send(_record(r.key, value, r.timestamp, r.headers))

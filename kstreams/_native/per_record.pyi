@@ -1,0 +1,77 @@
+"""Stub of csrc/kstreams/_native/per_record.pyx: the per-record path's loops and the DSL's
+record-at-a-time processors, in C."""
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+class RecordPosition:
+    """The topic, partition, offset and timestamp of the current record, and its input batch."""
+
+    topic: str | None
+    partition: int
+    offset: int
+    timestamp: int
+    source: Any
+
+class ContextRouting:
+    """The node being run, the current record context and the innermost failure; ``forward``."""
+
+    node: Any
+    record_context: Any
+    _failed: tuple[BaseException, str] | None
+    def forward(self, record: Any, child_name: Any = None) -> None:
+        """Pass ``record`` to the children of the node being run (or to the named one)."""
+
+class BatchProgress:
+    """How far ``run_records`` got: records processed, last offset consumed, partition time."""
+
+    processed: int
+    last_offset: int
+    partition_time: int
+    def __init__(self, partition_time: int) -> None: ...
+
+def run_records(
+    task: Any,
+    progress: BatchProgress,
+    tp: Any,
+    position: RecordPosition,
+    context: ContextRouting,
+    children: Sequence[Any],
+    keys: list[bytes | None],
+    values: list[bytes | None],
+    decoded_keys: list[Any] | None,
+    decoded_values: list[Any] | None,
+    key_deserialize: Callable[[str, bytes | None], Any],
+    value_deserialize: Callable[[str, bytes | None], Any],
+    timestamps: Any,
+    offsets: Any,
+    headers_of: Callable[[int], Any] | None,
+    extractor: Any,
+) -> None:
+    """Run each record of a batch through ``children``, as ``StreamTask.process`` does."""
+
+def key_value_of(result: Any, what: str) -> tuple[Any, Any]:
+    """A mapper's result as (key, value); a clear error for anything else."""
+
+class ForwardingCore:
+    """A processor that keeps its context to forward through."""
+
+    context: Any
+    def init(self, context: Any) -> None: ...
+
+class FilterCore(ForwardingCore):
+    predicate: Callable[[Any, Any], Any]
+    negate: bool
+    def __init__(self, predicate: Callable[[Any, Any], Any], negate: bool) -> None: ...
+    def process(self, record: Any) -> None: ...
+
+class MapCore(ForwardingCore):
+    mapper: Callable[[Any, Any], Any]
+    def __init__(self, mapper: Callable[[Any, Any], Any]) -> None: ...
+    def process(self, record: Any) -> None: ...
+
+class MapValuesCore(ForwardingCore):
+    mapper: Callable[..., Any]
+    with_key: bool
+    def __init__(self, mapper: Callable[..., Any], with_key: bool) -> None: ...
+    def process(self, record: Any) -> None: ...
