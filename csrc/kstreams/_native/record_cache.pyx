@@ -23,6 +23,7 @@ from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 from cython.operator cimport dereference as deref
 from cython.operator cimport preincrement as inc
 from libc.stdint cimport int64_t, uintptr_t
+from libc.string cimport memcpy
 from libcpp cimport bool
 from libcpp.algorithm cimport sort
 from libcpp.string cimport string
@@ -453,6 +454,12 @@ cdef class RecordCache:
         return self._get(namespace, key)
 
     cdef tuple _get(self, str namespace, bytes key):
+        return <tuple>self._get_fixed(namespace, key, NULL, 0)
+
+    cdef object _get_fixed(self, str namespace, bytes key, char* out, size_t size):
+        """As ``_get``; with ``out``, a hit whose value is ``size`` bytes is copied into ``out``
+        instead of into a bytes object, and the result is ``True`` (no Python object made: a
+        cached aggregate of fixed width is read this way on every record)."""
         # The hottest call of the per-record path: namespace and key are looked up as views and
         # the value copied once, into its bytes object (making bytes runs no Python code, so it
         # may happen under the mutex).
@@ -475,13 +482,18 @@ cdef class RecordCache:
                 else:
                     self._hits += 1
                     found = 1
-                    if not e.tombstone:
+                    if out != NULL and not e.tombstone and e.value.size() == size:
+                        memcpy(out, e.value.data(), size)
+                        found = 2
+                    elif not e.tombstone:
                         value = PyBytes_FromStringAndSize(e.value.data(), <Py_ssize_t>e.value.size())
                     timestamp = e.timestamp
                     _lru_unlink(nc, e)
                     _lru_push_head(nc, e)
         finally:
             self._mutex.unlock()
+        if found == 2:
+            return True
         if found == 1:
             return (value, timestamp)
         if found == -1:
@@ -491,21 +503,24 @@ cdef class RecordCache:
     cdef int _put(self, str namespace, bytes key, object value, int64_t timestamp,
                   bool dirty, bool only_if_absent) except -2:
         """Returns 1 when written, 0 when an entry was present (only_if_absent)."""
+        if value is None:
+            return self._put_raw(namespace, key, NULL, 0, True, timestamp, dirty, only_if_absent)
+        if type(value) is not bytes:
+            raise TypeError(f"record cache values must be bytes or None, got {type(value).__name__}")
+        # valid while the caller holds ``value``, which outlives this call
+        return self._put_raw(namespace, key, PyBytes_AS_STRING(<bytes>value),
+                             <size_t>PyBytes_GET_SIZE(<bytes>value), False, timestamp, dirty,
+                             only_if_absent)
+
+    cdef int _put_raw(self, str namespace, bytes key, const char* v, size_t v_size, bool tombstone,
+                      int64_t timestamp, bool dirty, bool only_if_absent) except -2:
+        """``_put`` of the ``v_size`` bytes at ``v`` (ignored for a tombstone)."""
         cdef string_view name = _str_view(namespace)
         cdef string_view k = _bytes_view(key)
-        cdef const char* v = NULL
-        cdef size_t v_size = 0
-        cdef bool tombstone = value is None
         cdef int rc = 1
         cdef ks_NamedCache* nc
         cdef vector[ks_FlushBatch] batches
         cdef vector[ks_PendingFlush] pending
-        if not tombstone:
-            if type(value) is not bytes:
-                raise TypeError(f"record cache values must be bytes or None, got {type(value).__name__}")
-            # valid while the caller holds ``value``, which outlives this call
-            v = PyBytes_AS_STRING(<bytes>value)
-            v_size = <size_t>PyBytes_GET_SIZE(<bytes>value)
         _acquire(&self._mutex)
         nc = self._find_view(name)
         if nc == NULL:

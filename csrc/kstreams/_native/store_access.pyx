@@ -18,6 +18,7 @@ from cpython.unicode cimport PyUnicode_AsUTF8String
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.string cimport memcpy
 
+from kstreams._native.per_record cimport ContextRouting, RecordPosition
 from kstreams._native.record_cache cimport RecordCache
 from kstreams._native.value_and_timestamp cimport ValueAndTimestamp
 
@@ -64,6 +65,7 @@ cdef class _CachedAccess:
     cdef bint _stamped_longs
     cdef object _lock_acquire
     cdef object _lock_release
+    cdef ContextRouting _routing  # the context as a task's, read in C (None: another context)
 
     def __init__(self, store, caching, holder, context, str namespace not None, bint string_keys,
                  bint bytes_keys, bint stamped_longs):
@@ -78,6 +80,7 @@ cdef class _CachedAccess:
         self._stamped_longs = stamped_longs
         self._lock_acquire = store.query_lock.acquire
         self._lock_release = store.query_lock.release
+        self._routing = context if isinstance(context, ContextRouting) else None
 
     cdef RecordCache _cache(self):
         """The running thread's cache with the namespace in it, or None (the layers then act)."""
@@ -149,22 +152,56 @@ cdef class _CachedAccess:
             stored_stamp = (<ValueAndTimestamp>stored).timestamp
             if stored_stamp > stamp:
                 stamp = stored_stamp
+        return _applied(apply(key, value, old), old, stamp)
+
+    cdef object _read(self, RecordCache cache, bytes cache_key, char* fixed):
+        """The cache's entry for ``cache_key``: None on a miss, else ``(data, timestamp)``; for
+        stamped longs an entry of 16 bytes is copied into ``fixed`` and the result is True."""
+        if self._stamped_longs:
+            return cache._get_fixed(self._namespace, cache_key, fixed, 16)
+        return cache._get(self._namespace, cache_key)
+
+    cdef tuple _updated_fixed(self, object key, object value, int64_t timestamp, object apply,
+                              char* fixed, bint* encoded):
+        """``_updated`` over the stamped long whose 16 stored bytes are in ``fixed``. When the
+        new aggregate is an int64 too its stored bytes replace those in ``fixed``, ``encoded`` is
+        set and no ValueAndTimestamp is made (the third item is None)."""
+        cdef int64_t stamp = _read_be64(fixed)
+        if timestamp > stamp:
+            stamp = timestamp
+        old = _read_be64(fixed + 8)
         new = apply(key, value, old)
         cdef object stamp_object = stamp
-        if new is None:
-            return (None, old, None, stamp_object)
-        made = ValueAndTimestamp.__new__(ValueAndTimestamp)
-        (<ValueAndTimestamp>made).value = new
-        (<ValueAndTimestamp>made).timestamp = stamp_object
-        return (new, old, made, stamp_object)
+        cdef int overflow = 0
+        cdef long long number
+        if type(new) is int:
+            number = PyLong_AsLongLongAndOverflow(new, &overflow)
+            if not overflow:
+                _write_be64(fixed, stamp)
+                _write_be64(fixed + 8, number)
+                encoded[0] = True
+                return (new, old, None, stamp_object)
+        return _applied(new, old, stamp_object)
 
-    cdef int _write(self, RecordCache cache, object cache_key, object data) except -1:
+    cdef int64_t _record_timestamp(self) except? -1:
+        """The current record's timestamp, what the caching layer stamps entries with."""
+        cdef object position
+        if self._routing is not None:
+            position = self._routing.record_context
+            if isinstance(position, RecordPosition):
+                return (<RecordPosition>position).timestamp
+        return self._context.record_context.timestamp
+
+    cdef int _write(self, RecordCache cache, bytes cache_key, bytes data) except -1:
         """Put a dirty entry stamped with the current record's timestamp, under the store's
         query lock as the metered layer writes."""
-        cdef int64_t timestamp = self._context.record_context.timestamp
+        return self._write_raw(cache, cache_key, PyBytes_AS_STRING(data), <size_t>PyBytes_GET_SIZE(data))
+
+    cdef int _write_raw(self, RecordCache cache, bytes cache_key, const char* data, size_t size) except -1:
+        cdef int64_t timestamp = self._record_timestamp()
         self._lock_acquire()
         try:
-            cache._put(self._namespace, cache_key, data, timestamp, True, False)
+            cache._put_raw(self._namespace, cache_key, data, size, False, timestamp, True, False)
         finally:
             self._lock_release()
         return 0
@@ -210,13 +247,21 @@ cdef class CachedKeyValueAccess(_CachedAccess):
             new, old, made, stamp = self._updated(key, value, timestamp, apply, stored)
             type(self._store).put(self._store, key, made)
             return new, old, stamp
+        cdef char fixed[16]
+        cdef bint encoded = False
         key_bytes = self._key_bytes(key)
-        hit = cache._get(self._namespace, key_bytes)
-        if hit is None:
-            stored = self._store._value(self._caching.read_through(cache, key_bytes))
+        hit = self._read(cache, key_bytes, fixed)
+        if hit is True:
+            new, old, made, stamp = self._updated_fixed(key, value, timestamp, apply, fixed, &encoded)
+            if encoded:
+                self._write_raw(cache, key_bytes, fixed, 16)
+                return new, old, stamp
         else:
-            stored = self._decode((<tuple>hit)[0])
-        new, old, made, stamp = self._updated(key, value, timestamp, apply, stored)
+            if hit is None:
+                stored = self._store._value(self._caching.read_through(cache, key_bytes))
+            else:
+                stored = self._decode((<tuple>hit)[0])
+            new, old, made, stamp = self._updated(key, value, timestamp, apply, stored)
         data = None if made is None else self._encode(made)
         if data is None:
             type(self._store).put(self._store, key, made)
@@ -266,20 +311,38 @@ cdef class CachedWindowAccess(_CachedAccess):
             new, old, made, stamp = self._updated(key, value, timestamp, apply, stored)
             type(self._store).put(self._store, key, made, window_start)
             return new, old, stamp
+        cdef char fixed[16]
+        cdef bint encoded = False
         key_bytes = self._key_bytes(key)
         cache_key = _window_key(key_bytes, window_start)
-        hit = cache._get(self._namespace, cache_key)
-        if hit is None:
-            stored = self._store._value(self._caching.wrapped.fetch(key_bytes, window_start))
+        hit = self._read(cache, cache_key, fixed)
+        if hit is True:
+            new, old, made, stamp = self._updated_fixed(key, value, timestamp, apply, fixed, &encoded)
+            if encoded:
+                self._write_raw(cache, cache_key, fixed, 16)
+                return new, old, stamp
         else:
-            stored = self._decode((<tuple>hit)[0])
-        new, old, made, stamp = self._updated(key, value, timestamp, apply, stored)
+            if hit is None:
+                stored = self._store._value(self._caching.wrapped.fetch(key_bytes, window_start))
+            else:
+                stored = self._decode((<tuple>hit)[0])
+            new, old, made, stamp = self._updated(key, value, timestamp, apply, stored)
         data = None if made is None else self._encode(made)
         if data is None:
             type(self._store).put(self._store, key, made, window_start)
         else:
             self._write(cache, cache_key, data)
         return new, old, stamp
+
+
+cdef tuple _applied(object new, object old, object stamp):
+    """``_updated``'s result: the stamped value is None when the new aggregate is."""
+    if new is None:
+        return (None, old, None, stamp)
+    cdef ValueAndTimestamp made = ValueAndTimestamp.__new__(ValueAndTimestamp)
+    made.value = new
+    made.timestamp = stamp
+    return (new, old, made, stamp)
 
 
 cdef bytes _window_key(bytes key, int64_t start):

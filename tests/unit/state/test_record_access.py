@@ -12,10 +12,12 @@ from typing import Any
 import pytest
 
 from kstreams import Serdes
+from kstreams._native.per_record import ContextRouting
 from kstreams._native.record_cache import RecordCache
 from kstreams._native.store_access import CachedKeyValueAccess, CachedWindowAccess
 from kstreams.errors import SerializationException
 from kstreams.runtime.metrics import MetricsRegistry
+from kstreams.runtime.record_context import RecordContext
 from kstreams.state.caching import CachingKeyValueStore, CachingWindowStore
 from kstreams.state.changelogging import ChangeLoggingKeyValueStore, ChangeLoggingWindowStore
 from kstreams.state.in_memory import InMemoryKeyValueStore, InMemoryWindowStore
@@ -42,6 +44,15 @@ class TaskContext(RecordingContext):
         return int(self.record_context.timestamp)
 
 
+class RoutedTaskContext(ContextRouting, TaskContext):
+    """A task-shaped context as a task's is built: its record position is a ``RecordContext``,
+    which the accessors read in C."""
+
+    def __init__(self, state_dir: Path, cache: Any, metrics: MetricsRegistry | None = None) -> None:
+        super().__init__(state_dir, cache, metrics)
+        self.record_context = RecordContext()
+
+
 def opened(store: Any, context: TaskContext) -> list[tuple[Any, ...]]:
     """Open ``store``; the list its flush listener records forwarded entries in."""
     store.init(context, store)
@@ -58,18 +69,19 @@ def stack(
     value_serde: Any,
     timestamped: bool = True,
     metrics: MetricsRegistry | None = None,
+    context_type: type[TaskContext] = TaskContext,
 ) -> tuple[Any, InMemoryKeyValueStore, TaskContext, list[tuple[Any, ...]]]:
     """A DSL-shaped store (metered over caching over change-logging over in-memory), open, with a
     flush listener recording what it forwards."""
     inner = InMemoryKeyValueStore(name)
     layer = MeteredTimestampedKeyValueStore if timestamped else MeteredKeyValueStore
     store = layer(CachingKeyValueStore(ChangeLoggingKeyValueStore(inner)), key_serde, value_serde)
-    context = TaskContext(tmp_path / name, cache, metrics)
+    context = context_type(tmp_path / name, cache, metrics)
     return store, inner, context, opened(store, context)
 
 
 def window_stack(
-    tmp_path: Path, name: str, cache: Any, value_serde: Any
+    tmp_path: Path, name: str, cache: Any, value_serde: Any, context_type: type[TaskContext] = TaskContext
 ) -> tuple[Any, InMemoryWindowStore, TaskContext, list[tuple[Any, ...]]]:
     """A DSL-shaped timestamped window store with string keys (100 ms windows), open, with a
     flush listener recording what it forwards."""
@@ -77,7 +89,7 @@ def window_stack(
     store = MeteredTimestampedWindowStore(
         CachingWindowStore(ChangeLoggingWindowStore(inner)), Serdes.string(), value_serde
     )
-    context = TaskContext(tmp_path / name, cache)
+    context = context_type(tmp_path / name, cache)
     return store, inner, context, opened(store, context)
 
 
@@ -256,28 +268,31 @@ def _model_step(store: Any, read: Any, write: Any, key: Any, value: Any, timesta
     return new, old, stamp
 
 
+@pytest.mark.parametrize("context_type", [TaskContext, RoutedTaskContext])
 @pytest.mark.parametrize("windowed", [False, True])
 @pytest.mark.parametrize(("value_serde", "numbers"), [(Serdes.long(), True), (Serdes.string(), False)])
 def test_one_call_update_equals_get_apply_put_through_the_layers(
-    tmp_path: Path, windowed: bool, value_serde: Any, numbers: bool
+    tmp_path: Path, windowed: bool, value_serde: Any, numbers: bool, context_type: type[TaskContext]
 ) -> None:
     # The aggregation step (read, apply, stamp with the larger timestamp, write) in one call must
     # give and leave what the same step through the store's methods does: hits, misses (small
-    # caches evict), deletions (apply returns None) and a thread without a cache.
+    # caches evict), deletions (apply returns None) and a thread without a cache. A task's context
+    # has its record timestamp read in C (RoutedTaskContext): the changelog's timestamps come
+    # from it.
     rng = random.Random(5)
     if windowed:
         fast, fast_inner, fast_context, fast_flushed = window_stack(
-            tmp_path, "fast", RecordCache(1500), value_serde
+            tmp_path, "fast", RecordCache(1500), value_serde, context_type
         )
         slow, slow_inner, slow_context, slow_flushed = window_stack(
-            tmp_path, "slow", RecordCache(1500), value_serde
+            tmp_path, "slow", RecordCache(1500), value_serde, context_type
         )
     else:
         fast, fast_inner, fast_context, fast_flushed = stack(
-            tmp_path, "fast", RecordCache(1500), Serdes.string(), value_serde
+            tmp_path, "fast", RecordCache(1500), Serdes.string(), value_serde, context_type=context_type
         )
         slow, slow_inner, slow_context, slow_flushed = stack(
-            tmp_path, "slow", RecordCache(1500), Serdes.string(), value_serde
+            tmp_path, "slow", RecordCache(1500), Serdes.string(), value_serde, context_type=context_type
         )
     update = fast.record_update()
     assert isinstance(update.__self__, CachedWindowAccess if windowed else CachedKeyValueAccess)
@@ -326,6 +341,21 @@ def test_one_call_update_equals_get_apply_put_through_the_layers(
     assert [entry[1:] for entry in fast_context.changelog] == [entry[1:] for entry in slow_context.changelog]
     assert fast_flushed == slow_flushed
     assert len(fast_flushed) > 100
+
+
+def test_a_cached_long_updated_to_what_no_long_holds_goes_through_the_serde(tmp_path: Path) -> None:
+    # A cached count is read and written as 16 bytes without objects; an aggregate that is not an
+    # int64 (too large, a bool, None) takes the layers' way: the serde refuses what it cannot
+    # write, None deletes.
+    store, *_ = stack(tmp_path, "s", RecordCache(1 << 20), Serdes.string(), Serdes.long())
+    update = store.record_update()
+    assert update("k", 1, 5, lambda key, value, old: 7) == (7, None, 5)
+    with pytest.raises(SerializationException):
+        update("k", 1, 6, lambda key, value, old: old << 70)
+    assert store.get("k") == ValueAndTimestamp.make(7, 5)
+    assert update("k", 1, 4, lambda key, value, old: old + 1) == (8, 7, 5)
+    assert update("k", 1, 9, lambda key, value, old: None) == (None, 8, 9)
+    assert store.get("k") is None
 
 
 def test_an_update_whose_function_raises_writes_nothing(tmp_path: Path) -> None:
