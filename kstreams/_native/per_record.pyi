@@ -75,3 +75,44 @@ class MapValuesCore(ForwardingCore):
     with_key: bool
     def __init__(self, mapper: Callable[..., Any], with_key: bool) -> None: ...
     def process(self, record: Any) -> None: ...
+
+class AggregateStep:
+    """An aggregation's function of (key, value, old aggregate or None) -> new aggregate."""
+
+    def __call__(self, key: Any, value: Any, old: Any) -> Any: ...
+
+class CountStep(AggregateStep): ...
+
+class ReduceStep(AggregateStep):
+    reducer: Callable[[Any, Any], Any]
+    def __init__(self, reducer: Callable[[Any, Any], Any]) -> None: ...
+
+class AggregatorStep(AggregateStep):
+    initializer: Callable[[], Any] | None
+    aggregator: Callable[[Any, Any, Any], Any]
+    def __init__(
+        self, initializer: Callable[[], Any] | None, aggregator: Callable[[Any, Any, Any], Any]
+    ) -> None: ...
+
+class StreamAggregateCore:
+    """``process`` of a stream aggregation, in C."""
+
+    _step: Any
+    _apply: Any
+    forwarder: Any
+    _cached: bool
+    def process(self, record: Any) -> None: ...
+
+class WindowedAggregateCore:
+    """``process`` of a time-windowed aggregation, in C."""
+
+    _step: Any
+    _apply: Any
+    _cached: bool
+    emit_on_close: bool
+    size_ms: int
+    advance_ms: int
+    grace_ms: int
+    observed_stream_time: int
+    dropped: int
+    def process(self, record: Any) -> None: ...

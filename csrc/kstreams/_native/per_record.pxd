@@ -17,3 +17,7 @@ cdef class ContextRouting:
     cdef public object _failed
 
     cdef int _forward(self, object record, object children) except -1
+
+
+cdef class AggregateStep:
+    cdef object step(self, object key, object value, object old)

@@ -14,7 +14,10 @@ a named child.
 
 The DSL's record-at-a-time processors (filter, map, map_values) are C processors too
 (``FilterCore``, ``MapCore``, ``MapValuesCore``): each calls its user function and hands the result
-to ``forward`` without an interpreted frame of its own.
+to ``forward`` without an interpreted frame of its own. So are a stream aggregation's
+and a time-windowed aggregation's ``process`` (``StreamAggregateCore``,
+``WindowedAggregateCore``), and its function of (key, value, old aggregate) is an
+``AggregateStep`` the store accessor calls without building argument tuples.
 """
 
 from libc.stdint cimport int64_t
@@ -22,13 +25,19 @@ from libc.stdint cimport int64_t
 from kstreams._native.record cimport Record, _RecordFields
 
 __all__ = [
+    "AggregateStep",
+    "AggregatorStep",
     "BatchProgress",
     "ContextRouting",
+    "CountStep",
     "FilterCore",
     "ForwardingCore",
     "MapCore",
     "MapValuesCore",
     "RecordPosition",
+    "ReduceStep",
+    "StreamAggregateCore",
+    "WindowedAggregateCore",
     "key_value_of",
     "run_records",
 ]
@@ -266,3 +275,138 @@ cdef class MapValuesCore(ForwardingCore):
         cdef Record r = <Record>record
         value = self.mapper(r.key, r.value) if self.with_key else self.mapper(r.value)
         self._send(_record(r.key, value, r.timestamp, r.headers))
+
+
+# ----------------------------------------------------------------------------- aggregations
+
+
+cdef class AggregateStep:
+    """An aggregation's function of (key, value, old aggregate or None) -> new aggregate: what
+    the DSL's ``combine`` does for one kind, callable from C (``step``) and from Python."""
+
+    cdef object step(self, object key, object value, object old):
+        raise TypeError("AggregateStep is the base of CountStep, ReduceStep and AggregatorStep: use one of those.")
+
+    def __call__(self, key, value, old):
+        return self.step(key, value, old)
+
+
+cdef class CountStep(AggregateStep):
+    """count: 1 for the first record, then one more."""
+
+    cdef object step(self, object key, object value, object old):
+        return 1 if old is None else old + 1
+
+    def __reduce__(self):
+        return (CountStep, ())
+
+
+cdef class ReduceStep(AggregateStep):
+    """reduce: the first value, then ``reducer(aggregate, value)``."""
+
+    cdef readonly object reducer
+
+    def __init__(self, reducer):
+        self.reducer = reducer
+
+    cdef object step(self, object key, object value, object old):
+        return value if old is None else self.reducer(old, value)
+
+    def __reduce__(self):
+        return (ReduceStep, (self.reducer,))
+
+
+cdef class AggregatorStep(AggregateStep):
+    """aggregate: ``aggregator(key, value, aggregate)``, from ``initializer()`` for the first."""
+
+    cdef readonly object initializer
+    cdef readonly object aggregator
+
+    def __init__(self, initializer, aggregator):
+        self.initializer = initializer
+        self.aggregator = aggregator
+
+    cdef object step(self, object key, object value, object old):
+        return self.aggregator(key, value, self.initializer() if old is None else old)
+
+    def __reduce__(self):
+        return (AggregatorStep, (self.initializer, self.aggregator))
+
+
+cdef class StreamAggregateCore:
+    """``process`` of a stream aggregation (``StreamAggregateProcessor``, which sets the fields
+    at init): a record with a null key or value goes to ``_skip``; any other is one
+    ``_step(key, value, timestamp, _apply)`` (the store's read, aggregate, write), whose change
+    goes to ``forwarder.maybe_forward`` unless the store's cache forwards it (``_cached``)."""
+
+    cdef public object _step
+    cdef public object _apply
+    cdef public object forwarder
+    cdef public bint _cached
+
+    def process(self, record):
+        key = record.key
+        value = record.value
+        if key is None or value is None:
+            self._skip(record)
+            return
+        new, old, timestamp = self._step(key, value, record.timestamp, self._apply)
+        if not self._cached:
+            self.forwarder.maybe_forward(key, new, old, timestamp)
+
+
+cdef class WindowedAggregateCore:
+    """``process`` of a time-windowed aggregation (``WindowedAggregateProcessor``, which sets the
+    fields): a record with a null key goes to ``_skip``; any other advances
+    ``observed_stream_time`` and updates each of its windows (``size_ms`` long, ``advance_ms``
+    apart) still open at ``observed_stream_time - grace_ms`` with one ``_step(key, value,
+    timestamp, window_start, _apply)``. A closed window's record is counted in ``dropped`` and
+    reported to ``_expired``. Changes are forwarded through ``_forward_window`` unless the store's
+    cache forwards them (``_cached``) or results go out only when windows close
+    (``emit_on_close``: ``_emit_closed_windows`` runs first, as in Kafka)."""
+
+    cdef public object _step
+    cdef public object _apply
+    cdef public bint _cached
+    cdef public bint emit_on_close
+    cdef public int64_t size_ms
+    cdef public int64_t advance_ms
+    cdef public int64_t grace_ms
+    cdef public int64_t observed_stream_time
+    cdef public int64_t dropped
+
+    def process(self, record):
+        key = record.key
+        if key is None:
+            self._skip(record)
+            return
+        cdef int64_t timestamp = record.timestamp
+        if timestamp > self.observed_stream_time:
+            self.observed_stream_time = timestamp
+        cdef int64_t close_time = self.observed_stream_time - self.grace_ms
+        if self.emit_on_close:
+            # Before this record's writes: they advance the store's retention, which could drop
+            # the windows that just closed (the record cannot change those: they are closed).
+            self._emit_closed_windows(record, close_time)
+        cdef int64_t start, offset
+        if self.advance_ms == self.size_ms:
+            # tumbling: one window, found with one modulo (floored, as Python's %)
+            offset = timestamp % self.size_ms
+            if offset < 0:
+                offset += self.size_ms
+            start = timestamp - offset
+            self._update(record, key, timestamp, start, start + self.size_ms, close_time)
+        else:
+            for start, end in self.windows_for(timestamp):
+                self._update(record, key, timestamp, start, end, close_time)
+
+    cdef int _update(self, object record, object key, int64_t timestamp, int64_t start, int64_t end,
+                     int64_t close_time) except -1:
+        if end <= close_time:
+            self.dropped += 1
+            self._expired(start, end)
+            return 0
+        new, old, new_timestamp = self._step(key, record.value, timestamp, start, self._apply)
+        if not self.emit_on_close and not self._cached:
+            self._forward_window(key, start, end, new, old, new_timestamp)
+        return 0

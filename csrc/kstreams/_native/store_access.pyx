@@ -18,7 +18,7 @@ from cpython.unicode cimport PyUnicode_AsUTF8String
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.string cimport memcpy
 
-from kstreams._native.per_record cimport ContextRouting, RecordPosition
+from kstreams._native.per_record cimport AggregateStep, ContextRouting, RecordPosition
 from kstreams._native.record_cache cimport RecordCache
 from kstreams._native.value_and_timestamp cimport ValueAndTimestamp
 
@@ -152,7 +152,7 @@ cdef class _CachedAccess:
             stored_stamp = (<ValueAndTimestamp>stored).timestamp
             if stored_stamp > stamp:
                 stamp = stored_stamp
-        return _applied(apply(key, value, old), old, stamp)
+        return _applied(_call(apply, key, value, old), old, stamp)
 
     cdef object _read(self, RecordCache cache, bytes cache_key, char* fixed):
         """The cache's entry for ``cache_key``: None on a miss, else ``(data, timestamp)``; for
@@ -170,7 +170,7 @@ cdef class _CachedAccess:
         if timestamp > stamp:
             stamp = timestamp
         old = _read_be64(fixed + 8)
-        new = apply(key, value, old)
+        new = _call(apply, key, value, old)
         cdef object stamp_object = stamp
         cdef int overflow = 0
         cdef long long number
@@ -333,6 +333,13 @@ cdef class CachedWindowAccess(_CachedAccess):
         else:
             self._write(cache, cache_key, data)
         return new, old, stamp
+
+
+cdef inline object _call(object apply, object key, object value, object old):
+    """``apply(key, value, old)``; an AggregateStep (the DSL's) is called in C."""
+    if isinstance(apply, AggregateStep):
+        return (<AggregateStep>apply).step(key, value, old)
+    return apply(key, value, old)
 
 
 cdef tuple _applied(object new, object old, object stamp):

@@ -1,7 +1,10 @@
-"""The DSL's C record-at-a-time processors (filter, map, map_values) under any context."""
+"""The DSL's C record-at-a-time processors (filter, map, map_values) under any context, and the
+aggregations' C step functions."""
 
 from __future__ import annotations
 
+import operator
+import pickle
 from typing import Any
 
 import pytest
@@ -9,6 +12,7 @@ import pytest
 from kstreams import KeyValue
 from kstreams._native.per_record import key_value_of
 from kstreams.processor import FixedKeyRecord, Record
+from kstreams.topology.dsl.processors.aggregate import _step_function, count_aggregator, count_initializer
 from kstreams.topology.dsl.processors.stateless import FilterSupplier, MapSupplier, MapValuesSupplier
 
 
@@ -55,3 +59,20 @@ def test_map_takes_key_values_tuples_and_pairs_and_names_a_bad_result() -> None:
         run(MapSupplier(lambda k, v: 5), record)
     with pytest.raises(TypeError, match="got \\(1, 2, 3\\)"):
         key_value_of((1, 2, 3), "flat_map")
+
+
+def _append(key: Any, value: Any, aggregate: list[Any]) -> list[Any]:
+    return [*aggregate, value]
+
+
+def test_aggregation_steps_combine_as_kafka_and_travel_pickled() -> None:
+    count = _step_function("count", count_initializer, count_aggregator)
+    reduce = _step_function("reduce", None, operator.add)
+    aggregate = _step_function("aggregate", list, _append)
+    assert (count("k", "v", None), count("k", "v", 4)) == (1, 5)
+    assert (reduce("k", 3, None), reduce("k", 3, 4)) == (3, 7)  # the first value starts a reduce
+    assert (aggregate("k", 3, None), aggregate("k", 3, [1])) == ([3], [1, 3])
+    for step in (count, reduce, aggregate):  # a topology's specs go to Spark executors pickled
+        again = pickle.loads(pickle.dumps(step))
+        assert type(again) is type(step)
+        assert again("k", 2, None) == step("k", 2, None)

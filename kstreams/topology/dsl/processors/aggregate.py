@@ -15,9 +15,16 @@ from __future__ import annotations
 import abc
 import logging
 from collections.abc import Callable
-from functools import partial
 from typing import Any, Literal
 
+from kstreams._native.per_record import (
+    AggregateStep,
+    AggregatorStep,
+    CountStep,
+    ReduceStep,
+    StreamAggregateCore,
+    WindowedAggregateCore,
+)
 from kstreams.processor import Processor, ProcessorContext, Record
 from kstreams.state.store import WindowedKey
 from kstreams.topology.dsl.emit_strategy import EmitStrategy
@@ -72,34 +79,16 @@ def combine(
     return aggregator(key, value, initializer() if aggregate is None else aggregate)  # type: ignore[misc]
 
 
-def _count_step(key: Any, value: Any, old: int | None) -> int:
-    return 1 if old is None else old + 1
-
-
-def _reduce_step(reducer: Callable[[Any, Any], Any], key: Any, value: Any, old: Any) -> Any:
-    return value if old is None else reducer(old, value)
-
-
-def _aggregate_step(
-    initializer: Callable[[], Any] | None,
-    aggregator: Callable[[Any, Any, Any], Any],
-    key: Any,
-    value: Any,
-    old: Any,
-) -> Any:
-    return aggregator(key, value, initializer() if old is None else old)  # type: ignore[misc]
-
-
 def _step_function(
     kind: AggregateKind, initializer: Callable[[], Any] | None, aggregator: Callable[..., Any]
-) -> Callable[[Any, Any, Any], Any]:
+) -> AggregateStep:
     """``combine(kind, initializer, aggregator, key, value, old)`` as a function of ``(key, value,
-    old)`` (partials of module functions, so a spec still pickles)."""
+    old)`` that the store accessors call from C (it pickles with the functions it holds)."""
     if kind == "reduce":
-        return partial(_reduce_step, aggregator)
+        return ReduceStep(aggregator)
     if aggregator is count_aggregator and initializer is count_initializer:
-        return _count_step
-    return partial(_aggregate_step, initializer, aggregator)
+        return CountStep()
+    return AggregatorStep(initializer, aggregator)
 
 
 class _AggregationSpec:
@@ -139,9 +128,10 @@ class StreamAggregateSupplier(_AggregationSpec):
         return StreamAggregateProcessor(self)
 
 
-class StreamAggregateProcessor(Processor[Any, Any, Any, Any]):
+class StreamAggregateProcessor(StreamAggregateCore, Processor[Any, Any, Any, Any]):
     """The processor of a ``StreamAggregateSupplier``: ``store`` and ``forwarder`` are set at init
-    (the batch compiler runs the same store and forwarder through its kernel)."""
+    (the batch compiler runs the same store and forwarder through its kernel); ``process`` is C
+    (``StreamAggregateCore``)."""
 
     def __init__(self, spec: StreamAggregateSupplier) -> None:
         self.spec = spec
@@ -150,20 +140,16 @@ class StreamAggregateProcessor(Processor[Any, Any, Any, Any]):
         self.context = context
         self.store = get_store(context, self.spec.store_name)
         self.forwarder = ChangeForwarder(self.store, context)
+        self._cached = self.forwarder.cached
         self._step = record_update(self.store)
         self._apply = self.spec._apply
 
-    def process(self, record: Record[Any, Any]) -> None:
-        if record.key is None or record.value is None:
-            logger.debug(
-                "Skipping a record with a null key or value in the %s into store %s.",
-                self.spec.kind,
-                self.spec.store_name,
-            )
-            return
-        key = record.key
-        new, old, timestamp = self._step(key, record.value, record.timestamp, self._apply)
-        self.forwarder.maybe_forward(key, new, old, timestamp)
+    def _skip(self, record: Record[Any, Any]) -> None:
+        logger.debug(
+            "Skipping a record with a null key or value in the %s into store %s.",
+            self.spec.kind,
+            self.spec.store_name,
+        )
 
 
 class _WindowedAggregationSpec(_AggregationSpec):
@@ -280,51 +266,44 @@ class WindowStoreAggregateProcessor(Processor[Any, Any, Any, Any]):
         position.advance(close_time, forwarded)
 
 
-class WindowedAggregateProcessor(WindowStoreAggregateProcessor):
+class WindowedAggregateProcessor(WindowedAggregateCore, WindowStoreAggregateProcessor):
     """The processor of a ``WindowedAggregateSupplier``; ``observed_stream_time`` and ``dropped``
-    are shared with the batch compiler's kernel, which advances them for the batches it runs."""
+    are shared with the batch compiler's kernel, which advances them for the batches it runs.
+    ``process`` is C (``WindowedAggregateCore``); Kafka's windowed aggregation skips only null
+    keys (a null value still counts)."""
 
     spec: WindowedAggregateSupplier
 
     def __init__(self, spec: WindowedAggregateSupplier) -> None:
         super().__init__(spec, spec.windows.size_ms, spec.windows.grace_ms, spec.emit_strategy)
         self.size_ms = spec.windows.size_ms
+        self.advance_ms = spec.windows.advance_ms
+        self.windows_for = spec.windows.windows_for
 
-    def process(self, record: Record[Any, Any]) -> None:
-        # Kafka's windowed aggregation skips only null keys (a null value still counts).
-        if record.key is None:
-            logger.debug(
-                "Skipping a record with a null key in the windowed %s into store %s.",
-                self.spec.kind,
-                self.spec.store_name,
-            )
-            return
-        timestamp = record.timestamp
-        if timestamp > self.observed_stream_time:
-            self.observed_stream_time = timestamp
-        close_time = self.observed_stream_time - self.grace_ms
-        if self.emit_on_close:
-            # Before this record's writes: they advance the store's retention, which could drop
-            # the windows that just closed (the record cannot change those: they are closed).
-            self._emit_closed_windows(record, close_time)
-        apply = self.spec._apply
-        for start, end in self.spec.windows.windows_for(timestamp):
-            if end <= close_time:
-                self.dropped += 1
-                logger.debug(
-                    "Skipping a record for the expired window [%d, %d) of store %s: stream time %d, "
-                    "grace %d ms.",
-                    start,
-                    end,
-                    self.spec.store_name,
-                    self.observed_stream_time,
-                    self.grace_ms,
-                )
-                continue
-            new, old, new_timestamp = self._step(record.key, record.value, timestamp, start, apply)
-            # A caching store forwards at flush: no window key to build per update then.
-            if not self.emit_on_close and not self.forwarder.cached:
-                self.forwarder.maybe_forward(WindowedKey(record.key, start, end), new, old, new_timestamp)
+    def init(self, context: ProcessorContext[Any, Any]) -> None:
+        super().init(context)
+        self._cached = self.forwarder.cached
+        self._apply = self.spec._apply
+
+    def _skip(self, record: Record[Any, Any]) -> None:
+        logger.debug(
+            "Skipping a record with a null key in the windowed %s into store %s.",
+            self.spec.kind,
+            self.spec.store_name,
+        )
+
+    def _expired(self, start: int, end: int) -> None:
+        logger.debug(
+            "Skipping a record for the expired window [%d, %d) of store %s: stream time %d, grace %d ms.",
+            start,
+            end,
+            self.spec.store_name,
+            self.observed_stream_time,
+            self.grace_ms,
+        )
+
+    def _forward_window(self, key: Any, start: int, end: int, new: Any, old: Any, timestamp: int) -> None:
+        self.forwarder.maybe_forward(WindowedKey(key, start, end), new, old, timestamp)
 
     def _closed_window_starts(self, position: EmitPosition, close_time: int) -> tuple[int, int]:
         # Windows starting in (last close time - size, close time - size], both bounds as Kafka's.

@@ -251,6 +251,38 @@ def test_hopping_window_count_updates_every_window_of_the_record(drive):
     ]
 
 
+@pytest.mark.parametrize("compiled", ["true", "false"])
+@pytest.mark.parametrize("cache", [0, 1 << 20])
+def test_windowed_counts_record_by_record_match_kafka_for_every_path(drive, compiled, cache):
+    # Tumbling windows with grace (a late record dropped, a null key skipped) and hopping windows,
+    # through the kernels and record by record, with and without the cache (which forwards the
+    # newest count per window at each flush; the driver flushes after every record).
+    tumbling = drive(
+        _windowed_count(TimeWindows.of_size_and_grace(100, 50)).build(),
+        processing_compiled=compiled,
+        statestore_cache_max_bytes=cache,
+    )
+    _pipe_timed(tumbling, ("a", 10), ("a", 120), ("a", 90), (None, 95), ("a", 150), ("a", 95))
+    assert tumbling.create_output_topic("out", S, L).read_key_values_to_list() == [
+        ("a@0-100", 1),
+        ("a@100-200", 1),
+        ("a@0-100", 2),
+        ("a@100-200", 2),
+    ]
+    hopping = drive(
+        _windowed_count(TimeWindows.of_size_with_no_grace(100).advance_by(50)).build(),
+        processing_compiled=compiled,
+        statestore_cache_max_bytes=cache,
+    )
+    _pipe_timed(hopping, ("a", 60), ("a", 120), ("a", 40))
+    assert hopping.create_output_topic("out", S, L).read_key_values_to_list() == [
+        ("a@0-100", 1),
+        ("a@50-150", 1),
+        ("a@50-150", 2),
+        ("a@100-200", 1),
+    ]
+
+
 def test_windowed_reduce_and_aggregate(drive):
     builder = StreamsBuilder()
     windowed = builder.stream("in").group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(100))
