@@ -49,6 +49,9 @@ class CountingContext:
     def log_change(self, store_name: str, key: bytes, value: bytes | None, timestamp: int) -> None:
         self.logged += 1
 
+    def log_changes(self, store_name: str, changes: Any) -> None:
+        self.logged += len(changes)
+
     def record_cache(self) -> Any:
         return self._cache
 
