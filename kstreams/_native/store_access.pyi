@@ -1,6 +1,18 @@
 """Stub of csrc/kstreams/_native/store_access.pyx."""
 
+from types import TracebackType
 from typing import Any
+
+class StoreLock:
+    """A reentrant lock (``threading.RLock``'s behaviour) that C code takes without Python
+    calls: a metered store's ``query_lock``."""
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool: ...
+    def release(self) -> None: ...
+    def __enter__(self) -> bool: ...
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None: ...
 
 class _CachedAccess:
     """The metered layer (``store``) whose results an accessor gives, the caching layer below

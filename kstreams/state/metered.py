@@ -39,11 +39,11 @@ interactive queries are recorded on the querying thread (see ``runtime/metrics.p
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
+from kstreams._native.store_access import StoreLock
 from kstreams.errors import SerializationException
 from kstreams.serdes import Serdes, serde_from_config
 from kstreams.state.caching import CachingKeyValueStore, CachingWindowStore
@@ -130,7 +130,7 @@ class _Metered(StoreLayer, Generic[K, V]):
         super().__init__(wrapped)
         self.key_serde = key_serde
         self.value_serde = value_serde
-        self.query_lock = threading.RLock()
+        self.query_lock = StoreLock()
         self._topic: str | None = None
         # The supplier's scope (builders pass it); a layer made directly derives it the same way.
         self.metrics_scope = metrics_scope or (

@@ -10,19 +10,37 @@ bytes taken as they are), the cache entry read or written directly, a timestampe
 count or a sum) decoded and encoded in place. Every other case calls the layers, which remain
 the one definition of what a get and a put do: a cache miss, a deletion, another serde, no
 cache, a cache the store has not registered with yet.
+
+``StoreLock`` is a store's query lock (``threading.RLock``'s behaviour) that the accessors take
+and release in C on every write, where an RLock cost two Python calls.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.long cimport PyLong_AsLongLongAndOverflow
+from cpython.pythread cimport (
+    NOWAIT_LOCK,
+    PY_LOCK_ACQUIRED,
+    PyLockStatus,
+    PyThread_acquire_lock,
+    PyThread_allocate_lock,
+    PyThread_free_lock,
+    PyThread_get_thread_ident,
+    PyThread_release_lock,
+    PyThread_type_lock,
+)
 from cpython.unicode cimport PyUnicode_AsUTF8String
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.string cimport memcpy
+
+cdef extern from "pythread.h":
+    PyLockStatus PyThread_acquire_lock_timed(PyThread_type_lock lock, long long microseconds,
+                                             int intr_flag) nogil
 
 from kstreams._native.per_record cimport AggregateStep, ContextRouting, RecordPosition
 from kstreams._native.record_cache cimport RecordCache
 from kstreams._native.value_and_timestamp cimport ValueAndTimestamp
 
-__all__ = ["CachedKeyValueAccess", "CachedWindowAccess"]
+__all__ = ["CachedKeyValueAccess", "CachedWindowAccess", "StoreLock"]
 
 
 cdef inline int64_t _read_be64(const char* p) noexcept nogil:
@@ -40,6 +58,86 @@ cdef inline void _write_be64(char* p, int64_t value) noexcept nogil:
     for i in range(7, -1, -1):
         p[i] = <char>(v & 0xFF)
         v >>= 8
+
+
+cdef class StoreLock:
+    """A reentrant lock, as ``threading.RLock``: the thread holding it may take it again and must
+    release it as often; another thread waits (without the GIL) until it is free. The metered
+    stores' ``query_lock``; C code takes it with ``take``/``give``, without Python calls."""
+
+    cdef PyThread_type_lock _lock
+    cdef long _owner
+    cdef Py_ssize_t _count
+
+    def __cinit__(self):
+        self._lock = PyThread_allocate_lock()
+        if self._lock == NULL:
+            raise MemoryError("could not allocate a lock")
+        self._owner = 0
+        self._count = 0
+
+    def __dealloc__(self):
+        if self._lock != NULL:
+            PyThread_free_lock(self._lock)
+
+    # Owner and count are read and written only with the GIL held (the wait alone releases it),
+    # so no thread sees them half-changed.
+    cdef bint _take(self, long long timeout_us) except -1:
+        cdef long me = PyThread_get_thread_ident()
+        cdef PyLockStatus got
+        if self._count > 0 and self._owner == me:
+            self._count += 1
+            return True
+        if not PyThread_acquire_lock(self._lock, NOWAIT_LOCK):
+            if timeout_us == 0:
+                return False
+            with nogil:
+                got = PyThread_acquire_lock_timed(self._lock, timeout_us, 0)
+            if got != PY_LOCK_ACQUIRED:
+                return False
+        self._owner = me
+        self._count = 1
+        return True
+
+    cdef int take(self) except -1:
+        self._take(-1)
+        return 0
+
+    cdef int give(self) except -1:
+        if self._count == 0 or self._owner != PyThread_get_thread_ident():
+            raise RuntimeError("cannot release un-acquired lock")
+        self._count -= 1
+        if self._count == 0:
+            self._owner = 0
+            PyThread_release_lock(self._lock)
+        return 0
+
+    def acquire(self, bint blocking=True, double timeout=-1):
+        """Take the lock (again, if this thread holds it); False when not blocking or when
+        ``timeout`` seconds passed before it was free."""
+        if not blocking:
+            if timeout != -1:
+                raise ValueError("can't specify a timeout for a non-blocking call")
+            return self._take(0)
+        if timeout < 0 and timeout != -1:
+            raise ValueError("timeout value must be a non-negative number")
+        return self._take(-1 if timeout == -1 else <long long>(timeout * 1e6))
+
+    def release(self):
+        """Release once; the lock is free when every take of the holder is released."""
+        self.give()
+
+    def __enter__(self):
+        self._take(-1)
+        return True
+
+    def __exit__(self, exc_type, exc, tb):
+        self.give()
+        return False
+
+    def __repr__(self):
+        state = f"locked by {self._owner}, count={self._count}" if self._count else "unlocked"
+        return f"<StoreLock {state}>"
 
 
 cdef class _CachedAccess:
@@ -65,6 +163,7 @@ cdef class _CachedAccess:
     cdef bint _stamped_longs
     cdef object _lock_acquire
     cdef object _lock_release
+    cdef StoreLock _lock  # the query lock when it is a StoreLock (taken in C), else None
     cdef ContextRouting _routing  # the context as a task's, read in C (None: another context)
 
     def __init__(self, store, caching, holder, context, str namespace not None, bint string_keys,
@@ -80,6 +179,7 @@ cdef class _CachedAccess:
         self._stamped_longs = stamped_longs
         self._lock_acquire = store.query_lock.acquire
         self._lock_release = store.query_lock.release
+        self._lock = store.query_lock if type(store.query_lock) is StoreLock else None
         self._routing = context if isinstance(context, ContextRouting) else None
 
     cdef RecordCache _cache(self):
@@ -199,11 +299,18 @@ cdef class _CachedAccess:
 
     cdef int _write_raw(self, RecordCache cache, bytes cache_key, const char* data, size_t size) except -1:
         cdef int64_t timestamp = self._record_timestamp()
-        self._lock_acquire()
+        cdef StoreLock lock = self._lock
+        if lock is not None:
+            lock.take()
+        else:
+            self._lock_acquire()
         try:
             cache._put_raw(self._namespace, cache_key, data, size, False, timestamp, True, False)
         finally:
-            self._lock_release()
+            if lock is not None:
+                lock.give()
+            else:
+                self._lock_release()
         return 0
 
 
