@@ -23,6 +23,7 @@ to read_committed readers.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib.resources
 import logging
@@ -37,6 +38,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+# A test that gives an application.id but no state.dir keeps its state under the default,
+# <temp dir>/kstreams. The temp dir of a test run is a directory of its own, removed when the run
+# ends, so no run leaves state behind in the machine's /tmp. Set before kstreams is imported (the
+# default is read then) and inherited by the processes tests start.
+_RUN_TMP = tempfile.mkdtemp(prefix="kstreams-tests-")
+os.environ["TMPDIR"] = _RUN_TMP
+tempfile.tempdir = None  # gettempdir() reads TMPDIR again
+atexit.register(shutil.rmtree, _RUN_TMP, True)
 
 logger = logging.getLogger(__name__)
 
