@@ -116,3 +116,22 @@ class WindowedAggregateCore:
     observed_stream_time: int
     dropped: int
     def process(self, record: Any) -> None: ...
+
+SERIAL_STRING: int
+SERIAL_LONG: int
+SERIAL_BYTES: int
+
+class SinkSender:
+    """The per-record send of a sink with a fixed topic, the default partitioner and built-in
+    serializers; anything else goes to ``fallback``."""
+
+    def __init__(
+        self,
+        topic: str,
+        key_kind: int,
+        value_kind: int,
+        partition_count: Callable[[str], int],
+        collector: Any,
+        fallback: Callable[[Any], None],
+    ) -> None: ...
+    def process(self, record: Any) -> None: ...

@@ -8,7 +8,8 @@ graph to its context and record collector, opens the stores and runs records thr
 Routing: a record enters at the source of its topic; ``ProcessorContext.forward`` hands it to
 every child of the current node, or to one child by name. Every node has a ``process(record)``
 attribute: for processor nodes it is the user processor's bound ``process`` (no wrapper call on
-the hot path), for sinks the sink's own method.
+the hot path), for sinks their ``send_record`` or, with a fixed topic, the default partitioner
+and built-in serializers, a C ``SinkSender`` that hands it any record it cannot send the same way.
 
 Sinks serialize the record and choose its partition: the sink's partitioner when it has one and
 it returns a partition (or a collection of partitions: the record goes to each, KIP-837's
@@ -32,9 +33,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kstreams._native import kernels
+from kstreams._native.per_record import SERIAL_BYTES, SERIAL_LONG, SERIAL_STRING, SinkSender
 from kstreams._native.record_batch import RecordBatch, default_partition
+from kstreams._native.record_collector import RecordCollector
 from kstreams.errors import ConfigException, StreamsException
-from kstreams.serdes import IntegerSerde, LongSerde, ShortSerde, StringSerde
+from kstreams.serdes import BytesSerde, IntegerSerde, LongSerde, ShortSerde, StringSerde
 
 if TYPE_CHECKING:
     from kstreams.state.store import StateStore, StoreBuilder
@@ -108,6 +111,8 @@ class ProcessorNode(_Node):
 
 
 _INTEGRAL_SERDES = (LongSerde, IntegerSerde, ShortSerde)
+# Serializers the C sender applies itself (exact types: a subclass may serialize otherwise).
+_SERIAL_KINDS = {StringSerde: SERIAL_STRING, LongSerde: SERIAL_LONG, BytesSerde: SERIAL_BYTES}
 
 
 def _serialize_column(serializer: Any, topic: str, column: list[Any]) -> list[bytes | None]:
@@ -144,6 +149,7 @@ class SinkNode(_Node):
         "_value_serialize",
         "key_serializer",
         "on_serialization_error",
+        "process",
         "topic",
         "value_serializer",
     )
@@ -172,6 +178,8 @@ class SinkNode(_Node):
         # The production exception handler's say on a serializer failure (set by the task when one
         # is configured): ``(sink, record, exc, is_key) -> True`` drops the record and goes on.
         self.on_serialization_error: Callable[[str, Any, Exception, bool], bool] | None = None
+        # ``process(record)``: the sink's own, or once bound a C sender that falls back to it
+        self.process: Callable[[Any], None] = self.send_record
 
     def add_child(self, child: Any) -> None:
         raise StreamsException(f"Sink {self.name} cannot have children.")
@@ -183,8 +191,24 @@ class SinkNode(_Node):
         self._collector = collector
         self._partition_count = partition_count
         self._next_round_robin = task_partition
+        # A fixed topic, the default partitioner and built-in serializers: C sends the record.
+        key_kind = _SERIAL_KINDS.get(type(self.key_serializer))
+        value_kind = _SERIAL_KINDS.get(type(self.value_serializer))
+        self.process = self.send_record
+        if (
+            self.topic is not None
+            and self._partition is None
+            and key_kind is not None
+            and value_kind is not None
+            and isinstance(collector, RecordCollector)
+        ):
+            sender = SinkSender(
+                self.topic, key_kind, value_kind, partition_count, collector, self.send_record
+            )
+            self.process = sender.process
 
-    def process(self, record: Any) -> None:
+    def send_record(self, record: Any) -> None:
+        """Serialize ``record``, choose its partition and hand it to the record collector."""
         topic = self.topic
         if topic is None:
             topic = self._extract(record.key, record.value, self._context.record_metadata())  # type: ignore[misc]

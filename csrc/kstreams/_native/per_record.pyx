@@ -12,6 +12,9 @@ loops did; the rare cases call back into the task: a record that fails to deseri
 timestamp extractor, a negative timestamp, a stream-time punctuation falling due, ``forward`` to
 a named child.
 
+A sink with a fixed topic, the default partitioner and built-in serializers sends from C
+(``SinkSender``).
+
 The DSL's record-at-a-time processors (filter, map, map_values) are C processors too
 (``FilterCore``, ``MapCore``, ``MapValuesCore``): each calls its user function and hands the result
 to ``forward`` without an interpreted frame of its own. So are a stream aggregation's
@@ -20,9 +23,14 @@ and a time-windowed aggregation's ``process`` (``StreamAggregateCore``,
 ``AggregateStep`` the store accessor calls without building argument tuples.
 """
 
-from libc.stdint cimport int64_t
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.long cimport PyLong_AsLongLongAndOverflow
+from cpython.unicode cimport PyUnicode_AsUTF8AndSize
+from libc.stdint cimport int32_t, int64_t, uint64_t
 
 from kstreams._native.record cimport Record, _RecordFields
+from kstreams._native.record_batch cimport c_murmur2
+from kstreams._native.record_collector cimport RecordCollector
 
 __all__ = [
     "AggregateStep",
@@ -35,7 +43,11 @@ __all__ = [
     "MapCore",
     "MapValuesCore",
     "RecordPosition",
+    "SERIAL_BYTES",
+    "SERIAL_LONG",
+    "SERIAL_STRING",
     "ReduceStep",
+    "SinkSender",
     "StreamAggregateCore",
     "WindowedAggregateCore",
     "key_value_of",
@@ -410,3 +422,100 @@ cdef class WindowedAggregateCore:
         if not self.emit_on_close and not self._cached:
             self._forward_window(key, start, end, new, old, new_timestamp)
         return 0
+
+
+# ----------------------------------------------------------------------------------- sinks
+
+# How a sink's serializer turns a value into bytes, when C may do it itself.
+SERIAL_STRING = 1  # a str as UTF-8 (StringSerde)
+SERIAL_LONG = 2  # an int as 8 big-endian bytes (LongSerde)
+SERIAL_BYTES = 3  # bytes as they are (BytesSerde)
+
+
+cdef class SinkSender:
+    """The per-record send of a sink with a fixed topic and Kafka's default partitioner whose
+    serializers are built in (``SERIAL_*`` kinds): the key and value serialized in C, the
+    partition from murmur2 of the key and the topic's partition count, the record buffered in
+    the collector. A record it cannot send exactly as the sink would (a null key, which goes
+    round robin; a value of another type, which the serializer refuses; a negative or non-int
+    timestamp) goes to ``fallback`` (the sink's own ``process``), before anything was called."""
+
+    cdef str topic
+    cdef int key_kind
+    cdef int value_kind
+    cdef object partition_count
+    cdef RecordCollector collector
+    cdef object fallback
+
+    def __init__(self, str topic not None, int key_kind, int value_kind, partition_count,
+                 RecordCollector collector not None, fallback):
+        if not (SERIAL_STRING <= key_kind <= SERIAL_BYTES and SERIAL_STRING <= value_kind <= SERIAL_BYTES):
+            raise ValueError(f"SinkSender: unknown serializer kinds {key_kind}, {value_kind}")
+        self.topic = topic
+        self.key_kind = key_kind
+        self.value_kind = value_kind
+        self.partition_count = partition_count
+        self.collector = collector
+        self.fallback = fallback
+
+    def process(self, record):
+        if type(record) is not Record:
+            return self.fallback(record)
+        cdef Record r = <Record>record
+        cdef char key_long[8]
+        cdef char value_long[8]
+        cdef const char* kp = NULL
+        cdef const char* vp = NULL
+        cdef Py_ssize_t kl = -1, vl = -1
+        cdef int overflow = 0
+        cdef long long stamp
+        if type(r.timestamp) is not int:
+            return self.fallback(record)
+        stamp = PyLong_AsLongLongAndOverflow(r.timestamp, &overflow)
+        if overflow or stamp < 0:
+            return self.fallback(record)
+        if r.key is None or not _serialized(r.key, self.key_kind, key_long, &kp, &kl):
+            return self.fallback(record)
+        if r.value is not None and not _serialized(r.value, self.value_kind, value_long, &vp, &vl):
+            return self.fallback(record)
+        cdef int32_t partitions = self.partition_count(self.topic)
+        if partitions <= 0:
+            return self.fallback(record)
+        cdef int32_t partition = (c_murmur2(kp, kl) & 0x7fffffff) % partitions
+        self.collector.c_send(self.topic, partition, kp, kl, vp, vl, stamp, r.headers)
+
+
+cdef bint _serialized(object data, int kind, char* long_buffer, const char** out,
+                      Py_ssize_t* size) except -1:
+    """Point ``out``/``size`` at ``data``'s serialized bytes (a long's go into ``long_buffer``);
+    False when ``data`` is not of the kind's type (the serializer then decides)."""
+    cdef int overflow = 0
+    cdef long long number
+    cdef uint64_t bits
+    cdef int i
+    if kind == SERIAL_STRING:
+        if type(data) is not str:
+            return False
+        try:
+            out[0] = PyUnicode_AsUTF8AndSize(data, size)
+        except UnicodeEncodeError:
+            return False  # lone surrogates: the serializer raises its own error
+        return True
+    if kind == SERIAL_LONG:
+        if type(data) is not int:
+            return False
+        number = PyLong_AsLongLongAndOverflow(data, &overflow)
+        if overflow:
+            return False
+        bits = <uint64_t>number
+        for i in range(7, -1, -1):
+            long_buffer[i] = <char>(bits & 0xFF)
+            bits >>= 8
+        out[0] = long_buffer
+        size[0] = 8
+        return True
+    if type(data) is not bytes:
+        return False
+    out[0] = PyBytes_AS_STRING(data)
+    size[0] = PyBytes_GET_SIZE(data)
+    return True

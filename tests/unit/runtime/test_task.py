@@ -556,3 +556,61 @@ def test_the_innermost_failing_processor_is_named_through_nested_forwards(tmp_pa
     task, _ = make_task(topology, tmp_path)
     with pytest.raises(StreamsException, match="processor=third"):
         task.process(IN, batch(("k", "v", 1)))
+
+
+class _PythonString(type(Serdes.string())):  # type: ignore[misc]
+    """The string serde as a subclass: sinks serialize with it in Python, not in C."""
+
+
+class _PythonLong(type(Serdes.long())):  # type: ignore[misc]
+    """The long serde as a subclass (Python path)."""
+
+
+class _PythonBytes(type(Serdes.bytes())):  # type: ignore[misc]
+    """The bytes serde as a subclass (Python path)."""
+
+
+def test_sinks_with_built_in_serializers_send_exactly_what_the_serializers_would(tmp_path: Any) -> None:
+    # Sinks with built-in serdes send from C; the same sinks with subclassed serdes take the
+    # Python path. Both must give the same bytes, partitions, timestamps and headers, including
+    # the records C hands back (null keys, values of another type, big ints).
+    outputs = [
+        ("text", "ünïcode", 5, None),
+        ("text", None, 6, [("h", b"1")]),
+        ("n", 2**62, 7, None),
+        ("n", -3, 8, None),
+        ("raw", b"\x00\x01", 9, None),
+        (None, "no key", 10, None),
+    ]
+
+    def emit(ctx: ProcessorContext[Any, Any], record: Record[Any, Any]) -> None:
+        for key, value, timestamp, headers in outputs:
+            ctx.forward(Record(key, value, timestamp, headers), "strings" if key != "n" else "longs")
+            if key == "raw":
+                ctx.forward(Record(b"raw", value, timestamp, headers), "bytes")
+
+    def run(string: Any, long: Any, raw: Any) -> dict[tuple[str, int], list[tuple[Any, ...]]]:
+        topology = source().add_processor("p", lambda: Lambda(emit), "src")
+        topology.add_sink("strings", "s", "p", key_serializer=string, value_serializer=string)
+        topology.add_sink("longs", "l", "p", key_serializer=string, value_serializer=long)
+        topology.add_sink("bytes", "b", "p", key_serializer=raw, value_serializer=raw)
+        task, collector = make_task(topology, tmp_path / type(string).__name__, partition_count=lambda t: 5)
+        senders.append(type(task.graph.nodes["strings"].process.__self__).__name__)
+        with pytest.raises(StreamsException, match="could not serialize the value"):
+            task.process(IN, batch(("k", "v", 1)))  # b"\x00\x01" is not a str: the "s" sink refuses it
+        return {key: [(r[0], r[1], r[2], r[5]) for r in records] for key, records in _drain_all(collector)}
+
+    senders: list[str] = []
+    fast = run(Serdes.string(), Serdes.long(), Serdes.bytes())
+    python = run(_PythonString(), _PythonLong(), _PythonBytes())
+    assert senders == ["SinkSender", "SinkNode"]
+    assert fast == python
+    assert fast[("s", default_partition(b"text", 5))][0] == (b"text", "ünïcode".encode(), 5, None)
+    assert fast[("l", default_partition(b"n", 5))] == [
+        (b"n", (2**62).to_bytes(8, "big"), 7, None),
+        (b"n", (-3).to_bytes(8, "big", signed=True), 8, None),
+    ]
+
+
+def _drain_all(collector: RecordCollector) -> list[tuple[tuple[str, int], list[tuple[Any, ...]]]]:
+    return sorted(((topic, p), list(records)) for topic, p, records in collector.drain())
