@@ -1,6 +1,7 @@
 # cython: language_level=3
-"""The per-record path's two loops, in C: a task's loop over the records of an input batch
-(``run_records``) and ``forward``'s loop over a node's children (``ContextRouting.forward``).
+"""The per-record path in C: a task's loop over the records of an input batch
+(``run_records``), ``forward``'s loop over a node's children (``ContextRouting.forward``), the
+DSL's most used processors and the sinks' send.
 
 On the per-record path (Processor API classes, records with headers, ``processing.compiled=false``)
 every input record passes through the task's loop and every processor hop through ``forward``.
@@ -12,15 +13,14 @@ loops did; the rare cases call back into the task: a record that fails to deseri
 timestamp extractor, a negative timestamp, a stream-time punctuation falling due, ``forward`` to
 a named child.
 
-A sink with a fixed topic, the default partitioner and built-in serializers sends from C
-(``SinkSender``).
-
 The DSL's record-at-a-time processors (filter, map, map_values) are C processors too
 (``FilterCore``, ``MapCore``, ``MapValuesCore``): each calls its user function and hands the result
-to ``forward`` without an interpreted frame of its own. So are a stream aggregation's
-and a time-windowed aggregation's ``process`` (``StreamAggregateCore``,
-``WindowedAggregateCore``), and its function of (key, value, old aggregate) is an
-``AggregateStep`` the store accessor calls without building argument tuples.
+to ``forward`` without an interpreted frame of its own. So are a stream aggregation's and a
+time-windowed aggregation's ``process`` (``StreamAggregateCore``, ``WindowedAggregateCore``), and
+the aggregation's function of (key, value, old aggregate) is an ``AggregateStep`` the store
+accessor calls without building argument tuples. A sink with a fixed topic, the default
+partitioner and built-in serializers sends from C (``SinkSender``). Each hands what it does not
+do the same way back to Python (logging, emitting on window close, hopping windows, a null key).
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
