@@ -15,3 +15,14 @@ cdef class Record(_RecordFields):
 
 cdef class FixedKeyRecord(_RecordFields):
     pass
+
+
+cdef inline Record new_record(object key, object value, object timestamp, object headers):
+    """A Record made without ``__init__``'s argument parsing (the per-record path makes one per
+    processor hop)."""
+    cdef Record made = Record.__new__(Record)
+    made.key = key
+    made.value = value
+    made.timestamp = timestamp
+    made.headers = headers
+    return made

@@ -46,18 +46,18 @@ cdef class Record(_RecordFields):
     __match_args__ = ("key", "value", "timestamp", "headers")
 
     def with_key(self, key):
-        return _record(key, self.value, self.timestamp, self.headers)
+        return new_record(key, self.value, self.timestamp, self.headers)
 
     def with_value(self, value):
-        return _record(self.key, value, self.timestamp, self.headers)
+        return new_record(self.key, value, self.timestamp, self.headers)
 
     def with_timestamp(self, timestamp):
         if timestamp < 0:
             raise ValueError(f"Timestamp must not be negative, got {timestamp}.")
-        return _record(self.key, self.value, timestamp, self.headers)
+        return new_record(self.key, self.value, timestamp, self.headers)
 
     def with_headers(self, headers):
-        return _record(self.key, self.value, self.timestamp, list(headers) if headers is not None else None)
+        return new_record(self.key, self.value, self.timestamp, list(headers) if headers is not None else None)
 
     def __eq__(self, other):
         if type(other) is not type(self):
@@ -91,7 +91,7 @@ cdef class FixedKeyRecord(_RecordFields):
 
     def to_record(self):
         """The plain ``Record`` the topology passes downstream."""
-        return _record(self.key, self.value, self.timestamp, self.headers)
+        return new_record(self.key, self.value, self.timestamp, self.headers)
 
     def __eq__(self, other):
         if not isinstance(other, FixedKeyRecord):
@@ -116,10 +116,6 @@ cdef inline object _fill(_RecordFields record, object key, object value, object 
     record.timestamp = timestamp
     record.headers = headers
     return record
-
-
-cdef inline object _record(object key, object value, object timestamp, object headers):
-    return _fill(Record.__new__(Record), key, value, timestamp, headers)
 
 
 cdef inline object _fixed_key_record(object key, object value, object timestamp, object headers):

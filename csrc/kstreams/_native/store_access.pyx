@@ -161,9 +161,7 @@ cdef class _CachedAccess:
     cdef bint _string_keys
     cdef bint _bytes_keys
     cdef bint _stamped_longs
-    cdef object _lock_acquire
-    cdef object _lock_release
-    cdef StoreLock _lock  # the query lock when it is a StoreLock (taken in C), else None
+    cdef StoreLock _lock  # the metered store's query lock, taken in C
     cdef ContextRouting _routing  # the context as a task's, read in C (None: another context)
 
     def __init__(self, store, caching, holder, context, str namespace not None, bint string_keys,
@@ -177,9 +175,7 @@ cdef class _CachedAccess:
         self._string_keys = string_keys
         self._bytes_keys = bytes_keys
         self._stamped_longs = stamped_longs
-        self._lock_acquire = store.query_lock.acquire
-        self._lock_release = store.query_lock.release
-        self._lock = store.query_lock if type(store.query_lock) is StoreLock else None
+        self._lock = store.query_lock
         self._routing = context if isinstance(context, ContextRouting) else None
 
     cdef RecordCache _cache(self):
@@ -299,19 +295,84 @@ cdef class _CachedAccess:
 
     cdef int _write_raw(self, RecordCache cache, bytes cache_key, const char* data, size_t size) except -1:
         cdef int64_t timestamp = self._record_timestamp()
-        cdef StoreLock lock = self._lock
-        if lock is not None:
-            lock.take()
-        else:
-            self._lock_acquire()
+        self._lock.take()
         try:
             cache._put_raw(self._namespace, cache_key, data, size, False, timestamp, True, False)
         finally:
-            if lock is not None:
-                lock.give()
-            else:
-                self._lock_release()
+            self._lock.give()
         return 0
+
+    # What a key-value and a window store do differently; ``window_start`` is ignored by the
+    # key-value accessor.
+    cdef bytes _cache_key(self, bytes key_bytes, int64_t window_start):
+        """The cache key of ``key_bytes`` (a window's: followed by the window start)."""
+        raise TypeError("_CachedAccess is the base of CachedKeyValueAccess and CachedWindowAccess")
+
+    cdef object _below(self, RecordCache cache, bytes key_bytes, int64_t window_start):
+        """The stored bytes of a key ``cache`` does not hold, read below the cache."""
+        raise TypeError("_CachedAccess is the base of CachedKeyValueAccess and CachedWindowAccess")
+
+    cdef object _layers_get(self, object key, int64_t window_start):
+        """The metered layer's own read (``get``/``fetch``)."""
+        raise TypeError("_CachedAccess is the base of CachedKeyValueAccess and CachedWindowAccess")
+
+    cdef int _layers_put(self, object key, object value, int64_t window_start) except -1:
+        """The metered layer's own write (``put``)."""
+        raise TypeError("_CachedAccess is the base of CachedKeyValueAccess and CachedWindowAccess")
+
+    cdef object _get(self, object key, int64_t window_start):
+        """The metered layer's value for ``key`` (None when absent)."""
+        cdef RecordCache cache = self._cache()
+        if cache is None:
+            return self._layers_get(key, window_start)
+        key_bytes = self._key_bytes(key)
+        hit = cache._get(self._namespace, self._cache_key(key_bytes, window_start))
+        if hit is None:
+            return self._store._value(self._below(cache, key_bytes, window_start))
+        return self._decode((<tuple>hit)[0])
+
+    cdef int _put(self, object key, object value, int64_t window_start) except -1:
+        """Write ``value`` for ``key`` (None deletes), as the metered layer's ``put``."""
+        cdef RecordCache cache = self._cache()
+        if cache is None or value is None:
+            return self._layers_put(key, value, window_start)
+        key_bytes = self._key_bytes(key)
+        data = self._encode(value)
+        if data is None:
+            return self._layers_put(key, value, window_start)
+        return self._write(cache, self._cache_key(key_bytes, window_start), data)
+
+    cdef tuple _update(self, object key, object value, int64_t timestamp, int64_t window_start,
+                       object apply):
+        """One aggregation step (see ``CachedKeyValueAccess.update``)."""
+        cdef RecordCache cache = self._cache()
+        if cache is None:
+            stored = self._layers_get(key, window_start)
+            new, old, made, stamp = self._updated(key, value, timestamp, apply, stored)
+            self._layers_put(key, made, window_start)
+            return new, old, stamp
+        cdef char fixed[16]
+        cdef bint encoded = False
+        key_bytes = self._key_bytes(key)
+        cache_key = self._cache_key(key_bytes, window_start)
+        hit = self._read(cache, cache_key, fixed)
+        if hit is True:
+            new, old, made, stamp = self._updated_fixed(key, value, timestamp, apply, fixed, &encoded)
+            if encoded:
+                self._write_raw(cache, cache_key, fixed, 16)
+                return new, old, stamp
+        else:
+            if hit is None:
+                stored = self._store._value(self._below(cache, key_bytes, window_start))
+            else:
+                stored = self._decode((<tuple>hit)[0])
+            new, old, made, stamp = self._updated(key, value, timestamp, apply, stored)
+        data = None if made is None else self._encode(made)
+        if data is None:
+            self._layers_put(key, made, window_start)
+        else:
+            self._write(cache, cache_key, data)
+        return new, old, stamp
 
 
 cdef class CachedKeyValueAccess(_CachedAccess):
@@ -320,61 +381,31 @@ cdef class CachedKeyValueAccess(_CachedAccess):
 
     def get(self, key):
         """The store's value for ``key`` (None when absent), as the metered layer's ``get``."""
-        cdef RecordCache cache = self._cache()
-        if cache is None:
-            return type(self._store).get(self._store, key)
-        key_bytes = self._key_bytes(key)
-        hit = cache._get(self._namespace, key_bytes)
-        if hit is None:
-            return self._store._value(self._caching.read_through(cache, key_bytes))
-        return self._decode((<tuple>hit)[0])
+        return self._get(key, 0)
 
     def put(self, key, value):
         """Write ``value`` for ``key`` (None deletes), as the metered layer's ``put``."""
-        cdef RecordCache cache = self._cache()
-        if cache is None or value is None:
-            type(self._store).put(self._store, key, value)
-            return
-        key_bytes = self._key_bytes(key)
-        data = self._encode(value)
-        if data is None:
-            type(self._store).put(self._store, key, value)
-            return
-        self._write(cache, key_bytes, data)
-
+        self._put(key, value, 0)
 
     def update(self, key, value, int64_t timestamp, apply):
         """One aggregation step: read ``key``'s stamped aggregate, compute ``apply(key, value,
         old)``, write it stamped with the larger of ``timestamp`` and the old one's (None
         deletes) and return ``(new, old, new timestamp)``. The same reads and writes as ``get``
         then ``put``, with the key serialized and the cache found once."""
-        cdef RecordCache cache = self._cache()
-        if cache is None:
-            stored = type(self._store).get(self._store, key)
-            new, old, made, stamp = self._updated(key, value, timestamp, apply, stored)
-            type(self._store).put(self._store, key, made)
-            return new, old, stamp
-        cdef char fixed[16]
-        cdef bint encoded = False
-        key_bytes = self._key_bytes(key)
-        hit = self._read(cache, key_bytes, fixed)
-        if hit is True:
-            new, old, made, stamp = self._updated_fixed(key, value, timestamp, apply, fixed, &encoded)
-            if encoded:
-                self._write_raw(cache, key_bytes, fixed, 16)
-                return new, old, stamp
-        else:
-            if hit is None:
-                stored = self._store._value(self._caching.read_through(cache, key_bytes))
-            else:
-                stored = self._decode((<tuple>hit)[0])
-            new, old, made, stamp = self._updated(key, value, timestamp, apply, stored)
-        data = None if made is None else self._encode(made)
-        if data is None:
-            type(self._store).put(self._store, key, made)
-        else:
-            self._write(cache, key_bytes, data)
-        return new, old, stamp
+        return self._update(key, value, timestamp, 0, apply)
+
+    cdef bytes _cache_key(self, bytes key_bytes, int64_t window_start):
+        return key_bytes
+
+    cdef object _below(self, RecordCache cache, bytes key_bytes, int64_t window_start):
+        return self._caching.read_through(cache, key_bytes)
+
+    cdef object _layers_get(self, object key, int64_t window_start):
+        return type(self._store).get(self._store, key)
+
+    cdef int _layers_put(self, object key, object value, int64_t window_start) except -1:
+        type(self._store).put(self._store, key, value)
+        return 0
 
 
 cdef class CachedWindowAccess(_CachedAccess):
@@ -384,62 +415,31 @@ cdef class CachedWindowAccess(_CachedAccess):
     def fetch(self, key, int64_t window_start):
         """The store's value for ``key`` in the window starting at ``window_start`` (None when
         absent), as the metered layer's ``fetch``."""
-        cdef RecordCache cache = self._cache()
-        if cache is None:
-            return type(self._store).fetch(self._store, key, window_start)
-        key_bytes = self._key_bytes(key)
-        hit = cache._get(self._namespace, _window_key(key_bytes, window_start))
-        if hit is None:
-            # A window the cache does not hold is read below it, without filling the cache.
-            return self._store._value(self._caching.wrapped.fetch(key_bytes, window_start))
-        return self._decode((<tuple>hit)[0])
+        return self._get(key, window_start)
 
     def put(self, key, value, int64_t window_start):
         """Write ``value`` for ``key`` in the window starting at ``window_start`` (None deletes),
         as the metered layer's ``put``."""
-        cdef RecordCache cache = self._cache()
-        if cache is None or value is None:
-            type(self._store).put(self._store, key, value, window_start)
-            return
-        key_bytes = self._key_bytes(key)
-        data = self._encode(value)
-        if data is None:
-            type(self._store).put(self._store, key, value, window_start)
-            return
-        self._write(cache, _window_key(key_bytes, window_start), data)
-
+        self._put(key, value, window_start)
 
     def update(self, key, value, int64_t timestamp, int64_t window_start, apply):
         """One aggregation step in the window starting at ``window_start``: as
         ``CachedKeyValueAccess.update``, with the window's ``fetch`` and ``put``."""
-        cdef RecordCache cache = self._cache()
-        if cache is None:
-            stored = type(self._store).fetch(self._store, key, window_start)
-            new, old, made, stamp = self._updated(key, value, timestamp, apply, stored)
-            type(self._store).put(self._store, key, made, window_start)
-            return new, old, stamp
-        cdef char fixed[16]
-        cdef bint encoded = False
-        key_bytes = self._key_bytes(key)
-        cache_key = _window_key(key_bytes, window_start)
-        hit = self._read(cache, cache_key, fixed)
-        if hit is True:
-            new, old, made, stamp = self._updated_fixed(key, value, timestamp, apply, fixed, &encoded)
-            if encoded:
-                self._write_raw(cache, cache_key, fixed, 16)
-                return new, old, stamp
-        else:
-            if hit is None:
-                stored = self._store._value(self._caching.wrapped.fetch(key_bytes, window_start))
-            else:
-                stored = self._decode((<tuple>hit)[0])
-            new, old, made, stamp = self._updated(key, value, timestamp, apply, stored)
-        data = None if made is None else self._encode(made)
-        if data is None:
-            type(self._store).put(self._store, key, made, window_start)
-        else:
-            self._write(cache, cache_key, data)
-        return new, old, stamp
+        return self._update(key, value, timestamp, window_start, apply)
+
+    cdef bytes _cache_key(self, bytes key_bytes, int64_t window_start):
+        return _window_key(key_bytes, window_start)
+
+    cdef object _below(self, RecordCache cache, bytes key_bytes, int64_t window_start):
+        # A window the cache does not hold is read below it, without filling the cache.
+        return self._caching.wrapped.fetch(key_bytes, window_start)
+
+    cdef object _layers_get(self, object key, int64_t window_start):
+        return type(self._store).fetch(self._store, key, window_start)
+
+    cdef int _layers_put(self, object key, object value, int64_t window_start) except -1:
+        type(self._store).put(self._store, key, value, window_start)
+        return 0
 
 
 cdef inline object _call(object apply, object key, object value, object old):
