@@ -22,6 +22,19 @@ class ContextRouting:
     def forward(self, record: Any, child_name: Any = None) -> None:
         """Pass ``record`` to the children of the node being run (or to the named one)."""
 
+class ProcessCore:
+    """A processor whose ``process`` is C; graph nodes run it without a Python call."""
+
+    def process(self, record: Any) -> None: ...
+
+class NodeBase:
+    """A graph node's name, children and ``process`` (C fields)."""
+
+    name: str
+    children: list[Any]
+    children_by_name: dict[str, Any]
+    process: Callable[[Any], None]
+
 class BatchProgress:
     """How far ``run_records`` got: records processed, last offset consumed, partition time."""
 
@@ -53,7 +66,7 @@ def run_records(
 def key_value_of(result: Any, what: str) -> tuple[Any, Any]:
     """A mapper's result as (key, value); a clear error for anything else."""
 
-class ForwardingCore:
+class ForwardingCore(ProcessCore):
     """A processor that keeps its context to forward through."""
 
     context: Any
@@ -63,18 +76,15 @@ class FilterCore(ForwardingCore):
     predicate: Callable[[Any, Any], Any]
     negate: bool
     def __init__(self, predicate: Callable[[Any, Any], Any], negate: bool) -> None: ...
-    def process(self, record: Any) -> None: ...
 
 class MapCore(ForwardingCore):
     mapper: Callable[[Any, Any], Any]
     def __init__(self, mapper: Callable[[Any, Any], Any]) -> None: ...
-    def process(self, record: Any) -> None: ...
 
 class MapValuesCore(ForwardingCore):
     mapper: Callable[..., Any]
     with_key: bool
     def __init__(self, mapper: Callable[..., Any], with_key: bool) -> None: ...
-    def process(self, record: Any) -> None: ...
 
 class AggregateStep:
     """An aggregation's function of (key, value, old aggregate or None) -> new aggregate."""
@@ -94,16 +104,18 @@ class AggregatorStep(AggregateStep):
         self, initializer: Callable[[], Any] | None, aggregator: Callable[[Any, Any, Any], Any]
     ) -> None: ...
 
-class StreamAggregateCore:
+class AggregateAccess:
+    """A store accessor that serves an aggregation step in C."""
+
+class StreamAggregateCore(ProcessCore):
     """``process`` of a stream aggregation, in C."""
 
     _step: Any
     _apply: Any
     forwarder: Any
     _cached: bool
-    def process(self, record: Any) -> None: ...
 
-class WindowedAggregateCore:
+class WindowedAggregateCore(ProcessCore):
     """``process`` of a time-windowed aggregation, in C."""
 
     _step: Any
@@ -115,13 +127,12 @@ class WindowedAggregateCore:
     grace_ms: int
     observed_stream_time: int
     dropped: int
-    def process(self, record: Any) -> None: ...
 
 SERIAL_STRING: int
 SERIAL_LONG: int
 SERIAL_BYTES: int
 
-class SinkSender:
+class SinkSender(ProcessCore):
     """The per-record send of a sink with a fixed topic, the default partitioner and built-in
     serializers; anything else goes to ``fallback``."""
 
@@ -134,4 +145,3 @@ class SinkSender:
         collector: Any,
         fallback: Callable[[Any], None],
     ) -> None: ...
-    def process(self, record: Any) -> None: ...

@@ -3,6 +3,8 @@
 from types import TracebackType
 from typing import Any
 
+from kstreams._native.per_record import AggregateAccess
+
 class StoreLock:
     """A reentrant lock (``threading.RLock``'s behaviour) that C code takes without Python
     calls: a metered store's ``query_lock``."""
@@ -14,7 +16,7 @@ class StoreLock:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None: ...
 
-class _CachedAccess:
+class _CachedAccess(AggregateAccess):
     """The metered layer (``store``) whose results an accessor gives, the caching layer below
     it, and how to reach the running thread's cache."""
 

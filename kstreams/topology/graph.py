@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kstreams._native import kernels
-from kstreams._native.per_record import SERIAL_BYTES, SERIAL_LONG, SERIAL_STRING, SinkSender
+from kstreams._native.per_record import SERIAL_BYTES, SERIAL_LONG, SERIAL_STRING, NodeBase, SinkSender
 from kstreams._native.record_batch import RecordBatch, default_partition
 from kstreams._native.record_collector import RecordCollector
 from kstreams.errors import ConfigException, StreamsException
@@ -55,10 +55,11 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-class _Node:
-    """What every running node has: a name, its children, and ``process(record)``."""
+class _Node(NodeBase):
+    """What every running node has: a name, its children, and ``process(record)`` (the fields are
+    C: ``NodeBase``, which the per-record loops read without attribute lookups)."""
 
-    __slots__ = ("children", "children_by_name", "name")
+    __slots__ = ()
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -100,7 +101,7 @@ class ProcessorNode(_Node):
     """A user ``Processor`` and the stores connected to it; ``supplier`` made the processor (the
     batch compiler reads what DSL suppliers compute from it)."""
 
-    __slots__ = ("process", "processor", "stores", "supplier")
+    __slots__ = ("processor", "stores", "supplier")
 
     def __init__(self, name: str, processor: Any, stores: tuple[str, ...], supplier: Any = None) -> None:
         super().__init__(name)
@@ -149,7 +150,6 @@ class SinkNode(_Node):
         "_value_serialize",
         "key_serializer",
         "on_serialization_error",
-        "process",
         "topic",
         "value_serializer",
     )

@@ -1,6 +1,9 @@
 # cython: language_level=3
-"""C-level layout of the per-record path's record position and context routing (see
-per_record.pyx), for modules that read the current record's timestamp."""
+"""C-level layout of the per-record path's record position, context routing, graph nodes and
+processors (see per_record.pyx), for modules that read the current record's timestamp or serve
+an aggregation's reads and writes."""
+
+from libc.stdint cimport int64_t
 
 
 cdef class RecordPosition:
@@ -21,3 +24,20 @@ cdef class ContextRouting:
 
 cdef class AggregateStep:
     cdef object step(self, object key, object value, object old)
+
+
+cdef class ProcessCore:
+    cdef int _process(self, object record) except -1
+
+
+cdef class NodeBase:
+    cdef public object name
+    cdef public list children
+    cdef public dict children_by_name
+    cdef object _process_fn
+    cdef ProcessCore _core
+
+
+cdef class AggregateAccess:
+    cdef tuple _update(self, object key, object value, int64_t timestamp, int64_t window_start,
+                       object apply)

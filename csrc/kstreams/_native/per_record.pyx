@@ -28,11 +28,12 @@ from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 from libc.stdint cimport int32_t, int64_t, uint64_t
 
-from kstreams._native.record cimport Record, _RecordFields, new_record
+from kstreams._native.record cimport FixedKeyRecord, Record, _RecordFields, new_record
 from kstreams._native.record_batch cimport c_murmur2
 from kstreams._native.record_collector cimport RecordCollector
 
 __all__ = [
+    "AggregateAccess",
     "AggregateStep",
     "AggregatorStep",
     "BatchProgress",
@@ -42,6 +43,8 @@ __all__ = [
     "ForwardingCore",
     "MapCore",
     "MapValuesCore",
+    "NodeBase",
+    "ProcessCore",
     "RecordPosition",
     "SERIAL_BYTES",
     "SERIAL_LONG",
@@ -76,7 +79,7 @@ cdef class ContextRouting:
         raises. A failure remembers the innermost node it came from."""
         cdef object children
         if child_name is None:
-            children = (<object>self.node).children
+            children = _children_of(self.node)
         else:
             record, children = self._route(record, child_name)
         self._forward(record, children)
@@ -92,7 +95,7 @@ cdef class ContextRouting:
         try:
             for child in children:
                 self.node = child
-                child.process(record)
+                _run(child, record)
         except BaseException as exc:
             failed = self._failed
             if failed is None or (<tuple>failed)[0] is not exc:
@@ -102,6 +105,77 @@ cdef class ContextRouting:
             self.node = node
             position.timestamp = previous
         return 0
+
+
+# ---------------------------------------------------------------- graph nodes and C processors
+
+
+cdef class ProcessCore:
+    """A processor whose ``process`` is C (``_process``). A graph node whose ``process`` is a
+    ProcessCore's own (no Python class overrides it) is run by the per-record loops without a
+    Python call."""
+
+    cdef int _process(self, object record) except -1:
+        raise TypeError(f"{type(self).__name__} is a ProcessCore without a _process")
+
+    def process(self, record):
+        self._process(record)
+
+
+cdef ProcessCore _core_of(object process):
+    """The ProcessCore whose own ``process`` the callable ``process`` is, else None."""
+    owner = getattr(process, "__self__", None)
+    if (
+        isinstance(owner, ProcessCore)
+        and type(owner).process is ProcessCore.process
+        and process == owner.process
+    ):
+        return <ProcessCore>owner
+    return None
+
+
+cdef class NodeBase:
+    """What every graph node (``kstreams.topology.graph``) has: ``name``, ``children`` in the
+    order added, ``children_by_name``, and ``process(record)``. A node either sets ``process``
+    (a callable) or defines it as a method. When the callable is a ``ProcessCore``'s own
+    ``process``, the per-record loops call that processor's ``_process`` in C."""
+
+    @property
+    def process(self):
+        return self._process_fn
+
+    @process.setter
+    def process(self, process):
+        self._process_fn = process
+        self._core = _core_of(process)
+
+
+cdef inline int _run(object node, object record) except -1:
+    """``node.process(record)``; in C for a C processor's own ``process``."""
+    cdef NodeBase graph_node
+    if isinstance(node, NodeBase):
+        graph_node = <NodeBase>node
+        if graph_node._core is not None:
+            return graph_node._core._process(record)
+        if graph_node._process_fn is not None:
+            graph_node._process_fn(record)
+            return 0
+    node.process(record)
+    return 0
+
+
+cdef inline object _children_of(object node):
+    if isinstance(node, NodeBase):
+        return (<NodeBase>node).children
+    return node.children
+
+
+cdef inline _RecordFields _fields(object record):
+    """``record``'s C fields when it is a Record or a FixedKeyRecord (a subclass may define its
+    fields otherwise: it is read by attribute), else None."""
+    if type(record) is Record or type(record) is FixedKeyRecord:
+        return <_RecordFields>record
+    return None
 
 
 cdef class BatchProgress:
@@ -185,7 +259,7 @@ def run_records(
             task.stream_time = timestamp_object
         for child in children:
             context.node = child
-            child.process(record)
+            _run(child, record)
         progress.last_offset = offset
         progress.processed += 1
         if stream_time >= <int64_t>task._next_stream_due:
@@ -197,8 +271,12 @@ def run_records(
 
 def key_value_of(result, str what):
     """A mapper's result as (key, value); a clear error for anything else."""
+    return _key_value(result, what)
+
+
+cdef tuple _key_value(object result, str what):
     if type(result) is tuple and len(<tuple>result) == 2:
-        return result
+        return <tuple>result
     try:
         key, value = result
     except (TypeError, ValueError):
@@ -208,7 +286,7 @@ def key_value_of(result, str what):
     return key, value
 
 
-cdef class ForwardingCore:
+cdef class ForwardingCore(ProcessCore):
     """A processor that keeps its context to forward through (``init``). When the context is a
     task's (a ``ContextRouting`` whose ``forward`` is not overridden) records go to C ``forward``
     directly; any other context's ``forward`` is called as a method."""
@@ -228,7 +306,7 @@ cdef class ForwardingCore:
         if routing is None:
             self.context.forward(record)
         else:
-            routing._forward(record, (<object>routing.node).children)
+            routing._forward(record, _children_of(routing.node))
         return 0
 
 
@@ -242,9 +320,15 @@ cdef class FilterCore(ForwardingCore):
         self.predicate = predicate
         self.negate = negate
 
-    def process(self, record):
-        if bool(self.predicate(record.key, record.value)) != self.negate:
+    cdef int _process(self, object record) except -1:
+        cdef _RecordFields fields = _fields(record)
+        if fields is not None:
+            kept = self.predicate(fields.key, fields.value)
+        else:
+            kept = self.predicate(record.key, record.value)
+        if bool(kept) != self.negate:
             self._send(record)
+        return 0
 
 
 cdef class MapCore(ForwardingCore):
@@ -255,9 +339,15 @@ cdef class MapCore(ForwardingCore):
     def __init__(self, mapper):
         self.mapper = mapper
 
-    def process(self, record):
-        key, value = key_value_of(self.mapper(record.key, record.value), "map")
-        self._send(new_record(key, value, record.timestamp, record.headers))
+    cdef int _process(self, object record) except -1:
+        cdef _RecordFields fields = _fields(record)
+        if fields is None:
+            key, value = _key_value(self.mapper(record.key, record.value), "map")
+            self._send(new_record(key, value, record.timestamp, record.headers))
+        else:
+            key, value = _key_value(self.mapper(fields.key, fields.value), "map")
+            self._send(new_record(key, value, fields.timestamp, fields.headers))
+        return 0
 
 
 cdef class MapValuesCore(ForwardingCore):
@@ -271,14 +361,14 @@ cdef class MapValuesCore(ForwardingCore):
         self.mapper = mapper
         self.with_key = with_key
 
-    def process(self, record):
+    cdef int _process(self, object record) except -1:
         cdef Record r
         if type(record) is Record:
-            # typed field reads: a generic attribute lookup costs several times more
             r = <Record>record
             self._send(new_record(r.key, self._map(r.key, r.value), r.timestamp, r.headers))
         else:
             self._send(record.with_value(self._map(record.key, record.value)))  # a FixedKeyRecord stays one
+        return 0
 
     cdef object _map(self, object key, object value):
         return self.mapper(key, value) if self.with_key else self.mapper(value)
@@ -342,29 +432,72 @@ cdef class AggregatorStep(AggregateStep):
         return (AggregatorStep, (self.initializer, self.aggregator))
 
 
-cdef class StreamAggregateCore:
+cdef class AggregateAccess:
+    """A store accessor that serves one aggregation step in C (``_update``: see
+    ``store_access.CachedKeyValueAccess.update``); an aggregation whose ``_step`` is an
+    accessor's own ``update`` calls ``_update`` directly."""
+
+    cdef tuple _update(self, object key, object value, int64_t timestamp, int64_t window_start,
+                       object apply):
+        raise TypeError(f"{type(self).__name__} is an AggregateAccess without an _update")
+
+
+cdef AggregateAccess _access_of(object step):
+    """The AggregateAccess whose own ``update`` the callable ``step`` is, else None."""
+    owner = getattr(step, "__self__", None)
+    if isinstance(owner, AggregateAccess) and step == owner.update:
+        return <AggregateAccess>owner
+    return None
+
+
+cdef class _AggregateCore(ProcessCore):
+    """What both aggregations' ``process`` read: ``_step``, the store's update (``(key, value,
+    timestamp, [window_start,] apply) -> (new, old, new timestamp)``), called in C when it is a
+    store accessor's own; ``_apply``, the aggregation's function; ``_cached``, whether the
+    store's cache forwards changes."""
+
+    cdef object _step_function
+    cdef AggregateAccess _access
+    cdef public object _apply
+    cdef public bint _cached
+
+    @property
+    def _step(self):
+        return self._step_function
+
+    @_step.setter
+    def _step(self, step):
+        self._step_function = step
+        self._access = _access_of(step)
+
+
+cdef class StreamAggregateCore(_AggregateCore):
     """``process`` of a stream aggregation (``StreamAggregateProcessor``, which sets the fields
     at init): a record with a null key or value goes to ``_skip``; any other is one
     ``_step(key, value, timestamp, _apply)`` (the store's read, aggregate, write), whose change
     goes to ``forwarder.maybe_forward`` unless the store's cache forwards it (``_cached``)."""
 
-    cdef public object _step
-    cdef public object _apply
     cdef public object forwarder
-    cdef public bint _cached
 
-    def process(self, record):
-        key = record.key
-        value = record.value
+    cdef int _process(self, object record) except -1:
+        cdef _RecordFields fields = _fields(record)
+        if fields is not None:
+            key, value, timestamp = fields.key, fields.value, fields.timestamp
+        else:
+            key, value, timestamp = record.key, record.value, record.timestamp
         if key is None or value is None:
             self._skip(record)
-            return
-        new, old, timestamp = self._step(key, value, record.timestamp, self._apply)
+            return 0
+        if self._access is not None:
+            new, old, stamp = self._access._update(key, value, timestamp, 0, self._apply)
+        else:
+            new, old, stamp = self._step_function(key, value, timestamp, self._apply)
         if not self._cached:
-            self.forwarder.maybe_forward(key, new, old, timestamp)
+            self.forwarder.maybe_forward(key, new, old, stamp)
+        return 0
 
 
-cdef class WindowedAggregateCore:
+cdef class WindowedAggregateCore(_AggregateCore):
     """``process`` of a time-windowed aggregation (``WindowedAggregateProcessor``, which sets the
     fields): a record with a null key goes to ``_skip``; any other advances
     ``observed_stream_time`` and updates each of its windows (``size_ms`` long, ``advance_ms``
@@ -374,9 +507,6 @@ cdef class WindowedAggregateCore:
     cache forwards them (``_cached``) or results go out only when windows close
     (``emit_on_close``: ``_emit_closed_windows`` runs first, as in Kafka)."""
 
-    cdef public object _step
-    cdef public object _apply
-    cdef public bint _cached
     cdef public bint emit_on_close
     cdef public int64_t size_ms
     cdef public int64_t advance_ms
@@ -384,12 +514,16 @@ cdef class WindowedAggregateCore:
     cdef public int64_t observed_stream_time
     cdef public int64_t dropped
 
-    def process(self, record):
-        key = record.key
+    cdef int _process(self, object record) except -1:
+        cdef _RecordFields fields = _fields(record)
+        if fields is not None:
+            key, value, timestamp_object = fields.key, fields.value, fields.timestamp
+        else:
+            key, value, timestamp_object = record.key, record.value, record.timestamp
         if key is None:
             self._skip(record)
-            return
-        cdef int64_t timestamp = record.timestamp
+            return 0
+        cdef int64_t timestamp = timestamp_object
         if timestamp > self.observed_stream_time:
             self.observed_stream_time = timestamp
         cdef int64_t close_time = self.observed_stream_time - self.grace_ms
@@ -404,18 +538,22 @@ cdef class WindowedAggregateCore:
             if offset < 0:
                 offset += self.size_ms
             start = timestamp - offset
-            self._update(record, key, timestamp, start, start + self.size_ms, close_time)
+            self._update(key, value, timestamp, start, start + self.size_ms, close_time)
         else:
             for start, end in self.windows_for(timestamp):
-                self._update(record, key, timestamp, start, end, close_time)
+                self._update(key, value, timestamp, start, end, close_time)
+        return 0
 
-    cdef int _update(self, object record, object key, int64_t timestamp, int64_t start, int64_t end,
+    cdef int _update(self, object key, object value, int64_t timestamp, int64_t start, int64_t end,
                      int64_t close_time) except -1:
         if end <= close_time:
             self.dropped += 1
             self._expired(start, end)
             return 0
-        new, old, new_timestamp = self._step(key, record.value, timestamp, start, self._apply)
+        if self._access is not None:
+            new, old, new_timestamp = self._access._update(key, value, timestamp, start, self._apply)
+        else:
+            new, old, new_timestamp = self._step_function(key, value, timestamp, start, self._apply)
         if not self.emit_on_close and not self._cached:
             self._forward_window(key, start, end, new, old, new_timestamp)
         return 0
@@ -429,7 +567,7 @@ SERIAL_LONG = 2  # an int as 8 big-endian bytes (LongSerde)
 SERIAL_BYTES = 3  # bytes as they are (BytesSerde)
 
 
-cdef class SinkSender:
+cdef class SinkSender(ProcessCore):
     """The per-record send of a sink with a fixed topic and Kafka's default partitioner whose
     serializers are built in (``SERIAL_*`` kinds): the key and value serialized in C, the
     partition from murmur2 of the key and the topic's partition count, the record buffered in
@@ -455,9 +593,10 @@ cdef class SinkSender:
         self.collector = collector
         self.fallback = fallback
 
-    def process(self, record):
+    cdef int _process(self, object record) except -1:
         if type(record) is not Record:
-            return self.fallback(record)
+            self.fallback(record)
+            return 0
         cdef Record r = <Record>record
         cdef char key_long[8]
         cdef char value_long[8]
@@ -467,19 +606,25 @@ cdef class SinkSender:
         cdef int overflow = 0
         cdef long long stamp
         if type(r.timestamp) is not int:
-            return self.fallback(record)
+            self.fallback(record)
+            return 0
         stamp = PyLong_AsLongLongAndOverflow(r.timestamp, &overflow)
         if overflow or stamp < 0:
-            return self.fallback(record)
+            self.fallback(record)
+            return 0
         if r.key is None or not _serialized(r.key, self.key_kind, key_long, &kp, &kl):
-            return self.fallback(record)
+            self.fallback(record)
+            return 0
         if r.value is not None and not _serialized(r.value, self.value_kind, value_long, &vp, &vl):
-            return self.fallback(record)
+            self.fallback(record)
+            return 0
         cdef int32_t partitions = self.partition_count(self.topic)
         if partitions <= 0:
-            return self.fallback(record)
+            self.fallback(record)
+            return 0
         cdef int32_t partition = (c_murmur2(kp, kl) & 0x7fffffff) % partitions
         self.collector.c_send(self.topic, partition, kp, kl, vp, vl, stamp, r.headers)
+        return 0
 
 
 cdef bint _serialized(object data, int kind, char* long_buffer, const char** out,

@@ -36,7 +36,7 @@ cdef extern from "pythread.h":
     PyLockStatus PyThread_acquire_lock_timed(PyThread_type_lock lock, long long microseconds,
                                              int intr_flag) nogil
 
-from kstreams._native.per_record cimport AggregateStep, ContextRouting, RecordPosition
+from kstreams._native.per_record cimport AggregateAccess, AggregateStep, ContextRouting, RecordPosition
 from kstreams._native.record_cache cimport RecordCache
 from kstreams._native.value_and_timestamp cimport ValueAndTimestamp
 
@@ -140,7 +140,7 @@ cdef class StoreLock:
         return f"<StoreLock {state}>"
 
 
-cdef class _CachedAccess:
+cdef class _CachedAccess(AggregateAccess):
     """What both accessors share: the metered layer (``store``) whose results they give, the
     caching layer below it, and how to reach the running thread's cache.
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from kstreams._native.record_batch import RecordBatch, default_partition
+from kstreams._native.per_record import FilterCore
 from kstreams._native.record_collector import RecordCollector
 from kstreams.cluster.port import TopicPartition
 from kstreams.config import StreamsConfig
@@ -614,3 +615,42 @@ def test_sinks_with_built_in_serializers_send_exactly_what_the_serializers_would
 
 def _drain_all(collector: RecordCollector) -> list[tuple[tuple[str, int], list[tuple[Any, ...]]]]:
     return sorted(((topic, p), list(records)) for topic, p, records in collector.drain())
+
+
+class _CountingFilter(FilterCore):
+    """The C filter with ``process`` overridden in Python: the override must run for every record."""
+
+    def __init__(self) -> None:
+        super().__init__(lambda key, value: value != "drop", False)
+        self.seen: list[str] = []
+
+    def process(self, record: Record[Any, Any]) -> None:
+        self.seen.append(record.value)
+        super().process(record)
+
+
+def test_c_processors_run_as_python_overrides_and_wrappers_say(tmp_path: Any) -> None:
+    # A node whose processor's ``process`` is C's own runs it without a Python call; a Python
+    # override of it, or a wrapper set on the node afterwards, must still be what runs.
+    made: list[_CountingFilter] = []
+
+    def counting() -> _CountingFilter:
+        made.append(_CountingFilter())
+        return made[-1]
+
+    topology = source().add_processor("plain", lambda: FilterCore(lambda k, v: v != "drop", True), "src")
+    topology.add_processor("counting", counting, "src")
+    topology.add_sink("kept", "kept", "counting", key_serializer=S, value_serializer=S)
+    topology.add_sink("dropped", "dropped", "plain", key_serializer=S, value_serializer=S)
+    task, collector = make_task(topology, tmp_path, partition_count=lambda t: 1)
+    wrapped: list[str] = []
+    node = task.graph.nodes["plain"]
+    inner = node.process
+    node.process = lambda record: (wrapped.append(record.value), inner(record))
+    task.process(IN, batch(("a", "keep", 1), ("b", "drop", 2), ("c", "more", 3)))
+    assert made[0].seen == ["keep", "drop", "more"]
+    assert wrapped == ["keep", "drop", "more"]
+    assert drained(collector) == {
+        ("kept", 0): [(b"a", b"keep", 1), (b"c", b"more", 3)],
+        ("dropped", 0): [(b"b", b"drop", 2)],
+    }
