@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from kstreams._native.record_batch import RecordBatch, default_partition
 from kstreams._native.per_record import FilterCore
+from kstreams._native.record_batch import RecordBatch, default_partition
 from kstreams._native.record_collector import RecordCollector
 from kstreams.cluster.port import TopicPartition
 from kstreams.config import StreamsConfig
