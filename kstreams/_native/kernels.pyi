@@ -116,5 +116,9 @@ def aggregate_uncached(
 def decode_numbers(batch: RecordBatch, side: int, enc: int) -> tuple[np.ndarray, np.ndarray]:
     """Keys (side 0) or values (1) of a numeric encoding as int64 or float64, and a null mask."""
 
+def decode_objects(batch: RecordBatch, side: int, enc: int) -> list[Any] | None:
+    """Keys (side 0) or values (1) as the built-in serde of ``enc`` reads each (None: a null); None
+    when a record does not read that way, and for JSON."""
+
 def encode_numbers(values: Sequence[Any] | np.ndarray, enc: int) -> list[bytes]:
     """Each value in LONG, INT or DOUBLE big-endian bytes, as the built-in serdes write them."""

@@ -34,7 +34,7 @@ from kstreams.cluster.port import TopicPartition
 from kstreams.errors import ProcessorStateException, StreamsException
 from kstreams.processor import PunctuationType, Punctuator, Record, TaskId
 from kstreams.runtime.compiled.compiler import CompiledSource, compile_segments
-from kstreams.runtime.compiled.steps import decode_whole_column
+from kstreams.runtime.compiled.steps import KEYS, VALUES, decode_whole_column
 from kstreams.runtime.processor_context import ProcessorContextImpl, PunctuationSchedule
 from kstreams.runtime.record_context import RecordContext
 from kstreams.runtime.record_errors import RecordErrors, handler_decision
@@ -286,8 +286,6 @@ class StreamTask:
         topic = tp.topic
         position = RecordContext(topic, tp.partition)
         position.source = batch
-        keys = batch.keys()
-        values = batch.values()
         extractor = source.timestamp_extractor
         progress = BatchProgress(self._partition_times.get(tp, -1))
         try:
@@ -299,16 +297,13 @@ class StreamTask:
                     position,
                     self.context,
                     source.children,
-                    keys,
-                    values,
+                    batch,
                     # Built-in serdes decode the whole column at once; a column with a record they
                     # cannot read is deserialized record by record, where the handler sees that record.
-                    decode_whole_column(source.key_deserializer, topic, keys),
-                    decode_whole_column(source.value_deserializer, topic, values),
+                    decode_whole_column(source.key_deserializer, batch, KEYS),
+                    decode_whole_column(source.value_deserializer, batch, VALUES),
                     source.key_deserializer.deserialize,
                     source.value_deserializer.deserialize,
-                    batch.timestamps_array(),
-                    batch.offsets_array(),
                     batch.headers if batch.has_headers else None,
                     extractor,
                 )

@@ -44,6 +44,42 @@ def decode_numbers(RecordBatch batch not None, int side, int enc):
         raise ValueError(f"record {bad} of the batch does not hold a value of encoding {enc}")
     return values, nulls
 
+def decode_objects(RecordBatch batch not None, int side, int enc):
+    """The keys (side 0) or values (side 1) of a batch as the built-in serde of ``enc`` reads
+    each one (None for a null): bytes, str (strict UTF-8), int or float, made straight from the
+    batch's memory. None when a record does not read that way (invalid UTF-8, a number of the
+    wrong width) and for JSON: the caller then deserializes record by record, where that
+    record's error is raised and handled."""
+    if enc < ENC_BYTES or enc >= ENC_JSON:
+        return None
+    cdef Py_ssize_t i, n
+    cdef const char* p
+    cdef Val v
+    cdef list out = []
+    for i in range(batch.n):
+        if side == 0:
+            p = batch.key_ptr(i)
+            n = batch.key_len(i)
+        else:
+            p = batch.value_ptr(i)
+            n = batch.value_len(i)
+        if n < 0:
+            out.append(None)
+        elif enc == ENC_BYTES:
+            out.append(PyBytes_FromStringAndSize(p, n))
+        elif enc == ENC_STRING:
+            try:
+                out.append(PyUnicode_DecodeUTF8(p, n, NULL))
+            except UnicodeDecodeError:
+                return None
+        elif _decode(p, n, enc, NULL, 0, &v, NULL) < 0:
+            return None
+        elif enc == ENC_DOUBLE or enc == ENC_FLOAT:
+            out.append(v.d)
+        else:
+            out.append(v.i)
+    return out
+
 def encode_numbers(values, int enc):
     """A list of bytes: each value of an int64 or float64 array in the encoding's big-endian form
     (LONG, INT, DOUBLE), as the built-in serdes write them."""

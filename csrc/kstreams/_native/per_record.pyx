@@ -23,13 +23,13 @@ partitioner and built-in serializers sends from C (``SinkSender``). Each hands w
 do the same way back to Python (logging, emitting on window close, hopping windows, a null key).
 """
 
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 from libc.stdint cimport int32_t, int64_t, uint64_t
 
 from kstreams._native.record cimport FixedKeyRecord, Record, _RecordFields, new_record
-from kstreams._native.record_batch cimport c_murmur2
+from kstreams._native.record_batch cimport RecordBatch, c_murmur2
 from kstreams._native.record_collector cimport RecordCollector
 
 __all__ = [
@@ -200,45 +200,53 @@ def run_records(
     RecordPosition position not None,
     ContextRouting context not None,
     children,
-    list keys not None,
-    list values not None,
+    RecordBatch batch not None,
     list decoded_keys,
     list decoded_values,
     key_deserialize,
     value_deserialize,
-    const int64_t[::1] timestamps not None,
-    const int64_t[::1] offsets not None,
     headers_of,
     extractor,
 ):
-    """Run each record of a batch through ``children`` (the source's), in offset order, as
-    ``StreamTask.process`` does: ``keys``/``values`` are the raw columns, ``decoded_keys``/
-    ``decoded_values`` the deserialized ones (None: deserialize record by record with
-    ``key_deserialize(topic, data)``), ``headers_of(i)`` the headers of record ``i`` (None: the
-    batch has none), ``extractor`` the source's timestamp extractor or None. ``position`` moves
-    along the batch; the task's stream time advances and its stream-time punctuations run as
-    records pass them. ``progress`` says how far it got."""
-    cdef Py_ssize_t n = len(keys)
-    if len(values) != n or timestamps.shape[0] != n or offsets.shape[0] != n:
-        raise ValueError("run_records: the batch's columns differ in length")
+    """Run each record of ``batch`` through ``children`` (the source's), in offset order, as
+    ``StreamTask.process`` does: ``decoded_keys``/``decoded_values`` are the deserialized
+    columns (None: deserialize record by record with ``key_deserialize(topic, data)``),
+    ``headers_of(i)`` the headers of record ``i`` (None: the batch has none), ``extractor`` the
+    source's timestamp extractor or None. ``position`` moves along the batch; the task's stream
+    time advances and its stream-time punctuations run as records pass them. ``progress`` says
+    how far it got."""
+    cdef Py_ssize_t n = batch.n
+    if (decoded_keys is not None and len(decoded_keys) != n) or (
+        decoded_values is not None and len(decoded_values) != n
+    ):
+        raise ValueError("run_records: a decoded column differs in length from the batch")
     cdef Py_ssize_t i
     cdef int64_t offset, timestamp
     cdef int64_t stream_time = task.stream_time
     cdef object topic = position.topic
     cdef object offset_object, timestamp_object, key, value, headers, record
     for i in range(n):
-        offset = offsets[i]
+        offset = batch._off[i]
         offset_object = offset
         position.offset = offset_object
         headers = headers_of(i) if headers_of is not None else None
         try:
-            key = key_deserialize(topic, keys[i]) if decoded_keys is None else decoded_keys[i]
-            value = value_deserialize(topic, values[i]) if decoded_values is None else decoded_values[i]
+            if decoded_keys is None:
+                key = key_deserialize(topic, _raw(batch.key_ptr(i), batch.key_len(i)))
+            else:
+                key = decoded_keys[i]
+            if decoded_values is None:
+                value = value_deserialize(topic, _raw(batch.value_ptr(i), batch.value_len(i)))
+            else:
+                value = decoded_values[i]
         except Exception as exc:
-            task._on_deserialization_error(tp, offset_object, keys[i], values[i], timestamps[i], headers, exc)
+            task._on_deserialization_error(
+                tp, offset_object, _raw(batch.key_ptr(i), batch.key_len(i)),
+                _raw(batch.value_ptr(i), batch.value_len(i)), batch._ts[i], headers, exc,
+            )
             progress.last_offset = offset
             continue
-        timestamp = timestamps[i]
+        timestamp = batch._ts[i]
         if extractor is not None:
             timestamp = task._extract_timestamp(
                 extractor, new_record(key, value, timestamp, headers), progress.partition_time, tp,
@@ -264,6 +272,13 @@ def run_records(
         progress.processed += 1
         if stream_time >= <int64_t>task._next_stream_due:
             task._punctuate_stream_time(stream_time)
+
+
+cdef inline object _raw(const char* data, Py_ssize_t size):
+    """A record's key or value bytes as the batch holds them (None: a null)."""
+    if size < 0:
+        return None
+    return PyBytes_FromStringAndSize(data, size)
 
 
 # ------------------------------------------------------------ the DSL's record-at-a-time processors

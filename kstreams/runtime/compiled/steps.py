@@ -105,6 +105,10 @@ _DECODERS: dict[int, Any] = {enc: serde() for serde, enc in _SERDE_ENCODINGS.ite
 
 _WINDOW_START = struct.Struct(">q")
 
+# A batch's columns, as the kernels number them.
+KEYS = 0
+VALUES = 1
+
 # The big-endian numbers of the fixed-width encodings, as numpy reads a column of them at once.
 _NUMBER_DTYPES: dict[int, str] = {
     kernels.LONG: ">i8",
@@ -114,7 +118,6 @@ _NUMBER_DTYPES: dict[int, str] = {
     kernels.FLOAT: ">f4",
 }
 
-_NUMBER_WIDTHS: dict[int, int] = {enc: np.dtype(dtype).itemsize for enc, dtype in _NUMBER_DTYPES.items()}
 
 # One update of an aggregation: (key, window start or None, new aggregate, old aggregate, the new
 # aggregate's timestamp, index of its record in the batch).
@@ -151,24 +154,19 @@ def decode_column(enc: int, topic: str | None, raw: list[bytes | None]) -> list[
     return [deserialize(topic, b) for b in raw]
 
 
-def decode_whole_column(deserializer: Any, topic: str, raw: list[bytes | None]) -> list[Any] | None:
-    """A column of a batch as ``deserializer`` reads each record, decoded at once when it is a
-    built-in serde; None when it is not, or when a record does not decode (wrong width, bad
-    UTF-8 or JSON): the caller then deserializes record by record, so that record's error is
-    raised, and handled, where it is."""
+def decode_whole_column(deserializer: Any, batch: Any, side: int) -> list[Any] | None:
+    """The keys (``side`` KEYS) or values (VALUES) of a batch as ``deserializer`` reads each
+    record, decoded at once when it is a built-in serde (in C, from the batch's memory, but for
+    JSON); None when it is not, or when a record does not decode (wrong width, bad UTF-8 or
+    JSON): the caller then deserializes record by record, so that record's error is raised, and
+    handled, where it is."""
     enc = encoding_of(deserializer)
     if enc is None:
         return None
-    width = _NUMBER_WIDTHS.get(enc)
-    if width is not None:
-        try:
-            widths = set(map(len, raw))  # type: ignore[arg-type]  # a None raises: checked below
-        except TypeError:
-            widths = {len(b) for b in raw if b is not None}
-        if widths - {width}:
-            return None
+    if enc != kernels.JSON:
+        return kernels.decode_objects(batch, side, enc)  # type: ignore[no-any-return]
     try:
-        return decode_column(enc, topic, raw)
+        return _map_present(json_loads, batch.keys() if side == KEYS else batch.values())
     except Exception:
         return None
 

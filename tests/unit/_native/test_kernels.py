@@ -516,3 +516,31 @@ def test_numbers_decode_and_encode_for_array_callers() -> None:
     assert kernels.decode_numbers(batch_of([b"x"], doubles), 1, kernels.DOUBLE)[0].tolist() == [1.5]
     with pytest.raises(ValueError):
         kernels.decode_numbers(batch_of([b"x"], [b"abc"]), 1, kernels.LONG)
+
+
+@pytest.mark.parametrize(
+    ("serde", "enc", "column"),
+    [
+        (Serdes.string(), kernels.STRING, ["a", "é", "", None, "zz"]),
+        (Serdes.bytes(), kernels.BYTES, [b"\x00", None, b""]),
+        (Serdes.long(), kernels.LONG, [0, -(2**63), 2**63 - 1, None]),
+        (Serdes.integer(), kernels.INT, [-(2**31), 7, None]),
+        (Serdes.short(), kernels.SHORT, [-(2**15), 3, None]),
+        (Serdes.double(), kernels.DOUBLE, [1.5, -0.0, None, float("inf")]),
+        (Serdes.float(), kernels.FLOAT, [0.1, None, -3.25]),
+    ],
+)
+def test_columns_decode_as_the_serdes_read_each_record(serde, enc, column) -> None:  # type: ignore[no-untyped-def]
+    raw = [serde.serialize("t", x) for x in column]
+    for side, batch in ((0, batch_of(raw, [b"v"] * len(raw))), (1, batch_of([b"k"] * len(raw), raw))):
+        decoded = kernels.decode_objects(batch, side, enc)
+        expected = [serde.deserialize("t", b) for b in raw]
+        assert decoded == expected
+        assert [type(x) for x in decoded] == [type(x) for x in expected]
+
+
+def test_a_column_with_a_record_the_serde_refuses_is_left_to_record_by_record_decoding() -> None:
+    assert kernels.decode_objects(batch_of([b"ok", b"\xff"], [b"v", b"v"]), 0, kernels.STRING) is None
+    assert kernels.decode_objects(batch_of([b"k"], [b"short"]), 1, kernels.LONG) is None
+    assert kernels.decode_objects(batch_of([b"k"], [LONG.pack(1)]), 1, kernels.INT) is None
+    assert kernels.decode_objects(batch_of([b"k"], [b"{}"]), 1, kernels.JSON) is None  # JSON: Python's parser
