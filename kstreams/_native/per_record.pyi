@@ -13,12 +13,17 @@ class RecordPosition:
     timestamp: int
     source: Any
 
+NEVER_DUE: int
+
 class ContextRouting:
-    """The node being run, the current record context and the innermost failure; ``forward``."""
+    """The node being run, the current record context, the innermost failure, the task's
+    record cache and next stream-time punctuation due; ``forward``."""
 
     node: Any
     record_context: Any
     _failed: tuple[BaseException, str] | None
+    task_cache: Any
+    next_stream_due: int
     def forward(self, record: Any, child_name: Any = None) -> None:
         """Pass ``record`` to the children of the node being run (or to the named one)."""
 

@@ -29,7 +29,7 @@ from contextlib import contextmanager, nullcontext
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from kstreams._native.per_record import BatchProgress, run_records
+from kstreams._native.per_record import NEVER_DUE, BatchProgress, run_records
 from kstreams.cluster.port import TopicPartition
 from kstreams.errors import ProcessorStateException, StreamsException
 from kstreams.processor import PunctuationType, Punctuator, Record, TaskId
@@ -50,7 +50,7 @@ __all__ = ["ProcessorContextImpl", "StreamTask"]
 
 logger = logging.getLogger(__name__)
 
-_NEVER = 1 << 62  # a due time no stream time reaches
+_NEVER = NEVER_DUE  # a due time no stream time reaches
 
 
 class StreamTask:
@@ -87,18 +87,17 @@ class StreamTask:
         self.client_id = client_id
         self.stream_time = -1
         self.commit_requested = False
-        self.record_cache: Any = None
         # The client's global stores (name -> store), readable by every processor unconnected.
         self.global_stores: dict[str, StateStore] = {}
         self.graph: ProcessorGraph = ProcessorGraph(subtopology.id)
         self.context = ProcessorContextImpl(self)
+        self.record_cache = None
         self._deserialization_handler = config.deserialization_exception_handler()
         self.record_errors = RecordErrors(self)
         self._consumed: dict[TopicPartition, int] = {}
         self._partition_times: dict[TopicPartition, int] = {}
         self._stream_schedules: list[tuple[int, int, PunctuationSchedule]] = []
         self._wall_schedules: list[tuple[int, int, PunctuationSchedule]] = []
-        self._next_stream_due = _NEVER
         self._schedule_seq = itertools.count()
         self._changelog_stores: dict[TopicPartition, StateStore] = {}
         self._restore_callbacks: dict[TopicPartition, RestoreCallback] = {}
@@ -267,6 +266,26 @@ class StreamTask:
         finally:
             context.node = saved_node
             context.record_context = saved_record
+
+    @property
+    def record_cache(self) -> Any:
+        """The record cache of the stream thread running this task (None: none), set by that
+        thread when it takes the task. Kept in the context, where C code reads it per record."""
+        return self.context.task_cache
+
+    @record_cache.setter
+    def record_cache(self, cache: Any) -> None:
+        self.context.task_cache = cache
+
+    @property
+    def _next_stream_due(self) -> int:
+        """The stream time at which the next stream-time punctuation falls due (kept in the
+        context, where ``run_records`` reads it after every record)."""
+        return int(self.context.next_stream_due)
+
+    @_next_stream_due.setter
+    def _next_stream_due(self, due: int) -> None:
+        self.context.next_stream_due = due
 
     def process(self, tp: TopicPartition, batch: Any) -> int:
         """Run a batch of one input partition through the graph; returns the records processed

@@ -18,6 +18,8 @@ cdef class ContextRouting:
     cdef public object node
     cdef public object record_context
     cdef public object _failed
+    cdef public object task_cache
+    cdef public int64_t next_stream_due
 
     cdef int _forward(self, object record, object children) except -1
 

@@ -43,6 +43,7 @@ __all__ = [
     "ForwardingCore",
     "MapCore",
     "MapValuesCore",
+    "NEVER_DUE",
     "NodeBase",
     "ProcessCore",
     "RecordPosition",
@@ -64,13 +65,22 @@ cdef class RecordPosition:
     record, and ``source``, the input batch it came from (fields in per_record.pxd)."""
 
 
+# A due time no stream time reaches.
+NEVER_DUE = 1 << 62
+
+
 cdef class ContextRouting:
-    """What ``forward`` needs of a task's processor context: ``node``, the node being run (None
-    between runs); ``record_context``, the current record's position; ``_failed``, the
-    (exception, node name) of the innermost node a failure came from. The task's context
-    (``ProcessorContextImpl``) is this and the rest of ``ProcessorContext``; it defines
-    ``_route(record, child_name)``, which resolves a named child or a ``To`` (fields in
-    per_record.pxd)."""
+    """What the per-record path reads of a task's processor context: ``node``, the node being
+    run (None between runs); ``record_context``, the current record's position; ``_failed``, the
+    (exception, node name) of the innermost node a failure came from; and two fields the task
+    keeps here for C to read per record: ``task_cache``, the record cache of the thread running
+    the task (the task's ``record_cache``), and ``next_stream_due``, the stream time at which
+    its next stream-time punctuation falls due. The task's context (``ProcessorContextImpl``)
+    is this and the rest of ``ProcessorContext``; it defines ``_route(record, child_name)``,
+    which resolves a named child or a ``To`` (fields in per_record.pxd)."""
+
+    def __cinit__(self, *args, **kwargs):
+        self.next_stream_due = NEVER_DUE
 
     def forward(self, record, child_name=None):
         """Pass ``record`` to every child of the node being run (with ``child_name``, a name or
@@ -270,7 +280,7 @@ def run_records(
             _run(child, record)
         progress.last_offset = offset
         progress.processed += 1
-        if stream_time >= <int64_t>task._next_stream_due:
+        if stream_time >= context.next_stream_due:
             task._punctuate_stream_time(stream_time)
 
 

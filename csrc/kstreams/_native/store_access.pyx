@@ -145,7 +145,8 @@ cdef class _CachedAccess(AggregateAccess):
     caching layer below it, and how to reach the running thread's cache.
 
     Built once the store is open (it needs the caching layer's namespace). ``holder.record_cache``
-    is the cache of the thread running the store's task (it changes when the task moves) and
+    is the cache of the thread running the store's task (it changes when the task moves; a
+    task's context holds the same as ``task_cache``) and
     ``context.record_context.timestamp`` the current record's timestamp, what the caching layer
     stamps entries with. ``string_keys``: the key serde is the built-in string serde;
     ``bytes_keys``: keys are stored as the bytes they are; ``stamped_longs``: values are
@@ -180,7 +181,8 @@ cdef class _CachedAccess(AggregateAccess):
 
     cdef RecordCache _cache(self):
         """The running thread's cache with the namespace in it, or None (the layers then act)."""
-        cache = self._holder.record_cache
+        # a task's context holds its task's cache (``task_cache``), read without a lookup
+        cache = self._routing.task_cache if self._routing is not None else self._holder.record_cache
         if cache is self._held and cache is not None:
             return <RecordCache>cache
         if type(cache) is not RecordCache:
