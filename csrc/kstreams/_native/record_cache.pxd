@@ -226,10 +226,15 @@ cdef class RecordCache:
     cdef vector[string] _sorted_names(self)
     cdef tuple _get(self, str namespace, bytes key)
     cdef object _get_fixed(self, str namespace, bytes key, char* out, size_t size)
+    cdef object _get_fixed_at(self, str namespace, const char* key, size_t key_size, char* out,
+                              size_t size)
     cdef int _put(self, str namespace, bytes key, object value, int64_t timestamp,
                   bool dirty, bool only_if_absent) except -2
     cdef int _put_raw(self, str namespace, bytes key, const char* v, size_t v_size, bool tombstone,
                       int64_t timestamp, bool dirty, bool only_if_absent) except -2
+    cdef int _put_raw_at(self, str namespace, const char* key, size_t key_size, const char* v,
+                         size_t v_size, bool tombstone, int64_t timestamp, bool dirty,
+                         bool only_if_absent) except -2
     cdef int _flush_one(self, const string& name, object namespace) except -1
     cdef int64_t _locked_read(self, int which) noexcept
     cdef int64_t _namespace_stat(self, str namespace, bool in_bytes) except -2

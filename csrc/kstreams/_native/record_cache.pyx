@@ -144,10 +144,6 @@ cdef inline string_view _str_view(str s) except *:
     return string_view(p, n)
 
 
-cdef inline string_view _bytes_view(bytes b) noexcept:
-    return string_view(PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b))
-
-
 cdef inline object _value_object(const string& value, bool tombstone):
     if tombstone:
         return None
@@ -460,11 +456,16 @@ cdef class RecordCache:
         """As ``_get``; with ``out``, a hit whose value is ``size`` bytes is copied into ``out``
         instead of into a bytes object, and the result is ``True`` (no Python object made: a
         cached aggregate of fixed width is read this way on every record)."""
+        return self._get_fixed_at(namespace, PyBytes_AS_STRING(key), <size_t>PyBytes_GET_SIZE(key), out, size)
+
+    cdef object _get_fixed_at(self, str namespace, const char* key, size_t key_size, char* out,
+                              size_t size):
+        """``_get_fixed`` of the ``key_size`` key bytes at ``key``."""
         # The hottest call of the per-record path: namespace and key are looked up as views and
         # the value copied once, into its bytes object (making bytes runs no Python code, so it
         # may happen under the mutex).
         cdef string_view name = _str_view(namespace)
-        cdef string_view k = _bytes_view(key)
+        cdef string_view k = string_view(key, key_size)
         cdef object value = None
         cdef int64_t timestamp = 0
         cdef int found = 0
@@ -515,8 +516,15 @@ cdef class RecordCache:
     cdef int _put_raw(self, str namespace, bytes key, const char* v, size_t v_size, bool tombstone,
                       int64_t timestamp, bool dirty, bool only_if_absent) except -2:
         """``_put`` of the ``v_size`` bytes at ``v`` (ignored for a tombstone)."""
+        return self._put_raw_at(namespace, PyBytes_AS_STRING(key), <size_t>PyBytes_GET_SIZE(key), v,
+                                v_size, tombstone, timestamp, dirty, only_if_absent)
+
+    cdef int _put_raw_at(self, str namespace, const char* key, size_t key_size, const char* v,
+                         size_t v_size, bool tombstone, int64_t timestamp, bool dirty,
+                         bool only_if_absent) except -2:
+        """``_put_raw`` of the ``key_size`` key bytes at ``key``."""
         cdef string_view name = _str_view(namespace)
-        cdef string_view k = _bytes_view(key)
+        cdef string_view k = string_view(key, key_size)
         cdef int rc = 1
         cdef ks_NamedCache* nc
         cdef vector[ks_FlushBatch] batches

@@ -28,7 +28,7 @@ from cpython.pythread cimport (
     PyThread_release_lock,
     PyThread_type_lock,
 )
-from cpython.unicode cimport PyUnicode_AsUTF8String
+from cpython.unicode cimport PyUnicode_AsUTF8AndSize, PyUnicode_AsUTF8String
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.string cimport memcpy
 
@@ -39,6 +39,10 @@ cdef extern from "pythread.h":
 from kstreams._native.per_record cimport AggregateAccess, AggregateStep, ContextRouting, RecordPosition
 from kstreams._native.record_cache cimport RecordCache
 from kstreams._native.value_and_timestamp cimport ValueAndTimestamp
+
+# The longest cache key an aggregation step builds on the stack (a window's: key and start).
+cdef enum:
+    _KEY_BUFFER = 256
 
 __all__ = ["CachedKeyValueAccess", "CachedWindowAccess", "StoreLock"]
 
@@ -252,12 +256,21 @@ cdef class _CachedAccess(AggregateAccess):
                 stamp = stored_stamp
         return _applied(_call(apply, key, value, old), old, stamp)
 
-    cdef object _read(self, RecordCache cache, bytes cache_key, char* fixed):
-        """The cache's entry for ``cache_key``: None on a miss, else ``(data, timestamp)``; for
-        stamped longs an entry of 16 bytes is copied into ``fixed`` and the result is True."""
-        if self._stamped_longs:
-            return cache._get_fixed(self._namespace, cache_key, fixed, 16)
-        return cache._get(self._namespace, cache_key)
+    cdef Py_ssize_t _key_view(self, object key, int64_t window_start, char* buffer,
+                              const char** out) except -2:
+        """The cache key of ``key`` without a bytes object: its bytes are at ``out[0]`` (the
+        key's own UTF-8 or bytes, or ``buffer``, _KEY_BUFFER long) and their count is returned;
+        -1 when the key is of another kind or too long (the caller then makes the cache key)."""
+        cdef const char* data
+        cdef Py_ssize_t size
+        if self._string_keys and type(key) is str:
+            data = PyUnicode_AsUTF8AndSize(key, &size)
+        elif self._bytes_keys and type(key) is bytes:
+            data = PyBytes_AS_STRING(key)
+            size = PyBytes_GET_SIZE(key)
+        else:
+            return -1
+        return self._cache_key_view(data, size, window_start, buffer, out)
 
     cdef tuple _updated_fixed(self, object key, object value, int64_t timestamp, object apply,
                               char* fixed, bint* encoded):
@@ -296,10 +309,15 @@ cdef class _CachedAccess(AggregateAccess):
         return self._write_raw(cache, cache_key, PyBytes_AS_STRING(data), <size_t>PyBytes_GET_SIZE(data))
 
     cdef int _write_raw(self, RecordCache cache, bytes cache_key, const char* data, size_t size) except -1:
+        return self._write_at(cache, PyBytes_AS_STRING(cache_key), PyBytes_GET_SIZE(cache_key), data, size)
+
+    cdef int _write_at(self, RecordCache cache, const char* cache_key, Py_ssize_t key_size,
+                       const char* data, size_t size) except -1:
         cdef int64_t timestamp = self._record_timestamp()
         self._lock.take()
         try:
-            cache._put_raw(self._namespace, cache_key, data, size, False, timestamp, True, False)
+            cache._put_raw_at(self._namespace, cache_key, <size_t>key_size, data, size, False, timestamp,
+                              True, False)
         finally:
             self._lock.give()
         return 0
@@ -308,6 +326,11 @@ cdef class _CachedAccess(AggregateAccess):
     # key-value accessor.
     cdef bytes _cache_key(self, bytes key_bytes, int64_t window_start):
         """The cache key of ``key_bytes`` (a window's: followed by the window start)."""
+        raise TypeError("_CachedAccess is the base of CachedKeyValueAccess and CachedWindowAccess")
+
+    cdef Py_ssize_t _cache_key_view(self, const char* key, Py_ssize_t size, int64_t window_start,
+                                    char* buffer, const char** out) except -2:
+        """``_cache_key`` of the ``size`` key bytes at ``key``, as ``_key_view`` returns it."""
         raise TypeError("_CachedAccess is the base of CachedKeyValueAccess and CachedWindowAccess")
 
     cdef object _below(self, RecordCache cache, bytes key_bytes, int64_t window_start):
@@ -355,16 +378,31 @@ cdef class _CachedAccess(AggregateAccess):
             return new, old, stamp
         cdef char fixed[16]
         cdef bint encoded = False
-        key_bytes = self._key_bytes(key)
-        cache_key = self._cache_key(key_bytes, window_start)
-        hit = self._read(cache, cache_key, fixed)
+        # The cache key as a view of the key's own bytes (or of ``buffer``) where it can be: no
+        # bytes object is made on a cache hit, the every-record case.
+        cdef char buffer[_KEY_BUFFER]
+        cdef const char* view = NULL
+        cdef Py_ssize_t view_size = self._key_view(key, window_start, buffer, &view)
+        key_bytes = None
+        cache_key = None
+        if view_size < 0:
+            key_bytes = self._key_bytes(key)
+            cache_key = self._cache_key(key_bytes, window_start)
+            view = PyBytes_AS_STRING(cache_key)
+            view_size = PyBytes_GET_SIZE(cache_key)
+        if self._stamped_longs:
+            hit = cache._get_fixed_at(self._namespace, view, <size_t>view_size, fixed, 16)
+        else:
+            hit = cache._get_fixed_at(self._namespace, view, <size_t>view_size, NULL, 0)
         if hit is True:
             new, old, made, stamp = self._updated_fixed(key, value, timestamp, apply, fixed, &encoded)
             if encoded:
-                self._write_raw(cache, cache_key, fixed, 16)
+                self._write_at(cache, view, view_size, fixed, 16)
                 return new, old, stamp
         else:
             if hit is None:
+                if key_bytes is None:
+                    key_bytes = self._key_bytes(key)
                 stored = self._store._value(self._below(cache, key_bytes, window_start))
             else:
                 stored = self._decode((<tuple>hit)[0])
@@ -373,7 +411,7 @@ cdef class _CachedAccess(AggregateAccess):
         if data is None:
             self._layers_put(key, made, window_start)
         else:
-            self._write(cache, cache_key, data)
+            self._write_at(cache, view, view_size, PyBytes_AS_STRING(data), <size_t>PyBytes_GET_SIZE(data))
         return new, old, stamp
 
 
@@ -398,6 +436,11 @@ cdef class CachedKeyValueAccess(_CachedAccess):
 
     cdef bytes _cache_key(self, bytes key_bytes, int64_t window_start):
         return key_bytes
+
+    cdef Py_ssize_t _cache_key_view(self, const char* key, Py_ssize_t size, int64_t window_start,
+                                    char* buffer, const char** out) except -2:
+        out[0] = key
+        return size
 
     cdef object _below(self, RecordCache cache, bytes key_bytes, int64_t window_start):
         return self._caching.read_through(cache, key_bytes)
@@ -431,6 +474,15 @@ cdef class CachedWindowAccess(_CachedAccess):
 
     cdef bytes _cache_key(self, bytes key_bytes, int64_t window_start):
         return _window_key(key_bytes, window_start)
+
+    cdef Py_ssize_t _cache_key_view(self, const char* key, Py_ssize_t size, int64_t window_start,
+                                    char* buffer, const char** out) except -2:
+        if size + 8 > _KEY_BUFFER:
+            return -1
+        memcpy(buffer, key, size)
+        _write_be64(buffer + size, window_start)
+        out[0] = buffer
+        return size + 8
 
     cdef object _below(self, RecordCache cache, bytes key_bytes, int64_t window_start):
         # A window the cache does not hold is read below it, without filling the cache.

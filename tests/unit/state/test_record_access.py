@@ -44,13 +44,30 @@ class TaskContext(RecordingContext):
         return int(self.record_context.timestamp)
 
 
+class _TaskCache:
+    """A task's ``record_cache`` as ``StreamTask`` keeps it: in its context's ``task_cache``."""
+
+    def __init__(self, context: ContextRouting) -> None:
+        self._context = context
+
+    @property
+    def record_cache(self) -> Any:
+        return self._context.task_cache
+
+    @record_cache.setter
+    def record_cache(self, cache: Any) -> None:
+        self._context.task_cache = cache
+
+
 class RoutedTaskContext(ContextRouting, TaskContext):
-    """A task-shaped context as a task's is built: its record position is a ``RecordContext``,
-    which the accessors read in C."""
+    """A task-shaped context as a task's is built: its record position is a ``RecordContext`` and
+    its task's cache its ``task_cache``, which the accessors read in C."""
 
     def __init__(self, state_dir: Path, cache: Any, metrics: MetricsRegistry | None = None) -> None:
         super().__init__(state_dir, cache, metrics)
         self.record_context = RecordContext()
+        self.task_cache = cache
+        self.cache_holder = _TaskCache(self)  # type: ignore[assignment]
 
 
 def opened(store: Any, context: TaskContext) -> list[tuple[Any, ...]]:
@@ -304,7 +321,8 @@ def test_one_call_update_equals_get_apply_put_through_the_layers(
             return (old or 0) + value
         return (old or "")[-5:] + value
 
-    keys = [f"user-{i}" for i in range(30)]
+    # keys of every length and script: a window's longest keys are made as bytes, not on the stack
+    keys = [f"user-{i}" for i in range(30)] + ["ü" * 200, "k" * 248, "k" * 249]
     for step in range(3000):
         if step == 2000:  # the task runs on a thread without a cache: the layers write through
             fast_context.cache_holder.record_cache = slow_context.cache_holder.record_cache = None
