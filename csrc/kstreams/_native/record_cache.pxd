@@ -6,7 +6,7 @@ The entry and namespace records are plain C++ structs so their members get defau
 """
 
 from cpython.ref cimport PyObject
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint64_t
 from libcpp cimport bool
 from libcpp.mutex cimport mutex
 from libcpp.string cimport string
@@ -128,6 +128,14 @@ cdef extern from * nogil:
         PyObject* listener = nullptr;  /* borrowed: the RecordCache's _listeners dict owns it */
     };
 
+    /* An entry found by a read, to write again without a lookup while `generation` is still the
+       cache's (no entry has left the cache since: the pointers are valid). */
+    struct ks_EntryRef {
+        ks_NamedCache* nc = nullptr;
+        ks_CacheEntry* e = nullptr;
+        uint64_t generation = 0;
+    };
+
     /* A copied-out record handed to a listener after the cache's mutex is released. */
     struct ks_FlushEntry {
         std::string key;
@@ -176,6 +184,11 @@ cdef extern from * nogil:
         int64_t dirty_count
         PyObject* listener
 
+    cppclass ks_EntryRef:
+        ks_NamedCache* nc
+        ks_CacheEntry* e
+        uint64_t generation
+
     cppclass ks_FlushEntry:
         string key
         string value
@@ -202,6 +215,9 @@ cdef class RecordCache:
     cdef int64_t _misses
     cdef int64_t _evictions
     cdef int64_t _flushes
+    # Counts entries and namespaces leaving this cache (an ks_EntryRef stays valid while it is
+    # unchanged).
+    cdef uint64_t _generation
     # Namespace name -> listener (GIL-protected). It owns the listeners (visible to the cyclic GC);
     # each C++ namespace borrows its pointer, swapped or dropped only under _mutex.
     cdef dict _listeners
@@ -211,6 +227,8 @@ cdef class RecordCache:
     cdef ks_NamedCache* _find_view(self, string_view name) noexcept nogil
     cdef void _upsert(self, ks_NamedCache* nc, string_view key, const char* value, size_t value_size,
                       bool tombstone, int64_t timestamp, bool dirty) noexcept nogil
+    cdef void _rewrite(self, ks_NamedCache* nc, ks_CacheEntry* e, const char* value, size_t value_size,
+                       bool tombstone, int64_t timestamp, bool dirty) noexcept nogil
     cdef void _remove_entry(self, ks_NamedCache* nc, ks_CacheEntry* e) noexcept nogil
     cdef void _collect_flush(self, ks_NamedCache* nc, ks_CacheEntry* evicted,
                              vector[ks_FlushBatch]& out,
@@ -228,6 +246,8 @@ cdef class RecordCache:
     cdef object _get_fixed(self, str namespace, bytes key, char* out, size_t size)
     cdef object _get_fixed_at(self, str namespace, const char* key, size_t key_size, char* out,
                               size_t size)
+    cdef object _get_fixed_ref(self, str namespace, const char* key, size_t key_size, char* out,
+                               size_t size, ks_EntryRef* ref)
     cdef int _put(self, str namespace, bytes key, object value, int64_t timestamp,
                   bool dirty, bool only_if_absent) except -2
     cdef int _put_raw(self, str namespace, bytes key, const char* v, size_t v_size, bool tombstone,
@@ -235,6 +255,8 @@ cdef class RecordCache:
     cdef int _put_raw_at(self, str namespace, const char* key, size_t key_size, const char* v,
                          size_t v_size, bool tombstone, int64_t timestamp, bool dirty,
                          bool only_if_absent) except -2
+    cdef int _put_raw_ref(self, const ks_EntryRef* ref, str namespace, const char* key,
+                          size_t key_size, const char* v, size_t v_size, int64_t timestamp) except -2
     cdef int _flush_one(self, const string& name, object namespace) except -1
     cdef int64_t _locked_read(self, int which) noexcept
     cdef int64_t _namespace_stat(self, str namespace, bool in_bytes) except -2

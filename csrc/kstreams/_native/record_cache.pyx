@@ -170,6 +170,7 @@ cdef class RecordCache:
         self._misses = 0
         self._evictions = 0
         self._flushes = 0
+        self._generation = 0
 
     def __init__(self, int64_t max_bytes) -> None:
         if max_bytes < 0:
@@ -198,49 +199,53 @@ cdef class RecordCache:
 
     cdef void _upsert(self, ks_NamedCache* nc, string_view key, const char* value, size_t value_size,
                       bool tombstone, int64_t timestamp, bool dirty) noexcept nogil:
+        cdef ks_CacheEntry* e = nc.index.get(key)
+        if e != NULL:
+            self._rewrite(nc, e, value, value_size, tombstone, timestamp, dirty)
+            return
+        e = new ks_CacheEntry()
+        e.key.assign(key.data(), key.size())
+        _set_value(e, value, value_size)
+        e.tombstone = tombstone
+        e.timestamp = timestamp
+        nc.index.insert(e)
+        _lru_push_head(nc, e)
+        if dirty:
+            e.dirty = True
+            nc.dirty_count += 1
+            _dirty_append(nc, e)
+        self._entries += 1
+        nc.size_bytes += _entry_bytes(e)
+        self._size_bytes += _entry_bytes(e)
+
+    cdef void _rewrite(self, ks_NamedCache* nc, ks_CacheEntry* e, const char* value, size_t value_size,
+                       bool tombstone, int64_t timestamp, bool dirty) noexcept nogil:
         # The value is copied into the entry's own buffer: an update of a cached key (every
         # record of an aggregation) reuses that buffer and allocates nothing.
-        cdef ks_CacheEntry* e
-        cdef int64_t delta
-        e = nc.index.get(key)
-        if e != NULL:
-            if not dirty and e.dirty:
-                # A value read from the store is older than the pending write: keep the write.
-                return
-            delta = -_entry_bytes(e)
-            _set_value(e, value, value_size)
-            e.tombstone = tombstone
-            e.timestamp = timestamp
-            delta += _entry_bytes(e)
-            _lru_unlink(nc, e)
-            _lru_push_head(nc, e)
-            if dirty:
-                if e.dirty:
-                    _dirty_unlink(nc, e)
-                else:
-                    e.dirty = True
-                    nc.dirty_count += 1
-                _dirty_append(nc, e)
-        else:
-            e = new ks_CacheEntry()
-            e.key.assign(key.data(), key.size())
-            _set_value(e, value, value_size)
-            e.tombstone = tombstone
-            e.timestamp = timestamp
-            nc.index.insert(e)
-            _lru_push_head(nc, e)
-            if dirty:
+        if not dirty and e.dirty:
+            # A value read from the store is older than the pending write: keep the write.
+            return
+        cdef int64_t delta = -_entry_bytes(e)
+        _set_value(e, value, value_size)
+        e.tombstone = tombstone
+        e.timestamp = timestamp
+        delta += _entry_bytes(e)
+        _lru_unlink(nc, e)
+        _lru_push_head(nc, e)
+        if dirty:
+            if e.dirty:
+                _dirty_unlink(nc, e)
+            else:
                 e.dirty = True
                 nc.dirty_count += 1
-                _dirty_append(nc, e)
-            self._entries += 1
-            delta = _entry_bytes(e)
+            _dirty_append(nc, e)
         nc.size_bytes += delta
         self._size_bytes += delta
 
     cdef void _remove_entry(self, ks_NamedCache* nc, ks_CacheEntry* e) noexcept nogil:
         """Unlink and account an entry (the caller frees it)."""
         cdef int64_t size = _entry_bytes(e)
+        self._generation += 1
         _lru_unlink(nc, e)
         if e.dirty:
             _dirty_unlink(nc, e)
@@ -411,6 +416,7 @@ cdef class RecordCache:
                 self._caches.erase(_view(nc.name))
                 self._size_bytes -= nc.size_bytes
                 self._entries -= <int64_t>nc.index.size()
+                self._generation += 1
             self._mutex.unlock()
             if nc != NULL:
                 _free_named_cache(nc)
@@ -461,6 +467,12 @@ cdef class RecordCache:
     cdef object _get_fixed_at(self, str namespace, const char* key, size_t key_size, char* out,
                               size_t size):
         """``_get_fixed`` of the ``key_size`` key bytes at ``key``."""
+        return self._get_fixed_ref(namespace, key, key_size, out, size, NULL)
+
+    cdef object _get_fixed_ref(self, str namespace, const char* key, size_t key_size, char* out,
+                               size_t size, ks_EntryRef* ref):
+        """``_get_fixed_at``; on a hit ``ref`` (when not NULL) is set to the entry, for
+        ``_put_raw_ref`` to write it again without looking it up."""
         # The hottest call of the per-record path: namespace and key are looked up as views and
         # the value copied once, into its bytes object (making bytes runs no Python code, so it
         # may happen under the mutex).
@@ -491,6 +503,10 @@ cdef class RecordCache:
                     timestamp = e.timestamp
                     _lru_unlink(nc, e)
                     _lru_push_head(nc, e)
+                    if ref != NULL:
+                        ref.nc = nc
+                        ref.e = e
+                        ref.generation = self._generation
         finally:
             self._mutex.unlock()
         if found == 2:
@@ -552,6 +568,26 @@ cdef class RecordCache:
         if not batches.empty():
             self._deliver(batches, pending)
         return rc
+
+    cdef int _put_raw_ref(self, const ks_EntryRef* ref, str namespace, const char* key,
+                          size_t key_size, const char* v, size_t v_size, int64_t timestamp) except -2:
+        """A dirty ``_put_raw_at`` of the entry ``_get_fixed_ref`` found (``ref``): written in
+        place, without looking the namespace and key up again, when no entry left this cache
+        since (the generation is the same); else as ``_put_raw_at``."""
+        cdef vector[ks_FlushBatch] batches
+        cdef vector[ks_PendingFlush] pending
+        if ref.e == NULL:
+            return self._put_raw_at(namespace, key, key_size, v, v_size, False, timestamp, True, False)
+        _acquire(&self._mutex)
+        if ref.generation != self._generation:
+            self._mutex.unlock()
+            return self._put_raw_at(namespace, key, key_size, v, v_size, False, timestamp, True, False)
+        self._rewrite(ref.nc, ref.e, v, v_size, False, timestamp, True)
+        self._evict_while_over(ref.nc, batches, pending)
+        self._mutex.unlock()
+        if not batches.empty():
+            self._deliver(batches, pending)
+        return 1
 
     def put(self, str namespace not None, bytes key not None, value, int64_t timestamp) -> None:
         """Write an entry: dirty, most-recently-used, last in the dirty order (a re-put dirty key
@@ -780,6 +816,7 @@ cdef class RecordCache:
                 self._caches.erase(_view(nc.name))
                 self._size_bytes -= nc.size_bytes
                 self._entries -= <int64_t>nc.index.size()
+                self._generation += 1
                 other._caches[_view(nc.name)] = nc
                 other._size_bytes += nc.size_bytes
                 other._entries += <int64_t>nc.index.size()

@@ -37,7 +37,7 @@ cdef extern from "pythread.h":
                                              int intr_flag) nogil
 
 from kstreams._native.per_record cimport AggregateAccess, AggregateStep, ContextRouting, RecordPosition
-from kstreams._native.record_cache cimport RecordCache
+from kstreams._native.record_cache cimport RecordCache, ks_EntryRef
 from kstreams._native.value_and_timestamp cimport ValueAndTimestamp
 
 # The longest cache key an aggregation step builds on the stack (a window's: key and start).
@@ -313,11 +313,16 @@ cdef class _CachedAccess(AggregateAccess):
 
     cdef int _write_at(self, RecordCache cache, const char* cache_key, Py_ssize_t key_size,
                        const char* data, size_t size) except -1:
+        cdef ks_EntryRef unknown
+        return self._write_ref(cache, &unknown, cache_key, key_size, data, size)
+
+    cdef int _write_ref(self, RecordCache cache, const ks_EntryRef* ref, const char* cache_key,
+                        Py_ssize_t key_size, const char* data, size_t size) except -1:
+        """``_write_at`` of the entry a read found (``ref``), written without a second lookup."""
         cdef int64_t timestamp = self._record_timestamp()
         self._lock.take()
         try:
-            cache._put_raw_at(self._namespace, cache_key, <size_t>key_size, data, size, False, timestamp,
-                              True, False)
+            cache._put_raw_ref(ref, self._namespace, cache_key, <size_t>key_size, data, size, timestamp)
         finally:
             self._lock.give()
         return 0
@@ -381,6 +386,7 @@ cdef class _CachedAccess(AggregateAccess):
         # The cache key as a view of the key's own bytes (or of ``buffer``) where it can be: no
         # bytes object is made on a cache hit, the every-record case.
         cdef char buffer[_KEY_BUFFER]
+        cdef ks_EntryRef ref
         cdef const char* view = NULL
         cdef Py_ssize_t view_size = self._key_view(key, window_start, buffer, &view)
         key_bytes = None
@@ -391,13 +397,13 @@ cdef class _CachedAccess(AggregateAccess):
             view = PyBytes_AS_STRING(cache_key)
             view_size = PyBytes_GET_SIZE(cache_key)
         if self._stamped_longs:
-            hit = cache._get_fixed_at(self._namespace, view, <size_t>view_size, fixed, 16)
+            hit = cache._get_fixed_ref(self._namespace, view, <size_t>view_size, fixed, 16, &ref)
         else:
-            hit = cache._get_fixed_at(self._namespace, view, <size_t>view_size, NULL, 0)
+            hit = cache._get_fixed_ref(self._namespace, view, <size_t>view_size, NULL, 0, &ref)
         if hit is True:
             new, old, made, stamp = self._updated_fixed(key, value, timestamp, apply, fixed, &encoded)
             if encoded:
-                self._write_at(cache, view, view_size, fixed, 16)
+                self._write_ref(cache, &ref, view, view_size, fixed, 16)
                 return new, old, stamp
         else:
             if hit is None:
@@ -411,7 +417,8 @@ cdef class _CachedAccess(AggregateAccess):
         if data is None:
             self._layers_put(key, made, window_start)
         else:
-            self._write_at(cache, view, view_size, PyBytes_AS_STRING(data), <size_t>PyBytes_GET_SIZE(data))
+            self._write_ref(cache, &ref, view, view_size, PyBytes_AS_STRING(data),
+                            <size_t>PyBytes_GET_SIZE(data))
         return new, old, stamp
 
 

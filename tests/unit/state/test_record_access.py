@@ -376,6 +376,29 @@ def test_a_cached_long_updated_to_what_no_long_holds_goes_through_the_serde(tmp_
     assert store.get("k") is None
 
 
+@pytest.mark.parametrize(("value_serde", "one"), [(Serdes.long(), 1), (Serdes.string(), "x")])
+def test_an_update_whose_entry_left_the_cache_meanwhile_writes_it_again(
+    tmp_path: Path, value_serde: Any, one: Any
+) -> None:
+    # An update writes back the entry its read found without looking it up again, unless an
+    # entry left the cache since: here the aggregation function itself writes enough other keys
+    # into a small cache to evict the entry being updated (and flush it to the store below).
+    store, _inner, _context, flushed = stack(tmp_path, "s", RecordCache(400), Serdes.string(), value_serde)
+    update = store.record_update()
+    update("k", one, 5, lambda key, value, old: value)
+
+    def evicting(key: Any, value: Any, old: Any) -> Any:
+        for i in range(20):
+            store.put(f"other-{i}", ValueAndTimestamp.make(one, 1))
+        return old + value
+
+    assert update("k", one, 7, evicting) == (one + one, one, 7)
+    assert store.get("k") == ValueAndTimestamp.make(one + one, 7)
+    assert any(entry[0] == "k" for entry in flushed)  # it was evicted (and flushed) meanwhile
+    store.flush()
+    assert store.get("k") == ValueAndTimestamp.make(one + one, 7)
+
+
 def test_an_update_whose_function_raises_writes_nothing(tmp_path: Path) -> None:
     store, *_ = stack(tmp_path, "s", RecordCache(1 << 20), Serdes.string(), Serdes.long())
     update = store.record_update()
