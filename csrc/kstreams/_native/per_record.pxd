@@ -42,4 +42,4 @@ cdef class NodeBase:
 
 cdef class AggregateAccess:
     cdef tuple _update(self, object key, object value, int64_t timestamp, int64_t window_start,
-                       object apply)
+                       object apply, bint result=*)

@@ -463,7 +463,9 @@ cdef class AggregateAccess:
     accessor's own ``update`` calls ``_update`` directly."""
 
     cdef tuple _update(self, object key, object value, int64_t timestamp, int64_t window_start,
-                       object apply):
+                       object apply, bint result=True):
+        """One step: ``(new, old, new timestamp)``; without ``result`` (a caller that forwards
+        nothing) it may return None instead."""
         raise TypeError(f"{type(self).__name__} is an AggregateAccess without an _update")
 
 
@@ -512,6 +514,10 @@ cdef class StreamAggregateCore(_AggregateCore):
             key, value, timestamp = record.key, record.value, record.timestamp
         if key is None or value is None:
             self._skip(record)
+            return 0
+        if self._access is not None and self._cached:
+            # the cache forwards the change: no result needed
+            self._access._update(key, value, timestamp, 0, self._apply, False)
             return 0
         if self._access is not None:
             new, old, stamp = self._access._update(key, value, timestamp, 0, self._apply)
@@ -575,11 +581,15 @@ cdef class WindowedAggregateCore(_AggregateCore):
             self.dropped += 1
             self._expired(start, end)
             return 0
+        cdef bint forwards = not self.emit_on_close and not self._cached
+        if self._access is not None and not forwards:
+            self._access._update(key, value, timestamp, start, self._apply, False)
+            return 0
         if self._access is not None:
             new, old, new_timestamp = self._access._update(key, value, timestamp, start, self._apply)
         else:
             new, old, new_timestamp = self._step_function(key, value, timestamp, start, self._apply)
-        if not self.emit_on_close and not self._cached:
+        if forwards:
             self._forward_window(key, start, end, new, old, new_timestamp)
         return 0
 

@@ -273,16 +273,16 @@ cdef class _CachedAccess(AggregateAccess):
         return self._cache_key_view(data, size, window_start, buffer, out)
 
     cdef tuple _updated_fixed(self, object key, object value, int64_t timestamp, object apply,
-                              char* fixed, bint* encoded):
+                              char* fixed, bint* encoded, bint result):
         """``_updated`` over the stamped long whose 16 stored bytes are in ``fixed``. When the
         new aggregate is an int64 too its stored bytes replace those in ``fixed``, ``encoded`` is
-        set and no ValueAndTimestamp is made (the third item is None)."""
+        set, no ValueAndTimestamp is made and the result is ``_update``'s own: ``(new, old, new
+        timestamp)``, or None without ``result``."""
         cdef int64_t stamp = _read_be64(fixed)
         if timestamp > stamp:
             stamp = timestamp
         old = _read_be64(fixed + 8)
         new = _call(apply, key, value, old)
-        cdef object stamp_object = stamp
         cdef int overflow = 0
         cdef long long number
         if type(new) is int:
@@ -291,8 +291,8 @@ cdef class _CachedAccess(AggregateAccess):
                 _write_be64(fixed, stamp)
                 _write_be64(fixed + 8, number)
                 encoded[0] = True
-                return (new, old, None, stamp_object)
-        return _applied(new, old, stamp_object)
+                return (new, old, stamp) if result else None
+        return _applied(new, old, stamp)
 
     cdef int64_t _record_timestamp(self) except? -1:
         """The current record's timestamp, what the caching layer stamps entries with."""
@@ -373,7 +373,7 @@ cdef class _CachedAccess(AggregateAccess):
         return self._write(cache, self._cache_key(key_bytes, window_start), data)
 
     cdef tuple _update(self, object key, object value, int64_t timestamp, int64_t window_start,
-                       object apply):
+                       object apply, bint result=True):
         """One aggregation step (see ``CachedKeyValueAccess.update``)."""
         cdef RecordCache cache = self._cache()
         if cache is None:
@@ -401,10 +401,11 @@ cdef class _CachedAccess(AggregateAccess):
         else:
             hit = cache._get_fixed_ref(self._namespace, view, <size_t>view_size, NULL, 0, &ref)
         if hit is True:
-            new, old, made, stamp = self._updated_fixed(key, value, timestamp, apply, fixed, &encoded)
+            fixed_result = self._updated_fixed(key, value, timestamp, apply, fixed, &encoded, result)
             if encoded:
                 self._write_ref(cache, &ref, view, view_size, fixed, 16)
-                return new, old, stamp
+                return fixed_result
+            new, old, made, stamp = fixed_result
         else:
             if hit is None:
                 if key_bytes is None:
