@@ -9,7 +9,7 @@ from libc.stdint cimport int64_t
 cdef class RecordPosition:
     cdef public object topic
     cdef public object partition
-    cdef public object offset
+    cdef public int64_t offset
     cdef public object timestamp
     cdef public object source
 

@@ -61,8 +61,9 @@ __all__ = [
 
 cdef class RecordPosition:
     """The fields of a record context (``kstreams.runtime.record_context.RecordContext``): the
-    topic (None outside record processing), partition, offset and timestamp of the current
-    record, and ``source``, the input batch it came from (fields in per_record.pxd)."""
+    topic (None outside record processing), partition, offset (an int64: the per-record loop
+    sets it without making an int) and timestamp of the current record, and ``source``, the
+    input batch it came from (fields in per_record.pxd)."""
 
 
 # A due time no stream time reaches.
@@ -234,11 +235,10 @@ def run_records(
     cdef int64_t offset, timestamp
     cdef int64_t stream_time = task.stream_time
     cdef object topic = position.topic
-    cdef object offset_object, timestamp_object, key, value, headers, record
+    cdef object timestamp_object, key, value, headers, record
     for i in range(n):
         offset = batch._off[i]
-        offset_object = offset
-        position.offset = offset_object
+        position.offset = offset
         headers = headers_of(i) if headers_of is not None else None
         try:
             if decoded_keys is None:
@@ -251,7 +251,7 @@ def run_records(
                 value = decoded_values[i]
         except Exception as exc:
             task._on_deserialization_error(
-                tp, offset_object, _raw(batch.key_ptr(i), batch.key_len(i)),
+                tp, offset, _raw(batch.key_ptr(i), batch.key_len(i)),
                 _raw(batch.value_ptr(i), batch.value_len(i)), batch._ts[i], headers, exc,
             )
             progress.last_offset = offset
@@ -260,7 +260,7 @@ def run_records(
         if extractor is not None:
             timestamp = task._extract_timestamp(
                 extractor, new_record(key, value, timestamp, headers), progress.partition_time, tp,
-                offset_object,
+                offset,
             )
             if timestamp < 0:
                 progress.last_offset = offset
@@ -268,7 +268,7 @@ def run_records(
             if timestamp > progress.partition_time:
                 progress.partition_time = timestamp
         elif timestamp < 0:
-            task._reject_negative_timestamp(tp, offset_object, timestamp)
+            task._reject_negative_timestamp(tp, offset, timestamp)
         timestamp_object = timestamp
         record = new_record(key, value, timestamp_object, headers)
         position.timestamp = timestamp_object
