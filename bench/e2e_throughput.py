@@ -440,6 +440,21 @@ def _processed(streams: Any) -> int:
     )
 
 
+def load_input(cluster: Any, pipeline: str, data: Data, suffix: str) -> tuple[str, str]:
+    """Create the pipeline's input and output topics on ``cluster`` (names ending in ``suffix``)
+    and write ``data`` to the input; returns (input topic, output topic)."""
+    inp, out = f"{pipeline}-in-{suffix}", f"{pipeline}-out-{suffix}"
+    cluster.create_topic(inp, PARTITIONS)
+    cluster.create_topic(out, PARTITIONS)
+    producer = cluster.producer()
+    batches = data.long_batches if pipeline == "p3" else data.json_batches
+    for partition, chunks in batches.items():
+        for chunk in chunks:
+            producer.send(inp, partition, chunk)
+    producer.flush()
+    return inp, out
+
+
 def run_streams(
     pipeline: str,
     data: Data,
@@ -453,7 +468,6 @@ def run_streams(
     from kstreams import KafkaStreams
 
     suffix = uuid.uuid4().hex[:6]
-    inp, out = f"{pipeline}-in-{suffix}", f"{pipeline}-out-{suffix}"
     if bootstrap:
         from kstreams.cluster import KafkaCluster
 
@@ -462,14 +476,7 @@ def run_streams(
         from kstreams.cluster import EmbeddedCluster
 
         cluster = EmbeddedCluster()
-    cluster.create_topic(inp, PARTITIONS)
-    cluster.create_topic(out, PARTITIONS)
-    producer = cluster.producer()
-    batches = data.long_batches if pipeline == "p3" else data.json_batches
-    for partition, chunks in batches.items():
-        for chunk in chunks:
-            producer.send(inp, partition, chunk)
-    producer.flush()
+    inp, out = load_input(cluster, pipeline, data, suffix)
     with tempfile.TemporaryDirectory(prefix="kstreams-bench-") as state_dir:
         streams = KafkaStreams(
             topology(pipeline, inp, out, style, loads),

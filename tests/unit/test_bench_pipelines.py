@@ -27,17 +27,9 @@ def _kstreams_outputs(
     """Run the benchmark's topology over ``data`` as the benchmark configures it; its output
     records (key and value bytes) in the order a consumer reads them."""
     suffix = uuid.uuid4().hex[:6]
-    inp, out = f"{pipeline}-in-{suffix}", f"{pipeline}-out-{suffix}"
     cluster = EmbeddedCluster()
     try:
-        cluster.create_topic(inp, bench.PARTITIONS)
-        cluster.create_topic(out, bench.PARTITIONS)
-        producer = cluster.producer()
-        batches = data.long_batches if pipeline == "p3" else data.json_batches
-        for partition, chunks in batches.items():
-            for chunk in chunks:
-                producer.send(inp, partition, chunk)
-        producer.flush()
+        inp, out = bench.load_input(cluster, pipeline, data, suffix)
         with tempfile.TemporaryDirectory() as state_dir:
             streams = KafkaStreams(
                 bench.topology(pipeline, inp, out, style),
