@@ -91,7 +91,6 @@ class StreamTask:
         self.global_stores: dict[str, StateStore] = {}
         self.graph: ProcessorGraph = ProcessorGraph(subtopology.id)
         self.context = ProcessorContextImpl(self)
-        self.record_cache = None
         self._deserialization_handler = config.deserialization_exception_handler()
         self.record_errors = RecordErrors(self)
         self._consumed: dict[TopicPartition, int] = {}
@@ -281,7 +280,7 @@ class StreamTask:
     def _next_stream_due(self) -> int:
         """The stream time at which the next stream-time punctuation falls due (kept in the
         context, where ``run_records`` reads it after every record)."""
-        return int(self.context.next_stream_due)
+        return self.context.next_stream_due
 
     @_next_stream_due.setter
     def _next_stream_due(self, due: int) -> None:

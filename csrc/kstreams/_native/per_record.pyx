@@ -515,15 +515,14 @@ cdef class StreamAggregateCore(_AggregateCore):
         if key is None or value is None:
             self._skip(record)
             return 0
-        if self._access is not None and self._cached:
-            # the cache forwards the change: no result needed
-            self._access._update(key, value, timestamp, 0, self._apply, False)
-            return 0
+        # with a cache, the cache forwards the change: the accessor makes no result
+        cdef bint forwards = not self._cached
         if self._access is not None:
-            new, old, stamp = self._access._update(key, value, timestamp, 0, self._apply)
+            change = self._access._update(key, value, timestamp, 0, self._apply, forwards)
         else:
-            new, old, stamp = self._step_function(key, value, timestamp, self._apply)
-        if not self._cached:
+            change = self._step_function(key, value, timestamp, self._apply)
+        if forwards:
+            new, old, stamp = change
             self.forwarder.maybe_forward(key, new, old, stamp)
         return 0
 
@@ -582,14 +581,12 @@ cdef class WindowedAggregateCore(_AggregateCore):
             self._expired(start, end)
             return 0
         cdef bint forwards = not self.emit_on_close and not self._cached
-        if self._access is not None and not forwards:
-            self._access._update(key, value, timestamp, start, self._apply, False)
-            return 0
         if self._access is not None:
-            new, old, new_timestamp = self._access._update(key, value, timestamp, start, self._apply)
+            change = self._access._update(key, value, timestamp, start, self._apply, forwards)
         else:
-            new, old, new_timestamp = self._step_function(key, value, timestamp, start, self._apply)
+            change = self._step_function(key, value, timestamp, start, self._apply)
         if forwards:
+            new, old, new_timestamp = change
             self._forward_window(key, start, end, new, old, new_timestamp)
         return 0
 

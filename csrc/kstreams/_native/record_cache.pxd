@@ -243,9 +243,6 @@ cdef class RecordCache:
     cdef object _unknown(self, str namespace)
     cdef vector[string] _sorted_names(self)
     cdef tuple _get(self, str namespace, bytes key)
-    cdef object _get_fixed(self, str namespace, bytes key, char* out, size_t size)
-    cdef object _get_fixed_at(self, str namespace, const char* key, size_t key_size, char* out,
-                              size_t size)
     cdef object _get_fixed_ref(self, str namespace, const char* key, size_t key_size, char* out,
                                size_t size, ks_EntryRef* ref)
     cdef int _put(self, str namespace, bytes key, object value, int64_t timestamp,

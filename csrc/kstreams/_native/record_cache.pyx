@@ -456,22 +456,16 @@ cdef class RecordCache:
         return self._get(namespace, key)
 
     cdef tuple _get(self, str namespace, bytes key):
-        return <tuple>self._get_fixed(namespace, key, NULL, 0)
-
-    cdef object _get_fixed(self, str namespace, bytes key, char* out, size_t size):
-        """As ``_get``; with ``out``, a hit whose value is ``size`` bytes is copied into ``out``
-        instead of into a bytes object, and the result is ``True`` (no Python object made: a
-        cached aggregate of fixed width is read this way on every record)."""
-        return self._get_fixed_at(namespace, PyBytes_AS_STRING(key), <size_t>PyBytes_GET_SIZE(key), out, size)
-
-    cdef object _get_fixed_at(self, str namespace, const char* key, size_t key_size, char* out,
-                              size_t size):
-        """``_get_fixed`` of the ``key_size`` key bytes at ``key``."""
-        return self._get_fixed_ref(namespace, key, key_size, out, size, NULL)
+        return <tuple>self._get_fixed_ref(
+            namespace, PyBytes_AS_STRING(key), <size_t>PyBytes_GET_SIZE(key), NULL, 0, NULL
+        )
 
     cdef object _get_fixed_ref(self, str namespace, const char* key, size_t key_size, char* out,
                                size_t size, ks_EntryRef* ref):
-        """``_get_fixed_at``; on a hit ``ref`` (when not NULL) is set to the entry, for
+        """``_get`` of the ``key_size`` key bytes at ``key``. With ``out``, a hit whose value is
+        ``size`` bytes is copied into ``out`` instead of into a bytes object, and the result is
+        ``True`` (no Python object made: a cached aggregate of fixed width is read this way on
+        every record). On a hit ``ref`` (when not NULL) is set to the entry, for
         ``_put_raw_ref`` to write it again without looking it up."""
         # The hottest call of the per-record path: namespace and key are looked up as views and
         # the value copied once, into its bytes object (making bytes runs no Python code, so it
@@ -576,18 +570,17 @@ cdef class RecordCache:
         since (the generation is the same); else as ``_put_raw_at``."""
         cdef vector[ks_FlushBatch] batches
         cdef vector[ks_PendingFlush] pending
-        if ref.e == NULL:
-            return self._put_raw_at(namespace, key, key_size, v, v_size, False, timestamp, True, False)
-        _acquire(&self._mutex)
-        if ref.generation != self._generation:
+        if ref.e != NULL:
+            _acquire(&self._mutex)
+            if ref.generation == self._generation:
+                self._rewrite(ref.nc, ref.e, v, v_size, False, timestamp, True)
+                self._evict_while_over(ref.nc, batches, pending)
+                self._mutex.unlock()
+                if not batches.empty():
+                    self._deliver(batches, pending)
+                return 1
             self._mutex.unlock()
-            return self._put_raw_at(namespace, key, key_size, v, v_size, False, timestamp, True, False)
-        self._rewrite(ref.nc, ref.e, v, v_size, False, timestamp, True)
-        self._evict_while_over(ref.nc, batches, pending)
-        self._mutex.unlock()
-        if not batches.empty():
-            self._deliver(batches, pending)
-        return 1
+        return self._put_raw_at(namespace, key, key_size, v, v_size, False, timestamp, True, False)
 
     def put(self, str namespace not None, bytes key not None, value, int64_t timestamp) -> None:
         """Write an entry: dirty, most-recently-used, last in the dirty order (a re-put dirty key

@@ -306,19 +306,14 @@ cdef class _CachedAccess(AggregateAccess):
     cdef int _write(self, RecordCache cache, bytes cache_key, bytes data) except -1:
         """Put a dirty entry stamped with the current record's timestamp, under the store's
         query lock as the metered layer writes."""
-        return self._write_raw(cache, cache_key, PyBytes_AS_STRING(data), <size_t>PyBytes_GET_SIZE(data))
-
-    cdef int _write_raw(self, RecordCache cache, bytes cache_key, const char* data, size_t size) except -1:
-        return self._write_at(cache, PyBytes_AS_STRING(cache_key), PyBytes_GET_SIZE(cache_key), data, size)
-
-    cdef int _write_at(self, RecordCache cache, const char* cache_key, Py_ssize_t key_size,
-                       const char* data, size_t size) except -1:
-        cdef ks_EntryRef unknown
-        return self._write_ref(cache, &unknown, cache_key, key_size, data, size)
+        cdef ks_EntryRef unknown  # no entry found: the cache looks the key up
+        return self._write_ref(cache, &unknown, PyBytes_AS_STRING(cache_key), PyBytes_GET_SIZE(cache_key),
+                               PyBytes_AS_STRING(data), <size_t>PyBytes_GET_SIZE(data))
 
     cdef int _write_ref(self, RecordCache cache, const ks_EntryRef* ref, const char* cache_key,
                         Py_ssize_t key_size, const char* data, size_t size) except -1:
-        """``_write_at`` of the entry a read found (``ref``), written without a second lookup."""
+        """``_write`` of the ``size`` bytes at ``data`` under the ``key_size`` cache key bytes at
+        ``cache_key``; the entry a read found (``ref``) is written without a second lookup."""
         cdef int64_t timestamp = self._record_timestamp()
         self._lock.take()
         try:

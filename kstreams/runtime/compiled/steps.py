@@ -166,7 +166,7 @@ def decode_whole_column(deserializer: Any, batch: Any, side: int) -> list[Any] |
     if enc != kernels.JSON:
         return kernels.decode_objects(batch, side, enc)  # type: ignore[no-any-return]
     try:
-        return _map_present(json_loads, batch.keys() if side == KEYS else batch.values())
+        return decode_column(enc, None, batch.keys() if side == KEYS else batch.values())
     except Exception:
         return None
 
