@@ -134,6 +134,15 @@ SERIAL_STRING: int
 SERIAL_LONG: int
 SERIAL_BYTES: int
 
+class PartitionCounts:
+    """The partition counts of the topics a client writes to, kept in ``counts`` once
+    ``describe(topic)`` gave them; cleared by whoever learns they may have changed."""
+
+    counts: dict[str, int]
+
+    def __init__(self, describe: Callable[[str], int]) -> None: ...
+    def __call__(self, topic: str) -> int: ...
+
 class SinkSender(ProcessCore):
     """The per-record send of a sink with a fixed topic, the default partitioner and built-in
     serializers; anything else goes to ``fallback``."""

@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from kstreams._native.per_record import PartitionCounts
 from kstreams._native.record_collector import RecordCollector
 from kstreams._native.scheduler import TaskScheduler
 from kstreams.cluster.port import Admin, Cluster, Consumer, Producer, TopicNotFoundError
@@ -67,7 +68,10 @@ class StreamsRuntime:
         self.source_topics = list(plan.all_source_topics)
         self._admin = admin
         self._cluster = cluster
-        self.partition_counts: dict[str, int] = {}
+        # Partitions of the topics the application writes to, cached until the next assignment
+        # (which clears ``partition_counts``).
+        self.partition_count = PartitionCounts(self._describe_partition_count)
+        self.partition_counts: dict[str, int] = self.partition_count.counts
         consumer_config = dict(config.client_configs("main.consumer"))
         consumer_config.setdefault("client.id", f"{client_id}-consumer")
         consumer_config.setdefault("session.timeout.ms", config["session.timeout.ms"])
@@ -208,18 +212,13 @@ class StreamsRuntime:
         self.producer = self._cluster.producer(self._producer_config)
         return self.producer
 
-    def partition_count(self, topic: str) -> int:
-        """Partitions of a topic the application writes to, cached until the next assignment."""
-        count = self.partition_counts.get(topic)
-        if count is None:
-            found = self._admin.describe_topics([topic])
-            if topic not in found:
-                raise TopicNotFoundError(
-                    f"Topic {topic} does not exist: create it before the application writes to it."
-                )
-            count = found[topic].partitions
-            self.partition_counts[topic] = count
-        return count
+    def _describe_partition_count(self, topic: str) -> int:
+        found = self._admin.describe_topics([topic])
+        if topic not in found:
+            raise TopicNotFoundError(
+                f"Topic {topic} does not exist: create it before the application writes to it."
+            )
+        return found[topic].partitions
 
     def stop(self, deadline: float | None) -> bool:
         """Stop the stream threads; then the polling thread commits and closes every task and

@@ -24,7 +24,9 @@ do the same way back to Python (logging, emitting on window close, hopping windo
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.dict cimport PyDict_GetItemWithError
 from cpython.long cimport PyLong_AsLongLongAndOverflow
+from cpython.ref cimport PyObject
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 from libc.stdint cimport int32_t, int64_t, uint64_t
 
@@ -45,6 +47,7 @@ __all__ = [
     "MapValuesCore",
     "NEVER_DUE",
     "NodeBase",
+    "PartitionCounts",
     "ProcessCore",
     "RecordPosition",
     "SERIAL_BYTES",
@@ -599,6 +602,28 @@ SERIAL_LONG = 2  # an int as 8 big-endian bytes (LongSerde)
 SERIAL_BYTES = 3  # bytes as they are (BytesSerde)
 
 
+cdef class PartitionCounts:
+    """The partition counts of the topics a client writes to. Calling it with a topic returns
+    the count kept in ``counts`` (a dict, topic -> count) or, the first time, the count
+    ``describe(topic)`` returns, which it keeps. Whoever learns that counts may have changed (a
+    new assignment, partitions added by autoscaling) clears ``counts``. A ``SinkSender`` reads
+    ``counts`` itself, without a call."""
+
+    cdef readonly dict counts
+    cdef object describe
+
+    def __init__(self, describe):
+        self.counts = {}
+        self.describe = describe
+
+    def __call__(self, str topic not None):
+        count = self.counts.get(topic)
+        if count is None:
+            count = self.describe(topic)
+            self.counts[topic] = count
+        return count
+
+
 cdef class SinkSender(ProcessCore):
     """The per-record send of a sink with a fixed topic and Kafka's default partitioner whose
     serializers are built in (``SERIAL_*`` kinds): the key and value serialized in C, the
@@ -611,6 +636,7 @@ cdef class SinkSender(ProcessCore):
     cdef int key_kind
     cdef int value_kind
     cdef object partition_count
+    cdef dict known_counts  # the counts ``partition_count`` keeps, when it is a PartitionCounts
     cdef RecordCollector collector
     cdef object fallback
 
@@ -622,6 +648,9 @@ cdef class SinkSender(ProcessCore):
         self.key_kind = key_kind
         self.value_kind = value_kind
         self.partition_count = partition_count
+        self.known_counts = (
+            (<PartitionCounts>partition_count).counts if isinstance(partition_count, PartitionCounts) else None
+        )
         self.collector = collector
         self.fallback = fallback
 
@@ -650,7 +679,14 @@ cdef class SinkSender(ProcessCore):
         if r.value is not None and not _serialized(r.value, self.value_kind, value_long, &vp, &vl):
             self.fallback(record)
             return 0
-        cdef int32_t partitions = self.partition_count(self.topic)
+        cdef int32_t partitions
+        cdef PyObject* known = (
+            PyDict_GetItemWithError(self.known_counts, self.topic) if self.known_counts is not None else NULL
+        )
+        if known != NULL:
+            partitions = <object>known
+        else:
+            partitions = self.partition_count(self.topic)
         if partitions <= 0:
             self.fallback(record)
             return 0

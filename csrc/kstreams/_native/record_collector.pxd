@@ -4,7 +4,7 @@
 # No thread blocks on it while holding the GIL (a try_lock first, else a wait with the GIL
 # released); while it is held, batch byte copies run without the GIL and only C structures and the
 # partition's header list are touched (never Python callbacks).
-# RecordCollector._parts (a dict) is only read or changed with the GIL held.
+# RecordCollector._parts and _by_topic (dicts) are only read or changed with the GIL held.
 
 from libc.stdint cimport int32_t, int64_t, uint32_t
 from libcpp.atomic cimport atomic
@@ -47,6 +47,7 @@ cdef class _PartitionBuffer:
 
 cdef class RecordCollector:
     cdef dict _parts                # (topic, partition) -> _PartitionBuffer; GIL only
+    cdef dict _by_topic             # topic -> list of its _PartitionBuffers by partition; GIL only
     cdef atomic[int64_t] _len
     cdef atomic[int64_t] _bytes
     cdef atomic[int64_t] _suppressed

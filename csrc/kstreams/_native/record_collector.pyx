@@ -11,6 +11,9 @@ the output batch after releasing it.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.dict cimport PyDict_GetItemWithError
+from cpython.list cimport PyList_GET_SIZE
+from cpython.ref cimport PyObject
 from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint32_t
 from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcmp, memcpy, memset
@@ -167,17 +170,33 @@ cdef class RecordCollector:
 
     def __cinit__(self):
         self._parts = {}
+        self._by_topic = {}
         self._len.store(0)
         self._bytes.store(0)
         self._suppressed.store(0)
         self._sent.store(0)
 
     cdef _PartitionBuffer _buffer(self, str topic, int32_t partition):
+        # Buffers are never removed, so the by-topic lists only fill: a send looks its buffer up
+        # by the topic (its hash is cached) and an index, without a (topic, partition) tuple.
+        cdef PyObject* found = PyDict_GetItemWithError(self._by_topic, topic)
+        cdef list partitions
+        if found != NULL:
+            partitions = <list><object>found
+            if 0 <= partition < PyList_GET_SIZE(partitions):
+                pb = partitions[partition]
+                if pb is not None:
+                    return <_PartitionBuffer>pb
         key = (topic, partition)
         pb = self._parts.get(key)
         if pb is None:
             # setdefault is atomic under the GIL: two racing senders end up with one buffer.
             pb = self._parts.setdefault(key, _PartitionBuffer(topic, partition))
+        if partition >= 0:
+            partitions = self._by_topic.setdefault(topic, [])
+            if len(partitions) <= partition:
+                partitions.extend([None] * (partition + 1 - len(partitions)))
+            partitions[partition] = pb
         return <_PartitionBuffer>pb
 
     # ---------------------------------------------------------------- changelog registration

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kstreams._native.per_record import FilterCore
+from kstreams._native.per_record import FilterCore, PartitionCounts
 from kstreams._native.record_batch import RecordBatch, default_partition
 from kstreams._native.record_collector import RecordCollector
 from kstreams.cluster.port import TopicPartition
@@ -611,6 +611,40 @@ def test_sinks_with_built_in_serializers_send_exactly_what_the_serializers_would
         (b"n", (2**62).to_bytes(8, "big"), 7, None),
         (b"n", (-3).to_bytes(8, "big", signed=True), 8, None),
     ]
+
+
+def test_c_sinks_partition_by_the_count_the_client_knows_now(tmp_path: Any) -> None:
+    # The C send reads the client's cached partition counts itself. The count is described once;
+    # once the cache is cleared (a new assignment, e.g. after autoscaling added partitions), the
+    # next record is partitioned by the new count.
+    partitions = {"out": 2}
+    described: list[str] = []
+
+    def describe(topic: str) -> int:
+        described.append(topic)
+        return partitions[topic]
+
+    counts = PartitionCounts(describe)
+    topology = source().add_sink("sink", "out", "src", key_serializer=S, value_serializer=S)
+    task, collector = make_task(topology, tmp_path, partition_count=counts)
+    assert type(task.graph.nodes["sink"].process.__self__).__name__ == "SinkSender"
+    keys = [f"key-{i}" for i in range(40)]
+    task.process(IN, batch(*((key, "a", 1) for key in keys)))
+    partitions["out"] = 5
+    task.process(IN, batch(*((key, "b", 2) for key in keys), first_offset=40))
+    counts.counts.clear()
+    task.process(IN, batch(*((key, "c", 3) for key in keys), first_offset=80))
+
+    assert described == ["out", "out"]
+    sent = {
+        (topic, p): [(r[0].decode(), r[1].decode()) for r in records]
+        for (topic, p), records in _drain_all(collector)
+    }
+    expected: dict[tuple[str, int], list[tuple[str, str]]] = {}
+    for value, count in (("a", 2), ("b", 2), ("c", 5)):
+        for key in keys:
+            expected.setdefault(("out", default_partition(key.encode(), count)), []).append((key, value))
+    assert sent == expected
 
 
 def _drain_all(collector: RecordCollector) -> list[tuple[tuple[str, int], list[tuple[Any, ...]]]]:
