@@ -18,8 +18,8 @@ and release in C on every write, where an RLock cost two Python calls.
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.pythread cimport (
-    NOWAIT_LOCK,
     PY_LOCK_ACQUIRED,
+    WAIT_LOCK,
     PyLockStatus,
     PyThread_acquire_lock,
     PyThread_allocate_lock,
@@ -31,6 +31,7 @@ from cpython.pythread cimport (
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize, PyUnicode_AsUTF8String
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.string cimport memcpy
+from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 
 cdef extern from "pythread.h":
     PyLockStatus PyThread_acquire_lock_timed(PyThread_type_lock lock, long long microseconds,
@@ -64,44 +65,78 @@ cdef inline void _write_be64(char* p, int64_t value) noexcept nogil:
         v >>= 8
 
 
+cdef inline double _monotonic() noexcept:
+    cdef timespec now
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return now.tv_sec + now.tv_nsec / 1e9
+
+
 cdef class StoreLock:
     """A reentrant lock, as ``threading.RLock``: the thread holding it may take it again and must
     release it as often; another thread waits (without the GIL) until it is free. The metered
-    stores' ``query_lock``; C code takes it with ``take``/``give``, without Python calls."""
+    stores' ``query_lock``; C code takes it with ``take``/``give``, without Python calls.
 
-    cdef PyThread_type_lock _lock
+    Every taker holds the GIL, so the lock's state (owner, count, waiters) is plain fields the
+    GIL guards: a take or give nobody waits for is a few field writes. Only a thread that finds
+    it held waits, on ``_wake``, a lock kept taken except while a give is signalling the
+    waiters; the woken thread checks again, since a thread that never waited may have taken the
+    lock first."""
+
+    cdef PyThread_type_lock _wake
     cdef long _owner
     cdef Py_ssize_t _count
+    cdef Py_ssize_t _waiting  # threads waiting on _wake
+    cdef bint _signalled      # _wake released for the waiters, not yet taken by one
 
     def __cinit__(self):
-        self._lock = PyThread_allocate_lock()
-        if self._lock == NULL:
+        self._wake = PyThread_allocate_lock()
+        if self._wake == NULL:
             raise MemoryError("could not allocate a lock")
+        PyThread_acquire_lock(self._wake, WAIT_LOCK)
         self._owner = 0
         self._count = 0
+        self._waiting = 0
+        self._signalled = False
 
     def __dealloc__(self):
-        if self._lock != NULL:
-            PyThread_free_lock(self._lock)
+        if self._wake != NULL:
+            if not self._signalled:
+                PyThread_release_lock(self._wake)
+            PyThread_free_lock(self._wake)
 
-    # Owner and count are read and written only with the GIL held (the wait alone releases it),
-    # so no thread sees them half-changed.
     cdef bint _take(self, long long timeout_us) except -1:
+        """Take the lock; False when another thread holds it and ``timeout_us`` (-1: no limit)
+        passed before it was free."""
         cdef long me = PyThread_get_thread_ident()
-        cdef PyLockStatus got
-        if self._count > 0 and self._owner == me:
-            self._count += 1
-            return True
-        if not PyThread_acquire_lock(self._lock, NOWAIT_LOCK):
-            if timeout_us == 0:
-                return False
-            with nogil:
-                got = PyThread_acquire_lock_timed(self._lock, timeout_us, 0)
-            if got != PY_LOCK_ACQUIRED:
+        if self._count > 0:
+            if self._owner == me:
+                self._count += 1
+                return True
+            if timeout_us == 0 or not self._wait_free(timeout_us):
                 return False
         self._owner = me
         self._count = 1
         return True
+
+    cdef bint _wait_free(self, long long timeout_us) except -1:
+        """Wait with the GIL released until the lock is free (True) or ``timeout_us`` passed."""
+        cdef PyLockStatus got
+        cdef long long left = timeout_us
+        cdef double deadline = _monotonic() + timeout_us / 1e6
+        self._waiting += 1
+        try:
+            while self._count > 0:
+                if timeout_us >= 0:
+                    left = <long long>((deadline - _monotonic()) * 1e6)
+                    if left <= 0:
+                        return False
+                with nogil:
+                    got = PyThread_acquire_lock_timed(self._wake, left, 0)
+                if got == PY_LOCK_ACQUIRED:
+                    self._signalled = False
+            return True
+        finally:
+            self._waiting -= 1
 
     cdef int take(self) except -1:
         self._take(-1)
@@ -113,7 +148,9 @@ cdef class StoreLock:
         self._count -= 1
         if self._count == 0:
             self._owner = 0
-            PyThread_release_lock(self._lock)
+            if self._waiting > 0 and not self._signalled:
+                self._signalled = True
+                PyThread_release_lock(self._wake)
         return 0
 
     def acquire(self, bint blocking=True, double timeout=-1):

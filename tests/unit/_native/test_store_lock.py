@@ -79,3 +79,41 @@ def test_a_waiter_gets_it_when_it_is_freed_and_a_timeout_gives_up() -> None:
 def test_metered_stores_query_lock_is_a_store_lock() -> None:
     store = MeteredKeyValueStore(InMemoryKeyValueStore("s"), Serdes.string(), Serdes.string())
     assert type(store.query_lock) is StoreLock
+
+
+def test_threads_contending_for_it_never_hold_it_together_and_all_get_it() -> None:
+    # Four threads take it 300 times each (some with timeouts that may give up), yielding the GIL
+    # while they hold it so the others wait; at most one is ever inside, and every take that
+    # succeeded is counted, nested takes included.
+    lock = StoreLock()
+    inside: list[int] = []
+    overlaps: list[tuple[int, ...]] = []
+    done = [0]
+    start = threading.Barrier(4)
+
+    def work(me: int) -> None:
+        start.wait(timeout=5)
+        for i in range(300):
+            if not lock.acquire(timeout=0.2 if i % 3 == 0 else -1):
+                continue
+            try:
+                inside.append(me)
+                time.sleep(0)  # let the others run and find it held
+                with lock:
+                    if inside != [me]:
+                        overlaps.append(tuple(inside))
+                done[0] += 1
+                inside.remove(me)
+            finally:
+                lock.release()
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not any(thread.is_alive() for thread in threads)
+    assert overlaps == []
+    assert 4 * 200 <= done[0] <= 4 * 300  # the untimed takes (200 per thread) all got it
+    assert lock.acquire(blocking=False)
+    lock.release()
