@@ -238,7 +238,9 @@ def run_records(
     cdef int64_t offset, timestamp
     cdef int64_t stream_time = task.stream_time
     cdef object topic = position.topic
-    cdef object timestamp_object, key, value, headers, record
+    cdef object key, value, headers, record
+    cdef object timestamp_object = None
+    cdef int64_t last_timestamp = -1
     for i in range(n):
         offset = batch._off[i]
         position.offset = offset
@@ -272,7 +274,10 @@ def run_records(
                 progress.partition_time = timestamp
         elif timestamp < 0:
             task._reject_negative_timestamp(tp, offset, timestamp)
-        timestamp_object = timestamp
+        if timestamp != last_timestamp or timestamp_object is None:
+            # Neighbouring records mostly share a millisecond: they share its int too.
+            timestamp_object = timestamp
+            last_timestamp = timestamp
         record = new_record(key, value, timestamp_object, headers)
         position.timestamp = timestamp_object
         if timestamp > stream_time:
