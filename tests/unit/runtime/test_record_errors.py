@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kstreams import KafkaStreams, Serdes
+from kstreams import KafkaStreams, Serdes, StreamsUncaughtExceptionResponse
 from kstreams.errors import (
     DeadLetterRecord,
     ErrorHandlerContext,
@@ -308,5 +308,47 @@ def test_a_record_the_cluster_rejects_fails_the_application_by_default(cluster: 
             assert time.monotonic() < deadline, f"state {streams.state}"
             tick.wait(0.05)
         assert cluster.read(sink) == []
+    finally:
+        streams.close(timeout=10.0)
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_writing_to_a_missing_topic_fails_naming_it_and_loses_no_record(
+    embedded_cluster: Any, app_id: str, compiled: bool
+) -> None:
+    # The sink's topic does not exist: the application fails with an error that names the topic
+    # and the fix, and commits nothing, so once the topic exists a restart writes the record.
+    cluster = embedded_cluster
+    source, sink = f"{app_id}-in", f"{app_id}-missing"
+    cluster.create_topic(source, 1)
+    builder = StreamsBuilder()
+    builder.stream(source).map_values(str.upper).to(sink)
+    config = {**BASE, "application.id": app_id, "commit.interval.ms": 50, "processing.compiled": compiled}
+    cluster.produce(source, b"k", b"v")
+    failures: list[BaseException] = []
+
+    def handler(exc: BaseException) -> StreamsUncaughtExceptionResponse:
+        failures.append(exc)
+        return StreamsUncaughtExceptionResponse.SHUTDOWN_CLIENT
+
+    streams = KafkaStreams(builder.build(), config, cluster=cluster)
+    streams.set_uncaught_exception_handler(handler)
+    streams.start()
+    try:
+        assert streams.wait_for_state(KafkaStreams.State.ERROR, timeout=30)
+    finally:
+        streams.close(timeout=10.0)
+    assert failures and f"Topic {sink} does not exist: create it before" in str(failures[0])
+
+    cluster.create_topic(sink, 1)
+    streams = KafkaStreams(builder.build(), config, cluster=cluster)
+    streams.start()
+    try:
+        deadline = time.monotonic() + 30
+        tick = threading.Event()
+        while not cluster.read(sink):
+            assert time.monotonic() < deadline, f"nothing written, state {streams.state}"
+            tick.wait(0.05)
+        assert [(r.key, r.value) for r in cluster.read(sink)] == [(b"k", b"V")]
     finally:
         streams.close(timeout=10.0)
