@@ -22,6 +22,8 @@ cdef class ContextRouting:
     cdef public int64_t next_stream_due
 
     cdef int _forward(self, object record, object children) except -1
+    cdef int _forward_fields(self, object key, object value, object timestamp, object headers,
+                             object children) except -1
 
 
 cdef class AggregateStep:
@@ -30,6 +32,8 @@ cdef class AggregateStep:
 
 cdef class ProcessCore:
     cdef int _process(self, object record) except -1
+    cdef int _process_fields(self, object key, object value, object timestamp,
+                             object headers) except -1
 
 
 cdef class NodeBase:

@@ -120,6 +120,29 @@ cdef class ContextRouting:
             position.timestamp = previous
         return 0
 
+    cdef int _forward_fields(self, object key, object value, object timestamp, object headers,
+                             object children) except -1:
+        """``_forward`` of a record given by its fields: C processors take the fields, and a
+        Record is made (once) only for a child that needs the object."""
+        cdef object node = self.node
+        cdef RecordPosition position = <RecordPosition?>self.record_context
+        cdef object previous = position.timestamp
+        cdef object record = None
+        position.timestamp = timestamp
+        try:
+            for child in children:
+                self.node = child
+                record = _run_fields(child, key, value, timestamp, headers, record)
+        except BaseException as exc:
+            failed = self._failed
+            if failed is None or (<tuple>failed)[0] is not exc:
+                self._failed = (exc, self.node.name)
+            raise
+        finally:
+            self.node = node
+            position.timestamp = previous
+        return 0
+
 
 # ---------------------------------------------------------------- graph nodes and C processors
 
@@ -131,6 +154,12 @@ cdef class ProcessCore:
 
     cdef int _process(self, object record) except -1:
         raise TypeError(f"{type(self).__name__} is a ProcessCore without a _process")
+
+    cdef int _process_fields(self, object key, object value, object timestamp,
+                             object headers) except -1:
+        """``_process`` of a Record with these fields; a processor that only reads the fields
+        overrides it, so that no Record is made for it."""
+        return self._process(new_record(key, value, timestamp, headers))
 
     def process(self, record):
         self._process(record)
@@ -176,6 +205,20 @@ cdef inline int _run(object node, object record) except -1:
             return 0
     node.process(record)
     return 0
+
+
+cdef inline object _run_fields(object node, object key, object value, object timestamp,
+                               object headers, object record):
+    """Run ``node`` on a record given by its fields: a C processor takes the fields; any other
+    node gets ``record``, made from them when None. Returns the record (None if none was made),
+    so that siblings share one."""
+    if isinstance(node, NodeBase) and (<NodeBase>node)._core is not None:
+        (<NodeBase>node)._core._process_fields(key, value, timestamp, headers)
+        return record
+    if record is None:
+        record = new_record(key, value, timestamp, headers)
+    _run(node, record)
+    return record
 
 
 cdef inline object _children_of(object node):
@@ -278,14 +321,14 @@ def run_records(
             # Neighbouring records mostly share a millisecond: they share its int too.
             timestamp_object = timestamp
             last_timestamp = timestamp
-        record = new_record(key, value, timestamp_object, headers)
         position.timestamp = timestamp_object
         if timestamp > stream_time:
             stream_time = timestamp
             task.stream_time = timestamp_object
+        record = None
         for child in children:
             context.node = child
-            _run(child, record)
+            record = _run_fields(child, key, value, timestamp_object, headers, record)
         progress.last_offset = offset
         progress.processed += 1
         if stream_time >= context.next_stream_due:
@@ -342,6 +385,16 @@ cdef class ForwardingCore(ProcessCore):
             routing._forward(record, _children_of(routing.node))
         return 0
 
+    cdef int _send_fields(self, object key, object value, object timestamp,
+                          object headers) except -1:
+        """``_send`` of a Record with these fields, made only if a child needs one."""
+        cdef ContextRouting routing = self._routing
+        if routing is None:
+            self.context.forward(new_record(key, value, timestamp, headers))
+        else:
+            routing._forward_fields(key, value, timestamp, headers, _children_of(routing.node))
+        return 0
+
 
 cdef class FilterCore(ForwardingCore):
     """Forwards the records for which ``predicate(key, value)`` is true (false when ``negate``)."""
@@ -354,6 +407,7 @@ cdef class FilterCore(ForwardingCore):
         self.negate = negate
 
     cdef int _process(self, object record) except -1:
+        # the record itself goes on (a FixedKeyRecord stays one)
         cdef _RecordFields fields = _fields(record)
         if fields is not None:
             kept = self.predicate(fields.key, fields.value)
@@ -361,6 +415,12 @@ cdef class FilterCore(ForwardingCore):
             kept = self.predicate(record.key, record.value)
         if bool(kept) != self.negate:
             self._send(record)
+        return 0
+
+    cdef int _process_fields(self, object key, object value, object timestamp,
+                             object headers) except -1:
+        if bool(self.predicate(key, value)) != self.negate:
+            self._send_fields(key, value, timestamp, headers)
         return 0
 
 
@@ -375,12 +435,13 @@ cdef class MapCore(ForwardingCore):
     cdef int _process(self, object record) except -1:
         cdef _RecordFields fields = _fields(record)
         if fields is None:
-            key, value = _key_value(self.mapper(record.key, record.value), "map")
-            self._send(new_record(key, value, record.timestamp, record.headers))
-        else:
-            key, value = _key_value(self.mapper(fields.key, fields.value), "map")
-            self._send(new_record(key, value, fields.timestamp, fields.headers))
-        return 0
+            return self._process_fields(record.key, record.value, record.timestamp, record.headers)
+        return self._process_fields(fields.key, fields.value, fields.timestamp, fields.headers)
+
+    cdef int _process_fields(self, object key, object value, object timestamp,
+                             object headers) except -1:
+        new_key, new_value = _key_value(self.mapper(key, value), "map")
+        return self._send_fields(new_key, new_value, timestamp, headers)
 
 
 cdef class MapValuesCore(ForwardingCore):
@@ -398,10 +459,13 @@ cdef class MapValuesCore(ForwardingCore):
         cdef Record r
         if type(record) is Record:
             r = <Record>record
-            self._send(new_record(r.key, self._map(r.key, r.value), r.timestamp, r.headers))
-        else:
-            self._send(record.with_value(self._map(record.key, record.value)))  # a FixedKeyRecord stays one
+            return self._process_fields(r.key, r.value, r.timestamp, r.headers)
+        self._send(record.with_value(self._map(record.key, record.value)))  # a FixedKeyRecord stays one
         return 0
+
+    cdef int _process_fields(self, object key, object value, object timestamp,
+                             object headers) except -1:
+        return self._send_fields(key, self._map(key, value), timestamp, headers)
 
     cdef object _map(self, object key, object value):
         return self.mapper(key, value) if self.with_key else self.mapper(value)
@@ -517,11 +581,19 @@ cdef class StreamAggregateCore(_AggregateCore):
     cdef int _process(self, object record) except -1:
         cdef _RecordFields fields = _fields(record)
         if fields is not None:
-            key, value, timestamp = fields.key, fields.value, fields.timestamp
-        else:
-            key, value, timestamp = record.key, record.value, record.timestamp
+            return self._aggregate(fields.key, fields.value, fields.timestamp, None, record)
+        return self._aggregate(record.key, record.value, record.timestamp, None, record)
+
+    cdef int _process_fields(self, object key, object value, object timestamp,
+                             object headers) except -1:
+        return self._aggregate(key, value, timestamp, headers, None)
+
+    cdef int _aggregate(self, object key, object value, object timestamp, object headers,
+                        object record) except -1:
+        """One record's step; ``record`` is the record object, or None when only its fields
+        (and ``headers``) were given."""
         if key is None or value is None:
-            self._skip(record)
+            self._skip(record if record is not None else new_record(key, value, timestamp, headers))
             return 0
         # with a cache, the cache forwards the change: the accessor makes no result
         cdef bint forwards = not self._cached
@@ -555,11 +627,19 @@ cdef class WindowedAggregateCore(_AggregateCore):
     cdef int _process(self, object record) except -1:
         cdef _RecordFields fields = _fields(record)
         if fields is not None:
-            key, value, timestamp_object = fields.key, fields.value, fields.timestamp
-        else:
-            key, value, timestamp_object = record.key, record.value, record.timestamp
+            return self._aggregate(fields.key, fields.value, fields.timestamp, None, record)
+        return self._aggregate(record.key, record.value, record.timestamp, None, record)
+
+    cdef int _process_fields(self, object key, object value, object timestamp,
+                             object headers) except -1:
+        return self._aggregate(key, value, timestamp, headers, None)
+
+    cdef int _aggregate(self, object key, object value, object timestamp_object, object headers,
+                        object record) except -1:
+        """One record's steps; ``record`` is the record object, or None when only its fields
+        (and ``headers``) were given."""
         if key is None:
-            self._skip(record)
+            self._skip(record if record is not None else new_record(key, value, timestamp_object, headers))
             return 0
         cdef int64_t timestamp = timestamp_object
         if timestamp > self.observed_stream_time:
@@ -568,6 +648,8 @@ cdef class WindowedAggregateCore(_AggregateCore):
         if self.emit_on_close:
             # Before this record's writes: they advance the store's retention, which could drop
             # the windows that just closed (the record cannot change those: they are closed).
+            if record is None:
+                record = new_record(key, value, timestamp_object, headers)
             self._emit_closed_windows(record, close_time)
         cdef int64_t start, offset
         if self.advance_ms == self.size_ms:
@@ -664,6 +746,16 @@ cdef class SinkSender(ProcessCore):
             self.fallback(record)
             return 0
         cdef Record r = <Record>record
+        return self._send_out(r.key, r.value, r.timestamp, r.headers, record)
+
+    cdef int _process_fields(self, object key, object value, object timestamp,
+                             object headers) except -1:
+        return self._send_out(key, value, timestamp, headers, None)
+
+    cdef int _send_out(self, object key, object value, object timestamp, object headers,
+                       object record) except -1:
+        """Send a record; ``record`` is the Record object, or None when only its fields were
+        given (one is made for the fallback)."""
         cdef char key_long[8]
         cdef char value_long[8]
         cdef const char* kp = NULL
@@ -671,19 +763,15 @@ cdef class SinkSender(ProcessCore):
         cdef Py_ssize_t kl = -1, vl = -1
         cdef int overflow = 0
         cdef long long stamp
-        if type(r.timestamp) is not int:
-            self.fallback(record)
-            return 0
-        stamp = PyLong_AsLongLongAndOverflow(r.timestamp, &overflow)
+        if type(timestamp) is not int:
+            return self._fall_back(key, value, timestamp, headers, record)
+        stamp = PyLong_AsLongLongAndOverflow(timestamp, &overflow)
         if overflow or stamp < 0:
-            self.fallback(record)
-            return 0
-        if r.key is None or not _serialized(r.key, self.key_kind, key_long, &kp, &kl):
-            self.fallback(record)
-            return 0
-        if r.value is not None and not _serialized(r.value, self.value_kind, value_long, &vp, &vl):
-            self.fallback(record)
-            return 0
+            return self._fall_back(key, value, timestamp, headers, record)
+        if key is None or not _serialized(key, self.key_kind, key_long, &kp, &kl):
+            return self._fall_back(key, value, timestamp, headers, record)
+        if value is not None and not _serialized(value, self.value_kind, value_long, &vp, &vl):
+            return self._fall_back(key, value, timestamp, headers, record)
         cdef int32_t partitions
         cdef PyObject* known = (
             PyDict_GetItemWithError(self.known_counts, self.topic) if self.known_counts is not None else NULL
@@ -693,10 +781,14 @@ cdef class SinkSender(ProcessCore):
         else:
             partitions = self.partition_count(self.topic)
         if partitions <= 0:
-            self.fallback(record)
-            return 0
+            return self._fall_back(key, value, timestamp, headers, record)
         cdef int32_t partition = (c_murmur2(kp, kl) & 0x7fffffff) % partitions
-        self.collector.c_send(self.topic, partition, kp, kl, vp, vl, stamp, r.headers)
+        self.collector.c_send(self.topic, partition, kp, kl, vp, vl, stamp, headers)
+        return 0
+
+    cdef int _fall_back(self, object key, object value, object timestamp, object headers,
+                        object record) except -1:
+        self.fallback(record if record is not None else new_record(key, value, timestamp, headers))
         return 0
 
 

@@ -18,6 +18,7 @@ from kstreams.processor import Processor, ProcessorContext, PunctuationType, Rec
 from kstreams.runtime.task import StreamTask
 from kstreams.serdes import Serdes
 from kstreams.state.store import StateStore, StoreBuilder
+from kstreams.topology import Consumed, Produced, StreamsBuilder
 from kstreams.topology.topology import Topology
 
 S = Serdes.string()
@@ -645,6 +646,42 @@ def test_c_sinks_partition_by_the_count_the_client_knows_now(tmp_path: Any) -> N
         for key in keys:
             expected.setdefault(("out", default_partition(key.encode(), count)), []).append((key, value))
     assert sent == expected
+
+
+def test_records_crossing_c_processors_reach_python_processors_and_sinks_whole(tmp_path: Any) -> None:
+    # Between C processors a record travels as its fields; a Python processor or a sink gets a
+    # Record with every field (headers and timestamp included), and siblings share one.
+    seen: list[Record[Any, Any]] = []
+
+    class Capture(Processor):  # type: ignore[type-arg]
+        def process(self, record: Record[Any, Any]) -> None:
+            seen.append(record)
+
+    builder = StreamsBuilder()
+    upper = builder.stream("in", Consumed.with_(S, S)).filter(lambda k, v: v != "drop").map_values(str.upper)
+    upper.process(Capture)
+    upper.process(Capture)
+    upper.to("out", Produced.with_(S, S))
+    task, collector = make_task(
+        builder.build(), tmp_path, config={"processing.compiled": False}, partition_count=lambda t: 1
+    )
+    headers = [[("h", b"1")], None, [("h", b"3")]]
+    task.process(
+        IN,
+        RecordBatch.from_columns(
+            [b"a", b"b", b"c"], [b"x", b"drop", b"z"], [5, 6, 7], IN.partition, [0, 1, 2], headers
+        ),
+    )
+
+    assert [(r.key, r.value, r.timestamp, r.headers) for r in seen] == [
+        ("a", "X", 5, [("h", b"1")]),
+        ("a", "X", 5, [("h", b"1")]),
+        ("c", "Z", 7, [("h", b"3")]),
+        ("c", "Z", 7, [("h", b"3")]),
+    ]
+    assert seen[0] is seen[1] and seen[2] is seen[3]
+    sent = [(r[0], r[1], r[2], r[5]) for _, records in _drain_all(collector) for r in records]
+    assert sent == [(b"a", b"X", 5, [("h", b"1")]), (b"c", b"Z", 7, [("h", b"3")])]
 
 
 def _drain_all(collector: RecordCollector) -> list[tuple[tuple[str, int], list[tuple[Any, ...]]]]:
