@@ -99,49 +99,41 @@ cdef class ContextRouting:
         self._forward(record, children)
 
     cdef int _forward(self, object record, object children) except -1:
-        cdef object node = self.node
-        cdef RecordPosition position = <RecordPosition?>self.record_context
-        cdef object previous = position.timestamp
         if isinstance(record, _RecordFields):
-            position.timestamp = (<_RecordFields>record).timestamp
-        else:
-            position.timestamp = record.timestamp
-        try:
-            for child in children:
-                self.node = child
-                _run(child, record)
-        except BaseException as exc:
-            failed = self._failed
-            if failed is None or (<tuple>failed)[0] is not exc:
-                self._failed = (exc, self.node.name)
-            raise
-        finally:
-            self.node = node
-            position.timestamp = previous
-        return 0
+            return _forward_each(self, record, None, None, (<_RecordFields>record).timestamp, None,
+                                 children)
+        return _forward_each(self, record, None, None, record.timestamp, None, children)
 
     cdef int _forward_fields(self, object key, object value, object timestamp, object headers,
                              object children) except -1:
         """``_forward`` of a record given by its fields: C processors take the fields, and a
         Record is made (once) only for a child that needs the object."""
-        cdef object node = self.node
-        cdef RecordPosition position = <RecordPosition?>self.record_context
-        cdef object previous = position.timestamp
-        cdef object record = None
-        position.timestamp = timestamp
-        try:
-            for child in children:
-                self.node = child
-                record = _run_fields(child, key, value, timestamp, headers, record)
-        except BaseException as exc:
-            failed = self._failed
-            if failed is None or (<tuple>failed)[0] is not exc:
-                self._failed = (exc, self.node.name)
-            raise
-        finally:
-            self.node = node
-            position.timestamp = previous
-        return 0
+        return _forward_each(self, None, key, value, timestamp, headers, children)
+
+
+cdef inline int _forward_each(ContextRouting routing, object record, object key, object value,
+                              object timestamp, object headers, object children) except -1:
+    """Run each of ``children`` as the node being run, with the record context's timestamp set
+    to ``timestamp``, on ``record`` (None: on the fields); restore both after, also when a child
+    raises, and remember the innermost node a failure came from."""
+    cdef object node = routing.node
+    cdef RecordPosition position = <RecordPosition?>routing.record_context
+    cdef object previous = position.timestamp
+    cdef object current = record
+    position.timestamp = timestamp
+    try:
+        for child in children:
+            routing.node = child
+            current = _run_fields(child, key, value, timestamp, headers, current)
+    except BaseException as exc:
+        failed = routing._failed
+        if failed is None or (<tuple>failed)[0] is not exc:
+            routing._failed = (exc, routing.node.name)
+        raise
+    finally:
+        routing.node = node
+        position.timestamp = previous
+    return 0
 
 
 # ---------------------------------------------------------------- graph nodes and C processors
@@ -209,12 +201,12 @@ cdef inline int _run(object node, object record) except -1:
 
 cdef inline object _run_fields(object node, object key, object value, object timestamp,
                                object headers, object record):
-    """Run ``node`` on a record given by its fields: a C processor takes the fields; any other
-    node gets ``record``, made from them when None. Returns the record (None if none was made),
-    so that siblings share one."""
-    if isinstance(node, NodeBase) and (<NodeBase>node)._core is not None:
+    """Run ``node`` on ``record``, or, when it is None, on the record the fields make: a C
+    processor takes the fields themselves; any other node gets a Record made from them. Returns
+    the record it ran (None if none was made), so that siblings share one."""
+    if record is None and isinstance(node, NodeBase) and (<NodeBase>node)._core is not None:
         (<NodeBase>node)._core._process_fields(key, value, timestamp, headers)
-        return record
+        return None
     if record is None:
         record = new_record(key, value, timestamp, headers)
     _run(node, record)
@@ -569,15 +561,6 @@ cdef class _AggregateCore(ProcessCore):
         self._step_function = step
         self._access = _access_of(step)
 
-
-cdef class StreamAggregateCore(_AggregateCore):
-    """``process`` of a stream aggregation (``StreamAggregateProcessor``, which sets the fields
-    at init): a record with a null key or value goes to ``_skip``; any other is one
-    ``_step(key, value, timestamp, _apply)`` (the store's read, aggregate, write), whose change
-    goes to ``forwarder.maybe_forward`` unless the store's cache forwards it (``_cached``)."""
-
-    cdef public object forwarder
-
     cdef int _process(self, object record) except -1:
         cdef _RecordFields fields = _fields(record)
         if fields is not None:
@@ -590,8 +573,21 @@ cdef class StreamAggregateCore(_AggregateCore):
 
     cdef int _aggregate(self, object key, object value, object timestamp, object headers,
                         object record) except -1:
-        """One record's step; ``record`` is the record object, or None when only its fields
+        """One record's update; ``record`` is the record object, or None when only its fields
         (and ``headers``) were given."""
+        raise TypeError(f"{type(self).__name__} is an aggregation core without an _aggregate")
+
+
+cdef class StreamAggregateCore(_AggregateCore):
+    """``process`` of a stream aggregation (``StreamAggregateProcessor``, which sets the fields
+    at init): a record with a null key or value goes to ``_skip``; any other is one
+    ``_step(key, value, timestamp, _apply)`` (the store's read, aggregate, write), whose change
+    goes to ``forwarder.maybe_forward`` unless the store's cache forwards it (``_cached``)."""
+
+    cdef public object forwarder
+
+    cdef int _aggregate(self, object key, object value, object timestamp, object headers,
+                        object record) except -1:
         if key is None or value is None:
             self._skip(record if record is not None else new_record(key, value, timestamp, headers))
             return 0
@@ -624,20 +620,8 @@ cdef class WindowedAggregateCore(_AggregateCore):
     cdef public int64_t observed_stream_time
     cdef public int64_t dropped
 
-    cdef int _process(self, object record) except -1:
-        cdef _RecordFields fields = _fields(record)
-        if fields is not None:
-            return self._aggregate(fields.key, fields.value, fields.timestamp, None, record)
-        return self._aggregate(record.key, record.value, record.timestamp, None, record)
-
-    cdef int _process_fields(self, object key, object value, object timestamp,
-                             object headers) except -1:
-        return self._aggregate(key, value, timestamp, headers, None)
-
     cdef int _aggregate(self, object key, object value, object timestamp_object, object headers,
                         object record) except -1:
-        """One record's steps; ``record`` is the record object, or None when only its fields
-        (and ``headers``) were given."""
         if key is None:
             self._skip(record if record is not None else new_record(key, value, timestamp_object, headers))
             return 0
@@ -735,9 +719,9 @@ cdef class SinkSender(ProcessCore):
         self.key_kind = key_kind
         self.value_kind = value_kind
         self.partition_count = partition_count
-        self.known_counts = (
-            (<PartitionCounts>partition_count).counts if isinstance(partition_count, PartitionCounts) else None
-        )
+        self.known_counts = None
+        if isinstance(partition_count, PartitionCounts):
+            self.known_counts = (<PartitionCounts>partition_count).counts
         self.collector = collector
         self.fallback = fallback
 
