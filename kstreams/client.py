@@ -760,7 +760,7 @@ class _Hooks(RuntimeHooks):
     def on_assignment(self) -> SetupResult:
         runtime = self._streams._runtime
         if runtime is not None:
-            runtime.partition_counts.clear()
+            runtime.partition_count.clear()
         return self._streams.internal_topics.setup_for_rebalance()
 
 

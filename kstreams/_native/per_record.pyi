@@ -135,13 +135,14 @@ SERIAL_LONG: int
 SERIAL_BYTES: int
 
 class PartitionCounts:
-    """The partition counts of the topics a client writes to, kept in ``counts`` once
-    ``describe(topic)`` gave them; cleared by whoever learns they may have changed."""
+    """The partition counts of the topics a client writes to, kept once ``describe(topic)``
+    gave them; ``clear`` forgets them (and bumps ``generation``)."""
 
-    counts: dict[str, int]
+    generation: int
 
     def __init__(self, describe: Callable[[str], int]) -> None: ...
     def __call__(self, topic: str) -> int: ...
+    def clear(self) -> None: ...
 
 class SinkSender(ProcessCore):
     """The per-record send of a sink with a fixed topic, the default partitioner and built-in

@@ -69,9 +69,8 @@ class StreamsRuntime:
         self._admin = admin
         self._cluster = cluster
         # Partitions of the topics the application writes to, cached until the next assignment
-        # (which clears ``partition_counts``).
+        # (which clears them).
         self.partition_count = PartitionCounts(self._describe_partition_count)
-        self.partition_counts: dict[str, int] = self.partition_count.counts
         consumer_config = dict(config.client_configs("main.consumer"))
         consumer_config.setdefault("client.id", f"{client_id}-consumer")
         consumer_config.setdefault("session.timeout.ms", config["session.timeout.ms"])

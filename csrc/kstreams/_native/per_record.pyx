@@ -24,9 +24,7 @@ do the same way back to Python (logging, emitting on window close, hopping windo
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.dict cimport PyDict_GetItemWithError
 from cpython.long cimport PyLong_AsLongLongAndOverflow
-from cpython.ref cimport PyObject
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 from libc.stdint cimport int32_t, int64_t, uint64_t
 
@@ -217,6 +215,17 @@ cdef inline object _children_of(object node):
     if isinstance(node, NodeBase):
         return (<NodeBase>node).children
     return node.children
+
+
+cdef inline int _process_by_fields(ProcessCore core, object record) except -1:
+    """``core._process_fields`` of ``record``'s fields (read by attribute from a record type
+    other than Record and FixedKeyRecord)."""
+    cdef _RecordFields fields = _fields(record)
+    if fields is not None:
+        return core._process_fields(fields.key, fields.value, fields.timestamp, fields.headers)
+    return core._process_fields(
+        record.key, record.value, record.timestamp, getattr(record, "headers", None)
+    )
 
 
 cdef inline _RecordFields _fields(object record):
@@ -425,10 +434,7 @@ cdef class MapCore(ForwardingCore):
         self.mapper = mapper
 
     cdef int _process(self, object record) except -1:
-        cdef _RecordFields fields = _fields(record)
-        if fields is None:
-            return self._process_fields(record.key, record.value, record.timestamp, record.headers)
-        return self._process_fields(fields.key, fields.value, fields.timestamp, fields.headers)
+        return _process_by_fields(self, record)
 
     cdef int _process_fields(self, object key, object value, object timestamp,
                              object headers) except -1:
@@ -562,20 +568,7 @@ cdef class _AggregateCore(ProcessCore):
         self._access = _access_of(step)
 
     cdef int _process(self, object record) except -1:
-        cdef _RecordFields fields = _fields(record)
-        if fields is not None:
-            return self._aggregate(fields.key, fields.value, fields.timestamp, None, record)
-        return self._aggregate(record.key, record.value, record.timestamp, None, record)
-
-    cdef int _process_fields(self, object key, object value, object timestamp,
-                             object headers) except -1:
-        return self._aggregate(key, value, timestamp, headers, None)
-
-    cdef int _aggregate(self, object key, object value, object timestamp, object headers,
-                        object record) except -1:
-        """One record's update; ``record`` is the record object, or None when only its fields
-        (and ``headers``) were given."""
-        raise TypeError(f"{type(self).__name__} is an aggregation core without an _aggregate")
+        return _process_by_fields(self, record)
 
 
 cdef class StreamAggregateCore(_AggregateCore):
@@ -586,10 +579,10 @@ cdef class StreamAggregateCore(_AggregateCore):
 
     cdef public object forwarder
 
-    cdef int _aggregate(self, object key, object value, object timestamp, object headers,
-                        object record) except -1:
+    cdef int _process_fields(self, object key, object value, object timestamp,
+                             object headers) except -1:
         if key is None or value is None:
-            self._skip(record if record is not None else new_record(key, value, timestamp, headers))
+            self._skip(new_record(key, value, timestamp, headers))
             return 0
         # with a cache, the cache forwards the change: the accessor makes no result
         cdef bint forwards = not self._cached
@@ -620,10 +613,10 @@ cdef class WindowedAggregateCore(_AggregateCore):
     cdef public int64_t observed_stream_time
     cdef public int64_t dropped
 
-    cdef int _aggregate(self, object key, object value, object timestamp_object, object headers,
-                        object record) except -1:
+    cdef int _process_fields(self, object key, object value, object timestamp_object,
+                             object headers) except -1:
         if key is None:
-            self._skip(record if record is not None else new_record(key, value, timestamp_object, headers))
+            self._skip(new_record(key, value, timestamp_object, headers))
             return 0
         cdef int64_t timestamp = timestamp_object
         if timestamp > self.observed_stream_time:
@@ -632,9 +625,7 @@ cdef class WindowedAggregateCore(_AggregateCore):
         if self.emit_on_close:
             # Before this record's writes: they advance the store's retention, which could drop
             # the windows that just closed (the record cannot change those: they are closed).
-            if record is None:
-                record = new_record(key, value, timestamp_object, headers)
-            self._emit_closed_windows(record, close_time)
+            self._emit_closed_windows(new_record(key, value, timestamp_object, headers), close_time)
         cdef int64_t start, offset
         if self.advance_ms == self.size_ms:
             # tumbling: one window, found with one modulo (floored, as Python's %)
@@ -675,17 +666,19 @@ SERIAL_BYTES = 3  # bytes as they are (BytesSerde)
 
 cdef class PartitionCounts:
     """The partition counts of the topics a client writes to. Calling it with a topic returns
-    the count kept in ``counts`` (a dict, topic -> count) or, the first time, the count
-    ``describe(topic)`` returns, which it keeps. Whoever learns that counts may have changed (a
-    new assignment, partitions added by autoscaling) clears ``counts``. A ``SinkSender`` reads
-    ``counts`` itself, without a call."""
+    the count it keeps or, the first time, the count ``describe(topic)`` returns, which it keeps.
+    Whoever learns that counts may have changed (a new assignment, partitions added by
+    autoscaling) calls ``clear``. A ``SinkSender`` keeps its topic's count while ``generation``
+    (bumped by ``clear``) stays the same, without a call per record."""
 
-    cdef readonly dict counts
+    cdef dict counts
     cdef object describe
+    cdef readonly int64_t generation  # how many times the counts were cleared
 
     def __init__(self, describe):
         self.counts = {}
         self.describe = describe
+        self.generation = 0
 
     def __call__(self, str topic not None):
         count = self.counts.get(topic)
@@ -693,6 +686,11 @@ cdef class PartitionCounts:
             count = self.describe(topic)
             self.counts[topic] = count
         return count
+
+    def clear(self):
+        """Forget every count: the next call describes the topic again."""
+        self.counts.clear()
+        self.generation += 1
 
 
 cdef class SinkSender(ProcessCore):
@@ -707,7 +705,9 @@ cdef class SinkSender(ProcessCore):
     cdef int key_kind
     cdef int value_kind
     cdef object partition_count
-    cdef dict known_counts  # the counts ``partition_count`` keeps, when it is a PartitionCounts
+    cdef PartitionCounts counts  # ``partition_count`` when it is one (else None)
+    cdef int64_t counted_in      # the counts' generation ``count`` was read in (-1: none)
+    cdef int32_t count
     cdef RecordCollector collector
     cdef object fallback
 
@@ -719,9 +719,8 @@ cdef class SinkSender(ProcessCore):
         self.key_kind = key_kind
         self.value_kind = value_kind
         self.partition_count = partition_count
-        self.known_counts = None
-        if isinstance(partition_count, PartitionCounts):
-            self.known_counts = (<PartitionCounts>partition_count).counts
+        self.counts = partition_count if isinstance(partition_count, PartitionCounts) else None
+        self.counted_in = -1
         self.collector = collector
         self.fallback = fallback
 
@@ -729,17 +728,10 @@ cdef class SinkSender(ProcessCore):
         if type(record) is not Record:
             self.fallback(record)
             return 0
-        cdef Record r = <Record>record
-        return self._send_out(r.key, r.value, r.timestamp, r.headers, record)
+        return _process_by_fields(self, record)
 
     cdef int _process_fields(self, object key, object value, object timestamp,
                              object headers) except -1:
-        return self._send_out(key, value, timestamp, headers, None)
-
-    cdef int _send_out(self, object key, object value, object timestamp, object headers,
-                       object record) except -1:
-        """Send a record; ``record`` is the Record object, or None when only its fields were
-        given (one is made for the fallback)."""
         cdef char key_long[8]
         cdef char value_long[8]
         cdef const char* kp = NULL
@@ -748,31 +740,36 @@ cdef class SinkSender(ProcessCore):
         cdef int overflow = 0
         cdef long long stamp
         if type(timestamp) is not int:
-            return self._fall_back(key, value, timestamp, headers, record)
+            return self._fall_back(key, value, timestamp, headers)
         stamp = PyLong_AsLongLongAndOverflow(timestamp, &overflow)
         if overflow or stamp < 0:
-            return self._fall_back(key, value, timestamp, headers, record)
+            return self._fall_back(key, value, timestamp, headers)
         if key is None or not _serialized(key, self.key_kind, key_long, &kp, &kl):
-            return self._fall_back(key, value, timestamp, headers, record)
+            return self._fall_back(key, value, timestamp, headers)
         if value is not None and not _serialized(value, self.value_kind, value_long, &vp, &vl):
-            return self._fall_back(key, value, timestamp, headers, record)
-        cdef int32_t partitions
-        cdef PyObject* known = (
-            PyDict_GetItemWithError(self.known_counts, self.topic) if self.known_counts is not None else NULL
-        )
-        if known != NULL:
-            partitions = <object>known
-        else:
-            partitions = self.partition_count(self.topic)
+            return self._fall_back(key, value, timestamp, headers)
+        cdef int32_t partitions = self._partitions()
         if partitions <= 0:
-            return self._fall_back(key, value, timestamp, headers, record)
+            return self._fall_back(key, value, timestamp, headers)
         cdef int32_t partition = (c_murmur2(kp, kl) & 0x7fffffff) % partitions
         self.collector.c_send(self.topic, partition, kp, kl, vp, vl, stamp, headers)
         return 0
 
-    cdef int _fall_back(self, object key, object value, object timestamp, object headers,
-                        object record) except -1:
-        self.fallback(record if record is not None else new_record(key, value, timestamp, headers))
+    cdef int32_t _partitions(self) except? -1:
+        """The topic's partition count: the one kept while the counts' generation stays."""
+        cdef PartitionCounts counts = self.counts
+        cdef int64_t generation
+        if counts is None:
+            return self.partition_count(self.topic)
+        if counts.generation != self.counted_in:
+            # read before the call: a clear while it describes the topic is seen next record
+            generation = counts.generation
+            self.count = counts(self.topic)
+            self.counted_in = generation
+        return self.count
+
+    cdef int _fall_back(self, object key, object value, object timestamp, object headers) except -1:
+        self.fallback(new_record(key, value, timestamp, headers))
         return 0
 
 
