@@ -89,6 +89,25 @@ def test_project_and_serialize_compiled(benchmark) -> None:  # type: ignore[no-u
 
 
 @BENCH
+@pytest.mark.parametrize("capture", [True, False], ids=["captured", "scanned"])
+def test_segment_validate_filter_project_compiled(benchmark, capture: bool) -> None:  # type: ignore[no-untyped-def]
+    """P1's compiled segment as a task runs it: the source validates (capturing the fields its
+    steps read, or not), the filter selects and takes, the projection reads "user"."""
+    nodes, root = BOT.nodes()
+    predicate = kernels.Predicate(nodes, root, kernels.STRING, kernels.JSON)
+    fields = [(1, "bot"), (1, "user")] if capture else []
+
+    def run() -> Any:
+        batch = JSON_BATCH.slice(0, N)  # a fresh batch: captured fields belong to a batch
+        assert kernels.validate(batch, kernels.STRING, kernels.JSON, fields) == -1
+        kept = kernels.take(batch, predicate.select(batch, True))
+        return kernels.project(kept, 1, "user", 1, True)
+
+    assert len(run()) == sum(1 for d in DOCS if json.loads(d)["bot"] is False)
+    benchmark(run)
+
+
+@BENCH
 def test_split_partitions_compiled(benchmark) -> None:  # type: ignore[no-untyped-def]
     benchmark(kernels.split_partitions, JSON_BATCH, 2, 0)
 

@@ -29,9 +29,14 @@ MIN: int
 MAX: int
 REDUCE: int
 
-def validate(batch: RecordBatch, key_enc: int, value_enc: int) -> int:
+def validate(batch: RecordBatch, key_enc: int, value_enc: int, fields: Sequence[tuple[int, str]] = ()) -> int:
     """Index of the first record whose key or value its serde would reject, or whose timestamp is
-    negative; -1 when every record is fine."""
+    negative; -1 when every record is fine. ``fields`` (side 0 key / 1 value, name): top-level
+    JSON fields to capture while parsing; a valid batch then carries them to ``Predicate`` and
+    ``project`` (``indexed_fields``)."""
+
+def indexed_fields(batch: RecordBatch) -> list[tuple[int, str]] | None:
+    """The (side, name) fields whose positions the batch carries, or None."""
 
 class Predicate:
     """A compiled predicate (``kstreams.predicates.Predicate.nodes()``) over a batch."""
@@ -43,7 +48,8 @@ class Predicate:
         parsing the rest of each document)."""
 
 def take(batch: RecordBatch, indices: np.ndarray) -> RecordBatch:
-    """The records at ``indices`` (int32), in that order (headers are not carried)."""
+    """The records at ``indices`` (int32), in that order, with their captured fields (headers
+    are not carried)."""
 
 def project(
     batch: RecordBatch, src_side: int, field: str | None, dst_side: int, validated: bool = False

@@ -6,7 +6,7 @@
 # bytes, a JSON number out of int64 range, an escaped string it would have to unescape, ...)
 # reports it instead of guessing, and the caller runs that batch through the per-record path.
 
-from libc.stdint cimport int64_t
+from libc.stdint cimport int32_t, int64_t
 from libcpp.string cimport string
 from libcpp.vector cimport vector
 
@@ -35,6 +35,33 @@ cdef struct PNode:
     int a
     int b
 
+# One captured top-level JSON field of one record (kernels_fields.pxi): a JSON token with its
+# pointer stored as an offset from the start of the record's key or value.
+cdef struct FTok:
+    int32_t type
+    int32_t escaped
+    int32_t big
+    int32_t off
+    int64_t n
+    int64_t i
+
+cdef class FieldIndex:
+    cdef Py_ssize_t n
+    cdef int nf
+    cdef int nkey                   # slots [0, nkey) are key fields, the rest value fields
+    cdef vector[string] names
+    cdef vector[int] sides
+    cdef FTok* toks                 # n * nf, record-major (a buffer of the module's pool)
+    cdef Py_ssize_t capacity        # FToks the buffer holds
+
+    cdef inline FTok* row(self, Py_ssize_t i) noexcept nogil:
+        return self.toks + i * self.nf
+
+    cdef int _allocate(self, Py_ssize_t n, int nf) except -1
+
+    cdef int slot(self, int side, const string& name) noexcept
+    cdef FieldIndex taken(self, const int32_t[::1] indices)
+
 cdef class Predicate:
     cdef vector[PNode] nodes
     cdef vector[string] fields      # per node (empty when no field)
@@ -43,5 +70,8 @@ cdef class Predicate:
     cdef int value_enc
     cdef int root
     cdef bint valid                 # the batch being selected was validated (select's argument)
+    cdef FieldIndex index           # the batch's captured fields, while select runs
+    cdef vector[int] slots          # per node: its field's slot in index, or -1
 
     cdef int _eval(self, RecordBatch batch, Py_ssize_t i, int k) noexcept nogil
+    cdef int _eval_captured(self, RecordBatch batch, Py_ssize_t i, int k, PNode* node) noexcept nogil

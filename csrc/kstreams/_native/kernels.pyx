@@ -10,10 +10,10 @@ record costs speed, never correctness. Kernels have no side effects until they s
 
 Column encodings are the built-in serdes (kernels.pxd ``Encoding``); JSON columns hold JSON text.
 Sources by role, included into this one extension module (so the kernels share inline C helpers
-without cross-module cimports): kernels_json.pxi (JSON scanning), kernels_codec.pxi (numbers and
-validation), kernels_predicate.pxi (compiled predicates), this file (building batches: take,
-project, convert, split by partition), kernels_aggregate.pxi (aggregation into the record cache),
-kernels_arrays.pxi (numpy callers).
+without cross-module cimports): kernels_json.pxi (JSON scanning), kernels_fields.pxi (top-level
+fields captured by validation), kernels_codec.pxi (numbers and validation), kernels_predicate.pxi
+(compiled predicates), this file (building batches: take, project, convert, split by partition),
+kernels_aggregate.pxi (aggregation into the record cache), kernels_arrays.pxi (numpy callers).
 
 Lock discipline: ``aggregate`` holds the record cache's mutex (a leaf) only inside nogil blocks and
 never while calling Python (store loads and flush listeners run after it is released).
@@ -23,8 +23,8 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from cython.operator cimport dereference as deref, preincrement as inc
 from libc.stdint cimport INT32_MAX, INT32_MIN, INT64_MIN, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from libc.stdlib cimport strtod
-from libc.string cimport memchr, memcmp, memcpy
+from libc.stdlib cimport free, malloc, strtod
+from libc.string cimport memchr, memcmp, memcpy, memset
 from libcpp.string cimport string
 from libcpp.string_view cimport string_view
 from libcpp.utility cimport pair
@@ -102,30 +102,38 @@ CMP_OPS = {"eq": CMP_EQ, "ne": CMP_NE, "lt": CMP_LT, "le": CMP_LE, "gt": CMP_GT,
 CATEGORIES = {"null": C_NULL, "bool": C_BOOL, "num": C_NUM, "str": C_STR, "bytes": C_BYTES}
 
 include "kernels_json.pxi"
+include "kernels_fields.pxi"
 include "kernels_codec.pxi"
 include "kernels_predicate.pxi"
 
 # ----------------------------------------------------------------------- building batches
 
 def take(RecordBatch batch not None, const int32_t[::1] indices):
-    """A new batch of the records at ``indices`` (in that order). Headers are not carried: the
-    compiled path runs only over batches without headers."""
+    """A new batch of the records at ``indices`` (in that order), with their captured fields
+    (``validate``). Headers are not carried: the compiled path runs only over batches without
+    headers."""
     cdef RecordBatchBuilder builder = RecordBatchBuilder()
     cdef Py_ssize_t j, i, m = indices.shape[0]
+    cdef FieldIndex index = _index_of(batch)
+    cdef RecordBatch out
     with nogil:
         builder.reserve(m, 0)
         for j in range(m):
             i = indices[j]
             builder.append(batch.key_ptr(i), batch.key_len(i), batch.value_ptr(i),
                            batch.value_len(i), batch.ts(i), batch.part(i), batch.off(i))
-    return builder.finish()
+    out = builder.finish()
+    if index is not None:
+        out._fields = index.taken(indices)  # the same columns: their fields stay where they were
+    return out
 
 def project(RecordBatch batch not None, int src_side, str field, int dst_side, bint validated=False):
     """Replace the key (dst_side 0) or value (dst_side 1) by the JSON text of a top-level field of
     the key (src_side 0) or value (src_side 1), JSON documents (``field`` None: the whole
     document). A missing field, a non-object document or JSON null become None. None: some
     record needs the Python path. ``validated``: the documents are known to be valid JSON
-    (``validate`` passed the batch), so a field is found without parsing the rest."""
+    (``validate`` passed the batch), so a field is found without parsing the rest; a field the
+    batch's index holds (``validate``'s ``fields``) is not looked for at all."""
     cdef RecordBatchBuilder builder = RecordBatchBuilder()
     cdef bytes fb = field.encode("utf-8") if field is not None else b""
     cdef const char* f = PyBytes_AS_STRING(fb) if field is not None else NULL
@@ -135,6 +143,8 @@ def project(RecordBatch batch not None, int src_side, str field, int dst_side, b
     cdef const char* tp
     cdef JTok tok
     cdef int failed = 0
+    cdef FieldIndex index = _index_of(batch)
+    cdef int slot = index.slot(src_side, fb) if index is not None and f != NULL else -1
     with nogil:
         builder.reserve(batch.n, batch.c_nbytes())
         for i in range(batch.n):
@@ -147,7 +157,11 @@ def project(RecordBatch batch not None, int src_side, str field, int dst_side, b
             tp = NULL
             tn = -1
             if n >= 0:
-                if validated and f != NULL:
+                if slot >= 0:
+                    if _captured(index, i, slot, p, &tok) < 0:
+                        failed = 1
+                        break
+                elif validated and f != NULL:
                     if j_field_of_valid(p, n, f, flen, &tok) < 0:
                         failed = 1
                         break

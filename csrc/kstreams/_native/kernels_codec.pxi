@@ -57,14 +57,47 @@ cdef int _valid(const char* p, Py_ssize_t n, int enc) noexcept nogil:
         return j_parse(p, n, NULL, 0, &tok, NULL) == 0
     return 0
 
-def validate(RecordBatch batch not None, int key_enc, int value_enc):
+def validate(RecordBatch batch not None, int key_enc, int value_enc, fields=()):
     """Index of the first record whose key or value its serde would reject, or whose timestamp is
-    negative; -1 when every record is fine."""
+    negative; -1 when every record is fine. ``fields``: (side, name) top-level JSON fields (side 0
+    key, 1 value) that steps below will read: parsing the documents anyway, validation captures
+    where they are, and a batch found valid carries them (``indexed_fields``) to ``Predicate`` and
+    ``project``, which then find them without a scan."""
     cdef Py_ssize_t i, bad = -1
+    cdef FieldIndex index = _new_index(fields, key_enc, value_enc, batch.n) if fields else None
+    cdef JFields want_key, want_value
+    cdef FTok* row
+    cdef int nkey = 0
+    if index is not None:
+        nkey = index.nkey
+        _want_of(index, 0, nkey, &want_key)
+        _want_of(index, nkey, index.nf, &want_value)
     with nogil:
         for i in range(batch.n):
-            if batch.ts(i) < 0 or not _valid(batch.key_ptr(i), batch.key_len(i), key_enc) or \
-                    not _valid(batch.value_ptr(i), batch.value_len(i), value_enc):
+            if batch.ts(i) < 0:
                 bad = i
                 break
+            if index is None:
+                if not _valid(batch.key_ptr(i), batch.key_len(i), key_enc) or \
+                        not _valid(batch.value_ptr(i), batch.value_len(i), value_enc):
+                    bad = i
+                    break
+                continue
+            row = index.row(i)
+            if want_key.n:
+                if _capture(batch.key_ptr(i), batch.key_len(i), &want_key, row) < 0:
+                    bad = i
+                    break
+            elif not _valid(batch.key_ptr(i), batch.key_len(i), key_enc):
+                bad = i
+                break
+            if want_value.n:
+                if _capture(batch.value_ptr(i), batch.value_len(i), &want_value, row + nkey) < 0:
+                    bad = i
+                    break
+            elif not _valid(batch.value_ptr(i), batch.value_len(i), value_enc):
+                bad = i
+                break
+    if bad < 0 and index is not None:
+        batch._fields = index
     return bad

@@ -30,14 +30,26 @@ cdef struct JScan:
 cdef enum:
     MAX_DEPTH = 64
     MAX_DUP_KEYS = 16
+    MAX_WANTED = 8      # top-level fields one parse captures
+
+cdef struct JFields:
+    # Top-level members a parse captures while it validates the document.
+    int n
+    const char* names[MAX_WANTED]
+    Py_ssize_t lens[MAX_WANTED]
+    JTok found[MAX_WANTED]  # the last member of each name; T_NONE when absent or not an object
+    int unknown             # a top-level name has an escape: it might spell a wanted name
 
 cdef inline int _is_ws(char c) noexcept nogil:
     return c == c' ' or c == c'\t' or c == c'\n' or c == c'\r'
 
 cdef inline void _skip_ws(JScan* s) noexcept nogil:
-    while s.p < s.end and _is_ws(s.p[0]):
+    cdef const char* q = s.p
+    while q < s.end and _is_ws(q[0]):
+        q += 1
+    if q != s.p:
         s.canonical = 0
-        s.p += 1
+        s.p = q
 
 cdef inline int _hex(char c) noexcept nogil:
     if c'0' <= c <= c'9':
@@ -96,20 +108,42 @@ cdef unsigned char _STRING_SPECIAL[256]
 for _b in range(256):
     _STRING_SPECIAL[_b] = 1 if (_b < 0x20 or _b == 0x22 or _b == 0x5C or _b >= 0x80) else 0
 
+cdef inline uint64_t _special8(uint64_t x) noexcept nogil:
+    """Nonzero when one of the 8 bytes in x is a quote, a backslash, a control character or
+    >= 0x80 (the bytes a string scan looks at): the "has a zero byte" and "has a byte less
+    than n" word tests, exact for "any", combined over one mask of high bits."""
+    cdef uint64_t ones = 0x0101010101010101ULL
+    cdef uint64_t quote = x ^ (ones * 0x22)
+    cdef uint64_t backslash = x ^ (ones * 0x5C)
+    return ((((x - ones * 0x20) | (quote - ones) | (backslash - ones)) & ~x) | x) & (ones * 0x80)
+
 cdef int _j_string(JScan* s, JTok* tok) noexcept nogil:
     """At the opening quote. Fills tok (p/n = raw content); -1 when invalid."""
     cdef const char* start
+    cdef const char* q
+    cdef const char* end = s.end
+    cdef uint64_t word
     cdef char c
     cdef int h, code, j
     cdef Py_ssize_t k
     s.p += 1
     start = s.p
     tok.escaped = 0
-    while s.p < s.end:
-        if not _STRING_SPECIAL[<uint8_t>s.p[0]]:
-            s.p += 1
-            continue
-        c = s.p[0]
+    while True:
+        # Skip plain bytes in a local (a store through s would be reloaded per byte: char
+        # reads may alias it).
+        q = s.p
+        while end - q >= 8:
+            memcpy(&word, q, 8)
+            if _special8(word):
+                break
+            q += 8
+        while q < end and not _STRING_SPECIAL[<uint8_t>q[0]]:
+            q += 1
+        s.p = q
+        if q >= end:
+            return -1
+        c = q[0]
         if c == c'"':
             tok.type = T_STR
             tok.p = start
@@ -154,7 +188,6 @@ cdef int _j_string(JScan* s, JTok* tok) noexcept nogil:
             s.p += k
             continue
         s.p += 1
-    return -1
 
 cdef int _j_number(JScan* s, JTok* tok) noexcept nogil:
     cdef const char* start = s.p
@@ -210,10 +243,17 @@ cdef int _j_number(JScan* s, JTok* tok) noexcept nogil:
         s.canonical = 0
     return 0
 
-cdef int _j_value(JScan* s, JTok* tok, int depth, const char* field, Py_ssize_t flen,
-                  JTok* found) noexcept nogil:
-    """Parse one value; tok describes it. With a field (depth 0 object), found gets the last
-    member of that name. -1 when invalid or beyond what the kernels handle."""
+cdef inline int _same(const char* a, const char* b, Py_ssize_t n) noexcept nogil:
+    # Member names are short: a loop beats a call to memcmp.
+    cdef Py_ssize_t k
+    for k in range(n):
+        if a[k] != b[k]:
+            return 0
+    return 1
+
+cdef int _j_value(JScan* s, JTok* tok, int depth, JFields* want) noexcept nogil:
+    """Parse one value; tok describes it. With ``want`` (the document, depth 0), its ``found``
+    get the top-level members of its names. -1 when invalid or beyond what the kernels handle."""
     cdef char c
     cdef JTok sub, key
     cdef const char* start
@@ -241,8 +281,8 @@ cdef int _j_value(JScan* s, JTok* tok, int depth, const char* field, Py_ssize_t 
                     return -1
                 if key.escaped:
                     s.canonical = 0
-                    if field != NULL and depth == 0:
-                        return -1   # an escaped name might spell the field
+                    if want != NULL:
+                        want.unknown = 1
                 if s.canonical:
                     if nkeys >= MAX_DUP_KEYS:
                         s.canonical = 0
@@ -258,10 +298,12 @@ cdef int _j_value(JScan* s, JTok* tok, int depth, const char* field, Py_ssize_t 
                 if s.p >= s.end or s.p[0] != c':':
                     return -1
                 s.p += 1
-                if _j_value(s, &sub, depth + 1, NULL, 0, NULL) < 0:
+                if _j_value(s, &sub, depth + 1, NULL) < 0:
                     return -1
-                if field != NULL and depth == 0 and key.n == flen and memcmp(key.p, field, flen) == 0:
-                    found[0] = sub
+                if want != NULL:
+                    for j in range(want.n):
+                        if key.n == want.lens[j] and _same(key.p, want.names[j], key.n):
+                            want.found[j] = sub
                 _skip_ws(s)
                 if s.p >= s.end:
                     return -1
@@ -280,7 +322,7 @@ cdef int _j_value(JScan* s, JTok* tok, int depth, const char* field, Py_ssize_t 
             s.p += 1
         else:
             while True:
-                if _j_value(s, &sub, depth + 1, NULL, 0, NULL) < 0:
+                if _j_value(s, &sub, depth + 1, NULL) < 0:
                     return -1
                 _skip_ws(s)
                 if s.p >= s.end:
@@ -316,25 +358,54 @@ cdef int _j_value(JScan* s, JTok* tok, int depth, const char* field, Py_ssize_t 
     tok.n = s.p - start
     return 0
 
-cdef int j_parse(const char* p, Py_ssize_t n, const char* field, Py_ssize_t flen, JTok* out,
-                 int* canonical) noexcept nogil:
-    """Parse a whole JSON document. Without a field, out is the document's top-level token; with
-    one, out is that top-level member (T_NONE when absent or not an object). -1: not handled."""
+cdef int j_parse_fields(const char* p, Py_ssize_t n, JFields* want, int* canonical) noexcept nogil:
+    """Parse (and so validate) a whole JSON document; ``want``'s found get its top-level members
+    of the wanted names (``want`` may be NULL). -1: not handled."""
     cdef JScan s
     cdef JTok top
+    cdef int j
     s.p = p
     s.end = p + n
-    s.canonical = 1
-    out.type = T_NONE
-    if _j_value(&s, &top, 0, field, flen, out if field != NULL else NULL) < 0:
+    # Tracking the canonical form costs a duplicate-name check per member: only when asked.
+    s.canonical = 1 if canonical != NULL else 0
+    if want != NULL:
+        want.unknown = 0
+        for j in range(want.n):
+            want.found[j].type = T_NONE
+    if _j_value(&s, &top, 0, want) < 0:
         return -1
     _skip_ws(&s)
     if s.p != s.end:
         return -1
-    if field == NULL:
-        out[0] = top
     if canonical != NULL:
         canonical[0] = s.canonical
+    return 0
+
+cdef int j_parse(const char* p, Py_ssize_t n, const char* field, Py_ssize_t flen, JTok* out,
+                 int* canonical) noexcept nogil:
+    """Parse a whole JSON document. Without a field, out is the document's top-level token; with
+    one, out is that top-level member (T_NONE when absent or not an object). -1: not handled,
+    which includes a top-level name with an escape (it might spell the field)."""
+    cdef JScan s
+    cdef JFields want
+    if field == NULL:
+        s.p = p
+        s.end = p + n
+        s.canonical = 1 if canonical != NULL else 0
+        if _j_value(&s, out, 0, NULL) < 0:
+            return -1
+        _skip_ws(&s)
+        if s.p != s.end:
+            return -1
+        if canonical != NULL:
+            canonical[0] = s.canonical
+        return 0
+    want.n = 1
+    want.names[0] = field
+    want.lens[0] = flen
+    if j_parse_fields(p, n, &want, canonical) < 0 or want.unknown:
+        return -1
+    out[0] = want.found[0]
     return 0
 
 # --------------------------------------------------------- fields of documents known valid
@@ -430,7 +501,7 @@ cdef int j_field_of_valid(const char* p, Py_ssize_t n, const char* field, Py_ssi
         if s.p >= s.end:
             return -1
         if key_n == flen and memcmp(key, field, <size_t>flen) == 0:
-            if _j_value(&s, &sub, 1, NULL, 0, NULL) < 0:
+            if _j_value(&s, &sub, 1, NULL) < 0:
                 return -1
             out[0] = sub
         elif _skip_valid_value(&s) < 0:

@@ -177,6 +177,7 @@ cdef class Predicate:
     def __init__(self, list nodes not None, int root, int key_enc, int value_enc):
         cdef PNode node
         self.nodes.clear()
+        self.slots.clear()
         self.fields.clear()
         self.strings.clear()
         for kind, side, field, cmp, category, constant, a, b in nodes:
@@ -204,6 +205,7 @@ cdef class Predicate:
             elif node.ccat == C_BYTES:
                 cs = bytes(constant)
             self.nodes.push_back(node)
+            self.slots.push_back(-1)
             self.fields.push_back(field.encode("utf-8") if field is not None else b"")
             self.strings.push_back(cs)
         if not 0 <= root < <int>self.nodes.size():
@@ -233,6 +235,8 @@ cdef class Predicate:
                 return r
             return self._eval(batch, i, node.b)
         if node.has_field:
+            if self.slots[k] >= 0:
+                return self._eval_captured(batch, i, k, node)
             field = self.fields[k].data()
         if node.side == 0:
             r = _decode(batch.key_ptr(i), batch.key_len(i), self.key_enc, field,
@@ -244,23 +248,45 @@ cdef class Predicate:
             return -1
         return _compare(&v, node, &self.strings[k])
 
+    cdef int _eval_captured(self, RecordBatch batch, Py_ssize_t i, int k, PNode* node) noexcept nogil:
+        """_eval of a comparison whose field the batch's index holds."""
+        cdef JTok tok
+        cdef Val v
+        cdef string scratch
+        cdef const char* base = batch.key_ptr(i) if node.side == 0 else batch.value_ptr(i)
+        memset(&v, 0, sizeof(Val))
+        if _captured(self.index, i, self.slots[k], base, &tok) < 0 or \
+                _val_from_tok(&tok, &v, &scratch) < 0:
+            return -1
+        return _compare(&v, node, &self.strings[k])
+
     def select(self, RecordBatch batch not None, bint validated=False):
         """int32 indices of the records the predicate holds for, or None when some record needs
         the Python path. ``validated``: every JSON column of the batch is known to be valid JSON
-        (``validate`` passed it), so fields are found without parsing the rest of a document."""
+        (``validate`` passed it), so fields are found without parsing the rest of a document;
+        fields the batch's index holds (``validate``'s ``fields``) are not looked for at all."""
         out = np.empty(batch.n, dtype=np.int32)
         cdef int32_t[::1] o = out
         cdef Py_ssize_t i, m = 0
         cdef int r = 0
+        cdef int k
         self.valid = validated
-        with nogil:
-            for i in range(batch.n):
-                r = self._eval(batch, i, self.root)
-                if r < 0:
-                    break
-                if r:
-                    o[m] = <int32_t>i
-                    m += 1
+        self.index = _index_of(batch)
+        for k in range(<int>self.nodes.size()):
+            self.slots[k] = -1
+            if self.index is not None and self.nodes[k].has_field:
+                self.slots[k] = self.index.slot(self.nodes[k].side, self.fields[k])
+        try:
+            with nogil:
+                for i in range(batch.n):
+                    r = self._eval(batch, i, self.root)
+                    if r < 0:
+                        break
+                    if r:
+                        o[m] = <int32_t>i
+                        m += 1
+        finally:
+            self.index = None
         if r < 0:
             return None
         return out[:m]

@@ -35,6 +35,9 @@ cdef class RecordBatch:
     cdef _Memory _off_mem
     cdef object _headers        # list or None
     cdef Py_ssize_t _hbase
+    # Positions of top-level JSON fields in this batch's columns (kernels' FieldIndex), or None.
+    # Only kernels set it; a derived batch (slice, copy with new offsets) starts without one.
+    cdef object _fields
     # Pointers advanced to this batch's first record.
     cdef const char* _arena
     cdef const int64_t* _bounds

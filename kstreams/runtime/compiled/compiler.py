@@ -101,11 +101,14 @@ class CompiledSource:
         self.key_enc = key_enc
         self.value_enc = value_enc
         self.children = children
+        # The top-level JSON fields the steps look up: validation parses every document anyway,
+        # so it captures where they are and the steps find them without another scan.
+        self.fields = sorted({field for step in self.steps() for field in step.json_fields()})
 
     def accepts(self, batch: RecordBatch) -> bool:
         """False when some record needs the per-record path from the source on (bytes its
         deserializers reject, a negative timestamp)."""
-        return kernels.validate(batch, self.key_enc, self.value_enc) < 0  # type: ignore[no-any-return]
+        return kernels.validate(batch, self.key_enc, self.value_enc, self.fields) < 0  # type: ignore[no-any-return]
 
     def run(self, task: SegmentTask, batch: RecordBatch) -> None:
         """Process an accepted batch."""
@@ -254,7 +257,8 @@ def _compile_node(node: Any, key_enc: int, value_enc: int) -> Step:
             logger.debug("Filter %s stays per record: %r", node.name, exc)
             return BoundaryStep(node, [])
         children = [_compile_node(c, key_enc, value_enc) for c in node.children]
-        return FilterStep(node, children, compiled, key_enc, value_enc)
+        fields = [(side, field) for _, side, field, *_ in nodes if field is not None]
+        return FilterStep(node, children, compiled, key_enc, value_enc, fields)
     if op.name == "project":
         expr = op.expr
         assert expr is not None

@@ -231,6 +231,10 @@ class Step:
     def run(self, task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
         raise TypeError(f"{type(self).__name__} does not run batches")
 
+    def json_fields(self) -> list[tuple[int, str]]:
+        """The top-level JSON fields (side 0 key, 1 value, name) the step's kernel looks up."""
+        return []
+
     def _forward(self, task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
         if len(batch) == 0:
             return
@@ -280,10 +284,22 @@ class FilterStep(Step):
     kernel = "filter"
     calls_python = False
 
-    def __init__(self, node: Any, children: list[Step], predicate: Any, key_enc: int, value_enc: int) -> None:
+    def __init__(
+        self,
+        node: Any,
+        children: list[Step],
+        predicate: Any,
+        key_enc: int,
+        value_enc: int,
+        fields: list[tuple[int, str]],
+    ) -> None:
         super().__init__(node, children)
         self._predicate = predicate
         self._encodings = (key_enc, value_enc)
+        self._fields = fields
+
+    def json_fields(self) -> list[tuple[int, str]]:
+        return self._fields
 
     def run(self, task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
         # Every batch in a segment passed the source's validate: its JSON is known valid.
@@ -827,6 +843,9 @@ class ProjectStep(Step):
         self._src_side = src_side
         self._field = field
         self._dst_side = dst_side
+
+    def json_fields(self) -> list[tuple[int, str]]:
+        return [] if self._field is None else [(self._src_side, self._field)]
 
     def run(self, task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
         src_enc = key_enc if self._src_side == 0 else value_enc

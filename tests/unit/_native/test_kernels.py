@@ -14,6 +14,7 @@ import pytest
 from kstreams._native import kernels
 from kstreams._native.record_batch import RecordBatch, default_partition
 from kstreams._native.record_cache import RecordCache
+from kstreams.errors import SerializationException
 from kstreams.predicates import json_field, key, value
 from kstreams.serdes import Serdes
 
@@ -170,6 +171,59 @@ def test_validated_batches_select_and_project_as_a_full_parse_does(predicate) ->
         assert kernels.project(one, 1, "bot", 1, True) is kernels.project(one, 1, "bot", 1) is None
 
 
+@pytest.mark.parametrize("predicate", PREDICATES, ids=repr)
+def test_fields_captured_by_validation_select_and_project_as_a_scan_does(predicate) -> None:  # type: ignore[no-untyped-def]
+    values = [*docs(300), *tricky_docs(400), b'{"b\\u006ft":true,"n":1}', b'{"x\\"":1,"bot":true}']
+    keys = [json.dumps({"n": i % 7, "k": "é" * (i % 3)}).encode() for i in range(len(values))]
+    nodes, root = predicate.nodes()
+    fields = [(1, field) for _, _, field, *_ in nodes if field is not None] + [(1, "x"), (0, "n")]
+    compiled = kernels.Predicate(nodes, root, kernels.JSON, kernels.JSON)
+    for v in values:  # one record per batch: a record the kernels leave to Python fails its batch
+        scanned = batch_of([b'{"n":1}'], [v])
+        captured = batch_of([b'{"n":1}'], [v])
+        assert kernels.validate(scanned, kernels.JSON, kernels.JSON) == -1
+        assert kernels.validate(captured, kernels.JSON, kernels.JSON, fields) == -1
+        assert kernels.indexed_fields(scanned) is None
+        assert kernels.indexed_fields(captured) == [(0, "n"), *fields[:-1]]
+        assert _selected(compiled, captured, True) == _selected(compiled, scanned, True), v
+        for side, field in fields:
+            by_index = kernels.project(captured, side, field, 1, True)
+            by_scan = kernels.project(scanned, side, field, 1, True)
+            assert (by_index is None) == (by_scan is None), v
+            if by_scan is not None:
+                assert list(by_index) == list(by_scan), v
+    # Whole batches, and the rows a take keeps (in a new order) stay with their records.
+    handled = [
+        v
+        for v in values
+        if _selected(compiled, batch_of([b"{}"], [v]), True) is not None
+        and all(kernels.project(batch_of([b"{}"], [v]), 1, f, 1, True) is not None for _, f in fields)
+    ]
+    captured = batch_of(keys[: len(handled)], handled)
+    assert kernels.validate(captured, kernels.JSON, kernels.JSON, fields) == -1
+    scanned = batch_of(keys[: len(handled)], handled)
+    order = np.arange(len(handled) - 1, -1, -3, dtype=np.int32)
+    taken, taken_scan = kernels.take(captured, order), kernels.take(scanned, order)
+    assert kernels.indexed_fields(taken) == kernels.indexed_fields(captured)
+    assert _selected(compiled, taken, True) == _selected(compiled, taken_scan, True) is not None
+    for side, field in fields:
+        assert list(kernels.project(taken, side, field, 1, True)) == list(
+            kernels.project(taken_scan, side, field, 1, True)
+        )
+    # Batches with other columns (or other rows) carry no index.
+    assert kernels.indexed_fields(kernels.project(taken, 1, "n", 1, True)) is None
+    assert kernels.indexed_fields(captured.slice(0, 3)) is None
+
+
+def test_validation_captures_nothing_for_columns_that_are_not_json_or_invalid_batches() -> None:
+    batch = batch_of([b"k"], [b'{"n":1}'])
+    assert kernels.validate(batch, kernels.STRING, kernels.BYTES, [(0, "n"), (1, "n")]) == -1
+    assert kernels.indexed_fields(batch) is None
+    bad = batch_of([b"k", b"k"], [b'{"n":1}', b'{"n":'])
+    assert kernels.validate(bad, kernels.STRING, kernels.JSON, [(1, "n")]) == 1
+    assert kernels.indexed_fields(bad) is None
+
+
 def test_long_value_predicate_matches_python() -> None:
     numbers = [random.Random(1).randrange(-100, 100) for _ in range(300)]
     values = [LONG.pack(n) for n in numbers] + [None]
@@ -192,6 +246,32 @@ def test_escaped_strings_compare_by_their_text_and_lone_surrogates_are_left_to_p
     nodes, root = big.nodes()
     compiled = kernels.Predicate(nodes, root, kernels.STRING, kernels.JSON)
     assert compiled.select(batch_of([b"k"], [b'{"n":123456789012345678901234567890}'])) is None
+
+
+def test_validation_finds_every_bad_byte_in_strings_of_any_length() -> None:
+    # The string scan skips 8 plain bytes at a time: a quote, backslash, control character or
+    # non-ASCII byte at any position of any length of string must still be looked at.
+    serde = Serdes.json()
+
+    def python_accepts(doc: bytes) -> bool:
+        try:
+            serde.deserialize("t", doc)
+        except SerializationException:
+            return False
+        return True
+
+    def check(doc: bytes) -> None:
+        valid = kernels.validate(batch_of([b"k"], [doc]), kernels.STRING, kernels.JSON) == -1
+        assert valid == python_accepts(doc), doc
+
+    for length in range(0, 34):
+        check(json.dumps({"s": "é" * length, "n": 1}, ensure_ascii=False).encode())
+        for at in range(length):
+            for bad in (None, 0x01, 0x1F, 0xFF, 0x80, 0x22, 0x5C, 0x7F, 0x20):
+                doc = bytearray(json.dumps({"s": "x" * length, "n": 1}).encode())
+                if bad is not None:
+                    doc[7 + at] = bad  # within the string: '{"s": "' is 7 bytes
+                check(bytes(doc))
 
 
 @pytest.mark.parametrize(

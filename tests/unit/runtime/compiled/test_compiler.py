@@ -236,6 +236,8 @@ def _kinds(segments: list[dict[str, Any]]) -> list[type]:
 def test_dsl_operations_with_kernels_become_compiled_steps() -> None:
     _, segments = run_driver(stateless, records(5))
     assert _kinds(segments) == [FilterStep, ProjectStep, SinkStep]
+    # The source's validation captures the fields the filter and the projection read.
+    assert [s.fields for seg in segments for s in seg.values()] == [[(1, "bot"), (1, "user")]]
     _, segments = run_driver(counts, records(5))
     steps = [step for seg in segments for s in seg.values() for step in s.steps()]
     assert sorted(step.kernel for step in steps if isinstance(step, AggregateStep)) == [
