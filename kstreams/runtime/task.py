@@ -259,7 +259,7 @@ class StreamTask:
                 failure = (
                     f"Exception caught in process. taskId={self.task_id}, "
                     f"processor={context.failed_node_name(exc)}, topic={position.topic}, "
-                    f"partition={position.partition}, offset={position.offset}"
+                    f"partition={position.partition}, {_where(position)}"
                 )
             raise error(f"{failure}: {exc!r}", task_id=self.task_id) from exc
         finally:
@@ -341,6 +341,7 @@ class StreamTask:
         if batch.max_timestamp > self.stream_time:
             self.stream_time = batch.max_timestamp
         position = RecordContext(tp.topic, tp.partition)
+        position.source = batch  # no record is current: a failure names the batch's offsets
         with self.running(None, position):
             segment.run(self, batch)
         self._consumed[tp] = batch.last_offset + 1
@@ -583,3 +584,12 @@ class StreamTask:
 
     def store_names(self) -> list[str]:
         return list(self.graph.stores)
+
+
+def _where(position: RecordContext) -> str:
+    """A failure's position: the record's offset, or the offsets of the batch compiled
+    processors were running (they fail for a batch, not for one of its records)."""
+    batch = position.source
+    if position.offset < 0 and batch is not None and len(batch):
+        return f"offsets={batch.first_offset}-{batch.last_offset} (a batch run by compiled processors)"
+    return f"offset={position.offset}"

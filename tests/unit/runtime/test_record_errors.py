@@ -339,6 +339,9 @@ def test_writing_to_a_missing_topic_fails_naming_it_and_loses_no_record(
     finally:
         streams.close(timeout=10.0)
     assert failures and f"Topic {sink} does not exist: create it before" in str(failures[0])
+    # Where: the record's offset, or the offsets of the batch the compiled processors ran.
+    where = "offsets=0-0 (a batch run by compiled processors)" if compiled else "offset=0:"
+    assert f"topic={source}, partition=0, {where}" in str(failures[0])
 
     cluster.create_topic(sink, 1)
     streams = KafkaStreams(builder.build(), config, cluster=cluster)
