@@ -232,10 +232,10 @@ def _gil_held_us(task: StreamTask, batches: list[RecordBatch]) -> tuple[float, f
     originals = {name: getattr(kernels, name) for name in _KERNELS}
 
     def timed(fn: Any) -> Any:
-        def call(*args: Any) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
             started = time.perf_counter()
             try:
-                return fn(*args)
+                return fn(*args, **kwargs)
             finally:
                 inside[0] += time.perf_counter() - started
 
