@@ -128,3 +128,8 @@ def decode_objects(batch: RecordBatch, side: int, enc: int) -> list[Any] | None:
 
 def encode_numbers(values: Sequence[Any] | np.ndarray, enc: int) -> list[bytes]:
     """Each value in LONG, INT or DOUBLE big-endian bytes, as the built-in serdes write them."""
+
+def window_start_runs(items: list[Any], start_from_end: int, strip: int = 0) -> list[tuple[int, list[Any]]]:
+    """Consecutive runs of keys (bytes) or (key, value) pairs with the same window start (the
+    big-endian long ``start_from_end`` bytes before a key's end): ``[(start, [item, ...])]``;
+    ``strip`` bytes are cut from the end of each key in the result."""

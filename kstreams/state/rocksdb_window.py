@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from itertools import groupby
 
+from kstreams._native.kernels import window_start_runs
 from kstreams.state.inner_windowed import InnerWindowStore
 from kstreams.state.rocksdb import RocksDBDatabase
 from kstreams.state.segments import SegmentedLifecycle, Segments, default_segment_interval
@@ -31,15 +31,6 @@ __all__ = ["RocksDBWindowStore"]
 logger = logging.getLogger(__name__)
 
 _MAX_SEQ_SUFFIX = b"\xff" * SEQ_SIZE
-
-
-def _start_of_window_key(window_key: bytes) -> int:
-    return key_and_start(window_key)[1]
-
-
-def _start_of_change(change: tuple[bytes, bytes | None]) -> int:
-    """The window start of a changelog record (key: record key, window start, sequence number)."""
-    return from_changelog_key(change[0])[1]
 
 
 class RocksDBWindowStore(SegmentedLifecycle, InnerWindowStore):
@@ -76,12 +67,12 @@ class RocksDBWindowStore(SegmentedLifecycle, InnerWindowStore):
         # Without duplicates a window's store key is its changelog key without the sequence number.
         # Records in a row with the same window start go to their segment in one call (looking the
         # segment up again for the same start would change nothing).
-        for start, run in groupby(records, key=_start_of_change):
+        for start, run in window_start_runs(records, TIMESTAMP_SIZE + SEQ_SIZE, SEQ_SIZE):
             segment = self._segments.for_write(start)
             if segment is None:
                 logger.debug("Store %s: skipping a write to expired window %d.", self._name, start)
                 continue
-            segment.put_many([(store_key[:-SEQ_SIZE], value) for store_key, value in run])
+            segment.put_many(run)
 
     def fetch_many(self, window_keys: list[bytes]) -> list[bytes | None]:
         if self._retain_duplicates:
@@ -89,8 +80,7 @@ class RocksDBWindowStore(SegmentedLifecycle, InnerWindowStore):
         # Without duplicates a window's store key is its window_key; keys in a row with the same
         # window start are read from their segment in one call.
         out: list[bytes | None] = []
-        for start, run in groupby(window_keys, key=_start_of_window_key):
-            keys = list(run)
+        for start, keys in window_start_runs(window_keys, TIMESTAMP_SIZE):
             segment = self._segments.for_read(start)
             out.extend([None] * len(keys) if segment is None else segment.get_many(keys))
         return out

@@ -13,7 +13,8 @@ Sources by role, included into this one extension module (so the kernels share i
 without cross-module cimports): kernels_json.pxi (JSON scanning), kernels_fields.pxi (top-level
 fields captured by validation), kernels_codec.pxi (numbers and validation), kernels_predicate.pxi
 (compiled predicates), this file (building batches: take, project, convert, split by partition),
-kernels_aggregate.pxi (aggregation into the record cache), kernels_arrays.pxi (numpy callers).
+kernels_aggregate.pxi (aggregation into the record cache), kernels_arrays.pxi (numpy callers),
+kernels_window_keys.pxi (window store keys grouped by window start).
 
 Lock discipline: ``aggregate`` holds the record cache's mutex (a leaf) only inside nogil blocks and
 never while calling Python (store loads and flush listeners run after it is released).
@@ -319,3 +320,4 @@ def split_partitions(RecordBatch batch not None, int num_partitions, int64_t rou
 
 include "kernels_aggregate.pxi"
 include "kernels_arrays.pxi"
+include "kernels_window_keys.pxi"

@@ -17,6 +17,13 @@ from kstreams._native.record_cache import RecordCache
 from kstreams.errors import SerializationException
 from kstreams.predicates import json_field, key, value
 from kstreams.serdes import Serdes
+from kstreams.state.window_key_schema import (
+    SEQ_SIZE,
+    TIMESTAMP_SIZE,
+    changelog_key,
+    key_and_start,
+    window_key,
+)
 
 LONG = struct.Struct(">q")
 
@@ -584,6 +591,27 @@ def test_aggregate_uncached_leaves_what_it_cannot_hold_to_python() -> None:
     assert _uncached(batch, kernels.SUM, {})[0] is None  # the sum overflows the long
     # bytes in the store that are no timestamped long
     assert _uncached(batch_of([b"a"], [b"v"]), kernels.COUNT, {b"a": b"short"})[0] is None
+
+
+def test_window_start_runs_group_keys_in_a_row_by_their_window_start() -> None:
+    starts = [0, 0, 5, 5, 5, 0, -3, 2**62, 2**62]
+    keys = [window_key(f"k{i % 4}".encode() * (i % 3), s) for i, s in enumerate(starts)]
+    runs = kernels.window_start_runs(keys, TIMESTAMP_SIZE)
+    assert [(s, len(run)) for s, run in runs] == [(0, 2), (5, 3), (0, 1), (-3, 1), (2**62, 2)]
+    assert [k for _, run in runs for k in run] == keys
+    # Changelog records: grouped by the start before the sequence number, which is cut off.
+    changes = [(changelog_key(key_and_start(k)[0], s, 7), None if i % 2 else b"v") for i, (k, s) in
+               enumerate(zip(keys, starts, strict=True))]  # fmt: skip
+    runs = kernels.window_start_runs(changes, TIMESTAMP_SIZE + SEQ_SIZE, SEQ_SIZE)
+    assert [s for s, _ in runs] == [0, 5, 0, -3, 2**62]
+    assert [pair for _, run in runs for pair in run] == [
+        (k, v) for k, (_, v) in zip(keys, changes, strict=True)
+    ]
+    assert kernels.window_start_runs([], TIMESTAMP_SIZE) == []
+    with pytest.raises(ValueError, match="window suffix"):
+        kernels.window_start_runs([b"short"], TIMESTAMP_SIZE)
+    with pytest.raises(TypeError, match="bytes"):
+        kernels.window_start_runs(["text-key-long-enough"], TIMESTAMP_SIZE)
 
 
 def test_numbers_decode_and_encode_for_array_callers() -> None:
