@@ -6,7 +6,7 @@ and has done nothing, so the caller runs that batch through the per-record path.
 are the module constants below; a JSON column holds JSON text.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -129,7 +129,13 @@ def decode_objects(batch: RecordBatch, side: int, enc: int) -> list[Any] | None:
 def encode_numbers(values: Sequence[Any] | np.ndarray, enc: int) -> list[bytes]:
     """Each value in LONG, INT or DOUBLE big-endian bytes, as the built-in serdes write them."""
 
-def window_start_runs(items: list[Any], start_from_end: int, strip: int = 0) -> list[tuple[int, list[Any]]]:
-    """Consecutive runs of keys (bytes) or (key, value) pairs with the same window start (the
-    big-endian long ``start_from_end`` bytes before a key's end): ``[(start, [item, ...])]``;
-    ``strip`` bytes are cut from the end of each key in the result."""
+def window_key_runs(keys: Iterable[bytes], start_from_end: int) -> list[tuple[int, list[bytes]]]:
+    """Consecutive runs of keys with the same window start (the big-endian long
+    ``start_from_end`` bytes before a key's end): ``[(start, [key, ...])]``."""
+
+def window_change_runs(
+    changes: Iterable[tuple[bytes, bytes | None]], start_from_end: int, strip: int = 0
+) -> list[tuple[int, dict[bytes, bytes | None]]]:
+    """Consecutive runs of (key, value) changes with the same window start:
+    ``[(start, {key: value})]`` (a later change of a key in a run wins); ``strip`` bytes are cut
+    from the end of each key."""

@@ -12,7 +12,7 @@ number is 0 unless the store retains duplicates. Session changelog keys are (rec
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kstreams.errors import ProcessorStateException
@@ -41,9 +41,11 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-def change_pairs(changes: RecordBatch) -> list[tuple[bytes, bytes | None]]:
-    """A batch of changes (changelog records) as (key, value or None) pairs."""
-    return list(zip(changes.keys(), changes.values(), strict=True))  # type: ignore[arg-type]  # keys are never null
+def change_pairs(changes: RecordBatch) -> Iterator[tuple[bytes, bytes | None]]:
+    """A batch of changes (changelog records) as (key, value or None) pairs, made one at a time
+    as they are consumed: a list of them would be thousands of objects per batch for the garbage
+    collector to count and scan."""
+    return zip(changes.keys(), changes.values(), strict=True)  # type: ignore[arg-type]  # keys are never null
 
 
 class SequencedWindowStore(Protocol):
@@ -56,7 +58,7 @@ class SequencedWindowStore(Protocol):
 
     def put_with_seq(self, key: bytes, value: bytes | None, window_start: int, seq: int) -> None: ...
 
-    def put_changes(self, records: list[tuple[bytes, bytes | None]]) -> None: ...
+    def put_changes(self, records: Iterable[tuple[bytes, bytes | None]]) -> None: ...
 
     def fetch_many(self, window_keys: list[bytes]) -> list[bytes | None]: ...
 
@@ -115,7 +117,7 @@ class ChangeLoggingKeyValueStore(_ChangeLogging, KeyValueStore[bytes, bytes]):
     def write_changes(self, changes: RecordBatch) -> None:
         """Put a batch of changes (key, value or None to delete, timestamp) and log them, each
         with its own timestamp, as a put per change would: the batch goes to the changelog as it is."""
-        self.wrapped.put_all(change_pairs(changes))
+        self.wrapped.put_all(list(change_pairs(changes)))
         self._log_changes(self._store_name, changes)
 
     def put_if_absent(self, key: bytes, value: bytes) -> bytes | None:

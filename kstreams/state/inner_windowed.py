@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import abc
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from kstreams.errors import TopologyException
 from kstreams.state.store import SessionStore, WindowedKey, WindowStore
@@ -91,7 +91,7 @@ class InnerWindowStore(WindowStore[bytes, bytes]):
         self.put_changes(records)
         self.flush()
 
-    def put_changes(self, records: list[tuple[bytes, bytes | None]]) -> None:
+    def put_changes(self, records: Iterable[tuple[bytes, bytes | None]]) -> None:
         """Write records keyed as the changelog is (record key, window start, sequence number),
         each as ``put_with_seq`` would."""
         write = self._write

@@ -16,7 +16,7 @@ import itertools
 import logging
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 
 from rocksdict import DBCompressionType, Options, Rdict, WriteBatch
 
@@ -106,8 +106,8 @@ class RocksDBDatabase:
         if len(pending) > _MAX_PENDING:
             self.write_pending()
 
-    def put_many(self, records: list[tuple[bytes, bytes | None]]) -> None:
-        """``put`` of each record, in order."""
+    def put_many(self, records: Iterable[tuple[bytes, bytes | None]] | Mapping[bytes, bytes | None]) -> None:
+        """``put`` of each record, in order (a mapping: of each of its items)."""
         pending = self._pending
         pending.update(records)
         if len(pending) > _MAX_PENDING:

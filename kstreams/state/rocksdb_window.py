@@ -10,9 +10,9 @@ answer alike.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
-from kstreams._native.kernels import window_start_runs
+from kstreams._native.kernels import window_change_runs, window_key_runs
 from kstreams.state.inner_windowed import InnerWindowStore
 from kstreams.state.rocksdb import RocksDBDatabase
 from kstreams.state.segments import SegmentedLifecycle, Segments, default_segment_interval
@@ -60,14 +60,14 @@ class RocksDBWindowStore(SegmentedLifecycle, InnerWindowStore):
         store_key = changelog_key(key, start, seq) if self._retain_duplicates else window_key(key, start)
         segment.put(store_key, value)
 
-    def put_changes(self, records: list[tuple[bytes, bytes | None]]) -> None:
+    def put_changes(self, records: Iterable[tuple[bytes, bytes | None]]) -> None:
         if self._retain_duplicates:
             super().put_changes(records)
             return
         # Without duplicates a window's store key is its changelog key without the sequence number.
         # Records in a row with the same window start go to their segment in one call (looking the
         # segment up again for the same start would change nothing).
-        for start, run in window_start_runs(records, TIMESTAMP_SIZE + SEQ_SIZE, SEQ_SIZE):
+        for start, run in window_change_runs(records, TIMESTAMP_SIZE + SEQ_SIZE, SEQ_SIZE):
             segment = self._segments.for_write(start)
             if segment is None:
                 logger.debug("Store %s: skipping a write to expired window %d.", self._name, start)
@@ -80,7 +80,7 @@ class RocksDBWindowStore(SegmentedLifecycle, InnerWindowStore):
         # Without duplicates a window's store key is its window_key; keys in a row with the same
         # window start are read from their segment in one call.
         out: list[bytes | None] = []
-        for start, keys in window_start_runs(window_keys, TIMESTAMP_SIZE):
+        for start, keys in window_key_runs(window_keys, TIMESTAMP_SIZE):
             segment = self._segments.for_read(start)
             out.extend([None] * len(keys) if segment is None else segment.get_many(keys))
         return out

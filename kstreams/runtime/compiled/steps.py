@@ -803,7 +803,7 @@ def change_writer(layer: Any) -> Callable[[RecordBatch], None] | None:
             return layer.write_changes
         return None
     if isinstance(layer, KeyValueStore):
-        return lambda changes: layer.put_all(change_pairs(changes))
+        return lambda changes: layer.put_all(list(change_pairs(changes)))
     if isinstance(layer, InnerWindowStore) and not layer.retain_duplicates:
         return lambda changes: layer.put_changes(change_pairs(changes))
     return None

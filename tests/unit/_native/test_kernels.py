@@ -593,25 +593,29 @@ def test_aggregate_uncached_leaves_what_it_cannot_hold_to_python() -> None:
     assert _uncached(batch_of([b"a"], [b"v"]), kernels.COUNT, {b"a": b"short"})[0] is None
 
 
-def test_window_start_runs_group_keys_in_a_row_by_their_window_start() -> None:
-    starts = [0, 0, 5, 5, 5, 0, -3, 2**62, 2**62]
+def test_window_runs_group_keys_in_a_row_by_their_window_start() -> None:
+    starts = [0, 0, 5, 5, 5, 0, -1, 2**62, 2**62]
     keys = [window_key(f"k{i % 4}".encode() * (i % 3), s) for i, s in enumerate(starts)]
-    runs = kernels.window_start_runs(keys, TIMESTAMP_SIZE)
-    assert [(s, len(run)) for s, run in runs] == [(0, 2), (5, 3), (0, 1), (-3, 1), (2**62, 2)]
+    runs = kernels.window_key_runs(iter(keys), TIMESTAMP_SIZE)
+    assert [(s, len(run)) for s, run in runs] == [(0, 2), (5, 3), (0, 1), (-1, 1), (2**62, 2)]
     assert [k for _, run in runs for k in run] == keys
-    # Changelog records: grouped by the start before the sequence number, which is cut off.
-    changes = [(changelog_key(key_and_start(k)[0], s, 7), None if i % 2 else b"v") for i, (k, s) in
+    # Changelog records: grouped by the start before the sequence number, which is cut off; a
+    # later change of a key in a run replaces the earlier one, as a later put would.
+    changes = [(changelog_key(key_and_start(k)[0], s, 7), None if i % 2 else b"v%d" % i) for i, (k, s) in
                enumerate(zip(keys, starts, strict=True))]  # fmt: skip
-    runs = kernels.window_start_runs(changes, TIMESTAMP_SIZE + SEQ_SIZE, SEQ_SIZE)
-    assert [s for s, _ in runs] == [0, 5, 0, -3, 2**62]
-    assert [pair for _, run in runs for pair in run] == [
-        (k, v) for k, (_, v) in zip(keys, changes, strict=True)
-    ]
-    assert kernels.window_start_runs([], TIMESTAMP_SIZE) == []
+    changes.insert(4, (changes[2][0], b"replaced"))
+    runs = kernels.window_change_runs(iter(changes), TIMESTAMP_SIZE + SEQ_SIZE, SEQ_SIZE)
+    assert [s for s, _ in runs] == [0, 5, 0, -1, 2**62]
+    assert runs[0][1] == {keys[0]: b"v0", keys[1]: None}
+    assert runs[1][1] == {keys[2]: b"replaced", keys[3]: None, keys[4]: b"v4"}
+    assert list(runs[1][1]) == [keys[2], keys[3], keys[4]]
+    assert kernels.window_key_runs([], TIMESTAMP_SIZE) == kernels.window_change_runs([], 12, 4) == []
     with pytest.raises(ValueError, match="window suffix"):
-        kernels.window_start_runs([b"short"], TIMESTAMP_SIZE)
+        kernels.window_key_runs([b"short"], TIMESTAMP_SIZE)
     with pytest.raises(TypeError, match="bytes"):
-        kernels.window_start_runs(["text-key-long-enough"], TIMESTAMP_SIZE)
+        kernels.window_key_runs(["text-key-long-enough"], TIMESTAMP_SIZE)
+    with pytest.raises(ValueError, match="window start"):
+        kernels.window_change_runs([], 12, 5)
 
 
 def test_numbers_decode_and_encode_for_array_callers() -> None:
