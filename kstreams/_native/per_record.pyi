@@ -134,7 +134,7 @@ SERIAL_STRING: int
 SERIAL_LONG: int
 SERIAL_BYTES: int
 
-class PartitionCounts:
+class OutputPartitionCounts:
     """The partition counts of the topics a client writes to, kept once ``describe(topic)``
     gave them; ``clear`` forgets them (and bumps ``generation``)."""
 

@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from kstreams._native.per_record import PartitionCounts
+from kstreams._native.per_record import OutputPartitionCounts
 from kstreams._native.record_collector import RecordCollector
 from kstreams._native.scheduler import TaskScheduler
 from kstreams.cluster.port import Admin, Cluster, Consumer, Producer, TopicNotFoundError
@@ -70,7 +70,7 @@ class StreamsRuntime:
         self._cluster = cluster
         # Partitions of the topics the application writes to, cached until the next assignment
         # (which clears them).
-        self.partition_count = PartitionCounts(self._describe_partition_count)
+        self.partition_count = OutputPartitionCounts(self._describe_partition_count)
         consumer_config = dict(config.client_configs("main.consumer"))
         consumer_config.setdefault("client.id", f"{client_id}-consumer")
         consumer_config.setdefault("session.timeout.ms", config["session.timeout.ms"])

@@ -3,13 +3,19 @@
 # A segmented store reads or writes each run in one call to its segment.
 
 cdef inline int64_t _window_start(object key, Py_ssize_t start_from_end) except? -1:
-    """The big-endian long that begins ``start_from_end`` bytes before the key's end."""
+    """The big-endian long that begins ``start_from_end`` (>= 8) bytes before the key's end."""
     if type(key) is not bytes:
         raise TypeError(f"window store keys are bytes, got {type(key).__name__}")
     cdef Py_ssize_t n = PyBytes_GET_SIZE(key)
-    if n < start_from_end or start_from_end < 8:
+    if n < start_from_end:
         raise ValueError(f"a {n}-byte key cannot end with a {start_from_end}-byte window suffix")
     return <int64_t>_be64(PyBytes_AS_STRING(key) + n - start_from_end)
+
+cdef int _check_suffix(Py_ssize_t start_from_end, Py_ssize_t strip) except -1:
+    if start_from_end < 8 or strip < 0 or strip > start_from_end - 8:
+        raise ValueError(f"start_from_end={start_from_end}, strip={strip}: the window start takes 8 "
+                         "bytes of the suffix, and strip may cut only what follows it")
+    return 0
 
 def window_key_runs(keys not None, Py_ssize_t start_from_end):
     """Consecutive runs of ``keys`` with the same window start, in order: a list of
@@ -18,6 +24,7 @@ def window_key_runs(keys not None, Py_ssize_t start_from_end):
     cdef list out = []
     cdef list run = None
     cdef int64_t start, current = 0
+    _check_suffix(start_from_end, 0)
     for key in keys:
         start = _window_start(key, start_from_end)
         if run is None or start != current:
@@ -38,8 +45,7 @@ def window_change_runs(changes not None, Py_ssize_t start_from_end, Py_ssize_t s
     cdef dict run = None
     cdef int64_t start, current = 0
     cdef Py_ssize_t n
-    if strip < 0 or strip > start_from_end - 8:
-        raise ValueError(f"strip={strip} would cut into the window start ({start_from_end}-byte suffix)")
+    _check_suffix(start_from_end, strip)
     for key, value in changes:
         start = _window_start(key, start_from_end)
         if run is None or start != current:

@@ -45,7 +45,7 @@ __all__ = [
     "MapValuesCore",
     "NEVER_DUE",
     "NodeBase",
-    "PartitionCounts",
+    "OutputPartitionCounts",
     "ProcessCore",
     "RecordPosition",
     "SERIAL_BYTES",
@@ -625,7 +625,7 @@ cdef class WindowedAggregateCore(_AggregateCore):
         if self.emit_on_close:
             # Before this record's writes: they advance the store's retention, which could drop
             # the windows that just closed (the record cannot change those: they are closed).
-            self._emit_closed_windows(new_record(key, value, timestamp_object, headers), close_time)
+            self._emit_closed_windows(headers, close_time)
         cdef int64_t start, offset
         if self.advance_ms == self.size_ms:
             # tumbling: one window, found with one modulo (floored, as Python's %)
@@ -664,7 +664,7 @@ SERIAL_LONG = 2  # an int as 8 big-endian bytes (LongSerde)
 SERIAL_BYTES = 3  # bytes as they are (BytesSerde)
 
 
-cdef class PartitionCounts:
+cdef class OutputPartitionCounts:
     """The partition counts of the topics a client writes to. Calling it with a topic returns
     the count it keeps or, the first time, the count ``describe(topic)`` returns, which it keeps.
     Whoever learns that counts may have changed (a new assignment, partitions added by
@@ -705,7 +705,7 @@ cdef class SinkSender(ProcessCore):
     cdef int key_kind
     cdef int value_kind
     cdef object partition_count
-    cdef PartitionCounts counts  # ``partition_count`` when it is one (else None)
+    cdef OutputPartitionCounts counts  # ``partition_count`` when it is one (else None)
     cdef int64_t counted_in      # the counts' generation ``count`` was read in (-1: none)
     cdef int32_t count
     cdef RecordCollector collector
@@ -719,7 +719,7 @@ cdef class SinkSender(ProcessCore):
         self.key_kind = key_kind
         self.value_kind = value_kind
         self.partition_count = partition_count
-        self.counts = partition_count if isinstance(partition_count, PartitionCounts) else None
+        self.counts = partition_count if isinstance(partition_count, OutputPartitionCounts) else None
         self.counted_in = -1
         self.collector = collector
         self.fallback = fallback
@@ -757,7 +757,7 @@ cdef class SinkSender(ProcessCore):
 
     cdef int32_t _partitions(self) except? -1:
         """The topic's partition count: the one kept while the counts' generation stays."""
-        cdef PartitionCounts counts = self.counts
+        cdef OutputPartitionCounts counts = self.counts
         cdef int64_t generation
         if counts is None:
             return self.partition_count(self.topic)

@@ -622,6 +622,8 @@ def test_window_runs_group_keys_in_a_row_by_their_window_start() -> None:
         kernels.window_key_runs(["text-key-long-enough"], TIMESTAMP_SIZE)
     with pytest.raises(ValueError, match="window start"):
         kernels.window_change_runs([], 12, 5)
+    with pytest.raises(ValueError, match="window start"):
+        kernels.window_key_runs([b"0123456789abcdef"], 4)
 
 
 def test_numbers_decode_and_encode_for_array_callers() -> None:

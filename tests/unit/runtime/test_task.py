@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kstreams._native.per_record import FilterCore, PartitionCounts
+from kstreams._native.per_record import FilterCore, OutputPartitionCounts
 from kstreams._native.record_batch import RecordBatch, default_partition
 from kstreams._native.record_collector import RecordCollector
 from kstreams.cluster.port import TopicPartition
@@ -625,7 +625,7 @@ def test_c_sinks_partition_by_the_count_the_client_knows_now(tmp_path: Any) -> N
         described.append(topic)
         return partitions[topic]
 
-    counts = PartitionCounts(describe)
+    counts = OutputPartitionCounts(describe)
     topology = source().add_sink("sink", "out", "src", key_serializer=S, value_serializer=S)
     task, collector = make_task(topology, tmp_path, partition_count=counts)
     assert type(task.graph.nodes["sink"].process.__self__).__name__ == "SinkSender"

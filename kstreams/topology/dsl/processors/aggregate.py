@@ -241,9 +241,10 @@ class WindowStoreAggregateProcessor(Processor[Any, Any, Any, Any]):
         """(lower, upper): the starts of the windows closed since ``position`` (both bounds
         inclusive); an upper bound below 0 means no window has closed yet."""
 
-    def _emit_closed_windows(self, record: Record[Any, Any], close_time: int) -> None:
+    def _emit_closed_windows(self, headers: Any, close_time: int) -> None:
         """Forward the final aggregate of every window closed since the last emission, as
-        ``Change(aggregate, None)`` at its stored timestamp, and move the emit position on."""
+        ``Change(aggregate, None)`` at its stored timestamp with the current record's
+        ``headers``, and move the emit position on."""
         position = self.emit_position
         assert position is not None  # set at init when emitting on close
         if position.started and close_time <= position.close_time:
@@ -260,7 +261,7 @@ class WindowStoreAggregateProcessor(Processor[Any, Any, Any, Any]):
                         WindowedKey(window.key, window.start, window.start + self.window_size_ms),
                         Change(stored.value, None),
                         stored.timestamp,
-                        record.headers,
+                        headers,
                     )
                 )
         position.advance(close_time, forwarded)

@@ -90,7 +90,7 @@ class SlidingWindowAggregateProcessor(WindowStoreAggregateProcessor):
         if self.emit_on_close:
             # Closed windows cannot change, so their results may go out before this record's
             # writes, which move the store's retention on (as in the time-windowed aggregation).
-            self._emit_closed_windows(record, close_time)
+            self._emit_closed_windows(record.headers, close_time)
         if timestamp < self.difference_ms:
             self._process_early(record, close_time)
         else:

@@ -64,6 +64,23 @@ def test_on_window_close_forwards_each_final_count_once(drive):
     assert out.is_empty()
 
 
+@pytest.mark.parametrize("sliding", [False, True])
+def test_on_window_close_results_carry_the_headers_of_the_record_that_closed_them(drive, sliding):
+    builder = (
+        _sliding_count(EmitStrategy.on_window_close())
+        if sliding
+        else _windowed_count(TimeWindows.of_size_and_grace(100, 0), EmitStrategy.on_window_close())
+    )
+    driver = drive(builder.build())
+    out = driver.create_output_topic("out", S, L)
+    source = driver.create_input_topic("in", S, S)
+    source.pipe_input("a", "v", timestamp=10, headers=[("n", b"first")])
+    source.pipe_input("b", "v", timestamp=300, headers=[("n", b"closing")])
+    records = out.read_records_to_list()
+    assert records and all(r.key.startswith("a@") for r in records)
+    assert [r.headers for r in records] == [[("n", b"closing")]] * len(records)
+
+
 def test_on_window_close_of_hopping_windows_emits_every_window_once(drive):
     windows = TimeWindows.of_size_with_no_grace(100).advance_by(50)
     driver = drive(_windowed_count(windows, EmitStrategy.on_window_close()).build())
