@@ -44,13 +44,16 @@ import json
 import operator
 import os
 import random
+import statistics
 import struct
 import sys
 import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -289,10 +292,10 @@ def python_floor(
 
 def confluent_floor(
     pipeline: str, bootstrap: str, topic: str, records: int, loads: Any = json_loads, cache: bool = True
-) -> tuple[float, float]:
+) -> tuple[float, float, str]:
     """A hand-written confluent-kafka consume-process-produce loop doing the same work as
     ``python_floor``: output and changelog records per update without ``cache``, per key at the
-    end with it."""
+    end with it. Returns records/s, CPU us per record and the CPU per record by thread."""
     from confluent_kafka import Consumer, Producer
 
     consumer = Consumer(
@@ -316,6 +319,7 @@ def confluent_floor(
     windows: dict[tuple[bytes, int], int] = {}
     sums: dict[bytes, int] = {}
     seen = 0
+    threads_before = _thread_cpu()
     cpu0, t0 = time.process_time(), time.perf_counter()
     deadline = t0 + 600
     while seen < records and time.perf_counter() < deadline:
@@ -377,8 +381,9 @@ def confluent_floor(
         consumer.commit(asynchronous=False)
     wall = time.perf_counter() - t0
     cpu = time.process_time() - cpu0
+    by_thread = _cpu_by_thread(threads_before, seen)
     consumer.close()
-    return seen / wall, cpu / max(seen, 1) * 1e6
+    return seen / wall, cpu / max(seen, 1) * 1e6, by_thread
 
 
 def _produce_when_room(producer: Any, topic: str, value: bytes, key: bytes) -> None:
@@ -400,8 +405,9 @@ def _rss_mb() -> float:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def _thread_cpu() -> dict[int, tuple[str, float]]:
-    """CPU seconds each thread of this process has used so far, by thread id (Linux)."""
+def _thread_cpu() -> dict[int, tuple[str, float, float]]:
+    """(name, CPU seconds, of which system) each thread of this process has used so far, by
+    thread id (Linux)."""
     tick = os.sysconf("SC_CLK_TCK")
     result = {}
     for tid in os.listdir("/proc/self/task"):
@@ -412,22 +418,30 @@ def _thread_cpu() -> dict[int, tuple[str, float]]:
                 fields = f.read().rsplit(")", 1)[1].split()
         except OSError:  # the thread ended meanwhile
             continue
-        result[int(tid)] = (name, (int(fields[11]) + int(fields[12])) / tick)
+        user, system = int(fields[11]) / tick, int(fields[12]) / tick
+        result[int(tid)] = (name, user + system, system)
     return result
 
 
-def _cpu_by_thread(before: dict[int, tuple[str, float]], records: int) -> str:
+def _cpu_by_thread(before: dict[int, tuple[str, float, float]], records: int) -> str:
     """CPU us per record of each kind of thread since ``before``: Python threads by their role
     (StreamThread-1 -> StreamThread, ...), librdkafka's by its own thread names (all clients
-    together)."""
+    together); the system part in brackets where it is a tenth or more (page faults of memory a
+    thread touches for the first time show there)."""
     roles = {t.native_id: t.name.rsplit("-", 1)[-1] for t in threading.enumerate()}
-    totals: dict[str, float] = {}
-    for tid, (name, cpu) in _thread_cpu().items():
+    totals: dict[str, tuple[float, float]] = {}
+    for tid, (name, cpu, system) in _thread_cpu().items():
         role = roles.get(tid, name)
         role = "StreamThread" if role.isdigit() else role
-        totals[role] = totals.get(role, 0.0) + cpu - before.get(tid, (name, 0.0))[1]
-    shown = sorted(((cpu, role) for role, cpu in totals.items() if cpu > 0), reverse=True)
-    return ", ".join(f"{role} {cpu / max(records, 1) * 1e6:.2f}" for cpu, role in shown)
+        _, cpu0, system0 = before.get(tid, (name, 0.0, 0.0))
+        total, total_system = totals.get(role, (0.0, 0.0))
+        totals[role] = (total + cpu - cpu0, total_system + system - system0)
+    shown = sorted(((cpu, system, role) for role, (cpu, system) in totals.items() if cpu > 0), reverse=True)
+    scale = 1e6 / max(records, 1)
+    return ", ".join(
+        f"{role} {cpu * scale:.2f}" + (f" ({system * scale:.2f} system)" if system >= cpu / 10 else "")
+        for cpu, system, role in shown
+    )
 
 
 def _processed(streams: Any) -> int:
@@ -566,6 +580,12 @@ def main(argv: list[str] | None = None) -> int:
         help="also print each kstreams run's CPU per record by thread (polling, stream, librdkafka)",
     )
     parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="run every side this many times, alternating, and also print the medians",
+    )
+    parser.add_argument(
         "--kafka-defaults", action="store_true", help="run with the runtime defaults, not RUNTIME_CONFIG"
     )
     args = parser.parse_args(argv)
@@ -610,37 +630,84 @@ def _run(args: argparse.Namespace, bootstrap: str | None) -> int:
     cache = args.cache == "on"
     print(f"JSON: {args.json} on both sides; record cache {args.cache}")
     for pipeline in args.pipelines:
-        rate, cpu = python_floor(pipeline, data, loads, cache)
-        print(f"{pipeline} python loop on dicts       : {rate:>12,.0f} rec/s  {cpu:6.2f} us CPU/rec")
+        runs: list[tuple[str, Callable[[], dict[str, Any]]]] = [
+            (f"{pipeline} python loop on dicts", partial(_floor_run, pipeline, data, loads, cache))
+        ]
         if args.bootstrap:
-            topic = f"{pipeline}-floor-{uuid.uuid4().hex[:6]}"
-            from kstreams.cluster import KafkaCluster
-
-            cluster = KafkaCluster(args.bootstrap)
-            for name in (topic, *(f"{topic}-floor-{t}" for t in ("out", "changelog", "window-changelog"))):
-                cluster.create_topic(name, PARTITIONS)
-            producer = cluster.producer()
-            for partition, chunks in (data.long_batches if pipeline == "p3" else data.json_batches).items():
-                for chunk in chunks:
-                    producer.send(topic, partition, chunk)
-            producer.flush()
-            rate, cpu = confluent_floor(pipeline, args.bootstrap, topic, args.records, loads, cache)
-            print(f"{pipeline} confluent-kafka loop         : {rate:>12,.0f} rec/s  {cpu:6.2f} us CPU/rec")
+            topic = _load_floor_topics(args.bootstrap, pipeline, data)
+            runs.append(
+                (
+                    f"{pipeline} confluent-kafka loop",
+                    partial(_floor_run, pipeline, data, loads, cache, args.bootstrap, topic),
+                )
+            )
         for style in args.style:
             for compiled in paths:
                 for threads in args.threads:
-                    r = run_streams(pipeline, data, threads, compiled, args.bootstrap, style, loads, cache)
                     label = f"{style} {'compiled' if compiled else 'per-record'}"
-                    print(
-                        f"{pipeline} kstreams {label:17} {threads} thread(s): {r['rate']:>12,.0f} rec/s "
-                        f"({r['steady']:>10,.0f} after start-up)  "
-                        f"{r['cpu_us']:6.2f} us CPU/rec  RSS {r['rss_before']:,.0f} MB "
-                        f"+ {r['rss_growth']:,.0f} MB during the run",
-                        flush=True,
+                    run = partial(
+                        run_streams, pipeline, data, threads, compiled, args.bootstrap, style, loads, cache
                     )
-                    if args.thread_cpu:
-                        print(f"    CPU us/rec by thread: {r['by_thread']}", flush=True)
+                    runs.append((f"{pipeline} kstreams {label:17} {threads} thread(s)", run))
+        # Runs alternate (loop, kstreams, loop, kstreams...) so that a slow phase of the machine
+        # falls on both sides; the medians are what the README quotes.
+        results: dict[str, list[dict[str, Any]]] = {}
+        for _ in range(args.repeat):
+            for name, run in runs:
+                result = run()
+                results.setdefault(name, []).append(result)
+                print(_result_line(name, result), flush=True)
+                if args.thread_cpu and "by_thread" in result:
+                    print(f"    CPU us/rec by thread: {result['by_thread']}", flush=True)
+        if args.repeat > 1:
+            print(f"medians of {args.repeat} runs:")
+            for name, rows in results.items():
+                median = {key: statistics.median(row[key] for row in rows) for key in ("rate", "cpu_us")}
+                print(_result_line(name, median), flush=True)
     return 0
+
+
+def _floor_run(
+    pipeline: str,
+    data: Data,
+    loads: Any,
+    cache: bool,
+    bootstrap: str | None = None,
+    topic: str | None = None,
+) -> dict[str, Any]:
+    """One run of a hand-written loop: on dicts, or (with ``bootstrap``) confluent-kafka's."""
+    if not (bootstrap and topic):
+        rate, cpu = python_floor(pipeline, data, loads, cache)
+        return {"rate": rate, "cpu_us": cpu}
+    rate, cpu, by_thread = confluent_floor(pipeline, bootstrap, topic, data.records, loads, cache)
+    return {"rate": rate, "cpu_us": cpu, "by_thread": by_thread}
+
+
+def _load_floor_topics(bootstrap: str, pipeline: str, data: Data) -> str:
+    """Create the confluent-kafka loop's input (with ``data``) and output topics; returns the
+    input's name. Every run of the loop reads the whole input with a group of its own."""
+    from kstreams.cluster import KafkaCluster
+
+    topic = f"{pipeline}-floor-{uuid.uuid4().hex[:6]}"
+    cluster = KafkaCluster(bootstrap)
+    for name in (topic, *(f"{topic}-floor-{t}" for t in ("out", "changelog", "window-changelog"))):
+        cluster.create_topic(name, PARTITIONS)
+    producer = cluster.producer()
+    for partition, chunks in (data.long_batches if pipeline == "p3" else data.json_batches).items():
+        for chunk in chunks:
+            producer.send(topic, partition, chunk)
+    producer.flush()
+    return topic
+
+
+def _result_line(name: str, result: dict[str, Any]) -> str:
+    line = f"{name:40}: {result['rate']:>12,.0f} rec/s"
+    if "steady" in result:
+        line += f" ({result['steady']:>10,.0f} after start-up)"
+    line += f"  {result['cpu_us']:6.2f} us CPU/rec"
+    if "rss_before" in result:
+        line += f"  RSS {result['rss_before']:,.0f} MB + {result['rss_growth']:,.0f} MB during the run"
+    return line
 
 
 if __name__ == "__main__":
