@@ -62,6 +62,9 @@ from kstreams._native.record_batch import RecordBatch, default_partition
 from kstreams.serdes import json_loads
 
 WINDOW_MS = 60_000
+# How often a run's progress is read, and how often near its end.
+POLL_S = 0.05
+FINE_POLL_S = 0.001
 PARTITIONS = 2
 _LONG = struct.Struct(">q")
 # Larger fetches and batches than Kafka's defaults (max.poll.records 1000, 1000 buffered records per
@@ -515,14 +518,22 @@ def run_streams(
         seen = 0
         first_at: float | None = None  # when processing began (start-up: group join, stores)
         first_seen = 0
+        last_at, last_seen = started, 0
         while time.perf_counter() < deadline:
+            now = time.perf_counter()
             seen = max(seen, _processed(streams))
             if first_at is None and seen > 0:
-                first_at, first_seen = time.perf_counter(), seen
+                first_at, first_seen = now, seen
             peak_rss = max(peak_rss, _rss_mb())
             if seen >= data.records:
                 break
-            if streams.wait_for_state(streams.State.ERROR, streams.State.NOT_RUNNING, timeout=0.05):
+            # Poll finely once the end is due within the next poll: a whole run on the embedded
+            # cluster can last 0.1-0.2 s, which a 50 ms poll would round by up to half.
+            rate = (seen - last_seen) / (now - last_at) if now > last_at else 0.0
+            last_at, last_seen = now, seen
+            near_end = rate > 0 and (data.records - seen) / rate < 1.5 * POLL_S
+            timeout = FINE_POLL_S if near_end else POLL_S
+            if streams.wait_for_state(streams.State.ERROR, streams.State.NOT_RUNNING, timeout=timeout):
                 break
         finished = time.perf_counter()
         elapsed = finished - started
