@@ -249,6 +249,11 @@ class ProcessorContextImpl(ContextRouting, ProcessorContext[Any, Any]):
     def record_cache(self) -> Any:
         return self._task.record_cache
 
+    def track_header_notes(self, notes: dict[bytes, Any]) -> None:
+        """A caching layer's headers of dirty entries (``header_notes``): while any are held the
+        task processes record by record."""
+        self._task.header_notes.append(notes)
+
     @property
     def cache_holder(self) -> Any:
         """The task: its ``record_cache`` attribute is the cache of the thread running it now

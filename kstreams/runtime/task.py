@@ -95,6 +95,8 @@ class StreamTask:
         self.record_errors = RecordErrors(self)
         self._consumed: dict[TopicPartition, int] = {}
         self._partition_times: dict[TopicPartition, int] = {}
+        # Each caching layer's headers of its dirty entries' last writes (see state/caching.py).
+        self.header_notes: list[dict[bytes, Any]] = []
         self._stream_schedules: list[tuple[int, int, PunctuationSchedule]] = []
         self._wall_schedules: list[tuple[int, int, PunctuationSchedule]] = []
         self._schedule_seq = itertools.count()
@@ -296,6 +298,9 @@ class StreamTask:
         if (
             segment is not None
             and not batch.has_headers
+            # A compiled batch writes cache entries without their writer's headers: while a cache
+            # holds headers of entries records wrote, records go one by one, keeping them current.
+            and not any(self.header_notes)
             and batch.max_timestamp < self._next_stream_due
             and self._process_compiled(segment, tp, batch)
         ):

@@ -10,7 +10,12 @@ Without a cache (``context.record_cache()`` is None) the layer passes every call
 a write reaches the flush listener at once, as with a cache of size 0.
 
 A flush writes each dirty entry to the store below and, when a flush listener is set, calls it with
-(key, new value, old value, timestamp), the old value read from the store below before the write.
+(key, new value, old value, timestamp, headers), the old value read from the store below before the
+write. Like Kafka's cache entries, which keep the record context of their last write, the layer
+remembers the headers of the record that last wrote each dirty entry (``header_notes``, by cache key;
+only entries written by a record with headers are in it) and hands them to the listener: the update
+forwarded downstream carries them. The task processes record by record while any are held (a
+compiled batch writes entries without telling the layer), until a flush has handed them on.
 Reads see the newest write: the cache first, then the store below. Range reads merge the cache's
 entries (the cache lists a namespace's keys in byte order) with the store's, the cache winning.
 
@@ -95,7 +100,9 @@ class _Caching(StoreLayer):
         # the cache of the thread that runs it, so while that thread's cache is the current one
         # the namespace is known to be there and needs no lookup per read and write.
         self._holding: Any = None
-        self._listener: Callable[[Any, bytes | None, bytes | None, int], None] | None = None
+        self._listener: Callable[..., None] | None = None
+        # cache key -> headers of the record that last wrote the (dirty) entry, when it had any
+        self.header_notes: dict[bytes, Any] = {}
 
     @property
     def namespace(self) -> str:
@@ -106,13 +113,15 @@ class _Caching(StoreLayer):
         self._context = context
         self._namespace = f"{context.task_id}-{self.wrapped.name}"
         self._holding = None
+        self.header_notes.clear()
+        track = getattr(context, "track_header_notes", None)
+        if track is not None:
+            track(self.header_notes)
         self.wrapped.init(context, root)
 
-    def set_flush_listener(
-        self, listener: Callable[[Any, bytes | None, bytes | None, int], None] | None
-    ) -> bool:
-        """Entries this layer flushes go to listener(key, new, old, timestamp) as bytes (the metered
-        layer above turns them typed)."""
+    def set_flush_listener(self, listener: Callable[..., None] | None) -> bool:
+        """Entries this layer flushes go to listener(key, new, old, timestamp, headers) as bytes
+        (the metered layer above turns them typed)."""
         self._listener = listener
         return True
 
@@ -147,8 +156,18 @@ class _Caching(StoreLayer):
         context = self._context
         return 0 if context is None else context.current_timestamp()
 
+    def _note_headers(self, cache_key: bytes) -> None:
+        """Remember the current record's headers as those of the entry it writes."""
+        record_context = getattr(self._context, "record_context", None)
+        headers = getattr(record_context, "headers", None)
+        if headers:
+            self.header_notes[cache_key] = headers
+        elif self.header_notes:
+            self.header_notes.pop(cache_key, None)
+
     def _put(self, cache_key: bytes, value: bytes | None) -> None:
         """Write an entry into the cache (None: a tombstone) stamped with the current timestamp."""
+        self._note_headers(cache_key)
         cache = self.current_cache()
         if cache is None:
             # No cache: write through at once, still telling the listener (processors rely on it).
@@ -233,7 +252,10 @@ class CachingKeyValueStore(_Caching, KeyValueStore[bytes, bytes]):
     def _on_flush(self, entries: CacheEntries) -> None:
         listener = self._listener
         wrapped = self.wrapped
+        notes = self.header_notes
         for key, value, timestamp in entries:
+            # the headers of the entry's last write, forgotten once flushed
+            headers = notes.pop(key, None) if notes else None
             if listener is None:
                 self._write(key, value, timestamp)
                 continue
@@ -241,7 +263,7 @@ class CachingKeyValueStore(_Caching, KeyValueStore[bytes, bytes]):
             if value is None and old is None:
                 continue  # deleting what never reached the store: nothing to write or forward
             self._write(key, value, timestamp)
-            listener(key, value, old, timestamp)
+            listener(key, value, old, timestamp, headers)
 
     def get(self, key: bytes) -> bytes | None:
         cache = self.current_cache()
@@ -324,9 +346,11 @@ class CachingWindowStore(_Caching, WindowLayer, WindowStore[bytes, bytes]):
     def _on_flush(self, entries: CacheEntries) -> None:
         listener = self._listener
         wrapped = self.wrapped
+        notes = self.header_notes
         size = self.wrapped.window_size_ms
         for cache_key, value, timestamp in entries:
             key, start = key_and_start(cache_key)
+            headers = notes.pop(cache_key, None) if notes else None
             if listener is None:
                 self._write(key, value, start, timestamp)
                 continue
@@ -334,7 +358,7 @@ class CachingWindowStore(_Caching, WindowLayer, WindowStore[bytes, bytes]):
             if value is None and old is None:
                 continue
             self._write(key, value, start, timestamp)
-            listener(WindowedKey(key, start, start + size), value, old, timestamp)
+            listener(WindowedKey(key, start, start + size), value, old, timestamp, headers)
 
     def put(self, key: bytes, value: bytes | None, window_start: int) -> None:
         self._put(window_key(key, window_start), value)
@@ -404,9 +428,11 @@ class CachingSessionStore(_Caching, SessionLayer, SessionStore[bytes, bytes]):
     def _on_flush(self, entries: CacheEntries) -> None:
         listener = self._listener
         wrapped = self.wrapped
+        notes = self.header_notes
         for cache_key, value, timestamp in entries:
             key, start, end = from_session_key(cache_key)
             session = WindowedKey(key, start, end)
+            headers = notes.pop(cache_key, None) if notes else None
             if listener is None:
                 self._write(session, value, timestamp)
                 continue
@@ -414,7 +440,7 @@ class CachingSessionStore(_Caching, SessionLayer, SessionStore[bytes, bytes]):
             if value is None and old is None:
                 continue
             self._write(session, value, timestamp)
-            listener(session, value, old, timestamp)
+            listener(session, value, old, timestamp, headers)
 
     def put(self, session: WindowedKey[bytes], aggregate: bytes | None) -> None:
         self._put(session_key(session.key, session.start, session.end), aggregate)

@@ -307,9 +307,13 @@ class _Metered(StoreLayer, Generic[K, V]):
             return self.wrapped.set_flush_listener(None)
 
         def forward(
-            windowed: WindowedKey[bytes], new: bytes | None, old: bytes | None, timestamp: int
+            windowed: WindowedKey[bytes],
+            new: bytes | None,
+            old: bytes | None,
+            timestamp: int,
+            headers: Any = None,
         ) -> None:
-            listener(self._windowed(windowed), self._value(new), self._value(old), timestamp)
+            listener(self._windowed(windowed), self._value(new), self._value(old), timestamp, headers)
 
         return self.wrapped.set_flush_listener(forward)
 
@@ -335,8 +339,10 @@ class MeteredKeyValueStore(_Metered[K, V], KeyValueStore[K, V]):
         if listener is None:
             return self.wrapped.set_flush_listener(None)
 
-        def forward(key: bytes, new: bytes | None, old: bytes | None, timestamp: int) -> None:
-            listener(self._key(key), self._value(new), self._value(old), timestamp)
+        def forward(
+            key: bytes, new: bytes | None, old: bytes | None, timestamp: int, headers: Any = None
+        ) -> None:
+            listener(self._key(key), self._value(new), self._value(old), timestamp, headers)
 
         return self.wrapped.set_flush_listener(forward)
 

@@ -40,8 +40,9 @@ V = TypeVar("V")
 
 # Restores a batch of changelog records (key, value-or-None) into a store's inner layer.
 RestoreCallback = Callable[[list[tuple[bytes, bytes | None]]], None]
-# Receives (key, new value, old value, timestamp) of each entry a caching store flushes.
-FlushListener = Callable[[Any, Any, Any, int], None]
+# Receives (key, new value, old value, timestamp, headers) of each entry a caching store flushes:
+# the headers (None: none) of the record that last wrote the entry. A store may leave them out.
+FlushListener = Callable[..., None]
 
 
 class StateStoreContext(Protocol):
@@ -115,8 +116,10 @@ class StateStore(abc.ABC):
     def is_open(self) -> bool: ...
 
     def set_flush_listener(self, listener: FlushListener | None) -> bool:
-        """Caching stores call listener(key, new, old, timestamp) with typed values for every entry
-        they flush, and return True: the processor then leaves forwarding to the cache. Stores
+        """Caching stores call listener(key, new, old, timestamp, headers) with typed values for
+        every entry they flush (headers: those of the record that last wrote it, None for none;
+        a store may call it without them), and return True: the processor then leaves forwarding
+        to the cache. Stores
         without a cache return False and the processor forwards each update itself. With None
         (a processor with nothing downstream) a cache only writes what it flushes to the layers
         below, and says True all the same."""

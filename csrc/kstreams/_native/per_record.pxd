@@ -11,6 +11,7 @@ cdef class RecordPosition:
     cdef public object partition
     cdef public int64_t offset
     cdef public object timestamp
+    cdef public object headers
     cdef public object source
 
 

@@ -63,8 +63,8 @@ __all__ = [
 cdef class RecordPosition:
     """The fields of a record context (``kstreams.runtime.record_context.RecordContext``): the
     topic (None outside record processing), partition, offset (an int64: the per-record loop
-    sets it without making an int) and timestamp of the current record, and ``source``, the
-    input batch it came from (fields in per_record.pxd)."""
+    sets it without making an int), timestamp and headers (None: none) of the current record,
+    and ``source``, the input batch it came from (fields in per_record.pxd)."""
 
 
 # A due time no stream time reaches.
@@ -111,14 +111,22 @@ cdef class ContextRouting:
 
 cdef inline int _forward_each(ContextRouting routing, object record, object key, object value,
                               object timestamp, object headers, object children) except -1:
-    """Run each of ``children`` as the node being run, with the record context's timestamp set
-    to ``timestamp``, on ``record`` (None: on the fields); restore both after, also when a child
-    raises, and remember the innermost node a failure came from."""
+    """Run each of ``children`` as the node being run, with the record context's timestamp and
+    headers set to the record's, on ``record`` (None: on the fields); restore all three after,
+    also when a child raises, and remember the innermost node a failure came from."""
     cdef object node = routing.node
     cdef RecordPosition position = <RecordPosition?>routing.record_context
     cdef object previous = position.timestamp
     cdef object current = record
+    # What a store's cache remembers of the record that last wrote an entry (Kafka's record
+    # context), for the downstream record its flush forwards; most records have none, and then
+    # there is nothing to set or restore.
+    cdef object record_headers = headers if record is None else _headers_of(record)
+    cdef object previous_headers = position.headers
+    cdef bint swap_headers = record_headers is not None or previous_headers is not None
     position.timestamp = timestamp
+    if swap_headers:
+        position.headers = record_headers
     try:
         for child in children:
             routing.node = child
@@ -131,7 +139,16 @@ cdef inline int _forward_each(ContextRouting routing, object record, object key,
     finally:
         routing.node = node
         position.timestamp = previous
+        if swap_headers:
+            position.headers = previous_headers
     return 0
+
+
+cdef inline object _headers_of(object record):
+    cdef _RecordFields fields = _fields(record)
+    if fields is not None:
+        return fields.headers
+    return getattr(record, "headers", None)
 
 
 # ---------------------------------------------------------------- graph nodes and C processors
@@ -323,6 +340,8 @@ def run_records(
             timestamp_object = timestamp
             last_timestamp = timestamp
         position.timestamp = timestamp_object
+        if headers_of is not None:
+            position.headers = headers
         if timestamp > stream_time:
             stream_time = timestamp
             task.stream_time = timestamp_object
@@ -575,7 +594,8 @@ cdef class StreamAggregateCore(_AggregateCore):
     """``process`` of a stream aggregation (``StreamAggregateProcessor``, which sets the fields
     at init): a record with a null key or value goes to ``_skip``; any other is one
     ``_step(key, value, timestamp, _apply)`` (the store's read, aggregate, write), whose change
-    goes to ``forwarder.maybe_forward`` unless the store's cache forwards it (``_cached``)."""
+    goes to ``forwarder.maybe_forward`` (with the record's headers) unless the store's cache
+    forwards it (``_cached``)."""
 
     cdef public object forwarder
 
@@ -592,7 +612,7 @@ cdef class StreamAggregateCore(_AggregateCore):
             change = self._step_function(key, value, timestamp, self._apply)
         if forwards:
             new, old, stamp = change
-            self.forwarder.maybe_forward(key, new, old, stamp)
+            self.forwarder.maybe_forward(key, new, old, stamp, headers)
         return 0
 
 
@@ -633,14 +653,14 @@ cdef class WindowedAggregateCore(_AggregateCore):
             if offset < 0:
                 offset += self.size_ms
             start = timestamp - offset
-            self._update(key, value, timestamp, start, start + self.size_ms, close_time)
+            self._update(key, value, timestamp, start, start + self.size_ms, close_time, headers)
         else:
             for start, end in self.windows_for(timestamp):
-                self._update(key, value, timestamp, start, end, close_time)
+                self._update(key, value, timestamp, start, end, close_time, headers)
         return 0
 
     cdef int _update(self, object key, object value, int64_t timestamp, int64_t start, int64_t end,
-                     int64_t close_time) except -1:
+                     int64_t close_time, object headers) except -1:
         if end <= close_time:
             self.dropped += 1
             self._expired(start, end)
@@ -652,7 +672,7 @@ cdef class WindowedAggregateCore(_AggregateCore):
             change = self._step_function(key, value, timestamp, start, self._apply)
         if forwards:
             new, old, new_timestamp = change
-            self._forward_window(key, start, end, new, old, new_timestamp)
+            self._forward_window(key, start, end, new, old, new_timestamp, headers)
         return 0
 
 

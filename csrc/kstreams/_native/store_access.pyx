@@ -205,6 +205,7 @@ cdef class _CachedAccess(AggregateAccess):
     cdef bint _stamped_longs
     cdef StoreLock _lock  # the metered store's query lock, taken in C
     cdef ContextRouting _routing  # the context as a task's, read in C (None: another context)
+    cdef dict _notes  # the caching layer's ``header_notes``: headers of dirty entries' last writes
 
     def __init__(self, store, caching, holder, context, str namespace not None, bint string_keys,
                  bint bytes_keys, bint stamped_longs):
@@ -219,6 +220,7 @@ cdef class _CachedAccess(AggregateAccess):
         self._stamped_longs = stamped_longs
         self._lock = store.query_lock
         self._routing = context if isinstance(context, ContextRouting) else None
+        self._notes = caching.header_notes
 
     cdef RecordCache _cache(self):
         """The running thread's cache with the namespace in it, or None (the layers then act)."""
@@ -331,15 +333,6 @@ cdef class _CachedAccess(AggregateAccess):
                 return (new, old, stamp) if result else None
         return _applied(new, old, stamp)
 
-    cdef int64_t _record_timestamp(self) except? -1:
-        """The current record's timestamp, what the caching layer stamps entries with."""
-        cdef object position
-        if self._routing is not None:
-            position = self._routing.record_context
-            if isinstance(position, RecordPosition):
-                return (<RecordPosition>position).timestamp
-        return self._context.record_context.timestamp
-
     cdef int _write(self, RecordCache cache, bytes cache_key, bytes data) except -1:
         """Put a dirty entry stamped with the current record's timestamp, under the store's
         query lock as the metered layer writes."""
@@ -350,13 +343,35 @@ cdef class _CachedAccess(AggregateAccess):
     cdef int _write_ref(self, RecordCache cache, const ks_EntryRef* ref, const char* cache_key,
                         Py_ssize_t key_size, const char* data, size_t size) except -1:
         """``_write`` of the ``size`` bytes at ``data`` under the ``key_size`` cache key bytes at
-        ``cache_key``; the entry a read found (``ref``) is written without a second lookup."""
-        cdef int64_t timestamp = self._record_timestamp()
+        ``cache_key``; the entry a read found (``ref``) is written without a second lookup. The
+        entry is stamped with the current record's timestamp, and the caching layer remembers
+        the record's headers as the entry's (``header_notes``), as its own ``_put`` does."""
+        cdef object position = self._routing.record_context if self._routing is not None else None
+        cdef int64_t timestamp
+        cdef object headers
+        if position is not None and isinstance(position, RecordPosition):
+            timestamp = (<RecordPosition>position).timestamp
+            headers = (<RecordPosition>position).headers
+        else:
+            position = self._context.record_context
+            timestamp = position.timestamp
+            headers = getattr(position, "headers", None)
+        if headers is not None or self._notes:
+            self._note_headers(cache_key, key_size, headers)
         self._lock.take()
         try:
             cache._put_raw_ref(ref, self._namespace, cache_key, <size_t>key_size, data, size, timestamp)
         finally:
             self._lock.give()
+        return 0
+
+    cdef int _note_headers(self, const char* cache_key, Py_ssize_t key_size, object headers) except -1:
+        """Remember ``headers`` (when there are any) as those of the entry at ``cache_key``, else
+        forget any remembered for it."""
+        if headers:
+            self._notes[PyBytes_FromStringAndSize(cache_key, key_size)] = headers
+        elif self._notes:
+            self._notes.pop(PyBytes_FromStringAndSize(cache_key, key_size), None)
         return 0
 
     # What a key-value and a window store do differently; ``window_start`` is ignored by the

@@ -422,7 +422,9 @@ def test_cache_flushes_at_commit_forward_as_the_processor_owning_the_store(tmp_p
     class Latest(Processor):
         def init(self, context: ProcessorContext[Any, Any]) -> None:
             self.store = context.get_state_store("latest")
-            self.store.set_flush_listener(lambda k, new, old, ts: context.forward(Record(k, new, ts)))
+            self.store.set_flush_listener(
+                lambda k, new, old, ts, headers: context.forward(Record(k, new, ts))
+            )
 
         def process(self, record: Record[Any, Any]) -> None:
             self.store.put(record.key, record.value)

@@ -39,7 +39,7 @@ def test_repeated_updates_reach_the_store_and_changelog_once_per_flush(
     store.flush()
     assert inner.get(b"a") == b"2"
     assert context.changelog == [("kv", b"a", b"2", 20), ("kv", b"b", b"x", 20)]
-    assert forwarded == [(b"a", b"2", None, 20), (b"b", b"x", None, 20)]
+    assert forwarded == [(b"a", b"2", None, 20, None), (b"b", b"x", None, 20, None)]
 
 
 def test_flush_forwards_the_old_value_from_the_store_below(make_context: Callable[..., Any]) -> None:
@@ -50,11 +50,11 @@ def test_flush_forwards_the_old_value_from_the_store_below(make_context: Callabl
     store.put(b"a", b"2")
     store.delete(b"b")  # never existed: nothing to write or forward
     store.flush()
-    assert forwarded[-1] == (b"a", b"2", b"1", 0)
+    assert forwarded[-1] == (b"a", b"2", b"1", 0, None)
     assert len(forwarded) == 2
     store.delete(b"a")
     store.flush()
-    assert forwarded[-1] == (b"a", None, b"2", 0)
+    assert forwarded[-1] == (b"a", None, b"2", 0, None)
     assert store.get(b"a") is None
 
 
@@ -64,7 +64,7 @@ def test_size_zero_cache_passes_each_write_through(make_context: Callable[..., A
     store.put(b"a", b"1")
     store.put(b"a", b"2")
     assert inner.get(b"a") == b"2"
-    assert forwarded == [(b"a", b"1", None, 0), (b"a", b"2", b"1", 0)]
+    assert forwarded == [(b"a", b"1", None, 0, None), (b"a", b"2", b"1", 0, None)]
     assert len(context.changelog) == 2
 
 
@@ -87,7 +87,7 @@ def test_without_a_cache_each_write_passes_through_and_is_forwarded(make_context
     store.put(b"a", b"2")
     assert inner.get(b"a") == b"2"
     assert context.changelog == [("kv", b"a", b"1", 0), ("kv", b"a", b"2", 0)]
-    assert forwarded == [(b"a", b"1", None, 0), (b"a", b"2", b"1", 0)]
+    assert forwarded == [(b"a", b"1", None, 0, None), (b"a", b"2", b"1", 0, None)]
     assert store.get(b"a") == b"2"
 
 
@@ -146,7 +146,7 @@ def test_close_flushes_and_drops_the_namespace(make_context: Callable[..., Any])
     store, _, forwarded = make_kv(context)
     store.put(b"a", b"1")
     store.close()
-    assert forwarded == [(b"a", b"1", None, 0)]
+    assert forwarded == [(b"a", b"1", None, 0, None)]
     assert not cache.has_namespace(store.namespace)
 
 
@@ -179,7 +179,7 @@ def test_window_cache_merges_and_forwards_windowed_keys(window_store: Any) -> No
         (WindowedKey(b"k", 200, 300), b"3"),
     ]
     store.flush()
-    assert (WindowedKey(b"k", 100, 200), b"2", b"1", 250) in forwarded
-    assert (WindowedKey(b"k", 200, 300), b"3", None, 250) in forwarded
+    assert (WindowedKey(b"k", 100, 200), b"2", b"1", 250, None) in forwarded
+    assert (WindowedKey(b"k", 200, 300), b"3", None, 250, None) in forwarded
     assert ("w", changelog_key(b"k", 200, 0), b"3", 250) in context.changelog
     assert list(inner.fetch_range(b"k", 0, 1000)) == [(100, b"2"), (200, b"3")]

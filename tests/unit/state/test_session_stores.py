@@ -125,8 +125,8 @@ def test_cached_sessions_merge_with_the_store_and_forward_on_flush(make_context:
     assert store.fetch_session(b"k", 0, 30) == b"2"
     assert list(inner.fetch(b"k")) == [(W(b"k", 0, 10), b"1")]
     store.flush()
-    assert (W(b"k", 0, 10), None, b"1", 0) in forwarded
-    assert (W(b"k", 0, 30), b"2", None, 0) in forwarded
+    assert (W(b"k", 0, 10), None, b"1", 0, None) in forwarded
+    assert (W(b"k", 0, 30), b"2", None, 0, None) in forwarded
     assert list(inner.fetch(b"k")) == [(W(b"k", 0, 30), b"2")]
 
 

@@ -107,7 +107,7 @@ def test_typed_key_value_store_round_trips_through_serdes(
     # The changelog holds serialized bytes; the listener gets typed values.
     assert (b"a", (1).to_bytes(8, "big")) in [(k, v) for _, k, v, _ in context.changelog]
     if caching:
-        assert ("a", 1, None, 0) in forwarded
+        assert ("a", 1, None, 0, None) in forwarded
     store.close()
     assert not store.is_open
 
@@ -130,7 +130,7 @@ def test_typed_window_store_returns_windowed_keys(persistent: bool, make_context
     assert list(store.fetch_range("k", 0, 100)) == [(0, "one"), (100, "two")]
     assert sorted(store.fetch_all(0, 50)) == [(WindowedKey("k", 0, 100), "one")]
     store.flush()
-    assert (WindowedKey("k", 100, 200), "two", None, 0) in forwarded
+    assert (WindowedKey("k", 100, 200), "two", None, 0, None) in forwarded
     assert sorted(store.all()) == [(WindowedKey("k", 0, 100), "one"), (WindowedKey("k", 100, 200), "two")]
     store.close()
 

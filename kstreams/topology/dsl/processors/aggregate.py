@@ -303,8 +303,10 @@ class WindowedAggregateProcessor(WindowedAggregateCore, WindowStoreAggregateProc
             self.grace_ms,
         )
 
-    def _forward_window(self, key: Any, start: int, end: int, new: Any, old: Any, timestamp: int) -> None:
-        self.forwarder.maybe_forward(WindowedKey(key, start, end), new, old, timestamp)
+    def _forward_window(
+        self, key: Any, start: int, end: int, new: Any, old: Any, timestamp: int, headers: Any
+    ) -> None:
+        self.forwarder.maybe_forward(WindowedKey(key, start, end), new, old, timestamp, headers)
 
     def _closed_window_starts(self, position: EmitPosition, close_time: int) -> tuple[int, int]:
         # Windows starting in (last close time - size, close time - size], both bounds as Kafka's.

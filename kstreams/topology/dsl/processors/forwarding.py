@@ -8,6 +8,10 @@ is forwarded at once.
 The DSL's stores are timestamped: a cache flushes ``ValueAndTimestamp`` values, and the forwarder
 sends the plain values at the new value's stored timestamp (Kafka's ``TimestampedCacheFlushListener``),
 the largest timestamp of the records that made it, whichever record last touched the entry.
+
+Headers are Kafka's too: an update forwarded at once carries the headers of the record that made
+it; one a cache flushes carries those of the record that last wrote the entry (the caching layer
+remembers them).
 """
 
 from __future__ import annotations
@@ -52,7 +56,7 @@ class ChangeForwarder:
         listener = None if leaf else self._on_flush
         self.cached = bool(set_listener(listener)) if set_listener is not None else False
 
-    def _on_flush(self, key: Any, new: Any, old: Any, timestamp: int) -> None:
+    def _on_flush(self, key: Any, new: Any, old: Any, timestamp: int, headers: Any = None) -> None:
         if self._key_mapper is not None:
             key = self._key_mapper(key)
         if isinstance(new, ValueAndTimestamp):
@@ -60,13 +64,14 @@ class ChangeForwarder:
             new = new.value
         if isinstance(old, ValueAndTimestamp):
             old = old.value
-        record = Record(key, Change(new, old), timestamp)
+        record = Record(key, Change(new, old), timestamp, headers)
         if self._forward_from is not None and self._node_name is not None:
             self._forward_from(self._node_name, record)
         else:
             self._context.forward(record)
 
-    def maybe_forward(self, key: Any, new: Any, old: Any, timestamp: int) -> None:
-        """Forward the update now unless the store's cache will forward it when it flushes."""
+    def maybe_forward(self, key: Any, new: Any, old: Any, timestamp: int, headers: Any = None) -> None:
+        """Forward the update now, with ``headers`` (those of the record that made it), unless the
+        store's cache will forward it when it flushes."""
         if not self.cached:
-            self._context.forward(Record(key, Change(new, old), timestamp))
+            self._context.forward(Record(key, Change(new, old), timestamp, headers))

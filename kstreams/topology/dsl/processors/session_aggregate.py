@@ -102,10 +102,10 @@ class SessionChangeForwarder(ChangeForwarder):
     """A ``ChangeForwarder`` whose cache-flushed updates carry the session's end as their timestamp
     (Kafka's ``SessionCacheFlushListener``), whichever record last wrote the cached entry."""
 
-    def _on_flush(self, key: Any, new: Any, old: Any, timestamp: int) -> None:
+    def _on_flush(self, key: Any, new: Any, old: Any, timestamp: int, headers: Any = None) -> None:
         if isinstance(key, WindowedKey):
             timestamp = key.end
-        super()._on_flush(key, new, old, timestamp)
+        super()._on_flush(key, new, old, timestamp, headers)
 
 
 class SessionAggregateProcessor(Processor[Any, Any, Any, Any]):
@@ -186,14 +186,14 @@ class SessionAggregateProcessor(Processor[Any, Any, Any, Any]):
             for session, value in merged:
                 self.store.remove(session)
                 if not self.emit_on_close:
-                    self.forwarder.maybe_forward(session, None, value, session.end)
+                    self.forwarder.maybe_forward(session, None, value, session.end, record.headers)
         if spec.kind == "reduce":
             aggregate = record.value if aggregate is None else spec.aggregator(aggregate, record.value)
         else:
             aggregate = spec.aggregator(key, record.value, aggregate)
         self.store.put(new_session, aggregate)
         if not self.emit_on_close:
-            self.forwarder.maybe_forward(new_session, aggregate, None, end)
+            self.forwarder.maybe_forward(new_session, aggregate, None, end, record.headers)
 
     def _emit_closed_sessions(self, record: Any, close_time: int, merged: list[tuple[Any, Any]]) -> None:
         """Forward the final aggregate of every session of any key that ended in [last close time,

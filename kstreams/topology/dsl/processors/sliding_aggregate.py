@@ -183,7 +183,7 @@ class SlidingWindowAggregateProcessor(WindowStoreAggregateProcessor):
         if right_aggregate is None and combined is not None and combined.timestamp > timestamp:
             right_aggregate = combined
         if not right_exists and right_aggregate is not None and right_aggregate.timestamp > timestamp:
-            self._create_right_window(key, timestamp, right_aggregate)
+            self._create_right_window(key, timestamp, right_aggregate, record.headers)
         if previous_timestamp is not None and previous_timestamp + 1 not in starts:
             self._create_previous_right_window(previous_timestamp + 1, record, close_time)
         seed = combined if combined is not None else self._initial(timestamp)
@@ -216,14 +216,16 @@ class SlidingWindowAggregateProcessor(WindowStoreAggregateProcessor):
                 seed = self._initial(timestamp)
             self._update(key, timestamp - difference, seed, record, close_time)
         if not right_exists and right_aggregate is not None and right_aggregate.timestamp > timestamp:
-            self._create_right_window(key, timestamp, right_aggregate)
+            self._create_right_window(key, timestamp, right_aggregate, record.headers)
 
     def _initial(self, timestamp: int) -> ValueAndTimestamp[Any] | None:
         """A new window's starting aggregate: the initializer's (none for reduce)."""
         initializer = self.spec.initializer
         return None if initializer is None else ValueAndTimestamp.make(initializer(), timestamp)
 
-    def _create_right_window(self, key: Any, timestamp: int, aggregate: ValueAndTimestamp[Any]) -> None:
+    def _create_right_window(
+        self, key: Any, timestamp: int, aggregate: ValueAndTimestamp[Any], headers: Any
+    ) -> None:
         """The record's right window holds exactly the later records of ``aggregate``'s window."""
         start = timestamp + 1
         self.store.put(key, aggregate, start)
@@ -233,6 +235,7 @@ class SlidingWindowAggregateProcessor(WindowStoreAggregateProcessor):
                 aggregate.value,
                 None,
                 aggregate.timestamp,
+                headers,
             )
 
     def _create_previous_right_window(self, start: int, record: Record[Any, Any], close_time: int) -> None:
@@ -265,4 +268,6 @@ class SlidingWindowAggregateProcessor(WindowStoreAggregateProcessor):
         new_timestamp = record.timestamp if stored is None else max(record.timestamp, stored.timestamp)
         self.store.put(key, ValueAndTimestamp.make(new, new_timestamp), start)
         if not self.emit_on_close:
-            self.forwarder.maybe_forward(WindowedKey(key, start, end), new, old, new_timestamp)
+            self.forwarder.maybe_forward(
+                WindowedKey(key, start, end), new, old, new_timestamp, record.headers
+            )

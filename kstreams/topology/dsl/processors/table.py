@@ -208,7 +208,7 @@ class _Materializing(Processor[Any, Any, Any, Any]):
         """Store (when materialized) and forward ``Change(new, old)`` at the record's timestamp."""
         if self.store is not None and self.forwarder is not None:
             self._put(record.key, ValueAndTimestamp.make(new, record.timestamp))
-            self.forwarder.maybe_forward(record.key, new, old, record.timestamp)
+            self.forwarder.maybe_forward(record.key, new, old, record.timestamp, record.headers)
         else:
             self.context.forward(record.with_value(Change(new, old)))
 

@@ -216,4 +216,4 @@ class _TableAggregate(Processor[Any, Any, Any, Any]):
         if change.new_value is not None:
             aggregate = combine(spec.kind, spec.initializer, spec.adder, key, change.new_value, aggregate)
         self._put(key, ValueAndTimestamp.make(aggregate, timestamp))
-        self.forwarder.maybe_forward(key, aggregate, old_aggregate, timestamp)
+        self.forwarder.maybe_forward(key, aggregate, old_aggregate, timestamp, record.headers)

@@ -88,7 +88,7 @@ class _TableTransformValues(Processor[Any, Any, Any, Any]):
             stored = self.store.get(record.key)
             old = None if stored is None else stored.value
             self.store.put(record.key, ValueAndTimestamp.make(new, record.timestamp))
-            self.forwarder.maybe_forward(record.key, new, old, record.timestamp)
+            self.forwarder.maybe_forward(record.key, new, old, record.timestamp, record.headers)
             return
         old = self.transformer.transform(record.key, change.old_value) if self.spec.send_old_values else None
         self.context.forward(record.with_value(Change(new, old)))

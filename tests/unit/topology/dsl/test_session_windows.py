@@ -177,6 +177,7 @@ def test_session_processor_counts_dropped_records():
 class _Record:
     def __init__(self, key: Any, value: Any, timestamp: int) -> None:
         self.key, self.value, self.timestamp = key, value, timestamp
+        self.headers = None
 
 
 class _ListSessionStore:
