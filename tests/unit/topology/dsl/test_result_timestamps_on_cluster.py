@@ -1,6 +1,7 @@
 """Kafka's result timestamps through KafkaStreams (the compiled batch path, which runs by default),
 on the embedded cluster and on a real broker: aggregates keep the largest timestamp of their
-records across batches, across the record cache and across a restore from the changelog."""
+records across batches, across the record cache and across a restore from the changelog; and
+their updates carry the headers of the record that last wrote each key."""
 
 from __future__ import annotations
 
@@ -188,3 +189,34 @@ def test_table_join_result_timestamps_on_a_cluster(app: App) -> None:
         app.timeout,
         "the updated join result",
     )
+
+
+def test_cached_count_updates_carry_the_headers_of_each_key_s_last_write(app: App) -> None:
+    base = int(time.time() * 1000)
+    trace = [("trace", b"t-1")]
+    other = [("trace", b"t-2"), ("user", b"ann")]
+    streams = app.start(_count_topology(app))
+
+    def last_headers() -> dict[str, tuple[int, Any]]:
+        return {
+            r.key.decode(): (L.deserialize(app.sink, r.value), r.headers or None)
+            for r in app.cluster.read(app.sink)
+        }
+
+    # Records with headers run record by record; "b" has none.
+    app.cluster.produce(app.source, b"a", b"v", timestamp=base + 1, headers=trace)
+    app.cluster.produce(app.source, b"a", b"v", timestamp=base + 2, headers=other)
+    app.cluster.produce(app.source, b"b", b"v", timestamp=base + 3)
+    wait_until(
+        lambda: last_headers() == {"a": (2, other), "b": (1, None)}, app.timeout, "a and b with headers"
+    )
+    # A later write without headers leaves none on "a"'s update; one with headers sets them on b's.
+    app.cluster.produce(app.source, b"a", b"v", timestamp=base + 4)
+    app.cluster.produce(app.source, b"b", b"v", timestamp=base + 5, headers=trace)
+    wait_until(
+        lambda: last_headers() == {"a": (3, None), "b": (2, trace)}, app.timeout, "the later writers' headers"
+    )
+    # Once flushed, batches without headers run compiled again and their updates carry none.
+    app.produce([("b", "v", base + 6)])
+    wait_until(lambda: last_headers()["b"] == (3, None), app.timeout, "b counted by a batch without headers")
+    assert streams.store("counts").get("b") == 3
