@@ -321,18 +321,49 @@ class KTable(Generic[K, V]):
         return table
 
     @overload
-    def to_stream(self, named: Named | str | None = None, *, key_mapper: None = None) -> KStream[K, V]: ...
+    def to_stream(
+        self,
+        mapper: Named | str | None = None,
+        named: Named | str | None = None,
+        *,
+        key_mapper: None = None,
+    ) -> KStream[K, V]: ...
+
+    @overload
+    def to_stream(self, mapper: Callable[[K, V], KR], named: Named | str | None = None) -> KStream[KR, V]: ...
 
     @overload
     def to_stream(
-        self, named: Named | str | None = None, *, key_mapper: Callable[[K, V], KR]
+        self,
+        mapper: Named | str | None = None,
+        named: Named | str | None = None,
+        *,
+        key_mapper: Callable[[K, V], KR],
     ) -> KStream[KR, V]: ...
 
     def to_stream(
-        self, named: Named | str | None = None, *, key_mapper: Callable[[K, V], Any] | None = None
+        self,
+        mapper: Callable[[K, V], Any] | Named | str | None = None,
+        named: Named | str | None = None,
+        *,
+        key_mapper: Callable[[K, V], Any] | None = None,
     ) -> KStream[Any, V]:
         """The table's updates as a stream: one record per update, value None for a deletion.
-        ``key_mapper(key, value)`` gives the records a new key (then a repartition is needed)."""
+        ``mapper(key, value)`` gives the records a new key (then a repartition is needed).
+
+        Kafka's four forms: ``to_stream()``, ``to_stream(named)``, ``to_stream(mapper)`` (a
+        windowed table's ``to_stream(lambda window, v: window.key)``, say) and
+        ``to_stream(mapper, named)``; the mapper may also be given as ``key_mapper=``."""
+        if isinstance(mapper, (Named, str)):
+            if named is not None:
+                raise TypeError(f"to_stream() got two names, {mapper!r} and {named!r}; pass one.")
+            mapper, named = None, mapper
+        if mapper is not None:
+            if key_mapper is not None:
+                raise TypeError(
+                    "to_stream() got a key mapper twice (positionally and as key_mapper=); pass one."
+                )
+            key_mapper = mapper
         name = self._builder.name_or_generate(named_as(named), naming.KTABLE_TOSTREAM)
         self._builder.add_processor(name, TableToStreamSupplier(key_mapper), self._name)
         return KStream(

@@ -11,6 +11,7 @@ from kstreams.serdes import Serdes
 from kstreams.topology import (
     Consumed,
     Materialized,
+    Named,
     StreamsBuilder,
     TimeWindows,
 )
@@ -91,6 +92,32 @@ def test_to_stream_with_a_key_mapper_needs_a_repartition():
     table = builder.table("in")
     assert not table.to_stream().repartition_required
     assert table.to_stream(key_mapper=lambda k, v: v).repartition_required
+    assert table.to_stream(lambda k, v: v).repartition_required
+
+
+def test_to_stream_takes_kafka_s_four_forms(drive):
+    # to_stream(), to_stream(named), to_stream(mapper), to_stream(mapper, named)
+    builder = StreamsBuilder()
+    table = builder.table("in")
+    table.to_stream().to("plain")
+    table.to_stream("named-plain").to("named")
+    table.to_stream(lambda k, v: f"{k}:{v}").to("rekeyed")
+    table.to_stream(lambda k, v: v, Named.as_("by-value")).to("by-value")
+    topology = builder.build()
+    assert {"named-plain", "by-value"} <= set(topology.nodes)
+    driver = drive(topology)
+    driver.create_input_topic("in", S, S).pipe_input("a", "x")
+    assert _updates(driver, "plain") == _updates(driver, "named") == [("a", "x")]
+    assert _updates(driver, "rekeyed") == [("a:x", "x")]
+    assert _updates(driver, "by-value") == [("x", "x")]
+
+
+def test_to_stream_refuses_two_names_or_two_mappers():
+    table = StreamsBuilder().table("in")
+    with pytest.raises(TypeError, match="two names"):
+        table.to_stream("a", "b")
+    with pytest.raises(TypeError, match="key mapper twice"):
+        table.to_stream(lambda k, v: v, key_mapper=lambda k, v: k)
 
 
 def test_table_source_names_follow_kafka():
