@@ -35,7 +35,7 @@ from kstreams.topology.dsl.materialize import (
     materialized_store,
     session_store_builder,
 )
-from kstreams.topology.dsl.parameters import Materialized, Named
+from kstreams.topology.dsl.parameters import Materialized, Named, materialized_and_named
 from kstreams.topology.dsl.processors.aggregate import StreamAggregateSupplier, WindowedAggregateSupplier
 from kstreams.topology.dsl.processors.table import StoreValueGetterSupplier, TableMergeSupplier
 from kstreams.topology.dsl.windowed_serdes import SessionWindowedSerde
@@ -55,14 +55,7 @@ Aggregator = Callable[[Any, Any, Any], Any]
 
 
 def _split_args(first: Any, second: Any) -> tuple[Materialized, str | None]:
-    # Kafka overloads aggregate(initializer, Named[, Materialized]) and (initializer, Materialized).
-    materialized, named = first, second
-    if isinstance(first, (Named, str)) and (second is None or isinstance(second, Materialized)):
-        materialized, named = second, first
-    if materialized is not None and not isinstance(materialized, Materialized):
-        raise TypeError(
-            f"CogroupedKStream.aggregate() takes a Materialized (or a Named), got {materialized!r}."
-        )
+    materialized, named = materialized_and_named(first, second, "CogroupedKStream.aggregate()")
     return materialized or Materialized(), named_as(named)
 
 

@@ -26,7 +26,7 @@ from kstreams.topology.dsl.materialize import (
     key_value_store_builder,
     materialized_store,
 )
-from kstreams.topology.dsl.parameters import Materialized, Named
+from kstreams.topology.dsl.parameters import Materialized, Named, materialized_and_named
 from kstreams.topology.dsl.processors.aggregate import (
     AggregateKind,
     StreamAggregateSupplier,
@@ -54,13 +54,9 @@ VA = TypeVar("VA")
 KT = TypeVar("KT")
 
 
-def _split_args(first: Any, named: Named | str | None) -> tuple[Materialized, str | None]:
-    # Kafka overloads count(Named) and count(Materialized); accept either in the first position.
-    if isinstance(first, Named):
-        return Materialized(), first.name
-    if first is not None and not isinstance(first, Materialized):
-        raise TypeError(f"Expected a Materialized (or a Named), got {first!r}.")
-    return first or Materialized(), named_as(named)
+def _split_args(first: Any, second: Any) -> tuple[Materialized, str | None]:
+    materialized, named = materialized_and_named(first, second, "The aggregation")
+    return materialized or Materialized(), named_as(named)
 
 
 class _Grouping(Generic[KT, K, V]):

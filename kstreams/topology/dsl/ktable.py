@@ -24,7 +24,7 @@ from kstreams.topology.dsl.foreign_key_join import (
 from kstreams.topology.dsl.internal_builder import InternalStreamsBuilder
 from kstreams.topology.dsl.kstream import KStream, named_as
 from kstreams.topology.dsl.materialize import key_value_store_builder, materialized_store
-from kstreams.topology.dsl.parameters import Grouped, Materialized, Named
+from kstreams.topology.dsl.parameters import Grouped, Materialized, Named, materialized_and_named
 from kstreams.topology.dsl.processors.table import (
     FilterValueGetterSupplier,
     JoinValueGetterSupplier,
@@ -204,20 +204,25 @@ class KTable(Generic[K, V]):
     def filter(
         self,
         predicate: Callable[[K, V], bool],
-        materialized: Materialized | None = None,
-        named: Named | str | None = None,
+        materialized: Materialized | Named | str | None = None,
+        named: Named | str | Materialized | None = None,
     ) -> KTable[K, V]:
-        """Rows whose value passes ``predicate(key, value)``; others become deletions."""
-        return self._filter(predicate, False, materialized, named)
+        """Rows whose value passes ``predicate(key, value)``; others become deletions. The
+        Materialized and the name may come in either order (Kafka's ``filter(p, Named,
+        Materialized)``)."""
+        return self._filter(predicate, False, *materialized_and_named(materialized, named, "KTable.filter()"))
 
     def filter_not(
         self,
         predicate: Callable[[K, V], bool],
-        materialized: Materialized | None = None,
-        named: Named | str | None = None,
+        materialized: Materialized | Named | str | None = None,
+        named: Named | str | Materialized | None = None,
     ) -> KTable[K, V]:
-        """Rows whose value fails ``predicate(key, value)``; others become deletions."""
-        return self._filter(predicate, True, materialized, named)
+        """Rows whose value fails ``predicate(key, value)``; others become deletions (the optional
+        arguments as ``filter``'s)."""
+        return self._filter(
+            predicate, True, *materialized_and_named(materialized, named, "KTable.filter_not()")
+        )
 
     def _filter(
         self,
@@ -240,8 +245,8 @@ class KTable(Generic[K, V]):
     def map_values(
         self,
         mapper: Callable[[V], VR],
-        materialized: Materialized | None = None,
-        named: Named | str | None = None,
+        materialized: Materialized | Named | str | None = None,
+        named: Named | str | Materialized | None = None,
         *,
         with_key: Literal[False] = False,
     ) -> KTable[K, VR]: ...
@@ -250,8 +255,8 @@ class KTable(Generic[K, V]):
     def map_values(
         self,
         mapper: Callable[[K, V], VR],
-        materialized: Materialized | None = None,
-        named: Named | str | None = None,
+        materialized: Materialized | Named | str | None = None,
+        named: Named | str | Materialized | None = None,
         *,
         with_key: Literal[True],
     ) -> KTable[K, VR]: ...
@@ -260,8 +265,8 @@ class KTable(Generic[K, V]):
     def map_values(
         self,
         mapper: Callable[..., VR],
-        materialized: Materialized | None = None,
-        named: Named | str | None = None,
+        materialized: Materialized | Named | str | None = None,
+        named: Named | str | Materialized | None = None,
         *,
         with_key: bool,
     ) -> KTable[K, VR]: ...
@@ -269,12 +274,14 @@ class KTable(Generic[K, V]):
     def map_values(
         self,
         mapper: Callable[..., Any],
-        materialized: Materialized | None = None,
-        named: Named | str | None = None,
+        materialized: Materialized | Named | str | None = None,
+        named: Named | str | Materialized | None = None,
         *,
         with_key: bool = False,
     ) -> KTable[K, Any]:
-        """Each row's value mapped with ``mapper(value)`` (``mapper(key, value)`` with ``with_key``)."""
+        """Each row's value mapped with ``mapper(value)`` (``mapper(key, value)`` with ``with_key``);
+        the Materialized and the name may come in either order, as ``filter``'s."""
+        materialized, named = materialized_and_named(materialized, named, "KTable.map_values()")
         return self._derive(
             naming.KTABLE_MAPVALUES,
             named,

@@ -26,6 +26,7 @@ __all__ = [
     "Repartitioned",
     "StoreType",
     "StreamJoined",
+    "materialized_and_named",
     "to_millis",
 ]
 
@@ -372,3 +373,34 @@ class StreamJoined:
 
     def with_store_type(self, store_type: StoreType | str) -> StreamJoined:
         return replace(self, store_type=StoreType(store_type) if isinstance(store_type, str) else store_type)
+
+
+def materialized_and_named(
+    first: Any, second: Any, operation: str
+) -> tuple[Materialized | None, Named | str | None]:
+    """An operation's optional ``Materialized`` and name, given in either order: Kafka overloads
+    ``count(Named)``, ``count(Materialized)`` and ``count(Named, Materialized)`` (and ``filter``,
+    ``map_values``, ... alike), where kstreams' own order is ``(materialized, named)``. Each may be
+    given once, and a plain string only second (first, it could be meant as a store's name:
+    ``Materialized.as_(name)`` says that); anything else is a TypeError naming ``operation``."""
+    materialized: Materialized | None = None
+    named: Named | str | None = None
+    if isinstance(first, str):
+        raise TypeError(
+            f"{operation} takes a Materialized or a Named first, got the string {first!r}: "
+            f"Materialized.as_({first!r}) names the store, Named.as_({first!r}) the processor."
+        )
+    for arg in (first, second):
+        if arg is None:
+            continue
+        if isinstance(arg, (Named, str)):
+            if named is not None:
+                raise TypeError(f"{operation} got two names, {named!r} and {arg!r}; pass one.")
+            named = arg
+        elif isinstance(arg, Materialized):
+            if materialized is not None:
+                raise TypeError(f"{operation} got two Materialized; pass one.")
+            materialized = arg
+        else:
+            raise TypeError(f"{operation} takes a Materialized and a Named (in either order), got {arg!r}.")
+    return materialized, named

@@ -30,7 +30,7 @@ from kstreams.topology.dsl.internal_builder import InternalStreamsBuilder
 from kstreams.topology.dsl.kstream import named_as
 from kstreams.topology.dsl.ktable import KTable
 from kstreams.topology.dsl.materialize import materialized_store, session_store_builder
-from kstreams.topology.dsl.parameters import Materialized, Named
+from kstreams.topology.dsl.parameters import Materialized, Named, materialized_and_named
 from kstreams.topology.dsl.processors.aggregate import AggregateKind, count_aggregator, count_initializer
 from kstreams.topology.dsl.processors.emit_position import emit_position_store_builder
 from kstreams.topology.dsl.processors.session_aggregate import (
@@ -54,16 +54,9 @@ VA = TypeVar("VA")
 ParentFor = Callable[[str], tuple[str, frozenset[str]]]
 
 
-def _materialized_and_name(first: Any, named: Named | str | None) -> tuple[Materialized, str | None]:
-    # Kafka overloads count(Named), count(Materialized) and count(Named, Materialized); accept a
-    # Named or a Materialized in the first position, as KGroupedStream does.
-    if isinstance(first, Named):
-        return Materialized(), first.name
-    if first is not None and not isinstance(first, Materialized):
-        raise TypeError(
-            f"Expected a Materialized (or a Named) for the session-windowed aggregation, got {first!r}."
-        )
-    return first or Materialized(), named_as(named)
+def _materialized_and_name(first: Any, second: Any) -> tuple[Materialized, str | None]:
+    materialized, named = materialized_and_named(first, second, "The session-windowed aggregation")
+    return materialized or Materialized(), named_as(named)
 
 
 class SessionWindowedKStream(Generic[K, V]):

@@ -12,6 +12,7 @@ from kstreams.topology import (
     Grouped,
     KeyValue,
     Materialized,
+    Named,
     Produced,
     StreamsBuilder,
     TimeWindows,
@@ -369,3 +370,23 @@ def test_cached_aggregations_with_nothing_downstream_still_write_store_and_chang
         (2, 3),
         (1, 12),
     ]
+
+
+@pytest.mark.parametrize("order", ["kafka", "kstreams"])
+def test_an_aggregation_takes_its_name_and_materialized_in_either_order(drive, order):
+    # Kafka's count(Named, Materialized); kstreams' own order is (materialized, named).
+    name, store = Named.as_("word-count"), Materialized.as_("counts")
+    builder = StreamsBuilder()
+    grouped = builder.stream("in").group_by_key()
+    table = grouped.count(name, store) if order == "kafka" else grouped.count(store, name)
+    table.to_stream().to("out", Produced.with_(S, Serdes.long()))
+    topology = builder.build()
+    assert "word-count" in topology.nodes
+    driver = drive(topology)
+    driver.create_input_topic("in", S, S).pipe_input("a", "x")
+    assert driver.get_key_value_store("counts").get("a") == 1
+
+
+def test_an_aggregation_refuses_two_names():
+    with pytest.raises(TypeError, match="two names"):
+        StreamsBuilder().stream("in").group_by_key().count(Named.as_("a"), "b")

@@ -168,3 +168,16 @@ def test_stream_to_table_after_a_key_change_repartitions():
     builder.stream("in").select_key(lambda k, v: v).to_table()
     plan = builder.build().build("app")
     assert "app-KSTREAM-TOTABLE-0000000002-repartition" in plan.internal_topics
+
+
+def test_table_operations_take_kafka_s_named_then_materialized(drive):
+    builder = StreamsBuilder()
+    table = builder.table("in")
+    table.filter(lambda k, v: v != "drop", Named.as_("keep"), Materialized.as_("kept")).to_stream().to("out")
+    table.map_values(str.upper, Named.as_("upper")).to_stream().to("upper")
+    topology = builder.build()
+    assert {"keep", "upper"} <= set(topology.nodes)
+    driver = drive(topology)
+    driver.create_input_topic("in", S, S).pipe_input("a", "x")
+    assert driver.get_key_value_store("kept").get("a") == "x"
+    assert _updates(driver, "upper") == [("a", "X")]
