@@ -33,7 +33,7 @@ from kstreams.topology.dsl.foreign_key_serdes import (
     SubscriptionWrapperSerde,
 )
 from kstreams.topology.dsl.materialize import key_value_store_builder
-from kstreams.topology.dsl.parameters import Materialized, Named, StoreType
+from kstreams.topology.dsl.parameters import Materialized, Named, StoreType, materialized_and_named
 from kstreams.topology.dsl.processors.foreign_key_join import (
     ForeignTableJoinSupplier,
     ResponseJoinSupplier,
@@ -123,7 +123,10 @@ def parse_table_join_call(
                 f"KTable.{operation}() takes (other, joiner[, materialized][, named]) or, for a foreign-key "
                 f"join, (other, foreign_key_extractor, joiner[, table_joined][, materialized]): {exc}."
             ) from None
-        return bound.arguments["joiner"], bound.arguments.get("materialized"), bound.arguments.get("named")
+        materialized, named = materialized_and_named(
+            bound.arguments.get("materialized"), bound.arguments.get("named"), f"KTable.{operation}()"
+        )
+        return bound.arguments["joiner"], materialized, named
     try:
         bound = _FOREIGN.bind(*args, **kwargs)
     except TypeError as exc:

@@ -18,7 +18,7 @@ from kstreams.topology.dsl.internal_builder import InternalStreamsBuilder
 from kstreams.topology.dsl.kstream import named_as
 from kstreams.topology.dsl.ktable import KTable
 from kstreams.topology.dsl.materialize import key_value_store_builder, materialized_store
-from kstreams.topology.dsl.parameters import Materialized, Named
+from kstreams.topology.dsl.parameters import Materialized, Named, materialized_and_named
 from kstreams.topology.dsl.processors.aggregate import AggregateKind, count_aggregator, count_initializer
 from kstreams.topology.dsl.processors.table import StoreValueGetterSupplier
 from kstreams.topology.dsl.processors.table_aggregate import (
@@ -62,7 +62,9 @@ class KGroupedTable(Generic[K, V]):
         self._source_nodes = frozenset(source_nodes)
 
     def count(
-        self, materialized: Materialized | None = None, named: Named | str | None = None
+        self,
+        materialized: Materialized | Named | None = None,
+        named: Named | str | Materialized | None = None,
     ) -> KTable[K, int]:
         """The number of rows per new key."""
         return self._aggregate(
@@ -80,8 +82,8 @@ class KGroupedTable(Generic[K, V]):
         self,
         adder: Callable[[V, V], V],
         subtractor: Callable[[V, V], V],
-        materialized: Materialized | None = None,
-        named: Named | str | None = None,
+        materialized: Materialized | Named | None = None,
+        named: Named | str | Materialized | None = None,
     ) -> KTable[K, V]:
         """Per new key, ``adder(aggregate, value)`` for rows joining the group and
         ``subtractor(aggregate, value)`` for rows leaving it."""
@@ -94,8 +96,8 @@ class KGroupedTable(Generic[K, V]):
         initializer: Callable[[], VA],
         adder: Callable[[K, V, VA], VA],
         subtractor: Callable[[K, V, VA], VA],
-        materialized: Materialized | None = None,
-        named: Named | str | None = None,
+        materialized: Materialized | Named | None = None,
+        named: Named | str | Materialized | None = None,
     ) -> KTable[K, VA]:
         """Per new key, ``adder(key, value, aggregate)`` / ``subtractor(key, value, aggregate)``
         starting from ``initializer()``."""
@@ -107,15 +109,14 @@ class KGroupedTable(Generic[K, V]):
         self,
         kind: AggregateKind,
         prefix: str,
-        materialized: Materialized | None,
-        named: Named | str | None,
+        materialized: Materialized | Named | None,
+        named: Named | str | Materialized | None,
         initializer: Callable[[], Any] | None,
         adder: Callable[..., Any],
         subtractor: Callable[..., Any],
         value_serde_default: Any,
     ) -> KTable[Any, Any]:
-        if materialized is not None and not isinstance(materialized, Materialized):
-            raise TypeError(f"Expected a Materialized, got {materialized!r}.")
+        materialized, named = materialized_and_named(materialized, named, f"KGroupedTable.{kind}()")
         mat = materialized or Materialized()
         builder = self._builder
         store_name, key_serde, value_serde = materialized_store(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kstreams.serdes import Serdes
-from kstreams.topology import Grouped, KeyValue, Materialized, Produced, StreamsBuilder
+from kstreams.topology import Grouped, KeyValue, Materialized, Named, Produced, StreamsBuilder
 from kstreams.topology.dsl.processors.table_aggregate import ChangeSerde
 from kstreams.topology.dsl.records import Change
 
@@ -92,3 +92,18 @@ def test_change_serde_takes_the_default_value_serde_when_given_none():
     serde.bind_defaults({"default.value.serde": "long"})
     data: Any = serde.serialize("t", Change(1, 2))
     assert serde.deserialize("t", data) == Change(1, 2)
+
+
+def test_a_table_aggregation_takes_kafka_s_named_then_materialized(drive: Any) -> None:
+    builder = StreamsBuilder()
+    regions = builder.table("users").group_by(
+        lambda user, region: KeyValue(region, user), Grouped.with_(S, S)
+    )
+    regions.count(Named.as_("per-region"), Materialized.as_("region-counts")).to_stream().to(
+        "out", Produced.with_(S, Serdes.long())
+    )
+    topology = builder.build()
+    assert "per-region" in topology.nodes
+    driver = drive(topology)
+    driver.create_input_topic("users", S, S).pipe_input("ann", "eu")
+    assert driver.get_key_value_store("region-counts").get("eu") == 1

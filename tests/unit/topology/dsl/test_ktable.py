@@ -181,3 +181,18 @@ def test_table_operations_take_kafka_s_named_then_materialized(drive):
     driver.create_input_topic("in", S, S).pipe_input("a", "x")
     assert driver.get_key_value_store("kept").get("a") == "x"
     assert _updates(driver, "upper") == [("a", "X")]
+
+
+def test_a_table_join_takes_kafka_s_named_then_materialized(drive):
+    builder = StreamsBuilder()
+    joined = builder.table("left").join(
+        builder.table("right"), lambda a, b: a + b, Named.as_("both"), Materialized.as_("joined")
+    )
+    joined.to_stream().to("out")
+    topology = builder.build()
+    assert "both" in topology.nodes
+    driver = drive(topology)
+    driver.create_input_topic("left", S, S).pipe_input("k", "a")
+    driver.create_input_topic("right", S, S).pipe_input("k", "b")
+    assert driver.get_key_value_store("joined").get("k") == "ab"
+    assert _updates(driver) == [("k", "ab")]
