@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from kstreams.state.store import WindowedKey
 from kstreams.topology.dsl import naming
-from kstreams.topology.dsl.kstream import named_as
 from kstreams.topology.dsl.ktable import KTable
 from kstreams.topology.dsl.materialize import (
     aggregation_retention_ms,
@@ -35,7 +34,7 @@ from kstreams.topology.dsl.materialize import (
     materialized_store,
     session_store_builder,
 )
-from kstreams.topology.dsl.parameters import Materialized, Named, materialized_and_named
+from kstreams.topology.dsl.parameters import Materialized, Named, aggregation_store_and_name
 from kstreams.topology.dsl.processors.aggregate import StreamAggregateSupplier, WindowedAggregateSupplier
 from kstreams.topology.dsl.processors.table import StoreValueGetterSupplier, TableMergeSupplier
 from kstreams.topology.dsl.windowed_serdes import SessionWindowedSerde
@@ -52,11 +51,6 @@ K = TypeVar("K")
 VOut = TypeVar("VOut")
 
 Aggregator = Callable[[Any, Any, Any], Any]
-
-
-def _split_args(first: Any, second: Any) -> tuple[Materialized, str | None]:
-    materialized, named = materialized_and_named(first, second, "CogroupedKStream.aggregate()")
-    return materialized or Materialized(), named_as(named)
 
 
 class _Cogroup:
@@ -306,12 +300,12 @@ class CogroupedKStream(Generic[K, VOut]):
     def aggregate(
         self,
         initializer: Callable[[], VOut],
-        materialized: Materialized | Named | str | None = None,
+        materialized: Materialized | Named | None = None,
         named: Named | str | Materialized | None = None,
     ) -> KTable[K, VOut]:
         """The table of each key's aggregate: ``initializer()`` updated by each input's aggregator
         for each of its records (records with a null key or value are skipped)."""
-        mat, name = _split_args(materialized, named)
+        mat, name = aggregation_store_and_name(materialized, named, "CogroupedKStream.aggregate()")
         return self._cogroup.build(initializer, mat, name, _Unwindowed())
 
 
@@ -326,12 +320,12 @@ class TimeWindowedCogroupedKStream(Generic[K, VOut]):
     def aggregate(
         self,
         initializer: Callable[[], VOut],
-        materialized: Materialized | Named | str | None = None,
+        materialized: Materialized | Named | None = None,
         named: Named | str | Materialized | None = None,
     ) -> KTable[WindowedKey[K], VOut]:
         """The table of each key's aggregate per window; a record of a window closed (by stream
         time, after grace) is dropped."""
-        mat, name = _split_args(materialized, named)
+        mat, name = aggregation_store_and_name(materialized, named, "CogroupedKStream.aggregate()")
         return self._cogroup.build(initializer, mat, name, self._windowing)
 
 
@@ -347,12 +341,12 @@ class SessionWindowedCogroupedKStream(Generic[K, VOut]):
         self,
         initializer: Callable[[], VOut],
         session_merger: Callable[[K, VOut, VOut], VOut],
-        materialized: Materialized | Named | str | None = None,
+        materialized: Materialized | Named | None = None,
         named: Named | str | Materialized | None = None,
     ) -> KTable[WindowedKey[K], VOut]:
         """The table of each key's aggregate per session; ``session_merger(key, aggregate1,
         aggregate2)`` combines two sessions that a record joins into one."""
         if not callable(session_merger):
             raise TypeError(f"aggregate() needs a session_merger(key, agg1, agg2), got {session_merger!r}.")
-        mat, name = _split_args(materialized, named)
+        mat, name = aggregation_store_and_name(materialized, named, "CogroupedKStream.aggregate()")
         return self._cogroup.build(initializer, mat, name, _Session(self.windows, session_merger))

@@ -117,7 +117,8 @@ def stream_global_table_join(
     left: bool,
 ) -> KStream[Any, Any]:
     """The stream of ``stream`` joined with ``table`` (see the module docstring)."""
-    from kstreams.topology.dsl.kstream import KStream, named_as
+    from kstreams.topology.dsl.kstream import KStream
+    from kstreams.topology.dsl.parameters import named_as
 
     if not callable(key_selector):
         raise TypeError(

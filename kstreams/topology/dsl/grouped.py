@@ -18,7 +18,6 @@ from kstreams.state.store import WindowedKey
 from kstreams.topology.dsl import naming
 from kstreams.topology.dsl.emit_strategy import EmitStrategy, require_emit_strategy
 from kstreams.topology.dsl.internal_builder import InternalStreamsBuilder
-from kstreams.topology.dsl.kstream import named_as
 from kstreams.topology.dsl.ktable import KTable
 from kstreams.topology.dsl.materialize import (
     aggregation_retention_ms,
@@ -26,7 +25,7 @@ from kstreams.topology.dsl.materialize import (
     key_value_store_builder,
     materialized_store,
 )
-from kstreams.topology.dsl.parameters import Materialized, Named, materialized_and_named
+from kstreams.topology.dsl.parameters import Materialized, Named, aggregation_store_and_name
 from kstreams.topology.dsl.processors.aggregate import (
     AggregateKind,
     StreamAggregateSupplier,
@@ -52,11 +51,6 @@ V = TypeVar("V")
 VA = TypeVar("VA")
 # The key type of an aggregation's table: the grouping key, or the grouping key in a window.
 KT = TypeVar("KT")
-
-
-def _split_args(first: Any, second: Any) -> tuple[Materialized, str | None]:
-    materialized, named = materialized_and_named(first, second, "The aggregation")
-    return materialized or Materialized(), named_as(named)
 
 
 class _Grouping(Generic[KT, K, V]):
@@ -86,11 +80,13 @@ class _Grouping(Generic[KT, K, V]):
         self._source_nodes = frozenset(source_nodes)
 
     def count(
-        self, materialized: Materialized | Named | None = None, named: Named | str | None = None
+        self,
+        materialized: Materialized | Named | None = None,
+        named: Named | str | Materialized | None = None,
     ) -> KTable[KT, int]:
         """The number of records per key (per key and window, once ``windowed_by``). Records with
         a null key are not counted, nor, unless windowed, records with a null value."""
-        mat, name = _split_args(materialized, named)
+        mat, name = aggregation_store_and_name(materialized, named, "count()")
         return self._aggregate(
             "count", naming.AGGREGATE, mat, name, count_initializer, count_aggregator, Serdes.long()
         )
@@ -99,11 +95,11 @@ class _Grouping(Generic[KT, K, V]):
         self,
         reducer: Callable[[V, V], V],
         materialized: Materialized | Named | None = None,
-        named: Named | str | None = None,
+        named: Named | str | Materialized | None = None,
     ) -> KTable[KT, V]:
         """Per key (and window), ``reducer(aggregate, value)`` over the records (the first value
         starts it)."""
-        mat, name = _split_args(materialized, named)
+        mat, name = aggregation_store_and_name(materialized, named, "reduce()")
         return self._aggregate("reduce", naming.REDUCE, mat, name, None, reducer, self._value_serde)
 
     def aggregate(
@@ -111,10 +107,10 @@ class _Grouping(Generic[KT, K, V]):
         initializer: Callable[[], VA],
         aggregator: Callable[[K, V, VA], VA],
         materialized: Materialized | Named | None = None,
-        named: Named | str | None = None,
+        named: Named | str | Materialized | None = None,
     ) -> KTable[KT, VA]:
         """Per key (and window), ``aggregator(key, value, aggregate)`` starting from ``initializer()``."""
-        mat, name = _split_args(materialized, named)
+        mat, name = aggregation_store_and_name(materialized, named, "aggregate()")
         return self._aggregate("aggregate", naming.AGGREGATE, mat, name, initializer, aggregator, None)
 
     def _aggregate(

@@ -15,10 +15,9 @@ from typing import Any, Generic, TypeVar
 from kstreams.serdes import Serdes
 from kstreams.topology.dsl import naming
 from kstreams.topology.dsl.internal_builder import InternalStreamsBuilder
-from kstreams.topology.dsl.kstream import named_as
 from kstreams.topology.dsl.ktable import KTable
 from kstreams.topology.dsl.materialize import key_value_store_builder, materialized_store
-from kstreams.topology.dsl.parameters import Materialized, Named, materialized_and_named
+from kstreams.topology.dsl.parameters import Materialized, Named, aggregation_store_and_name
 from kstreams.topology.dsl.processors.aggregate import AggregateKind, count_aggregator, count_initializer
 from kstreams.topology.dsl.processors.table import StoreValueGetterSupplier
 from kstreams.topology.dsl.processors.table_aggregate import (
@@ -116,13 +115,11 @@ class KGroupedTable(Generic[K, V]):
         subtractor: Callable[..., Any],
         value_serde_default: Any,
     ) -> KTable[Any, Any]:
-        materialized, named = materialized_and_named(materialized, named, f"KGroupedTable.{kind}()")
-        mat = materialized or Materialized()
+        mat, name = aggregation_store_and_name(materialized, named, f"KGroupedTable.{kind}()")
         builder = self._builder
         store_name, key_serde, value_serde = materialized_store(
             builder, mat, prefix, self._key_serde, value_serde_default
         )
-        name = named_as(named)
         sink = f"{name}-sink" if name else builder.new_processor_name(naming.SINK)
         source = f"{name}-source" if name else builder.new_processor_name(naming.SOURCE)
         processor = builder.name_or_generate(name, prefix)

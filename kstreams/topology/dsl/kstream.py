@@ -23,6 +23,7 @@ from kstreams.topology.dsl.parameters import (
     Produced,
     Repartitioned,
     StreamJoined,
+    named_as,
 )
 from kstreams.topology.dsl.processors.stateless import (
     FilterSupplier,
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
     from kstreams.topology.dsl.printed import Printed
     from kstreams.topology.dsl.records import KeyValue
 
-__all__ = ["KStream", "named_as"]
+__all__ = ["KStream"]
 
 logger = logging.getLogger(__name__)
 
@@ -59,17 +60,6 @@ V = TypeVar("V")
 KR = TypeVar("KR")
 VR = TypeVar("VR")
 VO = TypeVar("VO")
-
-
-def named_as(named: Named | str | None) -> str | None:
-    """The processor name a ``Named`` (or a plain string) gives, or None."""
-    if named is None:
-        return None
-    if isinstance(named, Named):
-        return named.name
-    if isinstance(named, str):
-        return Named.as_(named).name
-    raise TypeError(f"Expected a Named or a str for the processor name, got {named!r}.")
 
 
 class KStream(Generic[K, V]):

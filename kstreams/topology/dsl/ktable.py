@@ -22,9 +22,9 @@ from kstreams.topology.dsl.foreign_key_join import (
     parse_table_join_call,
 )
 from kstreams.topology.dsl.internal_builder import InternalStreamsBuilder
-from kstreams.topology.dsl.kstream import KStream, named_as
+from kstreams.topology.dsl.kstream import KStream
 from kstreams.topology.dsl.materialize import key_value_store_builder, materialized_store
-from kstreams.topology.dsl.parameters import Grouped, Materialized, Named, materialized_and_named
+from kstreams.topology.dsl.parameters import Grouped, Materialized, Named, materialized_and_named, named_as
 from kstreams.topology.dsl.processors.table import (
     FilterValueGetterSupplier,
     JoinValueGetterSupplier,
@@ -204,7 +204,7 @@ class KTable(Generic[K, V]):
     def filter(
         self,
         predicate: Callable[[K, V], bool],
-        materialized: Materialized | Named | str | None = None,
+        materialized: Materialized | Named | None = None,
         named: Named | str | Materialized | None = None,
     ) -> KTable[K, V]:
         """Rows whose value passes ``predicate(key, value)``; others become deletions. The
@@ -215,7 +215,7 @@ class KTable(Generic[K, V]):
     def filter_not(
         self,
         predicate: Callable[[K, V], bool],
-        materialized: Materialized | Named | str | None = None,
+        materialized: Materialized | Named | None = None,
         named: Named | str | Materialized | None = None,
     ) -> KTable[K, V]:
         """Rows whose value fails ``predicate(key, value)``; others become deletions (the optional
@@ -245,7 +245,7 @@ class KTable(Generic[K, V]):
     def map_values(
         self,
         mapper: Callable[[V], VR],
-        materialized: Materialized | Named | str | None = None,
+        materialized: Materialized | Named | None = None,
         named: Named | str | Materialized | None = None,
         *,
         with_key: Literal[False] = False,
@@ -255,7 +255,7 @@ class KTable(Generic[K, V]):
     def map_values(
         self,
         mapper: Callable[[K, V], VR],
-        materialized: Materialized | Named | str | None = None,
+        materialized: Materialized | Named | None = None,
         named: Named | str | Materialized | None = None,
         *,
         with_key: Literal[True],
@@ -265,7 +265,7 @@ class KTable(Generic[K, V]):
     def map_values(
         self,
         mapper: Callable[..., VR],
-        materialized: Materialized | Named | str | None = None,
+        materialized: Materialized | Named | None = None,
         named: Named | str | Materialized | None = None,
         *,
         with_key: bool,
@@ -274,7 +274,7 @@ class KTable(Generic[K, V]):
     def map_values(
         self,
         mapper: Callable[..., Any],
-        materialized: Materialized | Named | str | None = None,
+        materialized: Materialized | Named | None = None,
         named: Named | str | Materialized | None = None,
         *,
         with_key: bool = False,

@@ -26,7 +26,9 @@ __all__ = [
     "Repartitioned",
     "StoreType",
     "StreamJoined",
+    "aggregation_store_and_name",
     "materialized_and_named",
+    "named_as",
     "to_millis",
 ]
 
@@ -404,3 +406,21 @@ def materialized_and_named(
         else:
             raise TypeError(f"{operation} takes a Materialized and a Named (in either order), got {arg!r}.")
     return materialized, named
+
+
+def aggregation_store_and_name(first: Any, second: Any, operation: str) -> tuple[Materialized, str | None]:
+    """An aggregation's ``Materialized`` (a default one when none is given) and processor name,
+    from its two optional arguments in either order (``materialized_and_named``)."""
+    materialized, named = materialized_and_named(first, second, operation)
+    return materialized or Materialized(), named_as(named)
+
+
+def named_as(named: Named | str | None) -> str | None:
+    """The processor name a ``Named`` (or a plain string) gives, or None."""
+    if named is None:
+        return None
+    if isinstance(named, Named):
+        return named.name
+    if isinstance(named, str):
+        return Named.as_(named).name
+    raise TypeError(f"Expected a Named or a str for the processor name, got {named!r}.")

@@ -27,10 +27,9 @@ from kstreams.state.store import WindowedKey
 from kstreams.topology.dsl import naming
 from kstreams.topology.dsl.emit_strategy import EmitStrategy, require_emit_strategy
 from kstreams.topology.dsl.internal_builder import InternalStreamsBuilder
-from kstreams.topology.dsl.kstream import named_as
 from kstreams.topology.dsl.ktable import KTable
 from kstreams.topology.dsl.materialize import materialized_store, session_store_builder
-from kstreams.topology.dsl.parameters import Materialized, Named, materialized_and_named
+from kstreams.topology.dsl.parameters import Materialized, Named, aggregation_store_and_name
 from kstreams.topology.dsl.processors.aggregate import AggregateKind, count_aggregator, count_initializer
 from kstreams.topology.dsl.processors.emit_position import emit_position_store_builder
 from kstreams.topology.dsl.processors.session_aggregate import (
@@ -52,11 +51,6 @@ VA = TypeVar("VA")
 # Where a grouped stream's aggregation reads from, given its store's name (after a repartition
 # named after the store when one is needed): the node and the stream's source nodes.
 ParentFor = Callable[[str], tuple[str, frozenset[str]]]
-
-
-def _materialized_and_name(first: Any, second: Any) -> tuple[Materialized, str | None]:
-    materialized, named = materialized_and_named(first, second, "The session-windowed aggregation")
-    return materialized or Materialized(), named_as(named)
 
 
 class SessionWindowedKStream(Generic[K, V]):
@@ -89,11 +83,13 @@ class SessionWindowedKStream(Generic[K, V]):
         return self
 
     def count(
-        self, materialized: Materialized | Named | None = None, named: Named | str | None = None
+        self,
+        materialized: Materialized | Named | None = None,
+        named: Named | str | Materialized | None = None,
     ) -> KTable[WindowedKey[K], int]:
         """The number of records per key and session (records with a null key are not counted;
         null values are)."""
-        mat, name = _materialized_and_name(materialized, named)
+        mat, name = aggregation_store_and_name(materialized, named, "SessionWindowedKStream.count()")
         return self._aggregate(
             "count",
             naming.AGGREGATE,
@@ -109,13 +105,13 @@ class SessionWindowedKStream(Generic[K, V]):
         self,
         reducer: Callable[[V, V], V],
         materialized: Materialized | Named | None = None,
-        named: Named | str | None = None,
+        named: Named | str | Materialized | None = None,
     ) -> KTable[WindowedKey[K], V]:
         """Per key and session, ``reducer(aggregate, value)`` over the records (the first value
         starts it); merged sessions combine as ``reducer(earlier_aggregate, later_aggregate)``."""
         if not callable(reducer):
             raise TypeError(f"reduce() needs a reducer(aggregate, value) function, got {reducer!r}.")
-        mat, name = _materialized_and_name(materialized, named)
+        mat, name = aggregation_store_and_name(materialized, named, "SessionWindowedKStream.reduce()")
         merger = ReduceMerger(reducer)
         return self._aggregate("reduce", naming.REDUCE, mat, name, None, reducer, merger, self._value_serde)
 
@@ -125,7 +121,7 @@ class SessionWindowedKStream(Generic[K, V]):
         aggregator: Callable[[K, V, VA], VA],
         merger: Callable[[K, VA, VA], VA],
         materialized: Materialized | Named | None = None,
-        named: Named | str | None = None,
+        named: Named | str | Materialized | None = None,
     ) -> KTable[WindowedKey[K], VA]:
         """Per key and session, ``aggregator(key, value, aggregate)`` starting from
         ``initializer()``; when a record bridges sessions, ``merger(key, agg1, agg2)`` combines
@@ -133,7 +129,7 @@ class SessionWindowedKStream(Generic[K, V]):
         for what, function in (("initializer", initializer), ("aggregator", aggregator), ("merger", merger)):
             if not callable(function):
                 raise TypeError(f"aggregate() needs a callable {what}, got {function!r}.")
-        mat, name = _materialized_and_name(materialized, named)
+        mat, name = aggregation_store_and_name(materialized, named, "SessionWindowedKStream.aggregate()")
         return self._aggregate(
             "aggregate", naming.AGGREGATE, mat, name, initializer, aggregator, merger, None
         )
