@@ -92,7 +92,14 @@ cdef int _utf8_valid(const char* data, Py_ssize_t n) noexcept nogil:
     cdef const uint8_t* p = <const uint8_t*>data
     cdef const uint8_t* end = p + n
     cdef Py_ssize_t k
+    cdef uint64_t word
     while p < end:
+        # ASCII (most keys and text) eight bytes a step.
+        if end - p >= 8:
+            memcpy(&word, p, 8)
+            if not (word & 0x8080808080808080ULL):
+                p += 8
+                continue
         if p[0] < 0x80:
             p += 1
             continue
@@ -102,27 +109,55 @@ cdef int _utf8_valid(const char* data, Py_ssize_t n) noexcept nogil:
         p += k
     return 1
 
-# Bytes a string scan must look at: the quote, the backslash, control characters (invalid) and
-# the lead bytes of multi-byte UTF-8 (validated); every other byte is skipped with one lookup.
-cdef unsigned char _STRING_SPECIAL[256]
-for _b in range(256):
-    _STRING_SPECIAL[_b] = 1 if (_b < 0x20 or _b == 0x22 or _b == 0x5C or _b >= 0x80) else 0
-
-cdef inline uint64_t _special8(uint64_t x) noexcept nogil:
-    """Nonzero when one of the 8 bytes in x is a quote, a backslash, a control character or
-    >= 0x80 (the bytes a string scan looks at): the "has a zero byte" and "has a byte less
-    than n" word tests, exact for "any", combined over one mask of high bits."""
-    cdef uint64_t ones = 0x0101010101010101ULL
-    cdef uint64_t quote = x ^ (ones * 0x22)
-    cdef uint64_t backslash = x ^ (ones * 0x5C)
-    return ((((x - ones * 0x20) | (quote - ones) | (backslash - ones)) & ~x) | x) & (ones * 0x80)
+cdef extern from * nogil:
+    """
+    /* The first byte at or after q (before end) that a JSON string scan must look at: the quote,
+       the backslash, a control character (invalid) or a byte >= 0x80 (UTF-8 to validate); end
+       when there is none. Eight bytes a step: per byte, "is zero" (after xor with the quote or
+       backslash), "is below 0x20" and "has the high bit", over one mask of high bits. The word
+       tests can flag a byte above a flagged one by a borrow, never below it, so the lowest flag
+       is exact: on little-endian machines it is the first such byte in memory. The last bytes
+       are read into a zero-filled word: a zero counts as a control character, so a string that
+       runs to the end stops there. */
+    static inline uint64_t ks_json_special8(uint64_t x) {
+        const uint64_t ones = 0x0101010101010101ULL;
+        uint64_t quote = x ^ (ones * 0x22), backslash = x ^ (ones * 0x5C);
+        return ((((x - ones * 0x20) | (quote - ones) | (backslash - ones)) & ~x) | x)
+            & (ones * 0x80);
+    }
+    static inline const char *ks_json_string_special(const char *q, const char *end) {
+    #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        uint64_t x, mask;
+        while (end - q >= 8) {
+            memcpy(&x, q, 8);
+            mask = ks_json_special8(x);
+            if (mask)
+                return q + (__builtin_ctzll(mask) >> 3);
+            q += 8;
+        }
+        if (q >= end)
+            return end;
+        x = 0;
+        memcpy(&x, q, (size_t)(end - q));
+        mask = ks_json_special8(x);
+        return q + (__builtin_ctzll(mask) >> 3);   /* a zero fill byte is flagged: <= end */
+    #else
+        for (; q < end; q++) {
+            unsigned char c = (unsigned char)*q;
+            if (c < 0x20 || c == 0x22 || c == 0x5C || c >= 0x80)
+                return q;
+        }
+        return end;
+    #endif
+    }
+    """
+    const char* ks_json_string_special(const char* q, const char* end)
 
 cdef int _j_string(JScan* s, JTok* tok) noexcept nogil:
     """At the opening quote. Fills tok (p/n = raw content); -1 when invalid."""
     cdef const char* start
     cdef const char* q
     cdef const char* end = s.end
-    cdef uint64_t word
     cdef char c
     cdef int h, code, j
     cdef Py_ssize_t k
@@ -130,16 +165,7 @@ cdef int _j_string(JScan* s, JTok* tok) noexcept nogil:
     start = s.p
     tok.escaped = 0
     while True:
-        # Skip plain bytes in a local (a store through s would be reloaded per byte: char
-        # reads may alias it).
-        q = s.p
-        while end - q >= 8:
-            memcpy(&word, q, 8)
-            if _special8(word):
-                break
-            q += 8
-        while q < end and not _STRING_SPECIAL[<uint8_t>q[0]]:
-            q += 1
+        q = ks_json_string_special(s.p, end)
         s.p = q
         if q >= end:
             return -1
@@ -251,6 +277,43 @@ cdef inline int _same(const char* a, const char* b, Py_ssize_t n) noexcept nogil
             return 0
     return 1
 
+cdef inline int _j_scalar(JScan* s, JTok* tok) noexcept nogil:
+    """At a value that is not an object or an array (s.p < s.end). -1 when invalid."""
+    cdef const char* start = s.p
+    cdef char c = s.p[0]
+    if c == c'"':
+        return _j_string(s, tok)
+    if c == c't':
+        if s.end - s.p < 4 or memcmp(s.p, b"true", 4) != 0:
+            return -1
+        s.p += 4
+        tok.type = T_TRUE
+    elif c == c'f':
+        if s.end - s.p < 5 or memcmp(s.p, b"false", 5) != 0:
+            return -1
+        s.p += 5
+        tok.type = T_FALSE
+    elif c == c'n':
+        if s.end - s.p < 4 or memcmp(s.p, b"null", 4) != 0:
+            return -1
+        s.p += 4
+        tok.type = T_NULL
+    else:
+        return _j_number(s, tok)
+    tok.p = start
+    tok.n = s.p - start
+    return 0
+
+cdef inline int _j_member(JScan* s, JTok* tok, int depth) noexcept nogil:
+    """A member's or an element's value: scalars here, objects and arrays by recursion (most
+    values are scalars: they skip the call and its frame)."""
+    _skip_ws(s)
+    if s.p >= s.end:
+        return -1
+    if s.p[0] == c'{' or s.p[0] == c'[':
+        return _j_value(s, tok, depth, NULL)
+    return _j_scalar(s, tok)
+
 cdef int _j_value(JScan* s, JTok* tok, int depth, JFields* want) noexcept nogil:
     """Parse one value; tok describes it. With ``want`` (the document, depth 0), its ``found``
     get the top-level members of its names. -1 when invalid or beyond what the kernels handle."""
@@ -298,7 +361,7 @@ cdef int _j_value(JScan* s, JTok* tok, int depth, JFields* want) noexcept nogil:
                 if s.p >= s.end or s.p[0] != c':':
                     return -1
                 s.p += 1
-                if _j_value(s, &sub, depth + 1, NULL) < 0:
+                if _j_member(s, &sub, depth + 1) < 0:
                     return -1
                 if want != NULL:
                     for j in range(want.n):
@@ -322,7 +385,7 @@ cdef int _j_value(JScan* s, JTok* tok, int depth, JFields* want) noexcept nogil:
             s.p += 1
         else:
             while True:
-                if _j_value(s, &sub, depth + 1, NULL) < 0:
+                if _j_member(s, &sub, depth + 1) < 0:
                     return -1
                 _skip_ws(s)
                 if s.p >= s.end:
@@ -335,25 +398,8 @@ cdef int _j_value(JScan* s, JTok* tok, int depth, JFields* want) noexcept nogil:
                     break
                 return -1
         tok.type = T_ARR
-    elif c == c'"':
-        return _j_string(s, tok)
-    elif c == c't':
-        if s.end - s.p < 4 or memcmp(s.p, b"true", 4) != 0:
-            return -1
-        s.p += 4
-        tok.type = T_TRUE
-    elif c == c'f':
-        if s.end - s.p < 5 or memcmp(s.p, b"false", 5) != 0:
-            return -1
-        s.p += 5
-        tok.type = T_FALSE
-    elif c == c'n':
-        if s.end - s.p < 4 or memcmp(s.p, b"null", 4) != 0:
-            return -1
-        s.p += 4
-        tok.type = T_NULL
     else:
-        return _j_number(s, tok)
+        return _j_scalar(s, tok)
     tok.p = start
     tok.n = s.p - start
     return 0

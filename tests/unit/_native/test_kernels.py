@@ -285,6 +285,22 @@ def test_validation_finds_every_bad_byte_in_strings_of_any_length() -> None:
                 if bad is not None:
                     doc[7 + at] = bad  # within the string: '{"s": "' is 7 bytes
                 check(bytes(doc))
+                # The same string as the whole document: its last bytes are the document's
+                # last, read short of a full word; cut anywhere, it is unterminated.
+                whole = bytearray(json.dumps("x" * length).encode())
+                if bad is not None:
+                    whole[1 + at] = bad
+                check(bytes(whole))
+                check(bytes(whole[: 1 + at]))
+
+
+def test_string_keys_with_a_non_ascii_byte_anywhere_validate_as_the_serde_decodes() -> None:
+    for length in range(1, 20):
+        for at in range(length):
+            for bad, valid in ((b"\xc3\xa9", True), (b"\xff", False), (b"\xc3", False)):
+                key = b"k" * at + bad + b"k" * (length - at - 1)
+                batch = batch_of([key], [b"1"])
+                assert (kernels.validate(batch, kernels.STRING, kernels.JSON) == -1) == valid, key
 
 
 @pytest.mark.parametrize(
