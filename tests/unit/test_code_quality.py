@@ -72,6 +72,7 @@ labels: KTable[str, str] = counts.map_values(lambda n: f"{n}x")
 labelled: KStream[str, str] = lengths.left_join(labels, lambda n, label: label or str(n))
 window = JoinWindows.of_time_difference_with_no_grace(1000)
 pairs: KStream[str, tuple[int, str]] = lengths.join(words, lambda n, w: (n, w), window)
+keyed: KStream[str, str] = lengths.join(labels, lambda word, n, label: f"{word}{n}{label}", with_key=True)
 by_count: KGroupedTable[int, str] = counts.group_by(lambda word, n: (n, word))
 words_per_count: KTable[int, int] = by_count.count()
 counts.to_stream().to("counts", Produced.with_(Serdes.string(), Serdes.long()))
@@ -94,6 +95,7 @@ swapped: KStream[int, int] = lengths.filter(lambda _k, n: n > 1)  # rejected: ke
 unwindowed: KTable[str, int] = minutes.count()  # rejected: keys are WindowedKey[str]
 lengths.map_values(lambda n: n.upper())  # rejected: values are int
 lengths.left_join(lengths.to_table(), lambda n, other: n + other)  # rejected: other may be None
+lengths.join(lengths.to_table(), lambda k, n, o: k + n, with_key=True)  # rejected: keys are str
 """
 
 

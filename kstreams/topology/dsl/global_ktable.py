@@ -112,9 +112,10 @@ def stream_global_table_join(
     stream: KStream[Any, Any],
     table: GlobalKTable[Any, Any],
     key_selector: Callable[[Any, Any], Any],
-    joiner: Callable[[Any, Any], Any],
+    joiner: Callable[..., Any],
     named: Named | str | None,
     left: bool,
+    with_key: bool = False,
 ) -> KStream[Any, Any]:
     """The stream of ``stream`` joined with ``table`` (see the module docstring)."""
     from kstreams.topology.dsl.kstream import KStream
@@ -133,7 +134,9 @@ def stream_global_table_join(
     internal = stream._builder
     name = internal.name_or_generate(named_as(named), naming.LEFTJOIN if left else naming.JOIN)
     internal.add_processor(
-        name, StreamGlobalTableJoinSupplier(table.store_name, key_selector, joiner, left), stream.name
+        name,
+        StreamGlobalTableJoinSupplier(table.store_name, key_selector, joiner, left, with_key),
+        stream.name,
     )
     # The key is unchanged and the lookup needs no partitioning: the stream keeps its state.
     return KStream(internal, name, stream._key_serde, None, stream.repartition_required, stream._source_nodes)

@@ -9,6 +9,7 @@ new subtopology, so that all records of a key meet in one task.
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
@@ -430,7 +431,22 @@ class KStream(Generic[K, V]):
 
     @overload
     def join(
-        self, other: KTable[K, VO], joiner: Callable[[V, VO], VR], windows: Joined | None = None
+        self,
+        other: KTable[K, VO],
+        joiner: Callable[[V, VO], VR],
+        windows: Joined | None = None,
+        *,
+        with_key: Literal[False] = False,
+    ) -> KStream[K, VR]: ...
+
+    @overload
+    def join(
+        self,
+        other: KTable[K, VO],
+        joiner: Callable[[K, V, VO], VR],
+        windows: Joined | None = None,
+        *,
+        with_key: Literal[True],
     ) -> KStream[K, VR]: ...
 
     @overload
@@ -440,6 +456,19 @@ class KStream(Generic[K, V]):
         joiner: Callable[[V, VO], VR],
         windows: None = None,
         joined: Joined | None = None,
+        *,
+        with_key: Literal[False] = False,
+    ) -> KStream[K, VR]: ...
+
+    @overload
+    def join(
+        self,
+        other: KTable[K, VO],
+        joiner: Callable[[K, V, VO], VR],
+        windows: None = None,
+        joined: Joined | None = None,
+        *,
+        with_key: Literal[True],
     ) -> KStream[K, VR]: ...
 
     @overload
@@ -449,6 +478,19 @@ class KStream(Generic[K, V]):
         joiner: Callable[[V, VO], VR],
         windows: JoinWindows,
         joined: StreamJoined | None = None,
+        *,
+        with_key: Literal[False] = False,
+    ) -> KStream[K, VR]: ...
+
+    @overload
+    def join(
+        self,
+        other: KStream[K, VO],
+        joiner: Callable[[K, V, VO], VR],
+        windows: JoinWindows,
+        joined: StreamJoined | None = None,
+        *,
+        with_key: Literal[True],
     ) -> KStream[K, VR]: ...
 
     @overload
@@ -458,25 +500,59 @@ class KStream(Generic[K, V]):
         joiner: Callable[[K, V], KR],
         windows: Callable[[V, VO], VR],
         joined: Named | str | None = None,
+        *,
+        with_key: Literal[False] = False,
+    ) -> KStream[K, VR]: ...
+
+    @overload
+    def join(
+        self,
+        other: GlobalKTable[KR, VO],
+        joiner: Callable[[K, V], KR],
+        windows: Callable[[K, V, VO], VR],
+        joined: Named | str | None = None,
+        *,
+        with_key: Literal[True],
     ) -> KStream[K, VR]: ...
 
     def join(
         self,
         other: KStream[Any, Any] | KTable[Any, Any] | GlobalKTable[Any, Any],
-        joiner: Callable[[Any, Any], Any],
-        windows: JoinWindows | Joined | Callable[[Any, Any], Any] | None = None,
+        joiner: Callable[..., Any],
+        windows: JoinWindows | Joined | Callable[..., Any] | None = None,
         joined: Joined | StreamJoined | Named | str | None = None,
+        *,
+        with_key: bool = False,
     ) -> KStream[Any, Any]:
         """Inner join with a KTable (``join(table, joiner[, Joined])``), with another KStream
         within ``windows`` (``join(stream, joiner, JoinWindows[, StreamJoined])``), or with a
         GlobalKTable (``join(global_table, key_selector, joiner[, named])``: ``key_selector(key,
         value)`` gives the table key to look up; no repartition).
-        ``joiner(this_value, other_value)`` makes the result value."""
-        return self._join(other, joiner, windows, joined, left_outer=False, right_outer=False)
+        ``joiner(this_value, other_value)`` makes the result value; with ``with_key``,
+        ``joiner(key, this_value, other_value)`` (Kafka's ValueJoinerWithKey; the key is this
+        stream's record key, for a GlobalKTable too)."""
+        return self._join(
+            other, joiner, windows, joined, left_outer=False, right_outer=False, with_key=with_key
+        )
 
     @overload
     def left_join(
-        self, other: KTable[K, VO], joiner: Callable[[V, VO | None], VR], windows: Joined | None = None
+        self,
+        other: KTable[K, VO],
+        joiner: Callable[[V, VO | None], VR],
+        windows: Joined | None = None,
+        *,
+        with_key: Literal[False] = False,
+    ) -> KStream[K, VR]: ...
+
+    @overload
+    def left_join(
+        self,
+        other: KTable[K, VO],
+        joiner: Callable[[K, V, VO | None], VR],
+        windows: Joined | None = None,
+        *,
+        with_key: Literal[True],
     ) -> KStream[K, VR]: ...
 
     @overload
@@ -486,6 +562,19 @@ class KStream(Generic[K, V]):
         joiner: Callable[[V, VO | None], VR],
         windows: None = None,
         joined: Joined | None = None,
+        *,
+        with_key: Literal[False] = False,
+    ) -> KStream[K, VR]: ...
+
+    @overload
+    def left_join(
+        self,
+        other: KTable[K, VO],
+        joiner: Callable[[K, V, VO | None], VR],
+        windows: None = None,
+        joined: Joined | None = None,
+        *,
+        with_key: Literal[True],
     ) -> KStream[K, VR]: ...
 
     @overload
@@ -495,6 +584,19 @@ class KStream(Generic[K, V]):
         joiner: Callable[[V, VO | None], VR],
         windows: JoinWindows,
         joined: StreamJoined | None = None,
+        *,
+        with_key: Literal[False] = False,
+    ) -> KStream[K, VR]: ...
+
+    @overload
+    def left_join(
+        self,
+        other: KStream[K, VO],
+        joiner: Callable[[K, V, VO | None], VR],
+        windows: JoinWindows,
+        joined: StreamJoined | None = None,
+        *,
+        with_key: Literal[True],
     ) -> KStream[K, VR]: ...
 
     @overload
@@ -504,48 +606,94 @@ class KStream(Generic[K, V]):
         joiner: Callable[[K, V], KR],
         windows: Callable[[V, VO | None], VR],
         joined: Named | str | None = None,
+        *,
+        with_key: Literal[False] = False,
+    ) -> KStream[K, VR]: ...
+
+    @overload
+    def left_join(
+        self,
+        other: GlobalKTable[KR, VO],
+        joiner: Callable[[K, V], KR],
+        windows: Callable[[K, V, VO | None], VR],
+        joined: Named | str | None = None,
+        *,
+        with_key: Literal[True],
     ) -> KStream[K, VR]: ...
 
     def left_join(
         self,
         other: KStream[Any, Any] | KTable[Any, Any] | GlobalKTable[Any, Any],
-        joiner: Callable[[Any, Any], Any],
-        windows: JoinWindows | Joined | Callable[[Any, Any], Any] | None = None,
+        joiner: Callable[..., Any],
+        windows: JoinWindows | Joined | Callable[..., Any] | None = None,
         joined: Joined | StreamJoined | Named | str | None = None,
+        *,
+        with_key: bool = False,
     ) -> KStream[Any, Any]:
         """Like ``join``, but every record of this stream yields a result: unmatched ones are
         joined with None (for stream-stream joins, once their window has closed)."""
-        return self._join(other, joiner, windows, joined, left_outer=True, right_outer=False)
+        return self._join(
+            other, joiner, windows, joined, left_outer=True, right_outer=False, with_key=with_key
+        )
 
+    @overload
     def outer_join(
         self,
         other: KStream[K, VO],
         joiner: Callable[[V | None, VO | None], VR],
         windows: JoinWindows,
         joined: StreamJoined | None = None,
+        *,
+        with_key: Literal[False] = False,
+    ) -> KStream[K, VR]: ...
+
+    @overload
+    def outer_join(
+        self,
+        other: KStream[K, VO],
+        joiner: Callable[[K, V | None, VO | None], VR],
+        windows: JoinWindows,
+        joined: StreamJoined | None = None,
+        *,
+        with_key: Literal[True],
+    ) -> KStream[K, VR]: ...
+
+    def outer_join(
+        self,
+        other: KStream[K, VO],
+        joiner: Callable[..., VR],
+        windows: JoinWindows,
+        joined: StreamJoined | None = None,
+        *,
+        with_key: bool = False,
     ) -> KStream[K, VR]:
         """Windowed outer join of two streams: unmatched records of either side are joined with
-        None once their window has closed."""
+        None once their window has closed (``joiner(key, left, right)`` with ``with_key``)."""
         if not isinstance(other, KStream):
             raise TypeError(f"outer_join() takes a KStream and JoinWindows, got {other!r}.")
-        return self._join(other, joiner, windows, joined, left_outer=True, right_outer=True)
+        return self._join(
+            other, joiner, windows, joined, left_outer=True, right_outer=True, with_key=with_key
+        )
 
     def _join(
         self,
         other: Any,
-        joiner: Callable[[Any, Any], Any],
+        joiner: Callable[..., Any],
         windows: Any,
         joined: Any,
         *,
         left_outer: bool,
         right_outer: bool,
+        with_key: bool,
     ) -> KStream[Any, Any]:
         from kstreams.topology.dsl.global_ktable import GlobalKTable, stream_global_table_join
         from kstreams.topology.dsl.ktable import KTable
 
         if isinstance(other, GlobalKTable):
             # join(global_table, key_selector, joiner[, named]): the arguments shift by one.
-            return stream_global_table_join(self, other, joiner, windows, joined, left_outer)
+            _check_joiner_arity(windows, with_key)
+            return stream_global_table_join(self, other, joiner, windows, joined, left_outer, with_key)
+        _check_joiner_arity(joiner, with_key)
         if isinstance(other, KTable):
             if isinstance(windows, Joined) and joined is None:
                 windows, joined = None, windows
@@ -554,7 +702,7 @@ class KStream(Generic[K, V]):
                     "A stream-table join takes (table, joiner[, Joined]); JoinWindows apply only to "
                     "stream-stream joins."
                 )
-            return self._stream_table_join(other, joiner, joined or Joined(), left_outer)
+            return self._stream_table_join(other, joiner, joined or Joined(), left_outer, with_key)
         if isinstance(other, KStream):
             if not isinstance(windows, JoinWindows):
                 raise TypeError(
@@ -566,12 +714,17 @@ class KStream(Generic[K, V]):
             from kstreams.topology.dsl.stream_joins import stream_stream_join
 
             return stream_stream_join(
-                self, other, joiner, windows, joined or StreamJoined(), left_outer, right_outer
+                self, other, joiner, windows, joined or StreamJoined(), left_outer, right_outer, with_key
             )
         raise TypeError(f"A KStream joins a KStream, a KTable or a GlobalKTable, got {other!r}.")
 
     def _stream_table_join(
-        self, table: KTable[Any, Any], joiner: Callable[[Any, Any], Any], joined: Joined, left: bool
+        self,
+        table: KTable[Any, Any],
+        joiner: Callable[..., Any],
+        joined: Joined,
+        left: bool,
+        with_key: bool,
     ) -> KStream[Any, Any]:
         stream = self
         if self._repartition_required:
@@ -580,9 +733,33 @@ class KStream(Generic[K, V]):
             )
         name = self._builder.name_or_generate(joined.name, naming.LEFTJOIN if left else naming.JOIN)
         getter = table._value_getter_supplier()
-        self._builder.add_processor(name, StreamTableJoinSupplier(getter, joiner, left), stream._name)
+        self._builder.add_processor(
+            name, StreamTableJoinSupplier(getter, joiner, left, with_key), stream._name
+        )
         self._builder.connect_stores(name, getter.store_names())
         sources = stream._source_nodes | table._source_nodes
         self._builder.copartition(sources)
         key_serde = joined.key_serde if joined.key_serde is not None else stream._key_serde
         return KStream(self._builder, name, key_serde, None, False, sources)
+
+
+def _check_joiner_arity(joiner: Any, with_key: bool) -> None:
+    """A joiner that cannot take the arguments it will get fails at build, not at its first
+    record: Kafka tells a ValueJoinerWithKey from a ValueJoiner by its type, Python by
+    ``with_key``, which a program ported from Java easily misses."""
+    if not callable(joiner):
+        return  # the join's own checks say what was expected
+    try:
+        signature = inspect.signature(joiner)
+    except (TypeError, ValueError):  # builtins without a signature: trust them
+        return
+    arguments = "(key, value, other_value)" if with_key else "(value, other_value)"
+    try:
+        signature.bind(*range(3 if with_key else 2))
+    except TypeError:
+        hint = (
+            "without with_key=True a joiner gets (value, other_value)"
+            if with_key
+            else "a joiner taking (key, value, other_value) (Kafka's ValueJoinerWithKey) needs with_key=True"
+        )
+        raise TypeError(f"The joiner {joiner!r} cannot take {arguments}: {hint}.") from None

@@ -37,11 +37,12 @@ logger = logging.getLogger(__name__)
 def stream_stream_join(
     this: KStream[Any, Any],
     other: KStream[Any, Any],
-    joiner: Callable[[Any, Any], Any],
+    joiner: Callable[..., Any],
     windows: JoinWindows,
     joined: StreamJoined,
     left_outer: bool,
     right_outer: bool,
+    with_key: bool = False,
 ) -> KStream[Any, Any]:
     """Join ``this`` with ``other`` within ``windows``; repartitions either side whose key may
     have changed (topics "<name>-left-repartition"/"<name>-right-repartition" with a
@@ -119,6 +120,7 @@ def stream_stream_join(
         "after_ms": windows.after_ms,
         "grace_ms": windows.grace_ms,
         "joiner": joiner,
+        "with_key": with_key,
         "outer_store_name": outer_store,
         "time_trackers": trackers,
         "outer_serdes": outer_serdes,

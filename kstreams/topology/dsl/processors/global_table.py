@@ -61,7 +61,9 @@ class _GlobalTableSource(Processor[Any, Any, Any, Any]):
 
 
 class StreamGlobalTableJoinSupplier:
-    """Makes the processor joining a stream with the global table in store ``store_name``."""
+    """Makes the processor joining a stream with the global table in store ``store_name``:
+    ``joiner(stream_value, table_value)``, or ``joiner(stream_key, stream_value, table_value)``
+    when ``with_key`` (Kafka's ValueJoinerWithKey: the stream record's key, not the table's)."""
 
     kind = "stream_global_table_join"
 
@@ -69,13 +71,15 @@ class StreamGlobalTableJoinSupplier:
         self,
         store_name: str,
         key_selector: Callable[[Any, Any], Any],
-        joiner: Callable[[Any, Any], Any],
+        joiner: Callable[..., Any],
         left: bool,
+        with_key: bool = False,
     ) -> None:
         self.store_name = store_name
         self.key_selector = key_selector
         self.joiner = joiner
         self.left = left
+        self.with_key = with_key
 
     def __call__(self) -> Processor[Any, Any, Any, Any]:
         return _StreamGlobalTableJoin(self)
@@ -103,4 +107,9 @@ class _StreamGlobalTableJoin(Processor[Any, Any, Any, Any]):
         table_value = ValueAndTimestamp.get_value_or_null(stored)
         if table_value is None and not spec.left:
             return
-        self.context.forward(record.with_value(spec.joiner(record.value, table_value)))
+        result = (
+            spec.joiner(record.key, record.value, table_value)
+            if spec.with_key
+            else spec.joiner(record.value, table_value)
+        )
+        self.context.forward(record.with_value(result))

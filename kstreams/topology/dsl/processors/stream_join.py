@@ -176,7 +176,9 @@ class _JoinWindow(Processor[Any, Any, Any, Any]):
 
 
 class StreamStreamJoinSupplier:
-    """One side's join processor: joins its records with the other side's window store."""
+    """One side's join processor: joins its records with the other side's window store, with
+    ``joiner(left_value, right_value)``, or ``joiner(key, left_value, right_value)`` when
+    ``with_key`` (Kafka's ValueJoinerWithKey)."""
 
     kind = "stream_stream_join"
 
@@ -188,11 +190,12 @@ class StreamStreamJoinSupplier:
         before_ms: int,
         after_ms: int,
         grace_ms: int,
-        joiner: Callable[[Any, Any], Any],
+        joiner: Callable[..., Any],
         outer: bool,
         outer_store_name: str | None,
         time_trackers: JoinTimeTrackers,
         outer_serdes: tuple[Any, ...] = (),
+        with_key: bool = False,
     ) -> None:
         self.is_left_side = is_left_side
         self.other_store_name = other_store_name
@@ -201,6 +204,7 @@ class StreamStreamJoinSupplier:
         self.windows_after_ms = after_ms
         self.grace_ms = grace_ms
         self.joiner = joiner
+        self.with_key = with_key
         self.outer = outer
         self.outer_store_name = outer_store_name
         self.time_trackers = time_trackers
@@ -231,8 +235,10 @@ class _StreamStreamJoin(Processor[Any, Any, Any, Any]):
         for serde in self.spec.outer_serdes:
             serde.bind_defaults(context.app_configs)
 
-    def _join(self, this: Any, other: Any) -> Any:
-        return self.spec.joiner(this, other) if self.is_left else self.spec.joiner(other, this)
+    def _join(self, key: Any, this: Any, other: Any) -> Any:
+        if self.is_left:
+            return _apply_joiner(self.spec, key, this, other)
+        return _apply_joiner(self.spec, key, other, this)
 
     def process(self, record: Record[Any, Any]) -> None:
         timestamp = record.timestamp
@@ -240,7 +246,7 @@ class _StreamStreamJoin(Processor[Any, Any, Any, Any]):
         if record.value is None or record.key is None:
             if self.spec.outer and record.value is not None:
                 # A null key can never find a partner: an outer side emits it at once (KIP-962).
-                self.context.forward(record.with_value(self._join(record.value, None)))
+                self.context.forward(record.with_value(self._join(record.key, record.value, None)))
                 return
             self.dropped += 1
             logger.debug("Skipping a record with a null key or value in a stream-stream join.")
@@ -260,7 +266,7 @@ class _StreamStreamJoin(Processor[Any, Any, Any, Any]):
             self.context.forward(
                 Record(
                     record.key,
-                    self._join(record.value, other_value),
+                    self._join(record.key, record.value, other_value),
                     max(timestamp, other_timestamp),
                     record.headers,
                 )
@@ -269,7 +275,7 @@ class _StreamStreamJoin(Processor[Any, Any, Any, Any]):
             return
         if self.outer_store is None or time_to < self.tracker.stream_time:
             # Eager results (no spurious-result fix), or the window is already closed.
-            self.context.forward(record.with_value(self._join(record.value, None)))
+            self.context.forward(record.with_value(self._join(record.key, record.value, None)))
         else:
             self.tracker.min_time = min(self.tracker.min_time, timestamp)
             self.outer_store.put((self.is_left, record.key), (self.is_left, record.value), timestamp)
@@ -297,7 +303,15 @@ class _StreamStreamJoin(Processor[Any, Any, Any, Any]):
                     new_min = timestamp
                 continue
             _, value = side_and_value
-            result = self.spec.joiner(value, None) if is_left else self.spec.joiner(None, value)
+            result = (
+                _apply_joiner(self.spec, key, value, None)
+                if is_left
+                else _apply_joiner(self.spec, key, None, value)
+            )
             self.context.forward(Record(key, result, timestamp))
             self.outer_store.put((is_left, key), None, timestamp)
         tracker.min_time = new_min if new_min is not None else _NO_PARKED_RECORD
+
+
+def _apply_joiner(spec: StreamStreamJoinSupplier, key: Any, left: Any, right: Any) -> Any:
+    return spec.joiner(key, left, right) if spec.with_key else spec.joiner(left, right)

@@ -22,14 +22,18 @@ logger = logging.getLogger(__name__)
 
 
 class StreamTableJoinSupplier:
-    """Joins stream records with ``joiner(stream_value, table_value)``."""
+    """Joins stream records with ``joiner(stream_value, table_value)``, or with
+    ``joiner(key, stream_value, table_value)`` when ``with_key`` (Kafka's ValueJoinerWithKey)."""
 
     kind = "stream_table_join"
 
-    def __init__(self, table: ValueGetterSupplier, joiner: Callable[[Any, Any], Any], left: bool) -> None:
+    def __init__(
+        self, table: ValueGetterSupplier, joiner: Callable[..., Any], left: bool, with_key: bool = False
+    ) -> None:
         self.table = table
         self.joiner = joiner
         self.left = left
+        self.with_key = with_key
 
     def __call__(self) -> Processor[Any, Any, Any, Any]:
         return _StreamTableJoin(self)
@@ -59,4 +63,10 @@ class _StreamTableJoin(Processor[Any, Any, Any, Any]):
         table_value = None if stored is None else stored.value
         if table_value is None and not self.spec.left:
             return
-        self.context.forward(record.with_value(self.spec.joiner(record.value, table_value)))
+        spec = self.spec
+        result = (
+            spec.joiner(record.key, record.value, table_value)
+            if spec.with_key
+            else spec.joiner(record.value, table_value)
+        )
+        self.context.forward(record.with_value(result))
