@@ -56,6 +56,7 @@ from kstreams.state.store import (
     StateStoreContext,
     WindowedKey,
     WindowStore,
+    flush_listener_with_headers,
 )
 
 if TYPE_CHECKING:
@@ -305,6 +306,7 @@ class _Metered(StoreLayer, Generic[K, V]):
         flushes; True when there is such a cache."""
         if listener is None:
             return self.wrapped.set_flush_listener(None)
+        listener = flush_listener_with_headers(listener)
 
         def forward(
             windowed: WindowedKey[bytes],
@@ -338,6 +340,7 @@ class MeteredKeyValueStore(_Metered[K, V], KeyValueStore[K, V]):
     def set_flush_listener(self, listener: FlushListener | None) -> bool:
         if listener is None:
             return self.wrapped.set_flush_listener(None)
+        listener = flush_listener_with_headers(listener)
 
         def forward(
             key: bytes, new: bytes | None, old: bytes | None, timestamp: int, headers: Any = None

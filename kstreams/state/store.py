@@ -13,6 +13,7 @@ the store's ``query_lock``.
 from __future__ import annotations
 
 import abc
+import inspect
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
@@ -33,6 +34,7 @@ __all__ = [
     "StoreBuilder",
     "WindowStore",
     "WindowedKey",
+    "flush_listener_with_headers",
 ]
 
 K = TypeVar("K")
@@ -43,6 +45,28 @@ RestoreCallback = Callable[[list[tuple[bytes, bytes | None]]], None]
 # Receives (key, new value, old value, timestamp, headers) of each entry a caching store flushes:
 # the headers (None: none) of the record that last wrote the entry. A store may leave them out.
 FlushListener = Callable[..., None]
+
+
+def flush_listener_with_headers(listener: FlushListener) -> FlushListener:
+    """``listener`` as a five-argument flush listener: one written for four arguments (key, new,
+    old, timestamp; flushes carried no headers before) is wrapped to be called without them."""
+    try:
+        signature = inspect.signature(listener)
+    except (TypeError, ValueError):  # no signature to read: call it as it is
+        return listener
+    try:
+        signature.bind(None, None, None, 0, None)
+    except TypeError:
+        try:
+            signature.bind(None, None, None, 0)
+        except TypeError:
+            return listener  # takes neither: its own error, at its first call, says how
+
+        def without_headers(key: Any, new: Any, old: Any, timestamp: int, headers: Any = None) -> None:
+            listener(key, new, old, timestamp)
+
+        return without_headers
+    return listener
 
 
 class StateStoreContext(Protocol):

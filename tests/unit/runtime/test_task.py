@@ -415,15 +415,22 @@ def test_timestamp_extractor_sets_record_time_and_negative_results_skip(tmp_path
     assert task.committable_offsets() == {IN: 3}
 
 
-def test_cache_flushes_at_commit_forward_as_the_processor_owning_the_store(tmp_path: Any) -> None:
+@pytest.mark.parametrize("with_headers", [True, False])
+def test_cache_flushes_at_commit_forward_as_the_processor_owning_the_store(
+    tmp_path: Any, with_headers: bool
+) -> None:
     from kstreams._native.record_cache import RecordCache
     from kstreams.state.stores import Stores
 
     class Latest(Processor):
         def init(self, context: ProcessorContext[Any, Any]) -> None:
             self.store = context.get_state_store("latest")
+            # A listener may take the headers of the entry's last write, or (written before
+            # flushes carried them) only (key, new, old, timestamp).
             self.store.set_flush_listener(
-                lambda k, new, old, ts, headers: context.forward(Record(k, new, ts))
+                (lambda k, new, old, ts, headers: context.forward(Record(k, new, ts, headers)))
+                if with_headers
+                else (lambda k, new, old, ts: context.forward(Record(k, new, ts)))
             )
 
         def process(self, record: Record[Any, Any]) -> None:
