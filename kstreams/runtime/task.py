@@ -297,7 +297,7 @@ class StreamTask:
         segment = self._segments.get(tp.topic)
         if (
             segment is not None
-            and not batch.has_headers
+            and (segment.carries_headers or not batch.has_headers)
             # A compiled batch writes cache entries without their writer's headers: while a cache
             # holds headers of entries records wrote, records go one by one, keeping them current.
             and not any(self.header_notes)

@@ -109,10 +109,24 @@ include "kernels_predicate.pxi"
 
 # ----------------------------------------------------------------------- building batches
 
+cdef RecordBatch _with_headers(RecordBatch out, RecordBatch src, const int32_t* rows):
+    """``out`` given the headers of ``src``'s records: record j of ``out`` is ``src``'s record
+    ``rows[j]``, or record j when ``rows`` is NULL (then the two share src's header list, which
+    nothing changes once a batch is built). Needs the GIL."""
+    cdef Py_ssize_t j
+    if src._headers is None:
+        return out
+    if rows == NULL:
+        out._headers = src._headers
+        out._hbase = src._hbase
+    else:
+        out._headers = [src._headers[src._hbase + rows[j]] for j in range(out.n)]
+        out._hbase = 0
+    return out
+
 def take(RecordBatch batch not None, const int32_t[::1] indices):
-    """A new batch of the records at ``indices`` (in that order), with their captured fields
-    (``validate``). Headers are not carried: the compiled path runs only over batches without
-    headers."""
+    """A new batch of the records at ``indices`` (in that order), with their headers and their
+    captured fields (``validate``)."""
     cdef RecordBatchBuilder builder = RecordBatchBuilder()
     cdef Py_ssize_t j, i, m = indices.shape[0]
     cdef FieldIndex index = _index_of(batch)
@@ -123,7 +137,7 @@ def take(RecordBatch batch not None, const int32_t[::1] indices):
             i = indices[j]
             builder.append(batch.key_ptr(i), batch.key_len(i), batch.value_ptr(i),
                            batch.value_len(i), batch.ts(i), batch.part(i), batch.off(i))
-    out = builder.finish()
+    out = _with_headers(builder.finish(), batch, &indices[0] if m else NULL)
     if index is not None:
         out._fields = index.taken(indices)  # the same columns: their fields stay where they were
     return out
@@ -132,9 +146,9 @@ def project(RecordBatch batch not None, int src_side, str field, int dst_side, b
     """Replace the key (dst_side 0) or value (dst_side 1) by the JSON text of a top-level field of
     the key (src_side 0) or value (src_side 1), JSON documents (``field`` None: the whole
     document). A missing field, a non-object document or JSON null become None. None: some
-    record needs the Python path. ``validated``: the documents are known to be valid JSON
-    (``validate`` passed the batch), so a field is found without parsing the rest; a field the
-    batch's index holds (``validate``'s ``fields``) is not looked for at all."""
+    record needs the Python path. Records keep their headers. ``validated``: the documents are
+    known to be valid JSON (``validate`` passed the batch), so a field is found without parsing
+    the rest; a field the batch's index holds (``validate``'s ``fields``) is not looked for."""
     cdef RecordBatchBuilder builder = RecordBatchBuilder()
     cdef bytes fb = field.encode("utf-8") if field is not None else b""
     cdef const char* f = PyBytes_AS_STRING(fb) if field is not None else NULL
@@ -180,7 +194,7 @@ def project(RecordBatch batch not None, int src_side, str field, int dst_side, b
                                batch.part(i), batch.off(i))
     if failed:
         return None
-    return builder.finish()
+    return _with_headers(builder.finish(), batch, NULL)
 
 cdef int _convert_one(const char* p, Py_ssize_t n, int src, int dst, char* scratch,
                       string* text, const char** out_p, Py_ssize_t* out_n) noexcept nogil:
@@ -247,7 +261,8 @@ def convertible(int src, int dst):
 
 def convert(RecordBatch batch not None, int key_src, int key_dst, int value_src, int value_dst):
     """The batch with keys and values re-encoded for a sink's serializers (the same batch when
-    nothing changes), or None when some record needs the Python path."""
+    nothing changes; records keep their headers), or None when some record needs the Python
+    path."""
     cdef RecordBatchBuilder builder
     cdef Py_ssize_t i, kn, vn
     cdef const char* kp
@@ -272,12 +287,13 @@ def convert(RecordBatch batch not None, int key_src, int key_dst, int value_src,
             builder.append(kp, kn, vp, vn, batch.ts(i), batch.part(i), batch.off(i))
     if failed:
         return None
-    return builder.finish()
+    return _with_headers(builder.finish(), batch, NULL)
 
 def split_partitions(RecordBatch batch not None, int num_partitions, int64_t round_robin):
     """Split a sink's serialized batch by output partition with Kafka's default partitioner
     (murmur2 of the key; null keys round robin from ``round_robin``). Returns
-    ``([(partition, batch), ...], next_round_robin)``, each batch in input order."""
+    ``([(partition, batch), ...], next_round_robin)``, each batch in input order, with its
+    records' headers."""
     if num_partitions <= 0:
         raise ValueError(f"num_partitions must be positive, got {num_partitions}")
     cdef vector[int32_t] parts
@@ -301,6 +317,9 @@ def split_partitions(RecordBatch batch not None, int num_partitions, int64_t rou
         return ([(0, batch)] if batch.n else []), rr
     cdef list out = []
     cdef RecordBatchBuilder builder
+    cdef RecordBatch part
+    cdef vector[int32_t] rows   # each part's records, to give them their headers
+    cdef bint with_headers = batch._headers is not None
     cdef int32_t q
     for q in range(num_partitions):
         if counts[q] == 0:
@@ -309,13 +328,17 @@ def split_partitions(RecordBatch batch not None, int num_partitions, int64_t rou
             out.append((q, batch))
             break
         builder = RecordBatchBuilder()
+        rows.clear()
         with nogil:
             builder.reserve(counts[q], 0)
             for i in range(batch.n):
                 if parts[i] == q:
                     builder.append(batch.key_ptr(i), batch.key_len(i), batch.value_ptr(i),
                                    batch.value_len(i), batch.ts(i), q, batch.off(i))
-        out.append((q, builder.finish()))
+                    if with_headers:
+                        rows.push_back(<int32_t>i)
+        part = _with_headers(builder.finish(), batch, rows.data())
+        out.append((q, part))
     return out, rr
 
 include "kernels_aggregate.pxi"

@@ -104,6 +104,8 @@ class CompiledSource:
         # The top-level JSON fields the steps look up: validation parses every document anyway,
         # so it captures where they are and the steps find them without another scan.
         self.fields = sorted({field for step in self.steps() for field in step.json_fields()})
+        # Batches with headers run through the segment only when every step passes them on.
+        self.carries_headers = all(step.carries_headers for step in self.steps())
 
     def accepts(self, batch: RecordBatch) -> bool:
         """False when some record needs the per-record path from the source on (bytes its

@@ -202,6 +202,8 @@ class Columns:
     # take them as they are instead of converting the lists back.
     timestamps_array: Any = None
     offsets_array: Any = None
+    # Each record's headers (None: none), or None when no record has any.
+    headers: list[Any] | None = None
 
     def arrays(self) -> tuple[Any, Any]:
         """(timestamps, offsets) as int64 arrays."""
@@ -222,6 +224,10 @@ class Step:
     # Whether the step calls Python code per record (holding the GIL): its batches then take the
     # stream threads' PythonGate. Compiled kernels, which release the GIL, set it False.
     calls_python = True
+    # Whether the step passes each record's headers on (to its children, its sink, or the
+    # per-record path at a boundary), so batches with headers may run through it. Steps that make
+    # new records from several (aggregations) or from Python functions' results leave it False.
+    carries_headers = False
 
     def __init__(self, node: Any, children: list[Step]) -> None:
         self.node = node
@@ -259,19 +265,35 @@ def run_per_record(task: SegmentTask, node: Any, columns: Columns) -> None:
     context = task.context
     position = context.record_context
     process = node.process
-    for k, v, ts, offset in zip(
-        columns.keys, columns.values, columns.timestamps, columns.offsets, strict=True
-    ):
-        position.offset = offset
-        position.timestamp = ts
-        context.node = node
-        process(Record(k, v, ts, None))
+    headers = columns.headers
+    if headers is None:
+        for k, v, ts, offset in zip(
+            columns.keys, columns.values, columns.timestamps, columns.offsets, strict=True
+        ):
+            position.offset = offset
+            position.timestamp = ts
+            context.node = node
+            process(Record(k, v, ts, None))
+        return
+    previous = position.headers
+    try:
+        for k, v, ts, offset, h in zip(
+            columns.keys, columns.values, columns.timestamps, columns.offsets, headers, strict=True
+        ):
+            position.offset = offset
+            position.timestamp = ts
+            position.headers = h
+            context.node = node
+            process(Record(k, v, ts, h))
+    finally:
+        position.headers = previous
 
 
 class BoundaryStep(Step):
     """A node without a kernel: the per-record path from here on."""
 
     kernel = ""
+    carries_headers = True
 
     def run(self, task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
         self.boundary(task, batch, key_enc, value_enc)
@@ -283,6 +305,7 @@ class FilterStep(Step):
 
     kernel = "filter"
     calls_python = False
+    carries_headers = True
 
     def __init__(
         self,
@@ -317,6 +340,7 @@ class PythonFilterStep(Step):
     Record, a context switch or a forward per record."""
 
     kernel = "filter[python]"
+    carries_headers = True
 
     def __init__(self, node: Any, children: list[Step], predicate: Callable[[Any, Any], Any], negate: bool):
         super().__init__(node, children)
@@ -828,6 +852,7 @@ def _decoded(task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int
         raw_keys,
         timestamps,
         offsets,
+        [batch.headers(i) for i in range(len(batch))] if batch.has_headers else None,
     )
 
 
@@ -837,6 +862,7 @@ class ProjectStep(Step):
 
     kernel = "project"
     calls_python = False
+    carries_headers = True
 
     def __init__(self, node: Any, children: list[Step], src_side: int, field: str | None, dst_side: int):
         super().__init__(node, children)
@@ -869,6 +895,7 @@ class ProjectStep(Step):
 class PassThroughStep(Step):
     kernel = "pass"
     calls_python = False
+    carries_headers = True
 
     def run(self, task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> None:
         self._forward(task, batch, key_enc, value_enc)
@@ -880,6 +907,7 @@ class SinkStep(Step):
 
     kernel = "sink"
     calls_python = False
+    carries_headers = True
 
     node: SinkNode
 

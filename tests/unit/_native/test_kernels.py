@@ -680,3 +680,31 @@ def test_a_column_with_a_record_the_serde_refuses_is_left_to_record_by_record_de
     assert kernels.decode_objects(batch_of([b"k"], [b"short"]), 1, kernels.LONG) is None
     assert kernels.decode_objects(batch_of([b"k"], [LONG.pack(1)]), 1, kernels.INT) is None
     assert kernels.decode_objects(batch_of([b"k"], [b"{}"]), 1, kernels.JSON) is None  # JSON: Python's parser
+
+
+def test_batch_building_kernels_keep_each_records_headers() -> None:
+    # The compiled path runs batches with headers through filters, projections and sinks: each
+    # output record keeps the headers of the input record it came from.
+    docs_ = [json.dumps({"bot": i % 2 == 0, "user": f"u{i}"}).encode() for i in range(12)]
+    headers = [None if i % 3 == 0 else [("trace", f"t{i}".encode()), ("n", None)] for i in range(12)]
+    rows = [(f"k{i}".encode(), d, i, 0, i, h) for i, (d, h) in enumerate(zip(docs_, headers, strict=True))]
+    batch = RecordBatch.from_records(rows).slice(1, 12)  # a view: its headers start at record 1
+    expected = headers[1:12]
+
+    def headers_of(b: RecordBatch) -> list[Any]:
+        return [b.headers(i) for i in range(len(b))]
+
+    picked = np.asarray([5, 0, 7], dtype=np.int32)
+    assert headers_of(kernels.take(batch, picked)) == [expected[5], expected[0], expected[7]]
+    projected = kernels.project(batch, 1, "user", 1)
+    assert projected is not None and headers_of(projected) == expected
+    converted = kernels.convert(projected, kernels.STRING, kernels.STRING, kernels.JSON, kernels.STRING)
+    assert converted is not None and headers_of(converted) == expected
+    parts, _ = kernels.split_partitions(converted, 3, 0)
+    assert len(parts) > 1
+    by_offset = {batch.offset(i): expected[i] for i in range(len(batch))}
+    for _, part in parts:
+        assert headers_of(part) == [by_offset[part.offset(i)] for i in range(len(part))]
+    plain = batch_of([b"k"] * 4, docs_[:4])
+    assert not kernels.take(plain, picked[1:2]).has_headers
+    assert not kernels.split_partitions(plain, 3, 0)[0][0][1].has_headers

@@ -1,0 +1,168 @@
+"""Batches whose records carry headers run through compiled stateless segments (filters,
+projections, sinks, and the per-record path past a boundary) and come out as the per-record path
+sends them: every output record with the headers of the input record it came from. Segments with
+steps that make new records (aggregations, Python chains) keep such batches on the per-record
+path."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from kstreams import Consumed, Produced, Serdes, StreamsBuilder
+from kstreams._native import kernels
+from kstreams._native.record_batch import RecordBatch, default_partition
+from kstreams.client import KafkaStreams
+from kstreams.predicates import json_field
+from kstreams.processor import Processor, ProcessorContext, Record
+from kstreams.testing import TopologyTestDriver
+
+from .test_compiler import counts, stateless, wait_until
+
+STRING, JSON = Serdes.string(), Serdes.json()
+PER_RECORD = {"processing.compiled": False}
+
+
+class _Tagging(Processor[Any, Any, Any, Any]):
+    """A Python processor past the compiled filter: forwards each record with its headers and
+    the header count it saw in its value."""
+
+    def init(self, context: ProcessorContext[Any, Any]) -> None:
+        self.context = context
+
+    def process(self, record: Record[Any, Any]) -> None:
+        seen = len(record.headers or [])
+        self.context.forward(record.with_value(f"{record.value['user']}/{seen}"))
+
+
+def boundary() -> Any:
+    builder = StreamsBuilder()
+    builder.stream("in", Consumed.with_(STRING, JSON)).filter(json_field("bot").eq(False)).process(
+        _Tagging
+    ).to("out", Produced.with_(STRING, STRING))
+    return builder.build()
+
+
+def inputs(n: int) -> list[tuple[str, dict[str, Any], int, list[tuple[str, bytes | None]] | None]]:
+    return [
+        (
+            f"k{i % 7}",
+            {"user": f"u{i}", "bot": i % 3 == 0},
+            1_000 + i,
+            None if i % 4 == 0 else [("trace", f"t{i}".encode()), ("empty", None)],
+        )
+        for i in range(n)
+    ]
+
+
+@pytest.fixture
+def validations(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Records each compiled segment's validation was given, from now on."""
+    sizes: list[int] = []
+    validate = kernels.validate
+
+    def counted(batch: Any, *args: Any) -> Any:
+        sizes.append(len(batch))
+        return validate(batch, *args)
+
+    monkeypatch.setattr(kernels, "validate", counted)
+    return sizes
+
+
+def _driven(make: Callable[[], Any], config: dict[str, Any]) -> list[tuple[Any, ...]]:
+    driver = TopologyTestDriver(
+        make(), {"default.key.serde": "string", "default.value.serde": "string", **config}
+    )
+    try:
+        topic = driver.create_input_topic("in", STRING, JSON)
+        for key, doc, ts, headers in inputs(40):
+            topic.pipe_input(key, doc, ts, headers)
+        out = driver.create_output_topic("out", STRING, Serdes.long() if make is counts else STRING)
+        return [(r.key, r.value, r.timestamp, r.headers) for r in out.read_records_to_list()]
+    finally:
+        driver.close()
+
+
+@pytest.mark.parametrize("make", [stateless, boundary])
+def test_stateless_segments_run_batches_with_headers_as_the_per_record_path(
+    make: Callable[[], Any], validations: list[int]
+) -> None:
+    compiled = _driven(make, {})
+    assert len(validations) == 40  # every record went through the compiled segment
+    per_record = _driven(make, PER_RECORD)
+    assert len(validations) == 40
+    assert compiled == per_record
+    kept = [(k, d, ts, h) for k, d, ts, h in inputs(40) if not d["bot"]]
+    assert [r[3] for r in compiled] == [h for *_, h in kept]
+    if make is boundary:
+        assert [r[1] for r in compiled] == [f"{d['user']}/{len(h or [])}" for _, d, _, h in kept]
+
+
+def test_a_segment_that_aggregates_leaves_batches_with_headers_to_the_per_record_path(
+    validations: list[int],
+) -> None:
+    driver = TopologyTestDriver(counts(), {"default.key.serde": "string", "default.value.serde": "string"})
+    try:
+        topic = driver.create_input_topic("in", STRING, JSON)
+        topic.pipe_input("k", {"user": "u"}, 1, [("trace", b"t")])
+        assert validations == []
+        topic.pipe_input("k", {"user": "u"}, 2)
+        assert validations == [1]
+    finally:
+        driver.close()
+
+
+def test_kafka_streams_sends_the_headers_of_compiled_stateless_records(
+    tmp_path: Any, validations: list[int]
+) -> None:
+    from kstreams.cluster import EmbeddedCluster
+
+    data = inputs(3000)
+    expected = sum(1 for _, doc, _, _ in data if not doc["bot"])
+    outputs = []
+    for compiled in (True, False):
+        cluster = EmbeddedCluster()
+        try:
+            cluster.create_topic("in", 2)
+            cluster.create_topic("out", 2)
+            by_partition: dict[int, list[tuple[Any, ...]]] = {}
+            for key, doc, ts, headers in data:
+                k = key.encode()
+                p = default_partition(k, 2)
+                by_partition.setdefault(p, []).append((k, json.dumps(doc).encode(), ts, p, 0, headers))
+            producer = cluster.producer()
+            for p, rows in by_partition.items():
+                for i in range(0, len(rows), 500):
+                    producer.send("in", p, RecordBatch.from_records(rows[i : i + 500]))
+            producer.flush()
+            streams = KafkaStreams(
+                stateless(),
+                {
+                    "application.id": f"headers-{compiled}",
+                    "state.dir": str(tmp_path / str(compiled)),
+                    "commit.interval.ms": 100,
+                    **({} if compiled else PER_RECORD),
+                },
+                cluster=cluster,
+            )
+            streams.start()
+            try:
+                wait_until(lambda c=cluster: len(c.read("out")) >= expected, what="every output record")
+            finally:
+                streams.close(timeout=30)
+            outputs.append(
+                sorted((r.partition, r.offset, r.key, r.value, r.headers) for r in cluster.read("out"))
+            )
+        finally:
+            cluster.close()
+        if compiled:
+            assert sum(validations) >= len(data)  # the batches ran compiled
+            validations.clear()
+    assert validations == []
+    assert outputs[0] == outputs[1]
+    assert sum(1 for *_, headers in outputs[0] if headers) == sum(
+        1 for _, doc, _, headers in data if headers and not doc["bot"]
+    )
