@@ -257,3 +257,35 @@ def test_a_poll_returns_once_records_arrive_or_at_a_wakeup(kafka_cluster, kafka_
         assert time.monotonic() - began < 10.0, "a wakeup before the poll was lost"
     finally:
         consumer.close()
+
+
+def test_batches_read_from_a_broker_are_written_back_with_their_headers(kafka_cluster, kafka_broker, app_id):
+    # The fetcher keeps each record's headers undecoded; the sender writes them from that form.
+    topic, copy = f"{app_id}-source", f"{app_id}-copy"
+    kafka_cluster.create_topic(topic, 2)
+    kafka_cluster.create_topic(copy, 2)
+    _produce_varied(kafka_broker, topic)
+    consumer = kafka_cluster.consumer(None)
+    tps = [TopicPartition(topic, p) for p in (0, 1)]
+    consumer.assign(tps)
+    consumer.seek_to_beginning(tps)
+    producer = kafka_cluster.producer()
+    sent = 0
+    deadline = time.monotonic() + WAIT
+    try:
+        while sent < RECORDS and time.monotonic() < deadline:
+            for tp, batch in consumer.poll(0.2):
+                producer.send(copy, tp.partition, batch)
+                sent += len(batch)
+        producer.flush()
+    finally:
+        consumer.close()
+        producer.close()
+    assert sent == RECORDS
+
+    def without_offsets(records: dict[int, list[tuple[Any, ...]]]) -> dict[int, list[tuple[Any, ...]]]:
+        return {p: [(k, v, ts, h) for k, v, ts, _, h in rows] for p, rows in records.items()}
+
+    written = without_offsets(_with_confluent(kafka_broker, copy))
+    assert written == without_offsets(_with_confluent(kafka_broker, topic))
+    assert sum(1 for rows in written.values() for *_, h in rows if h) == RECORDS // 100

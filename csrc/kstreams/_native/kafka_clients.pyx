@@ -28,14 +28,16 @@ C and handed to Python by the thread that uses the client (``flush_logs``, ``tak
 from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport strlen
-from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from posix.dlfcn cimport RTLD_LOCAL, RTLD_NOW, dlerror, dlopen, dlsym
 
 from libcpp.atomic cimport atomic
 from libcpp.string cimport string
 from libcpp.vector cimport vector
 
-from kstreams._native.record_batch cimport RecordBatch, RecordBatchBuilder
+from kstreams._native.record_batch cimport (
+    RecordBatch, RecordBatchBuilder, raw_header_get, raw_header_put, raw_header_size,
+)
 
 import logging
 
@@ -888,7 +890,7 @@ cdef class KafkaFetcher(_Client):
                 for i in range(start, stop):
                     if flags[i - start]:
                         _api.message_headers(messages[i], &headers)
-                        builder._set_headers(i - start, _headers_list(headers))
+                        builder._set_headers(i - start, _raw_headers(headers))
         finally:
             free(flags)
         topic = (<bytes>_api.topic_name(messages[start].rkt)).decode()
@@ -916,18 +918,25 @@ cdef int _first_partition_error(rd_kafka_topic_partition_list_t* tpl) noexcept n
     return RD_KAFKA_RESP_ERR_NO_ERROR
 
 
-cdef list _headers_list(rd_kafka_headers_t* headers):
-    """A record's headers as confluent-kafka gives them: [(name, bytes or None)]."""
+cdef bytes _raw_headers(rd_kafka_headers_t* headers):
+    """A record's headers in a batch's raw layout (record_batch.pxd): one bytes object, decoded
+    into [(name, bytes or None)] only if Python code asks for them."""
     cdef size_t i = 0, size
     cdef const char* name
     cdef const void* value
-    result = []
+    cdef Py_ssize_t total = 0
+    cdef bytes raw
+    cdef char* p
     while _api.header_get_all(headers, i, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR:
-        result.append(
-            ((<bytes>name).decode(errors="replace"), None if value == NULL else (<char*>value)[:size])
-        )
+        total += raw_header_size(<Py_ssize_t>strlen(name), <Py_ssize_t>size if value != NULL else -1)
         i += 1
-    return result
+    raw = PyBytes_FromStringAndSize(NULL, total)
+    p = PyBytes_AS_STRING(raw)
+    i = 0
+    while _api.header_get_all(headers, i, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR:
+        p = raw_header_put(p, name, <Py_ssize_t>strlen(name), <const char*>value, <Py_ssize_t>size)
+        i += 1
+    return raw
 
 
 cdef class KafkaSender(_Client):
@@ -1131,10 +1140,30 @@ cdef bytes _bytes(const string& data):
     return PyBytes_FromStringAndSize(data.data(), <Py_ssize_t>data.size())
 
 
+cdef rd_kafka_headers_t* _c_raw_headers(bytes raw) except NULL:
+    cdef const char* p = PyBytes_AS_STRING(raw)
+    cdef Py_ssize_t remaining = PyBytes_GET_SIZE(raw), used, name_len, value_len
+    cdef const char* name
+    cdef const char* value
+    cdef rd_kafka_headers_t* result = _api.headers_new(4)
+    while remaining > 0:
+        used = raw_header_get(p, remaining, &name, &name_len, &value, &value_len)
+        if used < 0:
+            _api.headers_destroy(result)
+            raise ValueError("malformed raw record headers")
+        _api.header_add(result, name, name_len, value, value_len)
+        p += used
+        remaining -= used
+    return result
+
+
 cdef rd_kafka_headers_t* _c_headers(object headers) except? NULL:
-    """librdkafka headers for a record's [(name, bytes or None)] (None: no headers)."""
+    """librdkafka headers for a record's headers as a batch holds them: [(name, bytes or None)],
+    raw (record_batch.pxd) or None (no headers)."""
     if not headers:
         return NULL
+    if type(headers) is bytes:
+        return _c_raw_headers(<bytes>headers)
     cdef rd_kafka_headers_t* result = _api.headers_new(len(headers))
     cdef bytes name_b
     cdef const char* value_c

@@ -6,8 +6,11 @@
 #             or value occupies no bytes).
 #   - bounds: int64[n + 1]; klen, vlen: int32[n] (-1 = None); ts: int64[n]; part: int32[n];
 #             off: int64[n].
-#   - headers: a Python list (one entry per record of the storage, None or list of (str, bytes))
-#             or None when no record has headers; _hbase is this batch's first index into it.
+#   - headers: a Python list (one entry per record of the storage) or None when no record has
+#             headers; _hbase is this batch's first index into it. An entry is None, a list of
+#             (str, bytes | None), or the record's headers as a Kafka client read them, undecoded:
+#             one bytes object in the raw layout below (atomic, so the cyclic GC never walks it),
+#             decoded only when Python code asks for the record's headers. Batches share entries.
 # A RecordBatch's pointers are already advanced to its first record, so every accessor below takes
 # an index relative to the batch (0 <= i < n). Slices therefore cost O(1) and share memory.
 #
@@ -18,6 +21,51 @@
 # finish() hands the buffers to a new RecordBatch without copying the byte arena.
 
 from libc.stdint cimport int32_t, int64_t
+from libc.string cimport memcpy
+
+
+# Raw header layout, per header in order: int32 name length, the name's UTF-8 bytes, int32 value
+# length (-1: None), the value's bytes; int32s in the machine's byte order (it never leaves the
+# process: pickling and every Python accessor decode it).
+cdef inline Py_ssize_t raw_header_size(Py_ssize_t name_len, Py_ssize_t value_len) noexcept nogil:
+    return 8 + name_len + (value_len if value_len > 0 else 0)
+
+cdef inline char* raw_header_put(char* p, const char* name, Py_ssize_t name_len, const char* value,
+                                 Py_ssize_t value_len) noexcept nogil:
+    """Write one header at p (value NULL: None); returns the position after it."""
+    cdef int32_t n = <int32_t>name_len
+    cdef int32_t v = <int32_t>value_len if value != NULL else -1
+    memcpy(p, &n, 4)
+    memcpy(p + 4, name, name_len)
+    p += 4 + name_len
+    memcpy(p, &v, 4)
+    p += 4
+    if v > 0:
+        memcpy(p, value, v)
+        p += v
+    return p
+
+cdef inline Py_ssize_t raw_header_get(const char* p, Py_ssize_t remaining, const char** name,
+                                      Py_ssize_t* name_len, const char** value,
+                                      Py_ssize_t* value_len) noexcept nogil:
+    """Read the header at p (value NULL: None); returns the bytes it takes, -1 when the rest is
+    not a whole header."""
+    cdef int32_t n, v
+    if remaining < 8:
+        return -1
+    memcpy(&n, p, 4)
+    if n < 0 or remaining < 8 + n:
+        return -1
+    memcpy(&v, p + 4 + n, 4)
+    if v > remaining - 8 - n:
+        return -1
+    name[0] = p + 4
+    name_len[0] = n
+    value[0] = p + 8 + n if v >= 0 else NULL
+    value_len[0] = v if v > 0 else 0
+    return 8 + n + (v if v > 0 else 0)
+
+cdef list decode_raw_headers(bytes raw)
 
 
 cdef class _Memory:

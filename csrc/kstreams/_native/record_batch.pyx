@@ -52,7 +52,31 @@ cdef inline bytes _bytes_or_none(const char* p, Py_ssize_t n):
 
 cdef inline object _copy_headers(object headers):
     # Batches are immutable: callers get their own list, never the stored one.
-    return None if headers is None else list(headers)
+    if headers is None:
+        return None
+    if type(headers) is bytes:
+        return decode_raw_headers(<bytes>headers)
+    return list(headers)
+
+
+cdef list decode_raw_headers(bytes raw):
+    """A record's raw headers (record_batch.pxd) as [(name, bytes or None)], as confluent-kafka
+    gives them."""
+    cdef const char* p = PyBytes_AS_STRING(raw)
+    cdef Py_ssize_t remaining = PyBytes_GET_SIZE(raw), used, name_len, value_len
+    cdef const char* name
+    cdef const char* value
+    result = []
+    while remaining > 0:
+        used = raw_header_get(p, remaining, &name, &name_len, &value, &value_len)
+        if used < 0:
+            raise ValueError("malformed raw record headers")
+        result.append(
+            (name[:name_len].decode(errors="replace"), None if value == NULL else value[:value_len])
+        )
+        p += used
+        remaining -= used
+    return result
 
 
 cdef class RecordBatch:
@@ -500,11 +524,13 @@ cdef class RecordBatchBuilder:
         return 0
 
     cdef int _set_headers(self, Py_ssize_t i, object headers) except -1:
+        """Record i's headers: a list nothing will change (a batch's stored list, or one the
+        caller made for it), kept as it is; batches share such lists rather than copy them."""
         if self._headers is None:
             self._headers = [None] * self.n
         elif len(self._headers) < self.n:
             self._headers.extend([None] * (self.n - len(self._headers)))
-        self._headers[i] = list(headers)
+        self._headers[i] = headers
         return 0
 
     cdef int set_last_headers(self, object headers) except -1:
@@ -513,7 +539,7 @@ cdef class RecordBatchBuilder:
             raise IndexError("no record to attach headers to")
         if headers is None:
             return 0
-        return self._set_headers(self.n - 1, headers)
+        return self._set_headers(self.n - 1, list(headers))
 
     cdef int adopt_arena(self, char* arena, Py_ssize_t capacity) except -1 nogil:
         """Take ownership of a malloc'd buffer of `capacity` bytes holding the key/value bytes of

@@ -386,11 +386,12 @@ cdef class RecordCollector:
                 finally:
                     self._publish(pb, live0, bytes0, suppressed0, pb.entries.size() - base)
             if batch._headers is not None:
+                # A batch's header lists never change: the buffer shares them.
                 for i in range(n):
                     h = batch.c_headers(i)
                     if h is not None:
                         pb.entries[base + i].hidx = len(pb.headers)
-                        pb.headers.append(list(h))
+                        pb.headers.append(h)
         finally:
             pb.mu.unlock()
         return 0
