@@ -15,6 +15,10 @@ library's json, through the same call as ``Serdes.json()``; ``--json orjson``: o
 filters and mappers, ``reduce(lambda a, b: a + b)``. The hand-written loops parse JSON with the
 same library and the same call as the kstreams side.
 
+``--headers`` gives every input record a header (a 16-byte "trace" id), as traced production data
+has; kstreams passes it on to the records each one makes (output and, on P2/P3 with the cache off,
+every update), and the loops then write it with the same records (not with changelog records).
+
 ``--cache off`` runs kstreams with ``statestore.cache.max.bytes=0``, so every update of a count or sum
 is forwarded and logged, and the loops then write an output record and a changelog record per
 update (P2 also one for the windowed count); with the cache on (the default) the loops write each
@@ -40,6 +44,7 @@ interpreter floor: a hand-written Python loop over plain dicts doing the same wo
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import operator
 import os
@@ -51,6 +56,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -66,6 +72,7 @@ WINDOW_MS = 60_000
 POLL_S = 0.05
 FINE_POLL_S = 0.001
 PARTITIONS = 2
+_WRITTEN = 4096  # records a plain loop's output buffer holds
 _LONG = struct.Struct(">q")
 # Larger fetches and batches than Kafka's defaults (max.poll.records 1000, 1000 buffered records per
 # partition): with the defaults the polling thread, not processing, bounds throughput.
@@ -96,18 +103,32 @@ class Data:
     json_batches: dict[int, list[RecordBatch]]
     long_batches: dict[int, list[RecordBatch]]
     records: int
+    headers: bool = False
 
     def rows(self, pipeline: str) -> Any:
-        """(key, value, timestamp) of every record, as plain Python objects, chunk by chunk."""
+        """(key, value, timestamp, headers) of every record, as plain Python objects, chunk by
+        chunk (headers None without ``--headers``)."""
         batches = self.long_batches if pipeline == "p3" else self.json_batches
         for chunks in batches.values():
             for chunk in chunks:
-                yield from zip(chunk.keys(), chunk.values(), chunk.timestamps_array().tolist(), strict=True)
+                n = len(chunk)
+                headers = [chunk.headers(i) for i in range(n)] if self.headers else [None] * n
+                yield from zip(
+                    chunk.keys(), chunk.values(), chunk.timestamps_array().tolist(), headers, strict=True
+                )
 
 
-def generate(records: int, keys: int, pipelines: list[str], seed: int = 11, chunk: int = 20_000) -> Data:
+def generate(
+    records: int,
+    keys: int,
+    pipelines: list[str],
+    seed: int = 11,
+    chunk: int = 20_000,
+    headers: bool = False,
+) -> Data:
     """The input records; JSON values only when a pipeline reads them (P1, P2), long values only
-    for P3 (so a large P3 run does not hold JSON it never reads)."""
+    for P3 (so a large P3 run does not hold JSON it never reads); with ``headers``, each with a
+    "trace" header of 16 random bytes."""
     want_json = any(p in ("p1", "p2") for p in pipelines)
     want_long = "p3" in pipelines
     rng = random.Random(seed)
@@ -146,18 +167,22 @@ def generate(records: int, keys: int, pipelines: list[str], seed: int = 11, chun
         stamps.append(ts)
     json_batches: dict[int, list[RecordBatch]] = {}
     long_batches: dict[int, list[RecordBatch]] = {}
-    for p, (ks, vs, ls, ts) in cols.items():
-        if want_json:
-            json_batches[p] = [
+
+    def batches(ks: list[bytes], vs: list[bytes], ts: list[int], p: int) -> list[RecordBatch]:
+        if not headers:
+            return [
                 RecordBatch.from_columns(ks[i : i + chunk], vs[i : i + chunk], ts[i : i + chunk], p)
                 for i in range(0, len(ks), chunk)
             ]
+        rows = [(k, v, t, p, 0, [("trace", rng.randbytes(16))]) for k, v, t in zip(ks, vs, ts, strict=True)]
+        return [RecordBatch.from_records(rows[i : i + chunk]) for i in range(0, len(rows), chunk)]
+
+    for p, (ks, vs, ls, ts) in cols.items():
+        if want_json:
+            json_batches[p] = batches(ks, vs, ts, p)
         if want_long:
-            long_batches[p] = [
-                RecordBatch.from_columns(ks[i : i + chunk], ls[i : i + chunk], ts[i : i + chunk], p)
-                for i in range(0, len(ks), chunk)
-            ]
-    return Data(json_batches, long_batches, records)
+            long_batches[p] = batches(ks, ls, ts, p)
+    return Data(json_batches, long_batches, records, headers)
 
 
 # --------------------------------------------------------------------------- the topologies
@@ -240,53 +265,57 @@ def python_floor(
     data: Data,
     loads: Any = json_loads,
     cache: bool = True,
-    outputs: list[tuple[bytes, bytes]] | None = None,
+    outputs: list[tuple[Any, ...]] | None = None,
 ) -> tuple[float, float]:
     """The same work as a plain Python loop over dicts: (records/s, CPU us/record). With ``cache``
     each key's result (and its changelog record) is written once at the end, as kstreams' record
     cache comes close to; without, every update is written to the output and the changelogs, as
     kstreams does with the cache off. ``outputs`` (when given) receives the output records (key
-    and value bytes, as kstreams' sink writes them)."""
+    and value bytes, as kstreams' sink writes them, and the headers of the record that made each
+    one: None for none and for the results written at the end)."""
     unpack = _LONG.unpack
     pack = _LONG.pack
-    out: list[tuple[bytes, bytes]] = [] if outputs is None else outputs
-    changelog: list[tuple[bytes, bytes]] = []
+    # Written records go to a bounded buffer, as a producer's queue drains: a list holding all of
+    # them would grow the set of objects the cyclic GC walks (with --headers, a list per record)
+    # and make the loop pay full collections that an application's producer does not cause.
+    out: Any = deque(maxlen=_WRITTEN) if outputs is None else outputs
+    changelog: Any = deque(maxlen=_WRITTEN)
     append = out.append
     log = changelog.append
     cpu0, t0 = time.process_time(), time.perf_counter()
     if pipeline == "p1":
-        for key, value, _ in data.rows(pipeline):
+        for key, value, _, headers in data.rows(pipeline):
             doc = loads(value)
             if doc["bot"] is False:
-                append((key, doc["user"].encode()))
+                append((key, doc["user"].encode(), headers))
     elif pipeline == "p2":
         counts: dict[bytes, int] = {}
         windows: dict[tuple[bytes, int], int] = {}
-        for key, value, ts in data.rows(pipeline):
+        for key, value, ts, headers in data.rows(pipeline):
             loads(value)
             c = counts[key] = counts.get(key, 0) + 1
             start = ts - ts % WINDOW_MS
             w = windows[(key, start)] = windows.get((key, start), 0) + 1
             if not cache:
-                append((key, pack(c)))
+                append((key, pack(c), headers))
                 log((key, pack(c)))
                 log((key + pack(start), pack(w)))
         if cache:
             for k, c in counts.items():
-                append((k, pack(c)))
+                append((k, pack(c), None))
                 log((k, pack(c)))
             for (k, start), w in windows.items():
                 log((k + pack(start), pack(w)))
     else:
         sums: dict[bytes, int] = {}
-        for key, long_value, _ in data.rows(pipeline):
+        for key, long_value, _, headers in data.rows(pipeline):
             s = sums[key] = sums.get(key, 0) + unpack(long_value)[0]
             if not cache:
-                append((key, pack(s)))
+                append((key, pack(s), headers))
                 log((key, pack(s)))
         if cache:
             for k, s in sums.items():
-                append((k, pack(s)))
+                append((k, pack(s), None))
                 log((k, pack(s)))
     wall = time.perf_counter() - t0
     cpu = time.process_time() - cpu0
@@ -294,11 +323,18 @@ def python_floor(
 
 
 def confluent_floor(
-    pipeline: str, bootstrap: str, topic: str, records: int, loads: Any = json_loads, cache: bool = True
+    pipeline: str,
+    bootstrap: str,
+    topic: str,
+    records: int,
+    loads: Any = json_loads,
+    cache: bool = True,
+    headers: bool = False,
 ) -> tuple[float, float, str]:
     """A hand-written confluent-kafka consume-process-produce loop doing the same work as
     ``python_floor``: output and changelog records per update without ``cache``, per key at the
-    end with it. Returns records/s, CPU us per record and the CPU per record by thread."""
+    end with it; with ``headers``, each output record with the headers of the record that made
+    it. Returns records/s, CPU us per record and the CPU per record by thread."""
     from confluent_kafka import Consumer, Producer
 
     consumer = Consumer(
@@ -332,15 +368,16 @@ def confluent_floor(
                 continue
             seen += 1
             key, value = m.key(), m.value()
+            hdrs = m.headers() if headers else None
             # A full producer queue raises BufferError; like kstreams' producer, the loop then
             # serves delivery reports until the record fits (a try costs nothing until it raises).
             if pipeline == "p1":
                 doc = loads(value)
                 if doc["bot"] is False:
                     try:
-                        produce(out, doc["user"].encode(), key)
+                        produce(out, doc["user"].encode(), key, headers=hdrs)
                     except BufferError:
-                        _produce_when_room(producer, out, doc["user"].encode(), key)
+                        _produce_when_room(producer, out, doc["user"].encode(), key, hdrs)
             elif pipeline == "p2":
                 loads(value)
                 c = counts[key] = counts.get(key, 0) + 1
@@ -349,9 +386,9 @@ def confluent_floor(
                 w = windows[(key, start)] = windows.get((key, start), 0) + 1
                 if not cache:
                     try:
-                        produce(out, pack(c), key)
+                        produce(out, pack(c), key, headers=hdrs)
                     except BufferError:
-                        _produce_when_room(producer, out, pack(c), key)
+                        _produce_when_room(producer, out, pack(c), key, hdrs)
                     try:
                         produce(changelog, pack(c), key)
                     except BufferError:
@@ -364,9 +401,9 @@ def confluent_floor(
                 total = sums[key] = sums.get(key, 0) + unpack(value)[0]
                 if not cache:
                     try:
-                        produce(out, pack(total), key)
+                        produce(out, pack(total), key, headers=hdrs)
                     except BufferError:
-                        _produce_when_room(producer, out, pack(total), key)
+                        _produce_when_room(producer, out, pack(total), key, hdrs)
                     try:
                         produce(changelog, pack(total), key)
                     except BufferError:
@@ -389,11 +426,11 @@ def confluent_floor(
     return seen / wall, cpu / max(seen, 1) * 1e6, by_thread
 
 
-def _produce_when_room(producer: Any, topic: str, value: bytes, key: bytes) -> None:
+def _produce_when_room(producer: Any, topic: str, value: bytes, key: bytes, headers: Any = None) -> None:
     """Produce one record, serving delivery reports while librdkafka's queue is full."""
     while True:
         try:
-            producer.produce(topic, value, key)
+            producer.produce(topic, value, key, headers=headers)
             return
         except BufferError:
             producer.poll(0.05)
@@ -579,6 +616,11 @@ def main(argv: list[str] | None = None) -> int:
         help="off: statestore.cache.max.bytes=0 (every update emitted and logged), on both sides",
     )
     parser.add_argument(
+        "--headers",
+        action="store_true",
+        help="every input record with a header; outputs carry it on both sides",
+    )
+    parser.add_argument(
         "--config",
         nargs="*",
         default=[],
@@ -630,7 +672,11 @@ def _run(args: argparse.Namespace, bootstrap: str | None) -> int:
         RUNTIME_CONFIG[key] = int(value) if value.lstrip("-").isdigit() else value
 
     t0 = time.perf_counter()
-    data = generate(args.records, args.keys, args.pipelines)
+    data = generate(args.records, args.keys, args.pipelines, headers=args.headers)
+    # The generated input stays alive for the whole run (with --headers, a list per record): out
+    # of the cyclic GC's reach, as an application reading from a broker has no such heap, so that
+    # neither side's full collections walk it.
+    gc.freeze()
     where = args.bootstrap or "embedded cluster"
     print(
         f"{args.records:,} records, {args.keys:,} keys, {PARTITIONS} partitions, on the {where} "
@@ -639,7 +685,10 @@ def _run(args: argparse.Namespace, bootstrap: str | None) -> int:
     paths = {"compiled": [True], "python": [False], "both": [True, False]}[args.paths]
     loads = json_library(args.json)
     cache = args.cache == "on"
-    print(f"JSON: {args.json} on both sides; record cache {args.cache}")
+    print(
+        f"JSON: {args.json} on both sides; record cache {args.cache}"
+        + ("; every record with a header" if args.headers else "")
+    )
     for pipeline in args.pipelines:
         runs: list[tuple[str, Callable[[], dict[str, Any]]]] = [
             (f"{pipeline} python loop on dicts", partial(_floor_run, pipeline, data, loads, cache))
@@ -690,7 +739,9 @@ def _floor_run(
     if not (bootstrap and topic):
         rate, cpu = python_floor(pipeline, data, loads, cache)
         return {"rate": rate, "cpu_us": cpu}
-    rate, cpu, by_thread = confluent_floor(pipeline, bootstrap, topic, data.records, loads, cache)
+    rate, cpu, by_thread = confluent_floor(
+        pipeline, bootstrap, topic, data.records, loads, cache, data.headers
+    )
     return {"rate": rate, "cpu_us": cpu, "by_thread": by_thread}
 
 

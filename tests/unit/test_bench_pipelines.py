@@ -23,9 +23,9 @@ import e2e_throughput as bench
 
 def _kstreams_outputs(
     pipeline: str, data: Any, style: str, compiled: bool, cache: bool
-) -> list[tuple[bytes, bytes]]:
+) -> list[tuple[Any, ...]]:
     """Run the benchmark's topology over ``data`` as the benchmark configures it; its output
-    records (key and value bytes) in the order a consumer reads them."""
+    records (key and value bytes, headers) in the order a consumer reads them."""
     suffix = uuid.uuid4().hex[:6]
     cluster = EmbeddedCluster()
     try:
@@ -48,7 +48,7 @@ def _kstreams_outputs(
             finally:
                 streams.close(timeout=60)  # a clean close flushes the caches to the output
             assert deadline_ok, f"{pipeline} {style} compiled={compiled}: not every record was processed"
-        return [(record.key, record.value) for record in cluster.read(out)]
+        return [(record.key, record.value, record.headers) for record in cluster.read(out)]
     finally:
         cluster.close()
 
@@ -63,9 +63,9 @@ def _wait_processed(streams: KafkaStreams, records: int) -> bool:
     return False
 
 
-def _latest(records: list[tuple[bytes, bytes]]) -> dict[bytes, bytes]:
+def _latest(records: list[tuple[Any, ...]]) -> dict[bytes, bytes]:
     latest: dict[bytes, bytes] = {}
-    for key, value in records:
+    for key, value, _ in records:
         latest[key] = value
     return latest
 
@@ -74,15 +74,18 @@ def _latest(records: list[tuple[bytes, bytes]]) -> dict[bytes, bytes]:
 @pytest.mark.parametrize(
     ("style", "compiled"), [("dsl", True), ("lambda", True), ("lambda", False), ("dsl", False)]
 )
-@pytest.mark.parametrize("cache", [True, False])
+@pytest.mark.parametrize(("cache", "headers"), [(True, False), (False, False), (False, True)])
 def test_each_kstreams_pipeline_writes_what_its_loop_computes(
-    pipeline: str, style: str, compiled: bool, cache: bool
+    pipeline: str, style: str, compiled: bool, cache: bool, headers: bool
 ) -> None:
-    data = bench.generate(3_000, 40, [pipeline], seed=3, chunk=1_000)
-    expected: list[tuple[bytes, bytes]] = []
+    data = bench.generate(3_000, 40, [pipeline], seed=3, chunk=1_000, headers=headers)
+    expected: list[tuple[Any, ...]] = []
     bench.python_floor(pipeline, data, bench.json_loads, cache, outputs=expected)
-    got = _kstreams_outputs(pipeline, data, style, compiled, cache)
+    got = _frozen(_kstreams_outputs(pipeline, data, style, compiled, cache))
+    expected = _frozen(expected)
     assert expected
+    if headers:
+        assert all(h for _, _, h in expected)
     if pipeline == "p1" or not cache:
         # every output record, and each key's in the same order
         assert Counter(got) == Counter(expected)
@@ -93,8 +96,13 @@ def test_each_kstreams_pipeline_writes_what_its_loop_computes(
         assert _latest(got) == _latest(expected)
 
 
-def _by_key(records: list[tuple[bytes, bytes]]) -> dict[bytes, list[bytes]]:
-    grouped: dict[bytes, list[bytes]] = {}
-    for key, value in records:
-        grouped.setdefault(key, []).append(value)
+def _by_key(records: list[tuple[Any, ...]]) -> dict[bytes, list[tuple[bytes, Any]]]:
+    grouped: dict[bytes, list[tuple[bytes, Any]]] = {}
+    for key, value, headers in records:
+        grouped.setdefault(key, []).append((value, headers))
     return grouped
+
+
+def _frozen(records: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """Records with their headers as tuples (None for none), to be counted and compared."""
+    return [(key, value, tuple(map(tuple, headers)) if headers else None) for key, value, headers in records]
