@@ -47,6 +47,7 @@ class Predicate:
         ``validated``: the batch's JSON columns passed ``validate`` (fields found without
         parsing the rest of each document)."""
 
+def carry_headers(out: RecordBatch, src: RecordBatch, rows: Any = None) -> RecordBatch: ...
 def take(batch: RecordBatch, indices: np.ndarray) -> RecordBatch:
     """The records at ``indices`` (int32), in that order, with their captured fields (headers
     are not carried)."""

@@ -291,10 +291,12 @@ class SinkNode(_Node):
         timestamps: Any,
         offsets: Any,
         key_bytes: list[bytes | None] | None = None,
+        headers_from: tuple[RecordBatch, Any] | None = None,
     ) -> None:
         """Serialize and send records given as columns (timestamps and offsets as int64 arrays),
         as ``process`` would one by one; ``key_bytes``, when given, are the keys already
-        serialized. Only for a sink that ``sends_batches``."""
+        serialized; ``headers_from``, the batch the records came from and their indices in it
+        (None: all), whose headers they carry. Only for a sink that ``sends_batches``."""
         topic = self._batch_topic()
         if key_bytes is None:
             try:
@@ -305,7 +307,10 @@ class SinkNode(_Node):
             value_bytes = _serialize_column(self.value_serializer, topic, values)
         except Exception as exc:
             raise self._serialization_error("value", self.value_serializer, topic, exc) from exc
-        self.send_serialized(RecordBatch.from_columns(key_bytes, value_bytes, timestamps, 0, offsets))
+        batch = RecordBatch.from_columns(key_bytes, value_bytes, timestamps, 0, offsets)
+        if headers_from is not None:
+            batch = kernels.carry_headers(batch, *headers_from)
+        self.send_serialized(batch)
 
     def send_serialized(self, batch: RecordBatch) -> None:
         """Send a batch whose keys and values are already in the sink's serialized form, split by

@@ -124,6 +124,24 @@ cdef RecordBatch _with_headers(RecordBatch out, RecordBatch src, const int32_t* 
         out._hbase = 0
     return out
 
+def carry_headers(RecordBatch out not None, RecordBatch src not None, rows=None):
+    """``out`` with the headers of ``src``'s records: record j of ``out`` is record ``rows[j]``
+    of ``src`` (an int32 array), or record j when ``rows`` is None. For batches built from
+    columns a Python step computed from ``src``'s records."""
+    cdef const int32_t[::1] picked
+    cdef Py_ssize_t j
+    if rows is None:
+        if out.n != src.n:
+            raise ValueError(f"{out.n} records cannot take the headers of {src.n}")
+        return _with_headers(out, src, NULL)
+    picked = rows
+    if picked.shape[0] != out.n:
+        raise ValueError(f"{out.n} records cannot take the headers of {picked.shape[0]}")
+    for j in range(picked.shape[0]):
+        if not 0 <= picked[j] < src.n:
+            raise IndexError(f"record {picked[j]} of a batch of {src.n}")
+    return _with_headers(out, src, &picked[0] if out.n else NULL)
+
 def take(RecordBatch batch not None, const int32_t[::1] indices):
     """A new batch of the records at ``indices`` (in that order), with their headers and their
     captured fields (``validate``)."""

@@ -202,8 +202,19 @@ class Columns:
     # take them as they are instead of converting the lists back.
     timestamps_array: Any = None
     offsets_array: Any = None
-    # Each record's headers (None: none), or None when no record has any.
+    # Each record's headers (None: none), or None when no record has any; or, from a step that
+    # kept some records of a batch with headers, that batch and the kept records' indices (None:
+    # all), for sinks to give their records those headers without decoding them.
     headers: list[Any] | None = None
+    headers_from: tuple[RecordBatch, Any] | None = None
+
+    def record_headers(self) -> list[Any] | None:
+        """Each record's headers as the per-record path gives them, or None when none has any."""
+        if self.headers is not None or self.headers_from is None:
+            return self.headers
+        batch, rows = self.headers_from
+        picked = range(len(batch)) if rows is None else rows.tolist()
+        return [batch.headers(i) for i in picked]
 
     def arrays(self) -> tuple[Any, Any]:
         """(timestamps, offsets) as int64 arrays."""
@@ -265,7 +276,7 @@ def run_per_record(task: SegmentTask, node: Any, columns: Columns) -> None:
     context = task.context
     position = context.record_context
     process = node.process
-    headers = columns.headers
+    headers = columns.record_headers()
     if headers is None:
         for k, v, ts, offset in zip(
             columns.keys, columns.values, columns.timestamps, columns.offsets, strict=True
@@ -373,6 +384,7 @@ class PythonChainStep(Step):
     """
 
     kernel = "chain[python]"
+    carries_headers = True
 
     def __init__(self, nodes: list[ProcessorNode], ops: list[OperationKernel], children: list[Step]):
         super().__init__(nodes[0], children)
@@ -402,14 +414,18 @@ class PythonChainStep(Step):
             return
         timestamps = batch.timestamps_array()
         offsets = batch.offsets_array()
+        rows = None
         if kept is not None:
             index = np.asarray(kept, dtype=np.intp)
             timestamps = timestamps[index]
             offsets = offsets[index]
             if self.keeps_keys:
                 raw_keys = [raw_keys[i] for i in kept]
+            rows = index.astype(np.int32)
         raw = raw_keys if self.keeps_keys else None
         columns = Columns(keys, values, timestamps.tolist(), offsets.tolist(), raw, timestamps, offsets)
+        if batch.has_headers:
+            columns.headers_from = (batch, rows)
         for child in self.children:
             child.run_columns(task, columns)
 
@@ -473,6 +489,7 @@ class ColumnSinkStep(Step):
     sends one batch per partition."""
 
     kernel = "sink[python]"
+    carries_headers = True
     node: SinkNode
 
     def __init__(self, node: SinkNode, reuses_keys: bool) -> None:
@@ -490,6 +507,7 @@ class ColumnSinkStep(Step):
             timestamps,
             offsets,
             columns.raw_keys if self._reuses_keys else None,
+            columns.headers_from,
         )
 
 

@@ -705,6 +705,14 @@ def test_batch_building_kernels_keep_each_records_headers() -> None:
     by_offset = {batch.offset(i): expected[i] for i in range(len(batch))}
     for _, part in parts:
         assert headers_of(part) == [by_offset[part.offset(i)] for i in range(len(part))]
+    # A batch a Python step built from columns takes the headers of the records it came from.
+    built = batch_of([b"a", b"b"], [b"1", b"2"])
+    assert headers_of(kernels.carry_headers(built, batch, picked[:2])) == [expected[5], expected[0]]
+    assert headers_of(kernels.carry_headers(batch_of([b"a"] * 11, [b"1"] * 11), batch)) == expected
+    with pytest.raises(ValueError, match="2 records cannot take the headers of 3"):
+        kernels.carry_headers(built, batch, picked)
+    with pytest.raises(IndexError, match="record 11 of a batch of 11"):
+        kernels.carry_headers(built, batch, np.asarray([0, 11], dtype=np.int32))
     plain = batch_of([b"k"] * 4, docs_[:4])
     assert not kernels.take(plain, picked[1:2]).has_headers
     assert not kernels.split_partitions(plain, 3, 0)[0][0][1].has_headers
