@@ -272,24 +272,21 @@ class Step:
 
 
 def run_per_record(task: SegmentTask, node: Any, columns: Columns) -> None:
-    """Hand each record to ``node.process`` with its position and timestamp in the context."""
+    """Hand each record to ``node.process`` with its position, timestamp and headers in the
+    context."""
     context = task.context
     position = context.record_context
     process = node.process
     headers = columns.record_headers()
-    if headers is None:
-        for k, v, ts, offset in zip(
-            columns.keys, columns.values, columns.timestamps, columns.offsets, strict=True
-        ):
-            position.offset = offset
-            position.timestamp = ts
-            context.node = node
-            process(Record(k, v, ts, None))
-        return
     previous = position.headers
     try:
         for k, v, ts, offset, h in zip(
-            columns.keys, columns.values, columns.timestamps, columns.offsets, headers, strict=True
+            columns.keys,
+            columns.values,
+            columns.timestamps,
+            columns.offsets,
+            repeat(None, len(columns.keys)) if headers is None else headers,
+            strict=True,
         ):
             position.offset = offset
             position.timestamp = ts
