@@ -89,13 +89,15 @@ def aggregate(
     observed_time: int = -1,
     reducer: Callable[[Any, Any], Any] | None = None,
     timestamped: bool = False,
+    notes: dict[bytes, Any] | None = None,
 ) -> tuple[int, int] | None:
     """COUNT/SUM/MIN/MAX/REDUCE per key (per window) of a batch into a record-cache namespace, as
     the DSL's aggregate processors would record by record; old aggregates from the cache, else from
     ``load(cache_key)``. REDUCE calls ``reducer(aggregate, value)`` per record with the GIL. Each
     key's newest aggregate is put once, in last-update order, with its last record's timestamp;
     ``timestamped``: the store's bytes are ValueAndTimestamp's (8-byte timestamp first) and each
-    aggregate carries the largest timestamp of the records that made it.
+    aggregate carries the largest timestamp of the records that made it. ``notes`` (a caching
+    layer's header notes) then hold each written entry's last record's headers (none: no note).
     Returns (observed_time, dropped) or None (nothing written: a record needs the Python path)."""
 
 def aggregate_uncached(
@@ -118,7 +120,8 @@ def aggregate_uncached(
     once, in last-update order, as changelog records (windowed keys in the changelog's layout)
     with the timestamp and offset of the slot's last record; ``updates`` (with ``forward``, not
     windowed) every update in record order as the per-record path forwards it (record key, the
-    aggregate without timestamp, the aggregate's timestamp). None: a record needs the Python path."""
+    aggregate without timestamp, the aggregate's timestamp, the record's headers). None: a record
+    needs the Python path."""
 
 def decode_numbers(batch: RecordBatch, side: int, enc: int) -> tuple[np.ndarray, np.ndarray]:
     """Keys (side 0) or values (1) of a numeric encoding as int64 or float64, and a null mask."""

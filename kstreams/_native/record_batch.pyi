@@ -8,6 +8,7 @@ accessors and the RecordBatchBuilder declared in csrc/kstreams/_native/record_ba
 """
 
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -69,6 +70,9 @@ class RecordBatch:
     @property
     def max_timestamp(self) -> int:
         """Largest timestamp, or -1 when empty."""
+
+def copy_headers(headers: Any) -> list[tuple[str, bytes | None]] | None:
+    """A record's headers as a batch stores them (None, a list, or raw bytes) as a new list."""
 
 def murmur2(data: bytes) -> int:
     """Kafka's murmur2 hash (the Java client's, seed 0x9747b28c), as a signed 32-bit int."""

@@ -297,10 +297,10 @@ class StreamTask:
         segment = self._segments.get(tp.topic)
         if (
             segment is not None
-            and (segment.carries_headers or not batch.has_headers)
-            # A compiled batch writes cache entries without their writer's headers: while a cache
-            # holds headers of entries records wrote, records go one by one, keeping them current.
-            and not any(self.header_notes)
+            # A segment that carries headers keeps the caches' header notes (the headers of the
+            # record that last wrote each dirty entry) current. Any other writes entries without
+            # their writers' headers: while a cache holds notes, its records go one by one.
+            and (segment.carries_headers or not (batch.has_headers or any(self.header_notes)))
             and batch.max_timestamp < self._next_stream_due
             and self._process_compiled(segment, tp, batch)
         ):

@@ -13,9 +13,9 @@ A flush writes each dirty entry to the store below and, when a flush listener is
 (key, new value, old value, timestamp, headers), the old value read from the store below before the
 write. Like Kafka's cache entries, which keep the record context of their last write, the layer
 remembers the headers of the record that last wrote each dirty entry (``header_notes``, by cache key;
-only entries written by a record with headers are in it) and hands them to the listener: the update
-forwarded downstream carries them. The task processes record by record while any are held (a
-compiled batch writes entries without telling the layer), until a flush has handed them on.
+only entries written by a record with headers are in it; a compiled batch notes them as the batch
+stores them, undecoded) and hands a copy to the listener: the update forwarded downstream carries
+them. While any are held, a task runs compiled only the segments that keep the notes current.
 Reads see the newest write: the cache first, then the store below. Range reads merge the cache's
 entries (the cache lists a namespace's keys in byte order) with the store's, the cache winning.
 
@@ -32,6 +32,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
+from kstreams._native.record_batch import copy_headers
 from kstreams._native.store_access import CachedKeyValueAccess, CachedWindowAccess
 from kstreams.errors import ProcessorStateException
 from kstreams.state.changelogging import (
@@ -255,7 +256,7 @@ class CachingKeyValueStore(_Caching, KeyValueStore[bytes, bytes]):
         notes = self.header_notes
         for key, value, timestamp in entries:
             # the headers of the entry's last write, forgotten once flushed
-            headers = notes.pop(key, None) if notes else None
+            headers = copy_headers(notes.pop(key, None)) if notes else None
             if listener is None:
                 self._write(key, value, timestamp)
                 continue
@@ -350,7 +351,7 @@ class CachingWindowStore(_Caching, WindowLayer, WindowStore[bytes, bytes]):
         size = self.wrapped.window_size_ms
         for cache_key, value, timestamp in entries:
             key, start = key_and_start(cache_key)
-            headers = notes.pop(cache_key, None) if notes else None
+            headers = copy_headers(notes.pop(cache_key, None)) if notes else None
             if listener is None:
                 self._write(key, value, start, timestamp)
                 continue
@@ -432,7 +433,7 @@ class CachingSessionStore(_Caching, SessionLayer, SessionStore[bytes, bytes]):
         for cache_key, value, timestamp in entries:
             key, start, end = from_session_key(cache_key)
             session = WindowedKey(key, start, end)
-            headers = notes.pop(cache_key, None) if notes else None
+            headers = copy_headers(notes.pop(cache_key, None)) if notes else None
             if listener is None:
                 self._write(session, value, timestamp)
                 continue

@@ -215,7 +215,7 @@ cdef inline void _encode_aggregate(int64_t i, double d, int64_t ts, int store_en
 def aggregate(RecordCache cache not None, str namespace not None, RecordBatch batch not None,
               int op, int value_enc, int store_enc, load, bint windowed=False,
               int64_t size_ms=0, int64_t advance_ms=0, int64_t grace_ms=0,
-              int64_t observed_time=-1, reducer=None, bint timestamped=False):
+              int64_t observed_time=-1, reducer=None, bint timestamped=False, dict notes=None):
     """Count, sum, min, max or reduce per key (per window when ``windowed``) of a batch into the
     store's record-cache namespace, exactly as the DSL's aggregate processors would record by record.
 
@@ -235,6 +235,12 @@ def aggregate(RecordCache cache not None, str namespace not None, RecordBatch ba
     timestamp, then the aggregate), and an aggregate's timestamp is the largest of the records that
     made it (Kafka's KStreamAggregate rule) rather than its last record's; the cache entry is stamped
     with that timestamp too.
+
+    ``notes``: the caching layer's headers of dirty entries (cache key -> headers of the record
+    that last wrote the entry; ``CachingKeyValueStore.header_notes``). Each entry written here gets
+    the headers of its last record, or loses its note when that record has none, before any
+    eviction this batch causes is flushed: a flushed entry goes downstream with its last writer's
+    headers, as on the per-record path.
 
     Returns ``(observed_time, dropped)`` (windowed: the largest timestamp seen and the records
     dropped for closed windows), or None when some record needs the Python path.
@@ -257,6 +263,9 @@ def aggregate(RecordCache cache not None, str namespace not None, RecordBatch ba
     cdef vector[ks_FlushBatch] flushes
     cdef vector[ks_PendingFlush] pending
     cdef string wkey, wval
+    # The entries written and their last records, when their header notes need updating.
+    cdef bint noting = notes is not None and (batch._headers is not None or len(notes) > 0)
+    cdef vector[pair[string, Py_ssize_t]] written
     _check_aggregation(op, reducer, windowed, size_ms, advance_ms)
     # Pass 1 (no GIL): the slots each record updates; then, under the cache mutex, the cached
     # aggregates of those slots.
@@ -316,13 +325,33 @@ def aggregate(RecordCache cache not None, str namespace not None, RecordBatch ba
                 cache._upsert(nc, string_view(wkey.data(), wkey.size()), wval.data(), wval.size(),
                               False, slot.ts, True)
                 cache._evict_while_over(nc, flushes, pending)
+                if noting:
+                    written.push_back(pair[string, Py_ssize_t](wkey, u.record))
         cache._mutex.unlock()
         slots.clear()
         updates.clear()
         updates.shrink_to_fit()
+    if noting:
+        _note_writers(notes, batch, written)
     if not flushes.empty():
         cache._deliver(flushes, pending)
     return observed, dropped
+
+
+cdef int _note_writers(dict notes, RecordBatch batch,
+                       vector[pair[string, Py_ssize_t]]& written) except -1:
+    """Each written cache entry's note: the headers of its last record as the batch stores them
+    (shared, never changed: the flush copies them), none when it has none
+    (``CachingKeyValueStore._note_headers``, per record)."""
+    cdef Py_ssize_t j
+    for j in range(<Py_ssize_t>written.size()):
+        key = PyBytes_FromStringAndSize(written[j].first.data(), written[j].first.size())
+        headers = batch.c_headers(written[j].second)
+        if headers:
+            notes[key] = headers
+        elif notes:
+            notes.pop(key, None)
+    return 0
 
 
 def aggregate_uncached(RecordBatch batch not None, int op, int value_enc, int store_enc, load_many,
@@ -342,8 +371,8 @@ def aggregate_uncached(RecordBatch batch not None, int op, int value_enc, int st
       record that last updated it (the record a per-record put would log it with).
     - ``updates`` (only with ``forward``; not windowed): every update in record order, as the
       per-record path forwards them: the record key, the aggregate in ``store_enc`` (no
-      timestamp), stamped with the aggregate's timestamp, at the record's offset. None without
-      ``forward``.
+      timestamp), stamped with the aggregate's timestamp, at the record's offset, with the
+      record's headers. None without ``forward``.
 
     Returns ``(observed_time, dropped, changes, updates)``, or None when some record needs the
     Python path.
@@ -361,6 +390,9 @@ def aggregate_uncached(RecordBatch batch not None, int op, int value_enc, int st
     cdef char seq[4]
     cdef RecordBatchBuilder changes = RecordBatchBuilder()
     cdef RecordBatchBuilder forwarded = RecordBatchBuilder() if forward else None
+    # Each forwarded update's record, for its headers.
+    cdef bint carries = forward and batch._headers is not None
+    cdef vector[int32_t] rows
     _check_aggregation(op, reducer, windowed, size_ms, advance_ms)
     if forward and windowed:
         raise ValueError("forwarding windowed updates needs their windowed keys: use the Python path")
@@ -394,6 +426,8 @@ def aggregate_uncached(RecordBatch batch not None, int op, int value_enc, int st
                 _encode_aggregate(u.i, u.d, u.ts, store_enc, False, wval)
                 forwarded.append(batch.key_ptr(i), batch.key_len(i), wval.data(),
                                  <Py_ssize_t>wval.size(), u.ts, batch.part(i), batch.off(i))
+                if carries:
+                    rows.push_back(<int32_t>i)
             if slot.last != j:
                 continue
             _encode_aggregate(slot.i, slot.d, slot.ts, store_enc, timestamped, wval)
@@ -405,7 +439,12 @@ def aggregate_uncached(RecordBatch batch not None, int op, int value_enc, int st
         slots.clear()
         updates.clear()
         updates.shrink_to_fit()
-    return observed, dropped, changes.finish(), None if forwarded is None else forwarded.finish()
+    if forwarded is None:
+        return observed, dropped, changes.finish(), None
+    updated = forwarded.finish()
+    if carries:
+        _with_headers(updated, batch, rows.data())
+    return observed, dropped, changes.finish(), updated
 
 
 cdef inline void _stamp(ks_Slot* slot, int64_t ts, bint timestamped) noexcept nogil:

@@ -59,6 +59,12 @@ cdef inline object _copy_headers(object headers):
     return list(headers)
 
 
+def copy_headers(headers):
+    """A record's headers as a batch stores them (None, a list of (name, value), or the raw bytes
+    a Kafka client read) as the per-record path gives them: a new list, or None."""
+    return _copy_headers(headers)
+
+
 cdef list decode_raw_headers(bytes raw):
     """A record's raw headers (record_batch.pxd) as [(name, bytes or None)], as confluent-kafka
     gives them."""

@@ -202,19 +202,34 @@ class Columns:
     # take them as they are instead of converting the lists back.
     timestamps_array: Any = None
     offsets_array: Any = None
-    # Each record's headers (None: none), or None when no record has any; or, from a step that
-    # kept some records of a batch with headers, that batch and the kept records' indices (None:
-    # all), for sinks to give their records those headers without decoding them.
-    headers: list[Any] | None = None
+    # Where the records' headers are, when some record has any (None: no record has): the batch
+    # they came from and their indices in it (an int32 array; None: record i is the batch's
+    # record i), so sinks give their records those headers without decoding them.
     headers_from: tuple[RecordBatch, Any] | None = None
 
     def record_headers(self) -> list[Any] | None:
         """Each record's headers as the per-record path gives them, or None when none has any."""
-        if self.headers is not None or self.headers_from is None:
-            return self.headers
+        if self.headers_from is None:
+            return None
         batch, rows = self.headers_from
         picked = range(len(batch)) if rows is None else rows.tolist()
         return [batch.headers(i) for i in picked]
+
+    def headers_of(self, i: int) -> Any:
+        """Record ``i``'s headers as the per-record path gives them (None: none)."""
+        if self.headers_from is None:
+            return None
+        batch, rows = self.headers_from
+        return batch.headers(i if rows is None else int(rows[i]))
+
+    def headers_at(self, indices: Any) -> tuple[RecordBatch, Any] | None:
+        """``headers_from`` for records made from these columns' records at ``indices`` (an
+        integer array), for a sink's ``send_batch``."""
+        if self.headers_from is None:
+            return None
+        batch, rows = self.headers_from
+        picked = np.asarray(indices, dtype=np.int32) if rows is None else rows[indices]
+        return batch, picked
 
     def arrays(self) -> tuple[Any, Any]:
         """(timestamps, offsets) as int64 arrays."""
@@ -236,8 +251,8 @@ class Step:
     # stream threads' PythonGate. Compiled kernels, which release the GIL, set it False.
     calls_python = True
     # Whether the step passes each record's headers on (to its children, its sink, or the
-    # per-record path at a boundary), so batches with headers may run through it. Steps that make
-    # new records from several (aggregations) or from Python functions' results leave it False.
+    # per-record path at a boundary), so batches with headers may run through it. A step that
+    # writes a record cache must also keep the cache's header notes current (``kernels.aggregate``).
     carries_headers = False
 
     def __init__(self, node: Any, children: list[Step]) -> None:
@@ -452,6 +467,8 @@ class CountColumnsStep(Step):
     whether the value is null, so the kernel counts a batch of the source's key bytes and empty or
     null values, as if the chain's values had been re-encoded."""
 
+    carries_headers = True
+
     def __init__(self, node: ProcessorNode, count: AggregateStep, key_enc: int) -> None:
         super().__init__(node, [])
         self.kernel = count.kernel
@@ -478,6 +495,8 @@ class CountColumnsStep(Step):
             0,
             offsets,
         )
+        if columns.headers_from is not None:
+            batch = kernels.carry_headers(batch, *columns.headers_from)
         self._count.run(task, batch, self._key_enc, kernels.BYTES)
 
 
@@ -522,7 +541,13 @@ class _PythonAggregation(Step, abc.ABC):
     to the sinks as one batch: the records and the store they leave are the per-record path's, and
     so is the changelog once the record collector keeps the newest record per key (it does between
     commits, and no commit falls inside a batch). Without ``sinks`` (None) the per-record path runs.
+
+    Headers: each slot is written with its last record's headers in the context, so the caching
+    layer notes them and its flush forwards them; without a cache every update goes to the sinks
+    with its record's headers.
     """
+
+    carries_headers = True
 
     def __init__(
         self,
@@ -577,11 +602,17 @@ class _PythonAggregation(Step, abc.ABC):
         store = self._store
         encode = self._encode
         cached = store.wrapped  # the caching layer: what the metered store's put writes to
-        with store.query_lock:
-            for _, start, aggregate, ts, i, raw in sorted(slots, key=_last_record):
-                position.offset = columns.offsets[i]
-                position.timestamp = ts
-                self._put(cached, raw, start, encode(aggregate, ts))
+        headers_of = columns.headers_of
+        previous = position.headers
+        try:
+            with store.query_lock:
+                for _, start, aggregate, ts, i, raw in sorted(slots, key=_last_record):
+                    position.offset = columns.offsets[i]
+                    position.timestamp = ts
+                    position.headers = headers_of(i)  # what the cache notes for the entry
+                    self._put(cached, raw, start, encode(aggregate, ts))
+        finally:
+            position.headers = previous
 
     def _run_uncached(self, task: SegmentTask, columns: Columns) -> None:
         context = task.context
@@ -622,10 +653,12 @@ class _PythonAggregation(Step, abc.ABC):
             ],
             dtype=np.int64,
         )
-        offsets = _at(columns.arrays()[1], updates)
+        indices = np.fromiter((row[-1] for row in updates), dtype=np.intp, count=len(updates))
+        offsets = columns.arrays()[1][indices]
+        headers_from = columns.headers_at(indices)
         for sink in sinks:
             context.node = sink
-            sink.send_batch(keys, values, timestamps, offsets)
+            sink.send_batch(keys, values, timestamps, offsets, headers_from=headers_from)
 
     def _write(
         self, writes: list[tuple[bytes, int | None, bytes | None, int]], columns: Columns, position: Any
@@ -867,7 +900,7 @@ def _decoded(task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int
         raw_keys,
         timestamps,
         offsets,
-        [batch.headers(i) for i in range(len(batch))] if batch.has_headers else None,
+        (batch, None) if batch.has_headers else None,
     )
 
 
@@ -946,6 +979,10 @@ class AggregateStep(Step):
     ``aggregate_uncached`` when ``write_changes`` can write there and ``forward_to`` takes every
     update (the sinks' steps below a ``to_stream()``; ``[]``: nothing is below). Otherwise batches
     without a cache run in ``python`` (set by the compiler) or record by record."""
+
+    # The kernels keep the cache's header notes current and forward updates with their records'
+    # headers.
+    carries_headers = True
 
     def __init__(
         self,
@@ -1058,6 +1095,7 @@ class AggregateStep(Step):
             value_enc,
             self._store_enc,
             self._load,
+            notes=caching.header_notes,
             **self._options(),
         )
         if result is not None:

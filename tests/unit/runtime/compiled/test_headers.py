@@ -1,8 +1,9 @@
 """Batches whose records carry headers run through compiled stateless segments (filters,
 projections, chains of Python filters and mappers, sinks, and the per-record path past a
-boundary) and come out as the per-record path sends them: every output record with the headers of
-the input record it came from. Segments with steps that make new records from several
-(aggregations) keep such batches on the per-record path."""
+boundary) and aggregations, and come out as the per-record path sends them: every output record
+with the headers of the input record it came from, an aggregate's update with those of the record
+that made it (with a record cache: of the entry's last writer). Segments with a session
+aggregation keep such batches on the per-record path."""
 
 from __future__ import annotations
 
@@ -12,17 +13,18 @@ from typing import Any
 
 import pytest
 
-from kstreams import Consumed, Produced, Serdes, StreamsBuilder
+from kstreams import Consumed, Materialized, Produced, Serdes, StreamsBuilder, TimeWindows
 from kstreams._native import kernels
 from kstreams._native.record_batch import RecordBatch, default_partition
 from kstreams.client import KafkaStreams
 from kstreams.predicates import json_field
 from kstreams.processor import Processor, ProcessorContext, Record
 from kstreams.testing import TopologyTestDriver
+from kstreams.topology import SessionWindows
 
 from .test_compiler import counts, python_chain, stateless, wait_until
 
-STRING, JSON = Serdes.string(), Serdes.json()
+STRING, JSON, LONG_SERDE = Serdes.string(), Serdes.json(), Serdes.long()
 PER_RECORD = {"processing.compiled": False}
 
 
@@ -112,10 +114,99 @@ def test_stateless_segments_run_batches_with_headers_as_the_per_record_path(
         assert [r[1] for r in compiled] == [f"{d['user']}/{len(h or [])}" for _, d, _, h in kept]
 
 
-def test_a_segment_that_aggregates_leaves_batches_with_headers_to_the_per_record_path(
+WINDOWS = TimeWindows.of_size_and_grace(100, 20).advance_by(50)
+
+
+def aggregations(style: str, windows_out: bool) -> Callable[[], Any]:
+    """A count and a windowed count per key: by the count kernel from the source ("kernel") or
+    below a Python mapper ("chain"), or as aggregations with Python functions ("python"); the
+    windowed counts go to "out-windowed" as "key@start" when ``windows_out``, else only to their
+    store (a Python mapper below them would keep a batch without a cache per record)."""
+
+    def make() -> Any:
+        builder = StreamsBuilder()
+        stream = builder.stream("in", Consumed.with_(STRING, JSON))
+        if style != "kernel":
+            stream = stream.map_values(lambda doc: doc["user"])
+        grouped = stream.group_by_key()
+        windowed = grouped.windowed_by(WINDOWS)
+        if style == "python":
+            count = grouped.aggregate(
+                lambda: 0, lambda k, v, n: n + 1, Materialized.as_("counts").with_value_serde(LONG_SERDE)
+            )
+            window_counts = windowed.aggregate(
+                lambda: 0, lambda k, v, n: n + 1, Materialized.as_("windowed").with_value_serde(LONG_SERDE)
+            )
+        else:
+            count = grouped.count(Materialized.as_("counts"))
+            window_counts = windowed.count(Materialized.as_("windowed"))
+        count.to_stream().to("out", Produced.with_(STRING, LONG_SERDE))
+        if windows_out:
+            window_counts.to_stream().map(lambda wk, c: (f"{wk.key}@{wk.start}", c)).to(
+                "out-windowed", Produced.with_(STRING, LONG_SERDE)
+            )
+        return builder.build()
+
+    return make
+
+
+def writers(data: list[tuple[str, Any, int, Any]]) -> dict[tuple[str, int], Any]:
+    """The headers each aggregate update must carry: for (key, n) and ("key@start", n), those of
+    the n-th record of the key (in that window), the record whose update made the count n."""
+    made: dict[tuple[str, int], Any] = {}
+    seen: dict[str, int] = {}
+    for key, _, ts, headers in data:
+        seen[key] = seen.get(key, 0) + 1
+        made[(key, seen[key])] = headers
+        for start in range(max(0, (ts - 100) // 50 * 50 + 50), ts + 1, 50):
+            slot = f"{key}@{start}"
+            seen[slot] = seen.get(slot, 0) + 1
+            made[(slot, seen[slot])] = headers
+    return made
+
+
+CACHE_OFF = {"statestore.cache.max.bytes": 0}
+
+
+@pytest.mark.parametrize("cache_off", [False, True], ids=["cache", "no-cache"])
+@pytest.mark.parametrize("style", ["kernel", "chain", "python"])
+def test_aggregations_run_batches_with_headers_as_the_per_record_path(
+    style: str, cache_off: bool, validations: list[int]
+) -> None:
+    make = aggregations(style, windows_out=not cache_off)
+
+    def driven(config: dict[str, Any]) -> list[tuple[Any, ...]]:
+        driver = TopologyTestDriver(make(), {"default.key.serde": "string", **config})
+        try:
+            topic = driver.create_input_topic("in", STRING, JSON)
+            for key, doc, ts, headers in inputs(40):
+                topic.pipe_input(key, doc, ts, headers)
+            return [
+                (name, r.key, r.value, r.timestamp, r.headers)
+                for name in ("out", "out-windowed")
+                for r in driver.create_output_topic(name, STRING, LONG_SERDE).read_records_to_list()
+            ]
+        finally:
+            driver.close()
+
+    cache = CACHE_OFF if cache_off else {}
+    compiled = driven(cache)
+    assert len(validations) == 40  # every record went through the compiled segment
+    assert compiled == driven({**cache, **PER_RECORD})
+    assert len(validations) == 40
+    made = writers(inputs(40))
+    assert [headers for *_, headers in compiled] == [made[(key, count)] for _, key, count, *_ in compiled]
+    assert any(headers is None for *_, headers in compiled) and any(headers for *_, headers in compiled)
+
+
+def test_a_segment_with_a_session_aggregation_leaves_batches_with_headers_to_the_per_record_path(
     validations: list[int],
 ) -> None:
-    driver = TopologyTestDriver(counts(), {"default.key.serde": "string", "default.value.serde": "string"})
+    builder = StreamsBuilder()
+    builder.stream("in", Consumed.with_(STRING, JSON)).group_by_key().windowed_by(
+        SessionWindows.of_inactivity_gap_with_no_grace(10)
+    ).count(Materialized.as_("sessions"))
+    driver = TopologyTestDriver(builder.build(), {"default.key.serde": "string"})
     try:
         topic = driver.create_input_topic("in", STRING, JSON)
         topic.pipe_input("k", {"user": "u"}, 1, [("trace", b"t")])
@@ -124,6 +215,87 @@ def test_a_segment_that_aggregates_leaves_batches_with_headers_to_the_per_record
         assert validations == [1]
     finally:
         driver.close()
+
+
+@pytest.mark.parametrize("cache_off", [False, True], ids=["cache", "no-cache"])
+@pytest.mark.parametrize("style", ["kernel", "python"])
+def test_kafka_streams_sends_aggregate_updates_with_their_writers_headers(
+    style: str, cache_off: bool, tmp_path: Any, validations: list[int]
+) -> None:
+    from kstreams.cluster import EmbeddedCluster
+
+    make = aggregations(style, windows_out=not cache_off)
+    data = inputs(3000)
+    made = {
+        (slot, n): headers for (slot, n), headers in writers(data).items() if "@" not in slot or not cache_off
+    }
+    finals: dict[str, int] = {}
+    for slot, n in made:
+        finals[slot] = max(n, finals.get(slot, 0))
+    for compiled in (True, False):
+        cluster = EmbeddedCluster()
+        try:
+            for topic in ("in", "out", "out-windowed"):
+                cluster.create_topic(topic, 2)
+            _produce(cluster, data)
+            streams = KafkaStreams(
+                make(),
+                {
+                    "application.id": f"agg-headers-{style}-{cache_off}-{compiled}",
+                    "state.dir": str(tmp_path / f"{compiled}"),
+                    "default.key.serde": "string",
+                    "commit.interval.ms": 100,
+                    **(CACHE_OFF if cache_off else {}),
+                    **({} if compiled else PER_RECORD),
+                },
+                cluster=cluster,
+            )
+
+            def outputs(c: Any = cluster) -> list[tuple[str, int, Any]]:
+                return [
+                    (r.key.decode(), LONG_SERDE.deserializer().deserialize("", r.value), r.headers)
+                    for name in ("out", "out-windowed")
+                    for r in c.read(name)
+                ]
+
+            streams.start()
+            try:
+                wait_until(
+                    lambda: {(k, n) for k, n, _ in outputs()} >= set(finals.items()),
+                    what="every final count",
+                )
+            finally:
+                streams.close(timeout=30)
+            written = outputs()
+        finally:
+            cluster.close()
+        if compiled:
+            assert sum(validations) >= len(data)  # the batches ran compiled
+            validations.clear()
+        else:
+            assert validations == []
+        if cache_off:  # every update goes downstream
+            assert len(written) == len(made)
+        # Each output record (every update, or with a cache the flushed ones) carries the headers
+        # of the record that made its count: a note kept for a key whose last record had none
+        # would show here.
+        assert [headers for *_, headers in written] == [made[(k, n)] for k, n, _ in written]
+        assert any(headers is None for *_, headers in written)
+        assert sum(1 for *_, headers in written if headers) > len(written) // 2
+
+
+def _produce(cluster: Any, data: list[tuple[str, Any, int, Any]]) -> None:
+    """The records into "in", by Kafka's default partitioner, in batches of 500 per partition."""
+    by_partition: dict[int, list[tuple[Any, ...]]] = {}
+    for key, doc, ts, headers in data:
+        k = key.encode()
+        p = default_partition(k, 2)
+        by_partition.setdefault(p, []).append((k, json.dumps(doc).encode(), ts, p, 0, headers))
+    producer = cluster.producer()
+    for p, rows in by_partition.items():
+        for i in range(0, len(rows), 500):
+            producer.send("in", p, RecordBatch.from_records(rows[i : i + 500]))
+    producer.flush()
 
 
 @pytest.mark.parametrize("make", [stateless, python_chain])
@@ -141,16 +313,7 @@ def test_kafka_streams_sends_the_headers_of_compiled_stateless_records(
         try:
             cluster.create_topic("in", 2)
             cluster.create_topic("out", 2)
-            by_partition: dict[int, list[tuple[Any, ...]]] = {}
-            for key, doc, ts, headers in data:
-                k = key.encode()
-                p = default_partition(k, 2)
-                by_partition.setdefault(p, []).append((k, json.dumps(doc).encode(), ts, p, 0, headers))
-            producer = cluster.producer()
-            for p, rows in by_partition.items():
-                for i in range(0, len(rows), 500):
-                    producer.send("in", p, RecordBatch.from_records(rows[i : i + 500]))
-            producer.flush()
+            _produce(cluster, data)
             streams = KafkaStreams(
                 make(),
                 {
