@@ -18,7 +18,8 @@ class StoreLock:
 
 class _CachedAccess(AggregateAccess):
     """The metered layer (``store``) whose results an accessor gives, the caching layer below
-    it, and how to reach the running thread's cache."""
+    it, and how to reach the running thread's cache; or, without a caching layer (``caching``
+    None), ``direct``: the change-logging layer below the metered one, read and written directly."""
 
     def __init__(
         self,
@@ -30,11 +31,13 @@ class _CachedAccess(AggregateAccess):
         string_keys: bool,
         bytes_keys: bool,
         stamped_longs: bool,
+        direct: Any = None,
     ) -> None: ...
 
 class CachedKeyValueAccess(_CachedAccess):
     """``get(key)`` and ``put(key, value)`` of a metered key-value store whose next layer is a
-    caching layer, with the results of the metered layer's own ``get`` and ``put``."""
+    caching layer (or a change-logging one: the direct form), with the results of the metered
+    layer's own ``get`` and ``put``."""
 
     def get(self, key: Any) -> Any: ...
     def put(self, key: Any, value: Any) -> None: ...

@@ -43,10 +43,11 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from kstreams._native.store_access import StoreLock
+from kstreams._native.store_access import CachedKeyValueAccess, CachedWindowAccess, StoreLock
 from kstreams.errors import SerializationException
 from kstreams.serdes import Serdes, serde_from_config
 from kstreams.state.caching import CachingKeyValueStore, CachingWindowStore
+from kstreams.state.changelogging import ChangeLoggingKeyValueStore, ChangeLoggingWindowStore
 from kstreams.state.layer import SessionLayer, StoreLayer, WindowLayer
 from kstreams.state.store import (
     FlushListener,
@@ -109,6 +110,13 @@ def _recorded_at_end(entries: Iterator[T], record: Callable[[float], None], star
 
 # Keys whose serialized form may be remembered by identity: a key of these types cannot change.
 _IMMUTABLE_KEYS = frozenset({str, bytes, int})
+
+# Change-logging layer type -> (the caching layer type of the same store kind, the accessor that
+# goes straight through the change-logging layer when a store has no caching layer).
+_DIRECT_ACCESS: dict[type, tuple[type, type]] = {
+    ChangeLoggingKeyValueStore: (CachingKeyValueStore, CachedKeyValueAccess),
+    ChangeLoggingWindowStore: (CachingWindowStore, CachedWindowAccess),
+}
 # No key serialized yet (an object no key is).
 _NO_KEY: tuple[Any, bytes] = (object(), b"")
 
@@ -237,24 +245,29 @@ class _Metered(StoreLayer, Generic[K, V]):
 
     def _cached_access(self, base: type, read: str, caching_type: type) -> Any:
         """The C accessor of this store's ``read`` and ``put`` over the caching layer right below
-        (see ``_Caching.record_access``), or None where the layers must act: store metrics are
-        recorded (DEBUG: the timed methods), a subclass reads or writes its own way, the next
-        layer is not ``caching_type``, the store is not open in a task."""
-        caching = self.wrapped
+        (see ``_Caching.record_access``), or, without a caching layer, straight through the
+        change-logging layer below (the accessor's direct form); None where the layers must act:
+        store metrics are recorded (DEBUG: the timed methods), a subclass reads or writes its own
+        way, the next layer is neither, the store is not open in a task."""
+        below = self.wrapped
         if (
             self._metrics is not None
             or getattr(type(self), read) is not getattr(base, read)
             or type(self).put is not base.put  # type: ignore[attr-defined]
-            or type(caching) is not caching_type
         ):
             return None
         key_serde = self.key_serde
-        return caching.record_access(  # type: ignore[attr-defined]
-            self,
-            string_keys=key_serde is Serdes.string(),
-            bytes_keys=key_serde is None or key_serde is Serdes.bytes(),
-            stamped_longs=bool(getattr(self, "timestamped", False)) and self.value_serde is Serdes.long(),
-        )
+        kinds = {
+            "string_keys": key_serde is Serdes.string(),
+            "bytes_keys": key_serde is None or key_serde is Serdes.bytes(),
+            "stamped_longs": bool(getattr(self, "timestamped", False)) and self.value_serde is Serdes.long(),
+        }
+        if type(below) is caching_type:
+            return below.record_access(self, **kinds)  # type: ignore[attr-defined]
+        direct = _DIRECT_ACCESS.get(type(below))
+        if direct is None or direct[0] is not caching_type:
+            return None
+        return direct[1](self, None, None, None, "", direct=below, **kinds)
 
     def raw_key(self, key: K) -> bytes:
         """The bytes ``key`` is stored under (its serialized form)."""

@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""Per-record reads and writes of a cached key-value or window store, one call each.
+"""Per-record reads and writes of a DSL key-value or window store, one call each.
 
 A DSL aggregation reads and writes its store once per input record (per window, windowed). Through the store's layers
 that is about six Python calls each way: the metered layer serializes key and value, the caching
@@ -10,6 +10,10 @@ bytes taken as they are), the cache entry read or written directly, a timestampe
 count or a sum) decoded and encoded in place. Every other case calls the layers, which remain
 the one definition of what a get and a put do: a cache miss, a deletion, another serde, no
 cache, a cache the store has not registered with yet.
+
+A store without a caching layer gets the same accessors in their direct form: the key and a
+stamped long are made in C and read and written through the layer right below the metered one
+(the change-logging layer: one Python call each way) instead of the metered layer's four or five.
 
 ``StoreLock`` is a store's query lock (``threading.RLock``'s behaviour) that the accessors take
 and release in C on every write, where an RLock cost two Python calls.
@@ -183,7 +187,9 @@ cdef class StoreLock:
 
 cdef class _CachedAccess(AggregateAccess):
     """What both accessors share: the metered layer (``store``) whose results they give, the
-    caching layer below it, and how to reach the running thread's cache.
+    caching layer below it, and how to reach the running thread's cache; or, without a caching
+    layer (``caching`` None), ``direct``: the layer right below the metered one, which stores the
+    metered layer's bytes as they are (a change-logging layer), read and written directly.
 
     Built once the store is open (it needs the caching layer's namespace). ``holder.record_cache``
     is the cache of the thread running the store's task (it changes when the task moves; a
@@ -206,9 +212,13 @@ cdef class _CachedAccess(AggregateAccess):
     cdef StoreLock _lock  # the metered store's query lock, taken in C
     cdef ContextRouting _routing  # the context as a task's, read in C (None: another context)
     cdef dict _notes  # the caching layer's ``header_notes``: headers of dirty entries' last writes
+    cdef object _direct_read  # without a cache: the direct layer's get (fetch)
+    cdef object _direct_put  # and its put
 
     def __init__(self, store, caching, holder, context, str namespace not None, bint string_keys,
-                 bint bytes_keys, bint stamped_longs):
+                 bint bytes_keys, bint stamped_longs, direct=None):
+        if (caching is None) == (direct is None):
+            raise ValueError("an accessor goes through a caching layer or, without one, a direct layer")
         self._store = store
         self._caching = caching
         self._holder = holder
@@ -220,10 +230,18 @@ cdef class _CachedAccess(AggregateAccess):
         self._stamped_longs = stamped_longs
         self._lock = store.query_lock
         self._routing = context if isinstance(context, ContextRouting) else None
-        self._notes = caching.header_notes
+        self._notes = {} if caching is None else caching.header_notes
+        self._direct_read = None if direct is None else self._reader(direct)
+        self._direct_put = None if direct is None else direct.put
+
+    cdef object _reader(self, object direct):
+        """The direct layer's read of a key's (and window's) bytes."""
+        raise TypeError("_CachedAccess is the base of CachedKeyValueAccess and CachedWindowAccess")
 
     cdef RecordCache _cache(self):
         """The running thread's cache with the namespace in it, or None (the layers then act)."""
+        if self._caching is None:
+            return None
         # a task's context holds its task's cache (``task_cache``), read without a lookup
         cache = self._routing.task_cache if self._routing is not None else self._holder.record_cache
         if cache is self._held and cache is not None:
@@ -401,6 +419,8 @@ cdef class _CachedAccess(AggregateAccess):
         """The metered layer's value for ``key`` (None when absent)."""
         cdef RecordCache cache = self._cache()
         if cache is None:
+            if self._direct_read is not None:
+                return self._decode(self._read_direct(self._key_bytes(key), window_start))
             return self._layers_get(key, window_start)
         key_bytes = self._key_bytes(key)
         hit = cache._get(self._namespace, self._cache_key(key_bytes, window_start))
@@ -411,12 +431,14 @@ cdef class _CachedAccess(AggregateAccess):
     cdef int _put(self, object key, object value, int64_t window_start) except -1:
         """Write ``value`` for ``key`` (None deletes), as the metered layer's ``put``."""
         cdef RecordCache cache = self._cache()
-        if cache is None or value is None:
+        if value is None or (cache is None and self._direct_put is None):
             return self._layers_put(key, value, window_start)
         key_bytes = self._key_bytes(key)
         data = self._encode(value)
         if data is None:
             return self._layers_put(key, value, window_start)
+        if cache is None:
+            return self._write_direct(key_bytes, data, window_start)
         return self._write(cache, self._cache_key(key_bytes, window_start), data)
 
     cdef tuple _update(self, object key, object value, int64_t timestamp, int64_t window_start,
@@ -424,6 +446,8 @@ cdef class _CachedAccess(AggregateAccess):
         """One aggregation step (see ``CachedKeyValueAccess.update``)."""
         cdef RecordCache cache = self._cache()
         if cache is None:
+            if self._direct_read is not None:
+                return self._update_direct(key, value, timestamp, window_start, apply, result)
             stored = self._layers_get(key, window_start)
             new, old, made, stamp = self._updated(key, value, timestamp, apply, stored)
             self._layers_put(key, made, window_start)
@@ -470,9 +494,44 @@ cdef class _CachedAccess(AggregateAccess):
         return new, old, stamp
 
 
+    cdef tuple _update_direct(self, object key, object value, int64_t timestamp, int64_t window_start,
+                              object apply, bint result):
+        """``_update`` without a cache: the stored bytes read from and written to the direct
+        layer; a stamped long is aggregated in place, without a ValueAndTimestamp."""
+        cdef char fixed[16]
+        cdef bint encoded = False
+        key_bytes = self._key_bytes(key)
+        data = self._read_direct(key_bytes, window_start)
+        if self._stamped_longs and data is not None and PyBytes_GET_SIZE(data) == 16:
+            memcpy(fixed, PyBytes_AS_STRING(data), 16)
+            fixed_result = self._updated_fixed(key, value, timestamp, apply, fixed, &encoded, result)
+            if encoded:
+                self._write_direct(key_bytes, PyBytes_FromStringAndSize(fixed, 16), window_start)
+                return fixed_result
+            new, old, made, stamp = fixed_result
+        else:
+            new, old, made, stamp = self._updated(key, value, timestamp, apply, self._decode(data))
+        out = None if made is None else self._encode(made)
+        if out is None:
+            self._layers_put(key, made, window_start)
+        else:
+            self._write_direct(key_bytes, out, window_start)
+        return new, old, stamp
+
+    cdef object _read_direct(self, bytes key_bytes, int64_t window_start):
+        """The direct layer's stored bytes for a key (and window), or None."""
+        raise TypeError("_CachedAccess is the base of CachedKeyValueAccess and CachedWindowAccess")
+
+    cdef int _write_direct(self, bytes key_bytes, bytes data, int64_t window_start) except -1:
+        """Put bytes into the direct layer under the store's query lock, as the metered layer's
+        ``put`` does."""
+        raise TypeError("_CachedAccess is the base of CachedKeyValueAccess and CachedWindowAccess")
+
+
 cdef class CachedKeyValueAccess(_CachedAccess):
     """``get(key)`` and ``put(key, value)`` of a metered key-value store whose next layer is a
-    caching layer, with the results of the metered layer's own ``get`` and ``put``."""
+    caching layer (or a change-logging one: the direct form), with the results of the metered
+    layer's own ``get`` and ``put``."""
 
     def get(self, key):
         """The store's value for ``key`` (None when absent), as the metered layer's ``get``."""
@@ -505,6 +564,20 @@ cdef class CachedKeyValueAccess(_CachedAccess):
 
     cdef int _layers_put(self, object key, object value, int64_t window_start) except -1:
         type(self._store).put(self._store, key, value)
+        return 0
+
+    cdef object _reader(self, object direct):
+        return direct.get
+
+    cdef object _read_direct(self, bytes key_bytes, int64_t window_start):
+        return self._direct_read(key_bytes)
+
+    cdef int _write_direct(self, bytes key_bytes, bytes data, int64_t window_start) except -1:
+        self._lock.take()
+        try:
+            self._direct_put(key_bytes, data)
+        finally:
+            self._lock.give()
         return 0
 
 
@@ -548,6 +621,20 @@ cdef class CachedWindowAccess(_CachedAccess):
 
     cdef int _layers_put(self, object key, object value, int64_t window_start) except -1:
         type(self._store).put(self._store, key, value, window_start)
+        return 0
+
+    cdef object _reader(self, object direct):
+        return direct.fetch
+
+    cdef object _read_direct(self, bytes key_bytes, int64_t window_start):
+        return self._direct_read(key_bytes, window_start)
+
+    cdef int _write_direct(self, bytes key_bytes, bytes data, int64_t window_start) except -1:
+        self._lock.take()
+        try:
+            self._direct_put(key_bytes, data, window_start)
+        finally:
+            self._lock.give()
         return 0
 
 

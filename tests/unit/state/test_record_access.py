@@ -1,6 +1,6 @@
-"""Per-record store access (``record_access()``): the C accessors over a caching layer must give
-what the metered layer's own get/fetch and put give, and leave the same store, changelog and
-flushes."""
+"""Per-record store access (``record_access()``): the C accessors over a caching layer, and their
+direct form over a store without one, must give what the metered layer's own get/fetch and put
+give, and leave the same store, changelog and flushes."""
 
 from __future__ import annotations
 
@@ -87,24 +87,32 @@ def stack(
     timestamped: bool = True,
     metrics: MetricsRegistry | None = None,
     context_type: type[TaskContext] = TaskContext,
+    cached: bool = True,
 ) -> tuple[Any, InMemoryKeyValueStore, TaskContext, list[tuple[Any, ...]]]:
-    """A DSL-shaped store (metered over caching over change-logging over in-memory), open, with a
-    flush listener recording what it forwards."""
+    """A DSL-shaped store (metered over caching, unless not ``cached``, over change-logging over
+    in-memory), open, with a flush listener recording what it forwards."""
     inner = InMemoryKeyValueStore(name)
     layer = MeteredTimestampedKeyValueStore if timestamped else MeteredKeyValueStore
-    store = layer(CachingKeyValueStore(ChangeLoggingKeyValueStore(inner)), key_serde, value_serde)
+    logged = ChangeLoggingKeyValueStore(inner)
+    store = layer(CachingKeyValueStore(logged) if cached else logged, key_serde, value_serde)
     context = context_type(tmp_path / name, cache, metrics)
     return store, inner, context, opened(store, context)
 
 
 def window_stack(
-    tmp_path: Path, name: str, cache: Any, value_serde: Any, context_type: type[TaskContext] = TaskContext
+    tmp_path: Path,
+    name: str,
+    cache: Any,
+    value_serde: Any,
+    context_type: type[TaskContext] = TaskContext,
+    cached: bool = True,
 ) -> tuple[Any, InMemoryWindowStore, TaskContext, list[tuple[Any, ...]]]:
-    """A DSL-shaped timestamped window store with string keys (100 ms windows), open, with a
-    flush listener recording what it forwards."""
+    """A DSL-shaped timestamped window store with string keys (100 ms windows; a caching layer
+    unless not ``cached``), open, with a flush listener recording what it forwards."""
     inner = InMemoryWindowStore(name, 1_000_000, 100, False)
+    logged = ChangeLoggingWindowStore(inner)
     store = MeteredTimestampedWindowStore(
-        CachingWindowStore(ChangeLoggingWindowStore(inner)), Serdes.string(), value_serde
+        CachingWindowStore(logged) if cached else logged, Serdes.string(), value_serde
     )
     context = context_type(tmp_path / name, cache)
     return store, inner, context, opened(store, context)
@@ -119,6 +127,22 @@ def test_cached_dsl_stores_hand_out_the_c_accessors(tmp_path: Path) -> None:
     fetch, put = windows.record_access()
     assert isinstance(fetch.__self__, CachedWindowAccess)
     assert put.__self__ is fetch.__self__
+
+
+def test_stores_without_a_caching_layer_hand_out_the_direct_accessors(tmp_path: Path) -> None:
+    store, *_ = stack(tmp_path, "s", None, Serdes.string(), Serdes.long(), cached=False)
+    get, _ = store.record_access()
+    assert isinstance(get.__self__, CachedKeyValueAccess)
+    assert isinstance(store.record_update().__self__, CachedKeyValueAccess)
+    windows, *_ = window_stack(tmp_path, "w", None, Serdes.long(), cached=False)
+    fetch, _ = windows.record_access()
+    assert isinstance(fetch.__self__, CachedWindowAccess)
+    # a layer the accessor does not know below the metered one: the store's own methods
+    plain = MeteredTimestampedKeyValueStore(InMemoryKeyValueStore("plain"), Serdes.string(), Serdes.long())
+    plain.init(TaskContext(tmp_path / "plain", None), plain)
+    assert plain.record_access() == (plain.get, plain.put)
+    with pytest.raises(ValueError, match="caching layer"):
+        CachedKeyValueAccess(store, None, None, None, "", True, False, True)
 
 
 def test_without_a_task_cache_or_with_metrics_the_store_methods_are_used(tmp_path: Path) -> None:
@@ -154,6 +178,7 @@ def test_without_a_task_cache_or_with_metrics_the_store_methods_are_used(tmp_pat
         (Serdes.integer(), Serdes.long(), False, list(range(40)), None),
     ],
 )
+@pytest.mark.parametrize("cached", [True, False], ids=["cached", "direct"])
 def test_the_accessor_and_the_layers_agree_on_every_read_write_and_flush(
     tmp_path: Path,
     key_serde: Any,
@@ -161,15 +186,16 @@ def test_the_accessor_and_the_layers_agree_on_every_read_write_and_flush(
     timestamped: bool,
     keys: list[Any],
     values: list[Any] | None,
+    cached: bool,
 ) -> None:
     # Two identical stores with small caches (entries get evicted, so misses and evictions flush),
-    # driven by the same random operations: one through the accessor, one through the store.
+    # or none, driven by the same random operations: one through the accessor, one through the store.
     rng = random.Random(7)
     fast, fast_inner, fast_context, fast_flushed = stack(
-        tmp_path, "fast", RecordCache(1500), key_serde, value_serde, timestamped
+        tmp_path, "fast", RecordCache(1500), key_serde, value_serde, timestamped, cached=cached
     )
     slow, slow_inner, slow_context, slow_flushed = stack(
-        tmp_path, "slow", RecordCache(1500), key_serde, value_serde, timestamped
+        tmp_path, "slow", RecordCache(1500), key_serde, value_serde, timestamped, cached=cached
     )
     get, put = fast.record_access()
     assert isinstance(get.__self__, CachedKeyValueAccess)
@@ -195,8 +221,9 @@ def test_the_accessor_and_the_layers_agree_on_every_read_write_and_flush(
     slow.flush()
     assert list(fast_inner.all()) == list(slow_inner.all())
     assert [entry[1:] for entry in fast_context.changelog] == [entry[1:] for entry in slow_context.changelog]
+    assert len(fast_context.changelog) > (100 if cached else 1000)  # without a cache every write is logged
     assert fast_flushed == slow_flushed
-    assert len(fast_flushed) > 100  # evictions and the final flush forwarded updates
+    assert len(fast_flushed) > 100 or not cached  # evictions and the final flush forwarded updates
 
 
 def test_writes_the_fast_path_cannot_encode_fail_as_the_store_would(tmp_path: Path) -> None:
@@ -242,13 +269,16 @@ def test_a_miss_reads_the_store_below(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("value_serde", "values"), [(Serdes.long(), None), (Serdes.string(), ["a", "", "bc"])]
 )
-def test_the_window_accessor_and_the_layers_agree(tmp_path: Path, value_serde: Any, values: Any) -> None:
+@pytest.mark.parametrize("cached", [True, False], ids=["cached", "direct"])
+def test_the_window_accessor_and_the_layers_agree(
+    tmp_path: Path, value_serde: Any, values: Any, cached: bool
+) -> None:
     rng = random.Random(11)
     fast, fast_inner, fast_context, fast_flushed = window_stack(
-        tmp_path, "fast", RecordCache(1500), value_serde
+        tmp_path, "fast", RecordCache(1500), value_serde, cached=cached
     )
     slow, slow_inner, slow_context, slow_flushed = window_stack(
-        tmp_path, "slow", RecordCache(1500), value_serde
+        tmp_path, "slow", RecordCache(1500), value_serde, cached=cached
     )
     fetch, put = fast.record_access()
     assert isinstance(fetch.__self__, CachedWindowAccess)
@@ -271,8 +301,9 @@ def test_the_window_accessor_and_the_layers_agree(tmp_path: Path, value_serde: A
     slow.flush()
     assert list(fast_inner.all()) == list(slow_inner.all())
     assert [entry[1:] for entry in fast_context.changelog] == [entry[1:] for entry in slow_context.changelog]
+    assert len(fast_context.changelog) > (100 if cached else 1000)
     assert fast_flushed == slow_flushed
-    assert len(fast_flushed) > 100
+    assert len(fast_flushed) > 100 or not cached
 
 
 def _model_step(store: Any, read: Any, write: Any, key: Any, value: Any, timestamp: int, apply: Any) -> Any:
@@ -285,11 +316,17 @@ def _model_step(store: Any, read: Any, write: Any, key: Any, value: Any, timesta
     return new, old, stamp
 
 
+@pytest.mark.parametrize("cached", [True, False], ids=["cached", "direct"])
 @pytest.mark.parametrize("context_type", [TaskContext, RoutedTaskContext])
 @pytest.mark.parametrize("windowed", [False, True])
 @pytest.mark.parametrize(("value_serde", "numbers"), [(Serdes.long(), True), (Serdes.string(), False)])
 def test_one_call_update_equals_get_apply_put_through_the_layers(
-    tmp_path: Path, windowed: bool, value_serde: Any, numbers: bool, context_type: type[TaskContext]
+    tmp_path: Path,
+    windowed: bool,
+    value_serde: Any,
+    numbers: bool,
+    context_type: type[TaskContext],
+    cached: bool,
 ) -> None:
     # The aggregation step (read, apply, stamp with the larger timestamp, write) in one call must
     # give and leave what the same step through the store's methods does: hits, misses (small
@@ -299,17 +336,29 @@ def test_one_call_update_equals_get_apply_put_through_the_layers(
     rng = random.Random(5)
     if windowed:
         fast, fast_inner, fast_context, fast_flushed = window_stack(
-            tmp_path, "fast", RecordCache(1500), value_serde, context_type
+            tmp_path, "fast", RecordCache(1500), value_serde, context_type, cached
         )
         slow, slow_inner, slow_context, slow_flushed = window_stack(
-            tmp_path, "slow", RecordCache(1500), value_serde, context_type
+            tmp_path, "slow", RecordCache(1500), value_serde, context_type, cached
         )
     else:
         fast, fast_inner, fast_context, fast_flushed = stack(
-            tmp_path, "fast", RecordCache(1500), Serdes.string(), value_serde, context_type=context_type
+            tmp_path,
+            "fast",
+            RecordCache(1500),
+            Serdes.string(),
+            value_serde,
+            context_type=context_type,
+            cached=cached,
         )
         slow, slow_inner, slow_context, slow_flushed = stack(
-            tmp_path, "slow", RecordCache(1500), Serdes.string(), value_serde, context_type=context_type
+            tmp_path,
+            "slow",
+            RecordCache(1500),
+            Serdes.string(),
+            value_serde,
+            context_type=context_type,
+            cached=cached,
         )
     update = fast.record_update()
     assert isinstance(update.__self__, CachedWindowAccess if windowed else CachedKeyValueAccess)
@@ -357,15 +406,19 @@ def test_one_call_update_equals_get_apply_put_through_the_layers(
     slow.flush()
     assert list(fast_inner.all()) == list(slow_inner.all())
     assert [entry[1:] for entry in fast_context.changelog] == [entry[1:] for entry in slow_context.changelog]
+    assert len(fast_context.changelog) > (100 if cached else 1000)
     assert fast_flushed == slow_flushed
-    assert len(fast_flushed) > 100
+    assert len(fast_flushed) > 100 or not cached
 
 
-def test_a_cached_long_updated_to_what_no_long_holds_goes_through_the_serde(tmp_path: Path) -> None:
-    # A cached count is read and written as 16 bytes without objects; an aggregate that is not an
-    # int64 (too large, a bool, None) takes the layers' way: the serde refuses what it cannot
-    # write, None deletes.
-    store, *_ = stack(tmp_path, "s", RecordCache(1 << 20), Serdes.string(), Serdes.long())
+@pytest.mark.parametrize("cached", [True, False], ids=["cached", "direct"])
+def test_a_cached_long_updated_to_what_no_long_holds_goes_through_the_serde(
+    tmp_path: Path, cached: bool
+) -> None:
+    # A cached (or stored, without a cache) count is read and written as 16 bytes without
+    # objects; an aggregate that is not an int64 (too large, a bool, None) takes the layers' way:
+    # the serde refuses what it cannot write, None deletes.
+    store, *_ = stack(tmp_path, "s", RecordCache(1 << 20), Serdes.string(), Serdes.long(), cached=cached)
     update = store.record_update()
     assert update("k", 1, 5, lambda key, value, old: 7) == (7, None, 5)
     with pytest.raises(SerializationException):
