@@ -32,6 +32,7 @@ class _CachedAccess(AggregateAccess):
         bytes_keys: bool,
         stamped_longs: bool,
         direct: Any = None,
+        direct_read: Any = None,
     ) -> None: ...
 
 class CachedKeyValueAccess(_CachedAccess):

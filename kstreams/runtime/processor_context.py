@@ -11,8 +11,9 @@ by one thread at a time and has no lock.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import timedelta
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from kstreams._native.per_record import ContextRouting
@@ -230,6 +231,13 @@ class ProcessorContextImpl(ContextRouting, ProcessorContext[Any, Any]):
     def log_change(self, store_name: str, key: bytes, value: bytes | None, timestamp: int) -> None:
         task = self._task
         task.collector.send(self._changelog(store_name), task.task_id.partition, key, value, timestamp)
+
+    def change_logger(self, store_name: str) -> Callable[[bytes, bytes | None, int], None]:
+        """``log_change`` for one store as a callable of (key, value, timestamp) that goes
+        straight to the collector: a store's changelog topic and partition, and its task's
+        collector, never change while the task lives."""
+        task = self._task
+        return partial(task.collector.send, self._changelog(store_name), task.task_id.partition)
 
     def log_changes(self, store_name: str, changes: RecordBatch) -> None:
         task = self._task

@@ -70,12 +70,19 @@ class _ChangeLogging(StoreLayer):
         super().__init__(wrapped)
         # Bound once: logging runs for every write.
         self._store_name = wrapped.name
-        self._log_change: Callable[[str, bytes, bytes | None, int], None] = self._not_initialized
+        # (key, value, timestamp) -> the change sent to the store's changelog
+        self._send_change: Callable[[bytes, bytes | None, int], None] = self._not_initialized
         self._log_changes: Callable[[str, RecordBatch], None] = self._not_initialized_batch
         self._current_timestamp: Callable[[], int] = lambda: 0
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
-        self._log_change = context.log_change
+        # A task's context hands out a sender bound to the changelog partition: no lookups per write.
+        change_logger = getattr(context, "change_logger", None)
+        if change_logger is not None:
+            self._send_change = change_logger(self._store_name)
+        else:
+            log_change, name = context.log_change, self._store_name
+            self._send_change = lambda key, value, timestamp: log_change(name, key, value, timestamp)
         self._log_changes = context.log_changes
         self._current_timestamp = context.current_timestamp
         self.wrapped.init(context, root)
@@ -83,15 +90,16 @@ class _ChangeLogging(StoreLayer):
     def _log(self, key: bytes, value: bytes | None, timestamp: int | None) -> None:
         if timestamp is None:
             timestamp = self._current_timestamp()
-        self._log_change(self._store_name, key, value, timestamp)
+        self._send_change(key, value, timestamp)
 
-    def _not_initialized(self, store_name: str, key: bytes, value: bytes | None, timestamp: int) -> None:
+    def _not_initialized(self, key: bytes, value: bytes | None, timestamp: int) -> None:
         raise ProcessorStateException(
-            f"Store {store_name} was written before init(); a store is usable only once its task opened it."
+            f"Store {self._store_name} was written before init(); a store is usable only once its task "
+            "opened it."
         )
 
     def _not_initialized_batch(self, store_name: str, changes: RecordBatch) -> None:
-        self._not_initialized(store_name, b"", None, 0)
+        self._not_initialized(b"", None, 0)
 
 
 class ChangeLoggingKeyValueStore(_ChangeLogging, KeyValueStore[bytes, bytes]):
@@ -112,7 +120,7 @@ class ChangeLoggingKeyValueStore(_ChangeLogging, KeyValueStore[bytes, bytes]):
 
     def put(self, key: bytes, value: bytes | None) -> None:
         self.wrapped.put(key, value)
-        self._log(key, value, None)
+        self._send_change(key, value, self._current_timestamp())
 
     def write_changes(self, changes: RecordBatch) -> None:
         """Put a batch of changes (key, value or None to delete, timestamp) and log them, each

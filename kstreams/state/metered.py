@@ -267,7 +267,9 @@ class _Metered(StoreLayer, Generic[K, V]):
         direct = _DIRECT_ACCESS.get(type(below))
         if direct is None or direct[0] is not caching_type:
             return None
-        return direct[1](self, None, None, None, "", direct=below, **kinds)
+        # The change-logging layer's read only passes the call on: read below it.
+        reader = getattr(below.wrapped, read)  # type: ignore[attr-defined]  # a change-logging layer
+        return direct[1](self, None, None, None, "", direct=below, direct_read=reader, **kinds)
 
     def raw_key(self, key: K) -> bytes:
         """The bytes ``key`` is stored under (its serialized form)."""

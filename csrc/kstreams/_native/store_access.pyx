@@ -189,7 +189,9 @@ cdef class _CachedAccess(AggregateAccess):
     """What both accessors share: the metered layer (``store``) whose results they give, the
     caching layer below it, and how to reach the running thread's cache; or, without a caching
     layer (``caching`` None), ``direct``: the layer right below the metered one, which stores the
-    metered layer's bytes as they are (a change-logging layer), read and written directly.
+    metered layer's bytes as they are (a change-logging layer), written directly and read
+    directly or with ``direct_read`` (the same read one layer further down, where the direct
+    layer's read only passes it on).
 
     Built once the store is open (it needs the caching layer's namespace). ``holder.record_cache``
     is the cache of the thread running the store's task (it changes when the task moves; a
@@ -216,7 +218,7 @@ cdef class _CachedAccess(AggregateAccess):
     cdef object _direct_put  # and its put
 
     def __init__(self, store, caching, holder, context, str namespace not None, bint string_keys,
-                 bint bytes_keys, bint stamped_longs, direct=None):
+                 bint bytes_keys, bint stamped_longs, direct=None, direct_read=None):
         if (caching is None) == (direct is None):
             raise ValueError("an accessor goes through a caching layer or, without one, a direct layer")
         self._store = store
@@ -231,7 +233,9 @@ cdef class _CachedAccess(AggregateAccess):
         self._lock = store.query_lock
         self._routing = context if isinstance(context, ContextRouting) else None
         self._notes = {} if caching is None else caching.header_notes
-        self._direct_read = None if direct is None else self._reader(direct)
+        if direct_read is None and direct is not None:
+            direct_read = self._reader(direct)
+        self._direct_read = direct_read
         self._direct_put = None if direct is None else direct.put
 
     cdef object _reader(self, object direct):
