@@ -88,6 +88,12 @@ class MapValuesCore(ForwardingCore):
     with_key: bool
     def __init__(self, mapper: Callable[..., Any], with_key: bool) -> None: ...
 
+class ToStreamCore(ForwardingCore):
+    """to_stream: each update's new value, keyed by ``mapper(key, value)`` when there is one."""
+
+    mapper: Callable[[Any, Any], Any] | None
+    def __init__(self, mapper: Callable[[Any, Any], Any] | None, change_type: type) -> None: ...
+
 class AggregateStep:
     """An aggregation's function of (key, value, old aggregate or None) -> new aggregate."""
 

@@ -488,6 +488,29 @@ cdef class MapValuesCore(ForwardingCore):
         return self.mapper(key, value) if self.with_key else self.mapper(value)
 
 
+cdef class ToStreamCore(ForwardingCore):
+    """``to_stream``: forwards each table update's new value (a ``change_type`` value's
+    ``new_value``; any other value as it is), keyed by ``mapper(key, value)`` when there is one."""
+
+    cdef public object mapper
+    cdef object change_type
+
+    def __init__(self, mapper, change_type):
+        self.mapper = mapper
+        self.change_type = change_type
+
+    cdef int _process(self, object record) except -1:
+        return _process_by_fields(self, record)
+
+    cdef int _process_fields(self, object key, object value, object timestamp,
+                             object headers) except -1:
+        if isinstance(value, self.change_type):
+            value = value.new_value
+        if self.mapper is not None:
+            key = self.mapper(key, value)
+        return self._send_fields(key, value, timestamp, headers)
+
+
 # ----------------------------------------------------------------------------- aggregations
 
 

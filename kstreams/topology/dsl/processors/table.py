@@ -18,6 +18,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from kstreams._native.per_record import ToStreamCore
 from kstreams.processor import Processor, ProcessorContext, Record
 from kstreams.state.value_and_timestamp import ValueAndTimestamp
 from kstreams.topology.dsl.processors.forwarding import ChangeForwarder
@@ -327,21 +328,11 @@ class TableToStreamSupplier:
         return _TableToStream(self.mapper)
 
 
-class _TableToStream(Processor[Any, Any, Any, Any]):
+class _TableToStream(ToStreamCore, Processor[Any, Any, Any, Any]):
+    """to_stream's processor (its ``process`` is C: ``ToStreamCore``): each update's new value."""
+
     def __init__(self, mapper: Callable[[Any, Any], Any] | None) -> None:
-        self.mapper = mapper
-
-    def init(self, context: ProcessorContext[Any, Any]) -> None:
-        self.context = context
-
-    def process(self, record: Record[Any, Any]) -> None:
-        value = record.value.new_value if isinstance(record.value, Change) else record.value
-        if self.mapper is not None:
-            self.context.forward(
-                Record(self.mapper(record.key, value), value, record.timestamp, record.headers)
-            )
-        else:
-            self.context.forward(record.with_value(value))
+        super().__init__(mapper, Change)
 
 
 class TableJoinSupplier:
