@@ -122,6 +122,7 @@ class StreamAggregateCore(ProcessCore):
     _apply: Any
     forwarder: Any
     _cached: bool
+    def route_changes(self, context: Any, change_type: type) -> None: ...
 
 class WindowedAggregateCore(ProcessCore):
     """``process`` of a time-windowed aggregation, in C."""

@@ -621,6 +621,17 @@ cdef class StreamAggregateCore(_AggregateCore):
     forwards it (``_cached``)."""
 
     cdef public object forwarder
+    cdef ContextRouting _routing  # the task's context, when changes are forwarded in C
+    cdef object _change_type
+
+    def route_changes(self, context, change_type):
+        """Forward each change as ``change_type(new, old)`` through ``context`` in C (what the
+        forwarder does without a cache) when it is a task's context; else through the forwarder."""
+        if isinstance(context, ContextRouting) and type(context).forward is ContextRouting.forward:
+            self._routing = <ContextRouting>context
+            self._change_type = change_type
+        else:
+            self._routing = None
 
     cdef int _process_fields(self, object key, object value, object timestamp,
                              object headers) except -1:
@@ -635,7 +646,11 @@ cdef class StreamAggregateCore(_AggregateCore):
             change = self._step_function(key, value, timestamp, self._apply)
         if forwards:
             new, old, stamp = change
-            self.forwarder.maybe_forward(key, new, old, stamp, headers)
+            if self._routing is not None:
+                self._routing._forward_fields(key, self._change_type(new, old), stamp, headers,
+                                              _children_of(self._routing.node))
+            else:
+                self.forwarder.maybe_forward(key, new, old, stamp, headers)
         return 0
 
 

@@ -141,6 +141,7 @@ class StreamAggregateProcessor(StreamAggregateCore, Processor[Any, Any, Any, Any
         self.store = get_store(context, self.spec.store_name)
         self.forwarder = ChangeForwarder(self.store, context)
         self._cached = self.forwarder.cached
+        self.route_changes(context, Change)
         self._step = record_update(self.store)
         self._apply = self.spec._apply
 
