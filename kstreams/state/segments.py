@@ -41,6 +41,9 @@ class Segments:
         self.observed_stream_time = NO_TIMESTAMP
         self._segments: dict[int, RocksDBDatabase] = {}
         self._directory: str | None = None
+        # Every open segment's id is at least this (None: not known since the segments were
+        # opened): expired segments are looked for only when stream time moves past it.
+        self._live_from: int | None = None
 
     @property
     def is_open(self) -> bool:
@@ -50,6 +53,7 @@ class Segments:
         """Open the segments already in ``directory`` (created if missing)."""
         os.makedirs(directory, exist_ok=True)
         self._directory = directory
+        self._live_from = None
         prefix = self.store_name + "."
         for entry in sorted(os.listdir(directory)):
             if not entry.startswith(prefix):
@@ -77,11 +81,15 @@ class Segments:
         timestamp is already past the retention. Advances stream time and drops expired segments."""
         if self._directory is None:
             raise ProcessorStateException(f"Store {self.store_name} is not open; init() it first.")
-        self.observed_stream_time = max(self.observed_stream_time, timestamp)
+        if timestamp > self.observed_stream_time:
+            self.observed_stream_time = timestamp
         min_live_segment = (self.observed_stream_time - self.retention_ms) // self.interval
-        for segment_id in [i for i in self._segments if i < min_live_segment]:
-            logger.debug("Store %s: dropping expired segment %d.", self.store_name, segment_id)
-            self._segments.pop(segment_id).destroy()
+        if self._live_from is None or min_live_segment > self._live_from:
+            for segment_id in [i for i in self._segments if i < min_live_segment]:
+                logger.debug("Store %s: dropping expired segment %d.", self.store_name, segment_id)
+                self._segments.pop(segment_id).destroy()
+            # Segments made from now on hold timestamps within the retention: none is older.
+            self._live_from = min_live_segment
         if timestamp < self.min_live():
             return None
         segment_id = timestamp // self.interval

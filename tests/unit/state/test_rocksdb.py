@@ -99,3 +99,30 @@ def test_window_segments_survive_reopen_and_expire_as_directories(make_context: 
     assert sorted(os.listdir(directory)) == ["w.300000"]
     assert list(reopened.fetch_range(b"k", 0, 400_000)) == [(300_000, b"late")]
     reopened.close()
+
+
+def test_window_segments_expire_as_stream_time_passes_them(make_context: Callable[..., Any]) -> None:
+    # Expired segments are looked for only when stream time crosses a segment boundary; each
+    # must still go exactly when it falls out of the retention, and older writes stay refused.
+    context = make_context()
+    store = RocksDBWindowStore("w", retention_ms=120_000, window_size_ms=10_000, retain_duplicates=False)
+    store.init(context, store)
+    directory = os.path.join(context.state_dir(), "rocksdb", "w")
+    expected = {
+        0: ["w.0"],
+        60_000: ["w.0", "w.60000"],
+        120_000: ["w.0", "w.120000", "w.60000"],
+        170_000: ["w.0", "w.120000", "w.60000"],  # segment 0 holds 0..59999: 170000 - 120000 < 60000
+        180_000: ["w.120000", "w.180000", "w.60000"],
+        200_000: ["w.120000", "w.180000", "w.60000"],
+        90_000: ["w.120000", "w.180000", "w.60000"],  # older but live: written, nothing expires
+        240_000: ["w.120000", "w.180000", "w.240000"],
+    }
+    for timestamp, directories in expected.items():
+        store.put(b"k", str(timestamp).encode(), timestamp)
+        assert sorted(os.listdir(directory)) == directories, timestamp
+    store.put(b"k", b"too late", 100_000)  # before the retention (stream time 240000): refused
+    assert store.fetch(b"k", 100_000) is None
+    assert store.fetch(b"k", 90_000) is None  # its segment expired
+    assert store.fetch(b"k", 200_000) == b"200000"
+    store.close()
