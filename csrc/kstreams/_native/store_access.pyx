@@ -497,7 +497,6 @@ cdef class _CachedAccess(AggregateAccess):
                             <size_t>PyBytes_GET_SIZE(data))
         return new, old, stamp
 
-
     cdef tuple _update_direct(self, object key, object value, int64_t timestamp, int64_t window_start,
                               object apply, bint result):
         """``_update`` without a cache: the stored bytes read from and written to the direct
