@@ -259,7 +259,7 @@ class ProcessorContextImpl(ContextRouting, ProcessorContext[Any, Any]):
 
     def track_header_notes(self, notes: dict[bytes, Any]) -> None:
         """A caching layer's headers of dirty entries (``header_notes``): while any are held the
-        task processes record by record."""
+        task runs compiled only the segments that keep them current (``carries_headers``)."""
         self._task.header_notes.append(notes)
 
     @property
