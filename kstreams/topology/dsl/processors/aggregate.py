@@ -286,6 +286,8 @@ class WindowedAggregateProcessor(WindowedAggregateCore, WindowStoreAggregateProc
         super().init(context)
         self._cached = self.forwarder.cached
         self._apply = self.spec._apply
+        if type(self)._forward_window is WindowedAggregateProcessor._forward_window:
+            self.route_changes(context, Change, WindowedKey)
 
     def _skip(self, record: Record[Any, Any]) -> None:
         logger.debug(

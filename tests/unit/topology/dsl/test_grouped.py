@@ -301,6 +301,32 @@ def test_windowed_reduce_and_aggregate(drive):
     assert driver.create_output_topic("aggregated", S, S).read_values_to_list() == ["X", "XY"]
 
 
+@pytest.mark.parametrize("compiled", [True, False])
+def test_every_windowed_update_without_a_cache_is_keyed_by_a_frozen_windowed_key(drive, compiled):
+    # Without a cache each update is forwarded as it happens (in C on the per-record path): its
+    # key must be the same WindowedKey the DSL documents, equal, hashable and frozen.
+    seen: list[tuple[Any, Any]] = []
+    builder = StreamsBuilder()
+    builder.stream("in").group_by_key().windowed_by(
+        TimeWindows.of_size_with_no_grace(100).advance_by(50)
+    ).count(Materialized.as_("hopping")).to_stream().foreach(lambda key, count: seen.append((key, count)))
+    driver = drive(builder.build(), statestore_cache_max_bytes=0, processing_compiled=compiled)
+    _pipe_timed(driver, ("a", 120), ("a", 130), ("b", 140))
+    assert seen == [
+        (WindowedKey("a", 50, 150), 1),
+        (WindowedKey("a", 100, 200), 1),
+        (WindowedKey("a", 50, 150), 2),
+        (WindowedKey("a", 100, 200), 2),
+        (WindowedKey("b", 50, 150), 1),
+        (WindowedKey("b", 100, 200), 1),
+    ]
+    key = seen[0][0]
+    assert type(key) is WindowedKey and hash(key) == hash(WindowedKey("a", 50, 150))
+    assert str(key) == "[a@50/150]" and key.window().end() == 150
+    with pytest.raises(AttributeError):
+        key.start = 0
+
+
 def test_windowed_results_written_with_windowed_serdes(drive):
     builder = StreamsBuilder()
     windowed_serde = WindowedSerdes.time_windowed_serde_from(S, 100)
