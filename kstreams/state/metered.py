@@ -117,6 +117,7 @@ _DIRECT_ACCESS: dict[type, tuple[type, type]] = {
     ChangeLoggingKeyValueStore: (CachingKeyValueStore, CachedKeyValueAccess),
     ChangeLoggingWindowStore: (CachingWindowStore, CachedWindowAccess),
 }
+
 # No key serialized yet (an object no key is).
 _NO_KEY: tuple[Any, bytes] = (object(), b"")
 

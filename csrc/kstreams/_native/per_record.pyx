@@ -26,14 +26,14 @@ do the same way back to Python (logging, emitting on window close, hopping windo
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
-
-cdef extern from "Python.h":
-    int PyObject_GenericSetAttr(object o, object name, object value) except -1
 from libc.stdint cimport int32_t, int64_t, uint64_t
 
 from kstreams._native.record cimport FixedKeyRecord, Record, _RecordFields, new_record
 from kstreams._native.record_batch cimport RecordBatch, c_murmur2
 from kstreams._native.record_collector cimport RecordCollector
+
+cdef extern from "Python.h":
+    int PyObject_GenericSetAttr(object o, object name, object value) except -1
 
 __all__ = [
     "AggregateAccess",
@@ -385,6 +385,14 @@ cdef tuple _key_value(object result, str what):
     return key, value
 
 
+cdef ContextRouting _task_routing(object context):
+    """``context`` when it is a task's (a ``ContextRouting`` whose ``forward`` is not
+    overridden), whose forwards C may do itself; else None."""
+    if isinstance(context, ContextRouting) and type(context).forward is ContextRouting.forward:
+        return <ContextRouting>context
+    return None
+
+
 cdef class ForwardingCore(ProcessCore):
     """A processor that keeps its context to forward through (``init``). When the context is a
     task's (a ``ContextRouting`` whose ``forward`` is not overridden) records go to C ``forward``
@@ -395,10 +403,7 @@ cdef class ForwardingCore(ProcessCore):
 
     def init(self, context):
         self.context = context
-        if isinstance(context, ContextRouting) and type(context).forward is ContextRouting.forward:
-            self._routing = <ContextRouting>context
-        else:
-            self._routing = None
+        self._routing = _task_routing(context)
 
     cdef int _send(self, object record) except -1:
         cdef ContextRouting routing = self._routing
@@ -596,12 +601,15 @@ cdef class _AggregateCore(ProcessCore):
     """What both aggregations' ``process`` read: ``_step``, the store's update (``(key, value,
     timestamp, [window_start,] apply) -> (new, old, new timestamp)``), called in C when it is a
     store accessor's own; ``_apply``, the aggregation's function; ``_cached``, whether the
-    store's cache forwards changes."""
+    store's cache forwards changes; ``_routing``, the task's context when changes are forwarded
+    in C (``route_changes``), as ``_change_type(new, old)``."""
 
     cdef object _step_function
     cdef AggregateAccess _access
     cdef public object _apply
     cdef public bint _cached
+    cdef ContextRouting _routing
+    cdef object _change_type
 
     @property
     def _step(self):
@@ -624,17 +632,12 @@ cdef class StreamAggregateCore(_AggregateCore):
     forwards it (``_cached``)."""
 
     cdef public object forwarder
-    cdef ContextRouting _routing  # the task's context, when changes are forwarded in C
-    cdef object _change_type
 
     def route_changes(self, context, change_type):
         """Forward each change as ``change_type(new, old)`` through ``context`` in C (what the
         forwarder does without a cache) when it is a task's context; else through the forwarder."""
-        if isinstance(context, ContextRouting) and type(context).forward is ContextRouting.forward:
-            self._routing = <ContextRouting>context
-            self._change_type = change_type
-        else:
-            self._routing = None
+        self._routing = _task_routing(context)
+        self._change_type = change_type
 
     cdef int _process_fields(self, object key, object value, object timestamp,
                              object headers) except -1:
@@ -673,20 +676,15 @@ cdef class WindowedAggregateCore(_AggregateCore):
     cdef public int64_t grace_ms
     cdef public int64_t observed_stream_time
     cdef public int64_t dropped
-    cdef ContextRouting _routing  # the task's context, when changes are forwarded in C
-    cdef object _change_type
     cdef object _key_type
 
     def route_changes(self, context, change_type, key_type):
         """Forward each change as ``change_type(new, old)`` keyed by ``key_type(key, start, end)``
         (a frozen dataclass of those three fields) through ``context`` in C, as ``_forward_window``
         does without a cache, when it is a task's context; else through ``_forward_window``."""
-        if isinstance(context, ContextRouting) and type(context).forward is ContextRouting.forward:
-            self._routing = <ContextRouting>context
-            self._change_type = change_type
-            self._key_type = key_type
-        else:
-            self._routing = None
+        self._routing = _task_routing(context)
+        self._change_type = change_type
+        self._key_type = key_type
 
     cdef int _process_fields(self, object key, object value, object timestamp_object,
                              object headers) except -1:

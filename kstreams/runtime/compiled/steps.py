@@ -653,7 +653,7 @@ class _PythonAggregation(Step, abc.ABC):
             ],
             dtype=np.int64,
         )
-        indices = np.fromiter((row[-1] for row in updates), dtype=np.intp, count=len(updates))
+        indices = _last_indices(updates)
         offsets = columns.arrays()[1][indices]
         headers_from = columns.headers_at(indices)
         for sink in sinks:
@@ -881,9 +881,14 @@ def change_writer(layer: Any) -> Callable[[RecordBatch], None] | None:
     return None
 
 
+def _last_indices(rows: list[Any]) -> Any:
+    """The record indices that end each of ``rows``, as an index array."""
+    return np.fromiter((row[-1] for row in rows), dtype=np.intp, count=len(rows))
+
+
 def _at(column: Any, rows: list[Any]) -> Any:
     """The entries of an int64 column at the record indices that end each of ``rows``."""
-    return column[np.fromiter((row[-1] for row in rows), dtype=np.intp, count=len(rows))]
+    return column[_last_indices(rows)]
 
 
 def _decoded(task: SegmentTask, batch: RecordBatch, key_enc: int, value_enc: int) -> Columns:
