@@ -25,6 +25,7 @@ NATIVE_MODULES = [
     "scheduler",
     "record_collector",
     "record_cache",
+    "store_core",
     "store_access",
     "python_chain",
     "per_record",

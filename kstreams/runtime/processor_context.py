@@ -11,12 +11,12 @@ by one thread at a time and has no lock.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import timedelta
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from kstreams._native.per_record import ContextRouting
+from kstreams._native.store_core import ChangelogSender
 from kstreams.errors import ProcessorStateException, StreamsException, TopologyException
 from kstreams.processor import (
     Cancellable,
@@ -232,12 +232,13 @@ class ProcessorContextImpl(ContextRouting, ProcessorContext[Any, Any]):
         task = self._task
         task.collector.send(self._changelog(store_name), task.task_id.partition, key, value, timestamp)
 
-    def change_logger(self, store_name: str) -> Callable[[bytes, bytes | None, int], None]:
+    def change_logger(self, store_name: str) -> ChangelogSender:
         """``log_change`` for one store as a callable of (key, value, timestamp) that goes
-        straight to the collector: a store's changelog topic and partition, and its task's
-        collector, never change while the task lives."""
+        straight to the collector (and ``log(key, value)``, with the current record's timestamp):
+        a store's changelog topic and partition, and its task's collector, never change while the
+        task lives."""
         task = self._task
-        return partial(task.collector.send, self._changelog(store_name), task.task_id.partition)
+        return ChangelogSender(task.collector, self._changelog(store_name), task.task_id.partition, self)
 
     def log_changes(self, store_name: str, changes: RecordBatch) -> None:
         task = self._task

@@ -15,6 +15,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
+from kstreams._native.store_core import ChangelogSender, LoggedPut, LoggedWindowPoints, UniqueWindowPoints
 from kstreams.errors import ProcessorStateException
 from kstreams.state.layer import SessionLayer, StoreLayer, WindowLayer
 from kstreams.state.store import (
@@ -72,6 +73,8 @@ class _ChangeLogging(StoreLayer):
         self._store_name = wrapped.name
         # (key, value, timestamp) -> the change sent to the store's changelog
         self._send_change: Callable[[bytes, bytes | None, int], None] = self._not_initialized
+        # (key, value) -> the change sent with the current record's timestamp
+        self._log_current: ChangelogSender | Callable[[bytes, bytes | None], None] = self._not_initialized_log
         self._log_changes: Callable[[str, RecordBatch], None] = self._not_initialized_batch
         self._current_timestamp: Callable[[], int] = lambda: 0
 
@@ -79,10 +82,13 @@ class _ChangeLogging(StoreLayer):
         # A task's context hands out a sender bound to the changelog partition: no lookups per write.
         change_logger = getattr(context, "change_logger", None)
         if change_logger is not None:
-            self._send_change = change_logger(self._store_name)
+            sender = change_logger(self._store_name)
+            self._send_change = self._log_current = sender
         else:
             log_change, name = context.log_change, self._store_name
+            current_timestamp = context.current_timestamp
             self._send_change = lambda key, value, timestamp: log_change(name, key, value, timestamp)
+            self._log_current = lambda key, value: log_change(name, key, value, current_timestamp())
         self._log_changes = context.log_changes
         self._current_timestamp = context.current_timestamp
         self.wrapped.init(context, root)
@@ -98,14 +104,26 @@ class _ChangeLogging(StoreLayer):
             "opened it."
         )
 
+    def _not_initialized_log(self, key: bytes, value: bytes | None) -> None:
+        self._not_initialized(key, value, 0)
+
     def _not_initialized_batch(self, store_name: str, changes: RecordBatch) -> None:
         self._not_initialized(b"", None, 0)
 
 
 class ChangeLoggingKeyValueStore(_ChangeLogging, KeyValueStore[bytes, bytes]):
-    """Logs every put and delete of a key-value store of bytes."""
+    """Logs every put and delete of a key-value store of bytes. ``logged_put`` is its ``put`` in C
+    (``LoggedPut``), which the metered layer's per-record accessor calls without a Python frame."""
 
     wrapped: KeyValueStore[bytes, bytes]
+
+    def __init__(self, wrapped: KeyValueStore[bytes, bytes]) -> None:
+        super().__init__(wrapped)
+        self.logged_put = LoggedPut(wrapped, self._log_current)
+
+    def init(self, context: StateStoreContext, root: StateStore) -> None:
+        super().init(context, root)
+        self.logged_put = LoggedPut(self.wrapped, self._log_current)
 
     def put_timestamped(self, key: bytes, value: bytes | None, timestamp: int | None) -> None:
         """Put, logging the change with an explicit timestamp (a cache flushing an entry)."""
@@ -119,8 +137,7 @@ class ChangeLoggingKeyValueStore(_ChangeLogging, KeyValueStore[bytes, bytes]):
         return self.wrapped.get_many(keys)
 
     def put(self, key: bytes, value: bytes | None) -> None:
-        self.wrapped.put(key, value)
-        self._send_change(key, value, self._current_timestamp())
+        self.logged_put(key, value)
 
     def write_changes(self, changes: RecordBatch) -> None:
         """Put a batch of changes (key, value or None to delete, timestamp) and log them, each
@@ -161,13 +178,29 @@ class ChangeLoggingKeyValueStore(_ChangeLogging, KeyValueStore[bytes, bytes]):
 
 
 class ChangeLoggingWindowStore(_ChangeLogging, WindowLayer, WindowStore[bytes, bytes]):
-    """Logs every put of a window store of bytes, keyed by (key, window start, sequence number)."""
+    """Logs every put of a window store of bytes, keyed by (key, window start, sequence number).
+
+    ``logged_points``, in a task over a store that keeps one value per window in C
+    (``UniqueWindowPoints``), is its ``put`` and ``fetch`` in C (``LoggedWindowPoints``), which
+    the metered layer's per-record accessor calls without a Python frame; None otherwise."""
 
     def __init__(self, wrapped: WindowStore[bytes, bytes]) -> None:
         super().__init__(wrapped)
         self._sequenced: SequencedWindowStore = wrapped  # type: ignore[assignment]
+        self.logged_points: LoggedWindowPoints | None = None
+
+    def init(self, context: StateStoreContext, root: StateStore) -> None:
+        super().init(context, root)
+        points = getattr(self.wrapped, "points", None)
+        sender = self._log_current
+        if isinstance(points, UniqueWindowPoints) and isinstance(sender, ChangelogSender):
+            self.logged_points = LoggedWindowPoints(points, sender)
 
     def put(self, key: bytes, value: bytes | None, window_start: int) -> None:
+        points = self.logged_points
+        if points is not None:
+            points.put(key, value, window_start)
+            return
         self.put_timestamped(key, value, window_start, None)
 
     def put_timestamped(

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator, Mapping
 
 from rocksdict import DBCompressionType, Options, Rdict, WriteBatch
 
+from kstreams._native.store_core import BufferedDatabase, DatabaseStore
 from kstreams.errors import ProcessorStateException
 from kstreams.state.directory import STORES_DIR_NAME
 from kstreams.state.store import KeyValueStore, StateStore, StateStoreContext
@@ -52,24 +53,25 @@ def _options() -> Options:
     return options
 
 
-class RocksDBDatabase:
-    """One open RocksDB database with buffered writes. Keys and values are bytes.
+class RocksDBDatabase(BufferedDatabase):
+    """One open RocksDB database with buffered writes. Keys and values are bytes. Point reads and
+    writes (``get``, ``put``) are C (``BufferedDatabase``).
 
     Raises ProcessorStateException (naming the store and path) when RocksDB fails.
     """
 
     def __init__(self, store_name: str, path: str) -> None:
+        super().__init__(_MAX_PENDING)
         self.store_name = store_name
         self.path = path
         os.makedirs(path, exist_ok=True)
         try:
-            self._db: Rdict | None = Rdict(path, options=_options())
+            self._db = Rdict(path, options=_options())
         except Exception as exc:
             raise ProcessorStateException(
                 f"Could not open RocksDB for store {store_name} at {path}: {exc}. Another process (or an "
                 "unclosed store in this one) may hold it; close it, or remove the directory if it is corrupt."
             ) from exc
-        self._pending: dict[bytes, bytes | None] = {}
 
     @property
     def is_open(self) -> bool:
@@ -88,29 +90,17 @@ class RocksDBDatabase:
             )
         return db
 
-    def get(self, key: bytes) -> bytes | None:
-        pending = self._pending
-        if key in pending:
-            return pending[key]
-        return self._database().get(key)  # type: ignore[no-any-return]
-
     def get_many(self, keys: list[bytes]) -> list[bytes | None]:
         """``get`` of each key."""
         pending = self._pending
         get = self._database().get
         return [pending[key] if key in pending else get(key) for key in keys]
 
-    def put(self, key: bytes, value: bytes | None) -> None:
-        pending = self._pending
-        pending[key] = value
-        if len(pending) > _MAX_PENDING:
-            self.write_pending()
-
     def put_many(self, records: Iterable[tuple[bytes, bytes | None]] | Mapping[bytes, bytes | None]) -> None:
         """``put`` of each record, in order (a mapping: of each of its items)."""
         pending = self._pending
         pending.update(records)
-        if len(pending) > _MAX_PENDING:
+        if len(pending) > self.max_pending:
             self.write_pending()
 
     def write_batch(self, records: list[tuple[bytes, bytes | None]]) -> None:
@@ -214,12 +204,15 @@ class RocksDBDatabase:
         shutil.rmtree(self.path, ignore_errors=True)
 
 
-class RocksDBKeyValueStore(KeyValueStore[bytes, bytes]):
-    """A persistent key-value store in one RocksDB database; ranges in key byte order."""
+class RocksDBKeyValueStore(DatabaseStore, KeyValueStore[bytes, bytes]):
+    """A persistent key-value store in one RocksDB database; ranges in key byte order. ``get`` and
+    ``put`` are C (``DatabaseStore``)."""
+
+    _db: RocksDBDatabase | None
 
     def __init__(self, name: str) -> None:
         self._name = name
-        self._db: RocksDBDatabase | None = None
+        self._db = None
 
     @property
     def name(self) -> str:
@@ -260,14 +253,8 @@ class RocksDBKeyValueStore(KeyValueStore[bytes, bytes]):
         if self._db is not None:
             self._db.close()
 
-    def get(self, key: bytes) -> bytes | None:
-        return self._database().get(key)
-
     def get_many(self, keys: list[bytes]) -> list[bytes | None]:
         return self._database().get_many(keys)
-
-    def put(self, key: bytes, value: bytes | None) -> None:
-        self._database().put(key, value)
 
     def put_if_absent(self, key: bytes, value: bytes) -> bytes | None:
         db = self._database()

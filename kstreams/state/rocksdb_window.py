@@ -13,6 +13,7 @@ import logging
 from collections.abc import Iterable, Iterator
 
 from kstreams._native.kernels import window_change_runs, window_key_runs
+from kstreams._native.store_core import UniqueWindowPoints
 from kstreams.state.inner_windowed import InnerWindowStore
 from kstreams.state.rocksdb import RocksDBDatabase
 from kstreams.state.segments import SegmentedLifecycle, Segments, default_segment_interval
@@ -51,14 +52,19 @@ class RocksDBWindowStore(SegmentedLifecycle, InnerWindowStore):
         self._segments = Segments(
             name, retention_ms, segment_interval_ms or default_segment_interval(retention_ms)
         )
+        # Without duplicates, a window's point read and write in C (the change-logging layer and
+        # the DSL's per-record accessor call it without a Python frame).
+        self.points = None if retain_duplicates else UniqueWindowPoints(self._segments, name)
 
     def _write(self, key: bytes, value: bytes | None, start: int, seq: int) -> None:
+        if self.points is not None:
+            self.points.put(key, value, start)
+            return
         segment = self._segments.for_write(start)
         if segment is None:
             logger.debug("Store %s: skipping a write to expired window %d.", self._name, start)
             return
-        store_key = changelog_key(key, start, seq) if self._retain_duplicates else window_key(key, start)
-        segment.put(store_key, value)
+        segment.put(changelog_key(key, start, seq), value)
 
     def put_changes(self, records: Iterable[tuple[bytes, bytes | None]]) -> None:
         if self._retain_duplicates:
@@ -86,11 +92,11 @@ class RocksDBWindowStore(SegmentedLifecycle, InnerWindowStore):
         return out
 
     def fetch(self, key: bytes, window_start: int) -> bytes | None:
+        if self.points is not None:
+            return self.points.fetch(key, window_start)
         segment = self._segments.for_read(window_start)
         if segment is None:
             return None
-        if not self._retain_duplicates:
-            return segment.get(window_key(key, window_start))
         # With duplicates, a point read returns the earliest value still held.
         for _, value in self._scan_key(segment, key, window_start, window_start):
             return value

@@ -16,8 +16,8 @@ import logging
 import os
 from collections.abc import Callable
 
+from kstreams._native.store_core import SegmentIndex
 from kstreams.errors import ProcessorStateException
-from kstreams.state.inner_windowed import NO_TIMESTAMP
 from kstreams.state.rocksdb import RocksDBDatabase, rocksdb_path
 from kstreams.state.store import StateStore, StateStoreContext
 
@@ -31,19 +31,14 @@ def default_segment_interval(retention_ms: int) -> int:
     return max(retention_ms // 2, 60_000)
 
 
-class Segments:
-    """The open segments of one store, and its observed stream time."""
+class Segments(SegmentIndex):
+    """The open segments of one store, and its observed stream time. Which segment a record is
+    written to or read from (``for_write``, ``for_read``) is C (``SegmentIndex``); this class
+    opens, creates and drops the segments' databases."""
 
     def __init__(self, store_name: str, retention_ms: int, segment_interval_ms: int) -> None:
+        super().__init__(retention_ms, segment_interval_ms)
         self.store_name = store_name
-        self.retention_ms = retention_ms
-        self.interval = segment_interval_ms
-        self.observed_stream_time = NO_TIMESTAMP
-        self._segments: dict[int, RocksDBDatabase] = {}
-        self._directory: str | None = None
-        # Every open segment's id is at least this (None: not known since the segments were
-        # opened): expired segments are looked for only when stream time moves past it.
-        self._live_from: int | None = None
 
     @property
     def is_open(self) -> bool:
@@ -53,7 +48,7 @@ class Segments:
         """Open the segments already in ``directory`` (created if missing)."""
         os.makedirs(directory, exist_ok=True)
         self._directory = directory
-        self._live_from = None
+        self._live_known = False
         prefix = self.store_name + "."
         for entry in sorted(os.listdir(directory)):
             if not entry.startswith(prefix):
@@ -72,39 +67,22 @@ class Segments:
         """The ids of the open segments, ascending."""
         return sorted(self._segments)
 
-    def min_live(self) -> int:
-        """The oldest timestamp still within the retention."""
-        return self.observed_stream_time - self.retention_ms + 1
+    def _closed(self) -> None:
+        raise ProcessorStateException(f"Store {self.store_name} is not open; init() it first.")
 
-    def for_write(self, timestamp: int) -> RocksDBDatabase | None:
-        """The segment a record of this timestamp goes to (created when missing), or None when the
-        timestamp is already past the retention. Advances stream time and drops expired segments."""
-        if self._directory is None:
-            raise ProcessorStateException(f"Store {self.store_name} is not open; init() it first.")
-        if timestamp > self.observed_stream_time:
-            self.observed_stream_time = timestamp
-        min_live_segment = (self.observed_stream_time - self.retention_ms) // self.interval
-        if self._live_from is None or min_live_segment > self._live_from:
-            for segment_id in [i for i in self._segments if i < min_live_segment]:
-                logger.debug("Store %s: dropping expired segment %d.", self.store_name, segment_id)
-                self._segments.pop(segment_id).destroy()
-            # Segments made from now on hold timestamps within the retention: none is older.
-            self._live_from = min_live_segment
-        if timestamp < self.min_live():
-            return None
-        segment_id = timestamp // self.interval
-        segment = self._segments.get(segment_id)
-        if segment is None:
-            path = os.path.join(self._directory, f"{self.store_name}.{segment_id * self.interval}")
-            segment = RocksDBDatabase(self.store_name, path)
-            self._segments[segment_id] = segment
+    def _drop_expired(self, min_live_segment: int) -> None:
+        """Close and delete every segment older than ``min_live_segment``."""
+        for segment_id in [i for i in self._segments if i < min_live_segment]:
+            logger.debug("Store %s: dropping expired segment %d.", self.store_name, segment_id)
+            self._segments.pop(segment_id).destroy()
+
+    def _create(self, segment_id: int) -> RocksDBDatabase:
+        """Open a new segment's database."""
+        assert self._directory is not None
+        path = os.path.join(self._directory, f"{self.store_name}.{segment_id * self.interval}")
+        segment = RocksDBDatabase(self.store_name, path)
+        self._segments[segment_id] = segment
         return segment
-
-    def for_read(self, timestamp: int) -> RocksDBDatabase | None:
-        """The segment holding this timestamp, if it is open and within the retention."""
-        if timestamp < self.min_live():
-            return None
-        return self._segments.get(timestamp // self.interval)
 
     def between(self, time_from: int, time_to: int) -> list[RocksDBDatabase]:
         """The open segments overlapping [time_from, time_to], oldest first."""

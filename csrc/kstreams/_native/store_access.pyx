@@ -13,7 +13,9 @@ cache, a cache the store has not registered with yet.
 
 A store without a caching layer gets the same accessors in their direct form: the key and a
 stamped long are made in C and read and written through the layer right below the metered one
-(the change-logging layer: one Python call each way) instead of the metered layer's four or five.
+(the change-logging layer: one call each way) instead of the metered layer's four or five. Over a
+RocksDB store both are C throughout (``store_core``): the read, and the write with its changelog
+record.
 
 ``StoreLock`` is a store's query lock (``threading.RLock``'s behaviour) that the accessors take
 and release in C on every write, where an RLock cost two Python calls.
@@ -43,6 +45,7 @@ cdef extern from "pythread.h":
 
 from kstreams._native.per_record cimport AggregateAccess, AggregateStep, ContextRouting, RecordPosition
 from kstreams._native.record_cache cimport RecordCache, ks_EntryRef
+from kstreams._native.store_core cimport LoggedPut, LoggedWindowPoints, window_key
 from kstreams._native.value_and_timestamp cimport ValueAndTimestamp
 
 # The longest cache key an aggregation step builds on the stack (a window's: key and start).
@@ -216,6 +219,8 @@ cdef class _CachedAccess(AggregateAccess):
     cdef dict _notes  # the caching layer's ``header_notes``: headers of dirty entries' last writes
     cdef object _direct_read  # without a cache: the direct layer's get (fetch)
     cdef object _direct_put  # and its put
+    cdef LoggedPut _logged_put  # the direct key-value layer's put in C, where it has one
+    cdef LoggedWindowPoints _logged_points  # the direct window layer's put and fetch in C, or None
 
     def __init__(self, store, caching, holder, context, str namespace not None, bint string_keys,
                  bint bytes_keys, bint stamped_longs, direct=None, direct_read=None):
@@ -237,6 +242,10 @@ cdef class _CachedAccess(AggregateAccess):
             direct_read = self._reader(direct)
         self._direct_read = direct_read
         self._direct_put = None if direct is None else direct.put
+        logged_put = getattr(direct, "logged_put", None)
+        self._logged_put = logged_put if isinstance(logged_put, LoggedPut) else None
+        logged_points = getattr(direct, "logged_points", None)
+        self._logged_points = logged_points if isinstance(logged_points, LoggedWindowPoints) else None
 
     cdef object _reader(self, object direct):
         """The direct layer's read of a key's (and window's) bytes."""
@@ -578,7 +587,10 @@ cdef class CachedKeyValueAccess(_CachedAccess):
     cdef int _write_direct(self, bytes key_bytes, bytes data, int64_t window_start) except -1:
         self._lock.take()
         try:
-            self._direct_put(key_bytes, data)
+            if self._logged_put is not None:
+                self._logged_put._put(key_bytes, data)
+            else:
+                self._direct_put(key_bytes, data)
         finally:
             self._lock.give()
         return 0
@@ -604,7 +616,7 @@ cdef class CachedWindowAccess(_CachedAccess):
         return self._update(key, value, timestamp, window_start, apply)
 
     cdef bytes _cache_key(self, bytes key_bytes, int64_t window_start):
-        return _window_key(key_bytes, window_start)
+        return window_key(key_bytes, window_start)
 
     cdef Py_ssize_t _cache_key_view(self, const char* key, Py_ssize_t size, int64_t window_start,
                                     char* buffer, const char** out) except -2:
@@ -630,12 +642,17 @@ cdef class CachedWindowAccess(_CachedAccess):
         return direct.fetch
 
     cdef object _read_direct(self, bytes key_bytes, int64_t window_start):
+        if self._logged_points is not None:
+            return self._logged_points._fetch(key_bytes, window_start)
         return self._direct_read(key_bytes, window_start)
 
     cdef int _write_direct(self, bytes key_bytes, bytes data, int64_t window_start) except -1:
         self._lock.take()
         try:
-            self._direct_put(key_bytes, data, window_start)
+            if self._logged_points is not None:
+                self._logged_points._put(key_bytes, data, window_start)
+            else:
+                self._direct_put(key_bytes, data, window_start)
         finally:
             self._lock.give()
         return 0
@@ -656,13 +673,3 @@ cdef tuple _applied(object new, object old, object stamp):
     made.value = new
     made.timestamp = stamp
     return (new, old, made, stamp)
-
-
-cdef bytes _window_key(bytes key, int64_t start):
-    """``key`` followed by the 8-byte big-endian window start (the cache key of a window)."""
-    cdef Py_ssize_t n = PyBytes_GET_SIZE(key)
-    cdef bytes out = PyBytes_FromStringAndSize(NULL, n + 8)
-    cdef char* p = PyBytes_AS_STRING(out)
-    memcpy(p, PyBytes_AS_STRING(key), n)
-    _write_be64(p + n, start)
-    return out

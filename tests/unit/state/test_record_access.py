@@ -14,7 +14,9 @@ import pytest
 from kstreams import Serdes
 from kstreams._native.per_record import ContextRouting
 from kstreams._native.record_cache import RecordCache
+from kstreams._native.record_collector import RecordCollector
 from kstreams._native.store_access import CachedKeyValueAccess, CachedWindowAccess
+from kstreams._native.store_core import ChangelogSender, LoggedPut, LoggedWindowPoints
 from kstreams.errors import SerializationException
 from kstreams.runtime.metrics import MetricsRegistry
 from kstreams.runtime.record_context import RecordContext
@@ -22,6 +24,8 @@ from kstreams.state.caching import CachingKeyValueStore, CachingWindowStore
 from kstreams.state.changelogging import ChangeLoggingKeyValueStore, ChangeLoggingWindowStore
 from kstreams.state.in_memory import InMemoryKeyValueStore, InMemoryWindowStore
 from kstreams.state.metered import MeteredKeyValueStore
+from kstreams.state.rocksdb import RocksDBKeyValueStore
+from kstreams.state.rocksdb_window import RocksDBWindowStore
 from kstreams.state.timestamped import MeteredTimestampedKeyValueStore, MeteredTimestampedWindowStore
 from kstreams.state.value_and_timestamp import ValueAndTimestamp
 from kstreams.topology.dsl.processors.store_access import record_update
@@ -70,6 +74,36 @@ class RoutedTaskContext(ContextRouting, TaskContext):
         self.cache_holder = _TaskCache(self)  # type: ignore[assignment]
 
 
+class CollectorTaskContext(RoutedTaskContext):
+    """A task's context whose stores log through a ``ChangelogSender`` into a record collector, in
+    C, as a ``ProcessorContextImpl``'s do. The changelog topics are not registered as changelogs,
+    so the collector keeps every change: ``changelog`` lists them all, in order."""
+
+    def __init__(self, state_dir: Path, cache: Any, metrics: MetricsRegistry | None = None) -> None:
+        super().__init__(state_dir, cache, metrics)
+        self.collector = RecordCollector()
+        self._logged: list[tuple[str, bytes, bytes | None, int]] = []
+
+    def change_logger(self, store_name: str) -> ChangelogSender:
+        return ChangelogSender(self.collector, f"app-{store_name}-changelog", 0, self)
+
+    @property  # type: ignore[override]
+    def changelog(self) -> list[tuple[str, bytes, bytes | None, int]]:
+        for topic, _, batch in self.collector.drain():
+            store = topic.removeprefix("app-").removesuffix("-changelog")
+            self._logged.extend((store, key, value, timestamp) for key, value, timestamp, *_ in batch)
+        return self._logged
+
+    @changelog.setter
+    def changelog(self, _: Any) -> None:
+        pass  # RecordingContext's own list: the collector keeps this context's changes
+
+
+# Below the change-logging layer: in-memory stores logging through Python calls, or RocksDB stores
+# in a task's context, where the writes, reads and changelog sends are C (``store_core``).
+STORE_KINDS = ["in_memory", "rocksdb"]
+
+
 def opened(store: Any, context: TaskContext) -> list[tuple[Any, ...]]:
     """Open ``store``; the list its flush listener records forwarded entries in."""
     store.init(context, store)
@@ -88,15 +122,22 @@ def stack(
     metrics: MetricsRegistry | None = None,
     context_type: type[TaskContext] = TaskContext,
     cached: bool = True,
-) -> tuple[Any, InMemoryKeyValueStore, TaskContext, list[tuple[Any, ...]]]:
+    kind: str = "in_memory",
+) -> tuple[Any, Any, TaskContext, list[tuple[Any, ...]]]:
     """A DSL-shaped store (metered over caching, unless not ``cached``, over change-logging over
-    in-memory), open, with a flush listener recording what it forwards."""
-    inner = InMemoryKeyValueStore(name)
+    in-memory, or ``kind`` "rocksdb": RocksDB in a collector-logging task context), open, with a
+    flush listener recording what it forwards."""
+    inner: Any = InMemoryKeyValueStore(name) if kind == "in_memory" else RocksDBKeyValueStore(name)
+    if kind == "rocksdb":
+        context_type = CollectorTaskContext
     layer = MeteredTimestampedKeyValueStore if timestamped else MeteredKeyValueStore
     logged = ChangeLoggingKeyValueStore(inner)
     store = layer(CachingKeyValueStore(logged) if cached else logged, key_serde, value_serde)
     context = context_type(tmp_path / name, cache, metrics)
-    return store, inner, context, opened(store, context)
+    flushed = opened(store, context)
+    if kind == "rocksdb":
+        assert isinstance(logged.logged_put, LoggedPut)
+    return store, inner, context, flushed
 
 
 def window_stack(
@@ -106,16 +147,27 @@ def window_stack(
     value_serde: Any,
     context_type: type[TaskContext] = TaskContext,
     cached: bool = True,
-) -> tuple[Any, InMemoryWindowStore, TaskContext, list[tuple[Any, ...]]]:
+    kind: str = "in_memory",
+) -> tuple[Any, Any, TaskContext, list[tuple[Any, ...]]]:
     """A DSL-shaped timestamped window store with string keys (100 ms windows; a caching layer
-    unless not ``cached``), open, with a flush listener recording what it forwards."""
-    inner = InMemoryWindowStore(name, 1_000_000, 100, False)
+    unless not ``cached``; in memory, or ``kind`` "rocksdb": RocksDB segments in a
+    collector-logging task context), open, with a flush listener recording what it forwards."""
+    inner: Any = (
+        InMemoryWindowStore(name, 1_000_000, 100, False)
+        if kind == "in_memory"
+        else RocksDBWindowStore(name, 1_000_000, 100, False)
+    )
+    if kind == "rocksdb":
+        context_type = CollectorTaskContext
     logged = ChangeLoggingWindowStore(inner)
     store = MeteredTimestampedWindowStore(
         CachingWindowStore(logged) if cached else logged, Serdes.string(), value_serde
     )
     context = context_type(tmp_path / name, cache)
-    return store, inner, context, opened(store, context)
+    flushed = opened(store, context)
+    if kind == "rocksdb":
+        assert isinstance(logged.logged_points, LoggedWindowPoints)
+    return store, inner, context, flushed
 
 
 def test_cached_dsl_stores_hand_out_the_c_accessors(tmp_path: Path) -> None:
@@ -179,6 +231,7 @@ def test_without_a_task_cache_or_with_metrics_the_store_methods_are_used(tmp_pat
     ],
 )
 @pytest.mark.parametrize("cached", [True, False], ids=["cached", "direct"])
+@pytest.mark.parametrize("kind", STORE_KINDS)
 def test_the_accessor_and_the_layers_agree_on_every_read_write_and_flush(
     tmp_path: Path,
     key_serde: Any,
@@ -187,12 +240,15 @@ def test_the_accessor_and_the_layers_agree_on_every_read_write_and_flush(
     keys: list[Any],
     values: list[Any] | None,
     cached: bool,
+    kind: str,
 ) -> None:
-    # Two identical stores with small caches (entries get evicted, so misses and evictions flush),
-    # or none, driven by the same random operations: one through the accessor, one through the store.
+    # Two stores with small caches (entries get evicted, so misses and evictions flush), or none,
+    # driven by the same random operations: one through the accessor (over an in-memory store, or
+    # over RocksDB with the writes and changelog sends in C), one through the in-memory store's
+    # layers.
     rng = random.Random(7)
     fast, fast_inner, fast_context, fast_flushed = stack(
-        tmp_path, "fast", RecordCache(1500), key_serde, value_serde, timestamped, cached=cached
+        tmp_path, "fast", RecordCache(1500), key_serde, value_serde, timestamped, cached=cached, kind=kind
     )
     slow, slow_inner, slow_context, slow_flushed = stack(
         tmp_path, "slow", RecordCache(1500), key_serde, value_serde, timestamped, cached=cached
@@ -270,12 +326,13 @@ def test_a_miss_reads_the_store_below(tmp_path: Path) -> None:
     ("value_serde", "values"), [(Serdes.long(), None), (Serdes.string(), ["a", "", "bc"])]
 )
 @pytest.mark.parametrize("cached", [True, False], ids=["cached", "direct"])
+@pytest.mark.parametrize("kind", STORE_KINDS)
 def test_the_window_accessor_and_the_layers_agree(
-    tmp_path: Path, value_serde: Any, values: Any, cached: bool
+    tmp_path: Path, value_serde: Any, values: Any, cached: bool, kind: str
 ) -> None:
     rng = random.Random(11)
     fast, fast_inner, fast_context, fast_flushed = window_stack(
-        tmp_path, "fast", RecordCache(1500), value_serde, cached=cached
+        tmp_path, "fast", RecordCache(1500), value_serde, cached=cached, kind=kind
     )
     slow, slow_inner, slow_context, slow_flushed = window_stack(
         tmp_path, "slow", RecordCache(1500), value_serde, cached=cached
@@ -299,7 +356,8 @@ def test_the_window_accessor_and_the_layers_agree(
             slow.put(key, None, start)
     fast.flush()
     slow.flush()
-    assert list(fast_inner.all()) == list(slow_inner.all())
+    # (window stores list windows in their own order: in memory by key, on disk by segment)
+    assert sorted(map(repr, fast_inner.all())) == sorted(map(repr, slow_inner.all()))
     assert [entry[1:] for entry in fast_context.changelog] == [entry[1:] for entry in slow_context.changelog]
     assert len(fast_context.changelog) > (100 if cached else 1000)
     assert fast_flushed == slow_flushed
@@ -317,7 +375,10 @@ def _model_step(store: Any, read: Any, write: Any, key: Any, value: Any, timesta
 
 
 @pytest.mark.parametrize("cached", [True, False], ids=["cached", "direct"])
-@pytest.mark.parametrize("context_type", [TaskContext, RoutedTaskContext])
+@pytest.mark.parametrize(
+    ("context_type", "kind"),
+    [(TaskContext, "in_memory"), (RoutedTaskContext, "in_memory"), (CollectorTaskContext, "rocksdb")],
+)
 @pytest.mark.parametrize("windowed", [False, True])
 @pytest.mark.parametrize(("value_serde", "numbers"), [(Serdes.long(), True), (Serdes.string(), False)])
 def test_one_call_update_equals_get_apply_put_through_the_layers(
@@ -326,6 +387,7 @@ def test_one_call_update_equals_get_apply_put_through_the_layers(
     value_serde: Any,
     numbers: bool,
     context_type: type[TaskContext],
+    kind: str,
     cached: bool,
 ) -> None:
     # The aggregation step (read, apply, stamp with the larger timestamp, write) in one call must
@@ -336,10 +398,10 @@ def test_one_call_update_equals_get_apply_put_through_the_layers(
     rng = random.Random(5)
     if windowed:
         fast, fast_inner, fast_context, fast_flushed = window_stack(
-            tmp_path, "fast", RecordCache(1500), value_serde, context_type, cached
+            tmp_path, "fast", RecordCache(1500), value_serde, context_type, cached, kind
         )
         slow, slow_inner, slow_context, slow_flushed = window_stack(
-            tmp_path, "slow", RecordCache(1500), value_serde, context_type, cached
+            tmp_path, "slow", RecordCache(1500), value_serde, RoutedTaskContext, cached
         )
     else:
         fast, fast_inner, fast_context, fast_flushed = stack(
@@ -350,6 +412,7 @@ def test_one_call_update_equals_get_apply_put_through_the_layers(
             value_serde,
             context_type=context_type,
             cached=cached,
+            kind=kind,
         )
         slow, slow_inner, slow_context, slow_flushed = stack(
             tmp_path,
@@ -357,7 +420,7 @@ def test_one_call_update_equals_get_apply_put_through_the_layers(
             RecordCache(1500),
             Serdes.string(),
             value_serde,
-            context_type=context_type,
+            context_type=RoutedTaskContext,
             cached=cached,
         )
     update = fast.record_update()
@@ -404,7 +467,8 @@ def test_one_call_update_equals_get_apply_put_through_the_layers(
         assert got == want
     fast.flush()
     slow.flush()
-    assert list(fast_inner.all()) == list(slow_inner.all())
+    # (window stores list windows in their own order: in memory by key, on disk by segment)
+    assert sorted(map(repr, fast_inner.all())) == sorted(map(repr, slow_inner.all()))
     assert [entry[1:] for entry in fast_context.changelog] == [entry[1:] for entry in slow_context.changelog]
     assert len(fast_context.changelog) > (100 if cached else 1000)
     assert fast_flushed == slow_flushed
