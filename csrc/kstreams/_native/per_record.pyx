@@ -28,7 +28,7 @@ from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 from libc.stdint cimport int32_t, int64_t, uint64_t
 
-from kstreams._native.record cimport FixedKeyRecord, Record, _RecordFields, new_record
+from kstreams._native.record cimport Change, FixedKeyRecord, Record, _RecordFields, new_change, new_record
 from kstreams._native.record_batch cimport RecordBatch, c_murmur2
 from kstreams._native.record_collector cimport RecordCollector
 
@@ -653,7 +653,7 @@ cdef class StreamAggregateCore(_AggregateCore):
         if forwards:
             new, old, stamp = change
             if self._routing is not None:
-                self._routing._forward_fields(key, self._change_type(new, old), stamp, headers,
+                self._routing._forward_fields(key, _made_change(self._change_type, new, old), stamp, headers,
                                               _children_of(self._routing.node))
             else:
                 self.forwarder.maybe_forward(key, new, old, stamp, headers)
@@ -727,7 +727,7 @@ cdef class WindowedAggregateCore(_AggregateCore):
             new, old, new_timestamp = change
             if self._routing is not None:
                 self._routing._forward_fields(
-                    _windowed_key(self._key_type, key, start, end), self._change_type(new, old),
+                    _windowed_key(self._key_type, key, start, end), _made_change(self._change_type, new, old),
                     new_timestamp, headers, _children_of(self._routing.node))
             else:
                 self._forward_window(key, start, end, new, old, new_timestamp, headers)
@@ -895,3 +895,10 @@ cdef bint _serialized(object data, int kind, char* long_buffer, const char** out
     out[0] = PyBytes_AS_STRING(data)
     size[0] = PyBytes_GET_SIZE(data)
     return True
+
+
+cdef inline object _made_change(object change_type, object new, object old):
+    """``change_type(new, old)``; the DSL's ``Change`` is made in C."""
+    if change_type is Change:
+        return new_change(new, old)
+    return change_type(new, old)

@@ -1,5 +1,6 @@
 # cython: language_level=3
-"""C-level layout of Record and FixedKeyRecord (see record.pyx), for modules that make them."""
+"""C-level layout of Record, FixedKeyRecord and Change (see record.pyx), for modules that make
+them."""
 
 
 cdef class _RecordFields:
@@ -25,4 +26,18 @@ cdef inline Record new_record(object key, object value, object timestamp, object
     made.value = value
     made.timestamp = timestamp
     made.headers = headers
+    return made
+
+
+cdef class Change:
+    cdef readonly object new_value
+    cdef readonly object old_value
+
+
+cdef inline Change new_change(object new_value, object old_value):
+    """A Change made without ``__init__``'s argument parsing (an aggregation makes one per
+    update)."""
+    cdef Change made = Change.__new__(Change)
+    made.new_value = new_value
+    made.old_value = old_value
     return made

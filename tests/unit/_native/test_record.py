@@ -1,4 +1,4 @@
-"""Record and FixedKeyRecord (C types) behave as the immutable value objects processors rely on."""
+"""Record, FixedKeyRecord and Change (C types) behave as the immutable value objects processors rely on."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from kstreams.processor import FixedKeyRecord, Record
+from kstreams.topology.dsl import Change
 
 
 def test_fields_defaults_and_immutability() -> None:
@@ -89,3 +90,20 @@ def test_the_fixed_key_module_imports_on_its_own() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+def test_a_change_is_a_read_only_pair_equal_by_value() -> None:
+    change = Change(2, 1)
+    assert (change.new_value, change.old_value) == (2, 1)
+    assert Change(3).old_value is None
+    assert change == Change(2, 1) and change != Change(2, None) and change != (2, 1)
+    assert hash(change) == hash(Change(2, 1))
+    assert repr(change) == "Change(new=2, old=1)"
+    assert pickle.loads(pickle.dumps(change)) == change
+    assert copy.copy(change) == change
+    with pytest.raises(AttributeError):
+        change.new_value = 3  # type: ignore[misc]
+    match change:
+        case Change(new, old):
+            assert (new, old) == (2, 1)
+    assert Change[int].__origin__ is Change
