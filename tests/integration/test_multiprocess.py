@@ -492,7 +492,6 @@ def test_scale_out_takes_tasks_after_warm_ups_while_the_others_keep_processing( 
         fourth = workers("w4", *options)
         wait_until(running(lambda: bool(latest_tasks(fourth)[0]), (*group, fourth)), 120, "tasks on w4")
         taken_at = time.monotonic()
-        taken = latest_tasks(fourth)[0]
         log = fourth.log_text()
         assert "Warming up" in log and "caught up and are active here now" in log, fourth.log_tail()
         assert log.index("Warming up") < log.index("caught up and are active here now")
@@ -504,8 +503,11 @@ def test_scale_out_takes_tasks_after_warm_ups_while_the_others_keep_processing( 
         )
     finally:
         producer.stop()
+    # The warm-ups may catch up in different probing rounds: w4 can take a second task after the
+    # first hand-over. What stays is what never moved to it.
+    moved = latest_tasks(fourth)[0]
     for worker in group:
-        stayed = before[worker.name] - taken
+        stayed = before[worker.name] - moved
         assert stayed <= latest_tasks(worker)[0], f"{worker.name} lost tasks that did not move"
         for task in stayed:
             stall = longest_stall(worker, task, joined_at, taken_at + 1.0)
