@@ -8,12 +8,15 @@ Pipelines over N records (default 1,000,000; ~100-byte JSON values, 10,000 keys,
   (1-minute tumbling windows, logged store).
 - P3 a sum per key of a long value (``reduce(operator.add)``), written to a topic.
 
-Each is written two ways (``--style``): ``dsl`` with kstreams' compiled vocabulary
-(``Serdes.json()``, ``json_field``, ``operator.add``), and ``lambda`` as a user writes it with plain
+Each is written three ways (``--style``): ``dsl`` with kstreams' compiled vocabulary
+(``Serdes.json()``, ``json_field``, ``operator.add``); ``lambda`` as a user writes it with plain
 Python: values read as bytes and parsed in ``map_values`` (``--json stdlib``: the standard
 library's json, through the same call as ``Serdes.json()``; ``--json orjson``: orjson), lambda
-filters and mappers, ``reduce(lambda a, b: a + b)``. The hand-written loops parse JSON with the
-same library and the same call as the kstreams side.
+filters and mappers, ``reduce(lambda a, b: a + b)``; and ``processor``, a Processor API class per
+pipeline that parses the value the same way, reads and writes its stores with ``get``/``put``
+(``fetch``/``put`` for the window) and forwards every result. Its stores have the Processor API's
+defaults (logged, not cached), so it runs only with ``--cache off``. The hand-written loops parse
+JSON with the same library and the same call as the kstreams side.
 
 ``--headers`` gives every input record a header (a 16-byte "trace" id), as traced production data
 has; kstreams passes it on to the records each one makes (output and, on P2/P3 with the cache off,
@@ -201,6 +204,8 @@ def topology(pipeline: str, inp: str, out: str, style: str = "dsl", loads: Any =
     from kstreams import Consumed, Materialized, Produced, Serdes, StreamsBuilder, TimeWindows
     from kstreams.predicates import json_field
 
+    if style == "processor":
+        return _processor_topology(pipeline, inp, out, loads)
     builder = StreamsBuilder()
     if style == "lambda":
         return _lambda_topology(builder, pipeline, inp, out, loads)
@@ -255,6 +260,89 @@ def _lambda_topology(builder: Any, pipeline: str, inp: str, out: str, loads: Any
             lambda a, b: a + b, Materialized.with_(Serdes.string(), Serdes.long())
         ).to_stream().to(out, Produced.with_(Serdes.string(), Serdes.long()))
     return builder.build()
+
+
+def _processor_topology(pipeline: str, inp: str, out: str, loads: Any) -> Any:
+    """The pipelines as a Processor API user writes them: a Processor class per pipeline over
+    stores with the Processor API's defaults (logged, not cached), forwarding every result."""
+    from kstreams import Serdes, Stores, Topology
+    from kstreams.processor import Processor, ProcessorContext, Record
+
+    class FilterMap(Processor[str, bytes, str, str]):
+        def init(self, context: ProcessorContext[str, str]) -> None:
+            self.forward = context.forward
+
+        def process(self, record: Record[str, bytes]) -> None:
+            doc = loads(record.value)
+            if doc["bot"] is False:
+                self.forward(record.with_value(doc["user"]))
+
+    class Counts(Processor[str, bytes, str, int]):
+        def init(self, context: ProcessorContext[str, int]) -> None:
+            self.forward = context.forward
+            self.counts = context.get_state_store("counts")
+            self.windows = context.get_state_store("windowed-counts")
+
+        def process(self, record: Record[str, bytes]) -> None:
+            loads(record.value)
+            key, timestamp = record.key, record.timestamp
+            count = (self.counts.get(key) or 0) + 1
+            self.counts.put(key, count)
+            start = timestamp - timestamp % WINDOW_MS
+            self.windows.put(key, (self.windows.fetch(key, start) or 0) + 1, start)
+            self.forward(record.with_value(count))
+
+    class Sums(Processor[str, int, str, int]):
+        def init(self, context: ProcessorContext[str, int]) -> None:
+            self.forward = context.forward
+            self.sums = context.get_state_store("sums")
+
+        def process(self, record: Record[str, int]) -> None:
+            total = (self.sums.get(record.key) or 0) + record.value
+            self.sums.put(record.key, total)
+            self.forward(record.with_value(total))
+
+    topology = Topology()
+    value_serde = Serdes.long() if pipeline == "p3" else Serdes.bytes()
+    topology.add_source(
+        "source",
+        inp,
+        key_deserializer=Serdes.string().deserializer(),
+        value_deserializer=value_serde.deserializer(),
+    )
+    supplier = {"p1": FilterMap, "p2": Counts, "p3": Sums}[pipeline]
+    topology.add_processor("process", supplier, "source")
+    long_serde = Serdes.long()
+    if pipeline == "p2":
+        topology.add_state_store(
+            Stores.key_value_store_builder(
+                Stores.persistent_key_value_store("counts"), Serdes.string(), long_serde
+            ),
+            "process",
+        )
+        topology.add_state_store(
+            Stores.window_store_builder(
+                Stores.persistent_window_store("windowed-counts", WINDOW_MS, WINDOW_MS),
+                Serdes.string(),
+                long_serde,
+            ),
+            "process",
+        )
+    elif pipeline == "p3":
+        topology.add_state_store(
+            Stores.key_value_store_builder(
+                Stores.persistent_key_value_store("sums"), Serdes.string(), long_serde
+            ),
+            "process",
+        )
+    topology.add_sink(
+        "sink",
+        out,
+        "process",
+        key_serializer=Serdes.string().serializer(),
+        value_serializer=(Serdes.string() if pipeline == "p1" else long_serde).serializer(),
+    )
+    return topology
 
 
 # --------------------------------------------------------------------------------- floors
@@ -599,7 +687,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--pipelines", nargs="+", default=["p1", "p2", "p3"], choices=["p1", "p2", "p3"])
     parser.add_argument("--paths", choices=["compiled", "python", "both"], default="compiled")
-    parser.add_argument("--style", nargs="+", choices=["dsl", "lambda"], default=["dsl"])
+    parser.add_argument("--style", nargs="+", choices=["dsl", "lambda", "processor"], default=["dsl"])
     parser.add_argument("--json", choices=["stdlib", "orjson"], default="stdlib")
     parser.add_argument(
         "--bootstrap", default=None, help="a Kafka-protocol broker instead of the embedded cluster"
@@ -642,6 +730,11 @@ def main(argv: list[str] | None = None) -> int:
         "--kafka-defaults", action="store_true", help="run with the runtime defaults, not RUNTIME_CONFIG"
     )
     args = parser.parse_args(argv)
+    if "processor" in args.style and args.cache == "on":
+        parser.error(
+            "--style processor needs --cache off: its stores have the Processor API's defaults (not "
+            "cached) and it forwards every update, which the loops do only with --cache off"
+        )
     if args.noida:
         with tempfile.TemporaryDirectory(prefix="kstreams-bench-noida-") as workdir:
             broker = _start_noida(workdir)

@@ -33,6 +33,7 @@ class _CachedAccess(AggregateAccess):
         stamped_longs: bool,
         direct: Any = None,
         direct_read: Any = None,
+        plain_longs: bool = False,
     ) -> None: ...
 
 class CachedKeyValueAccess(_CachedAccess):

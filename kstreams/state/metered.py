@@ -149,6 +149,8 @@ class _Metered(StoreLayer, Generic[K, V]):
         # The registry and tags of the metrics registered at init (None when not recording).
         self._metrics: MetricsRegistry | None = None
         self._metric_tags: dict[str, str] = {}
+        # Whether get/fetch and put are bound to the C accessor (``_bind_point_access``).
+        self._point_bound = False
         # The key serialized last and its bytes, for keys of immutable types: a processor's get and
         # put of one key serialize it once. One tuple, replaced whole, since a query may serialize
         # from another thread meanwhile.
@@ -166,6 +168,8 @@ class _Metered(StoreLayer, Generic[K, V]):
         if self.value_serde is None:
             self.value_serde = value_serde
         self._last_key = _NO_KEY
+        if self._point_bound:
+            self._bind_point_access()  # the accessor knows the serdes it was made with
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         self._topic = f"{context.application_id}-{self.wrapped.name}-changelog"
@@ -179,9 +183,11 @@ class _Metered(StoreLayer, Generic[K, V]):
                     serde_from_config(configs, "default.value.serde"),
                 )
         self._unmeter()  # a store reopened (a task resetting its stores) starts over
+        self._unbind_point_access()
         registry = context.metrics
         if registry is None or not registry.should_record("DEBUG"):
             self.wrapped.init(context, root)
+            self._bind_point_access()
             return
         restore = self._meter(registry, context)
         start = _clock_ns()
@@ -191,6 +197,34 @@ class _Metered(StoreLayer, Generic[K, V]):
             self._unmeter()  # the task does not close a store that failed to open
             raise
         restore.record(_clock_ns() - start)
+
+    # (the metered store class, its point read, its caching layer's class): which methods
+    # ``_bind_point_access`` binds and how it finds the accessor; None: no point access (sessions).
+    _POINT_ACCESS: ClassVar[tuple[type, str, type] | None] = None
+
+    def _bind_point_access(self) -> None:
+        """Bind the point read (``get``/``fetch``) and ``put`` to the C accessor's where the store
+        has no caching layer: Processor API code calls them itself, per record, and the accessor
+        does the same reads and writes in one C call each (see ``record_access``). Over a caching
+        layer the methods stay, since that accessor reads the task's cache, which a query from
+        another thread must not; with store metrics (DEBUG) the timed methods are bound instead."""
+        self._unbind_point_access()
+        spec = self._POINT_ACCESS
+        if spec is None or type(self.wrapped) is spec[2]:
+            return
+        access = self._cached_access(*spec)
+        if access is None:
+            return
+        # Instance attributes, as the timed methods are: processor code then calls C directly.
+        for method in (spec[1], "put"):
+            setattr(self, method, getattr(access, method))
+        self._point_bound = True
+
+    def _unbind_point_access(self) -> None:
+        if self._point_bound:
+            for method in (self._POINT_ACCESS[1], "put"):  # type: ignore[index]
+                delattr(self, method)
+            self._point_bound = False
 
     def _meter(self, registry: MetricsRegistry, context: StateStoreContext) -> Sensor:
         """Register this store's metrics and bind the timed variants of its methods; returns the
@@ -243,6 +277,7 @@ class _Metered(StoreLayer, Generic[K, V]):
                 self.wrapped.close()
         finally:
             self._unmeter()
+            self._unbind_point_access()
 
     def _cached_access(self, base: type, read: str, caching_type: type) -> Any:
         """The C accessor of this store's ``read`` and ``put`` over the caching layer right below
@@ -263,6 +298,7 @@ class _Metered(StoreLayer, Generic[K, V]):
             "bytes_keys": key_serde is None or key_serde is Serdes.bytes(),
             "stamped_longs": bool(getattr(self, "timestamped", False)) and self.value_serde is Serdes.long(),
         }
+        plain_longs = not getattr(self, "timestamped", False) and self.value_serde is Serdes.long()
         if type(below) is caching_type:
             return below.record_access(self, **kinds)  # type: ignore[attr-defined]
         direct = _DIRECT_ACCESS.get(type(below))
@@ -270,7 +306,9 @@ class _Metered(StoreLayer, Generic[K, V]):
             return None
         # The change-logging layer's read only passes the call on: read below it.
         reader = getattr(below.wrapped, read)  # type: ignore[attr-defined]  # a change-logging layer
-        return direct[1](self, None, None, None, "", direct=below, direct_read=reader, **kinds)
+        return direct[1](
+            self, None, None, None, "", direct=below, direct_read=reader, plain_longs=plain_longs, **kinds
+        )
 
     def raw_key(self, key: K) -> bytes:
         """The bytes ``key`` is stored under (its serialized form)."""
@@ -509,6 +547,10 @@ class MeteredWindowStore(_Metered[K, V], WindowLayer, WindowStore[K, V]):
         windowed, value = self._windowed, self._value
         for window, value_bytes in entries:
             yield windowed(window), value(value_bytes)  # type: ignore[misc]
+
+
+MeteredKeyValueStore._POINT_ACCESS = (MeteredKeyValueStore, "get", CachingKeyValueStore)
+MeteredWindowStore._POINT_ACCESS = (MeteredWindowStore, "fetch", CachingWindowStore)
 
 
 class MeteredSessionStore(_Metered[K, V], SessionLayer, SessionStore[K, V]):

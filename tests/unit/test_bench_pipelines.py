@@ -1,6 +1,6 @@
 """The end-to-end benchmark compares like with like: each kstreams pipeline of
-``bench/e2e_throughput.py`` (compiled DSL, lambdas, the per-record path) writes what the plain
-loop it is measured against computes."""
+``bench/e2e_throughput.py`` (compiled DSL, lambdas, the per-record path, Processor API classes)
+writes what the plain loop it is measured against computes."""
 
 from __future__ import annotations
 
@@ -78,6 +78,19 @@ def _latest(records: list[tuple[Any, ...]]) -> dict[bytes, bytes]:
 def test_each_kstreams_pipeline_writes_what_its_loop_computes(
     pipeline: str, style: str, compiled: bool, cache: bool, headers: bool
 ) -> None:
+    _check_against_the_loop(pipeline, style, compiled, cache, headers)
+
+
+@pytest.mark.parametrize("pipeline", ["p1", "p2", "p3"])
+@pytest.mark.parametrize("headers", [False, True])
+def test_the_processor_api_pipelines_write_what_the_loop_computes_without_a_cache(
+    pipeline: str, headers: bool
+) -> None:
+    # Their stores are not cached (the Processor API's default) and they forward every update.
+    _check_against_the_loop(pipeline, "processor", False, False, headers)
+
+
+def _check_against_the_loop(pipeline: str, style: str, compiled: bool, cache: bool, headers: bool) -> None:
     data = bench.generate(3_000, 40, [pipeline], seed=3, chunk=1_000, headers=headers)
     expected: list[tuple[Any, ...]] = []
     bench.python_floor(pipeline, data, bench.json_loads, cache, outputs=expected)

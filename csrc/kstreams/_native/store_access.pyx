@@ -202,7 +202,8 @@ cdef class _CachedAccess(AggregateAccess):
     ``context.record_context.timestamp`` the current record's timestamp, what the caching layer
     stamps entries with. ``string_keys``: the key serde is the built-in string serde;
     ``bytes_keys``: keys are stored as the bytes they are; ``stamped_longs``: values are
-    ``ValueAndTimestamp`` of the built-in long serde, stored as 8-byte timestamp + 8-byte long.
+    ``ValueAndTimestamp`` of the built-in long serde, stored as 8-byte timestamp + 8-byte long;
+    ``plain_longs``: values are ints of the built-in long serde (8 bytes), not timestamped.
     """
 
     cdef object _store
@@ -214,6 +215,7 @@ cdef class _CachedAccess(AggregateAccess):
     cdef bint _string_keys
     cdef bint _bytes_keys
     cdef bint _stamped_longs
+    cdef bint _plain_longs
     cdef StoreLock _lock  # the metered store's query lock, taken in C
     cdef ContextRouting _routing  # the context as a task's, read in C (None: another context)
     cdef dict _notes  # the caching layer's ``header_notes``: headers of dirty entries' last writes
@@ -223,7 +225,8 @@ cdef class _CachedAccess(AggregateAccess):
     cdef LoggedWindowPoints _logged_points  # the direct window layer's put and fetch in C, or None
 
     def __init__(self, store, caching, holder, context, str namespace not None, bint string_keys,
-                 bint bytes_keys, bint stamped_longs, direct=None, direct_read=None):
+                 bint bytes_keys, bint stamped_longs, direct=None, direct_read=None,
+                 bint plain_longs=False):
         if (caching is None) == (direct is None):
             raise ValueError("an accessor goes through a caching layer or, without one, a direct layer")
         self._store = store
@@ -235,6 +238,7 @@ cdef class _CachedAccess(AggregateAccess):
         self._string_keys = string_keys
         self._bytes_keys = bytes_keys
         self._stamped_longs = stamped_longs
+        self._plain_longs = plain_longs
         self._lock = store.query_lock
         self._routing = context if isinstance(context, ContextRouting) else None
         self._notes = {} if caching is None else caching.header_notes
@@ -284,11 +288,21 @@ cdef class _CachedAccess(AggregateAccess):
             made.timestamp = _read_be64(PyBytes_AS_STRING(data))
             made.value = _read_be64(PyBytes_AS_STRING(data) + 8)
             return made
+        if self._plain_longs and PyBytes_GET_SIZE(data) == 8:
+            return _read_be64(PyBytes_AS_STRING(data))
         return self._store._value(data)
 
     cdef object _encode(self, object value):
         """The bytes the metered layer stores for a value that is not None; None when it stores
         none (the layers then decide)."""
+        cdef int overflow = 0
+        cdef long long number
+        if self._plain_longs and type(value) is int:
+            number = PyLong_AsLongLongAndOverflow(value, &overflow)
+            if not overflow:
+                data = PyBytes_FromStringAndSize(NULL, 8)
+                _write_be64(PyBytes_AS_STRING(data), number)
+                return data
         data = self._stamped_long(value) if self._stamped_longs else None
         return self._store._value_bytes(value) if data is None else data
 

@@ -104,6 +104,17 @@ class CollectorTaskContext(RoutedTaskContext):
 STORE_KINDS = ["in_memory", "rocksdb"]
 
 
+class Layers:
+    """A metered store's own methods, as its class defines them: what the layers do, never the C
+    accessor a store without a caching layer binds its get/fetch and put to."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(type(self._store), name).__get__(self._store)
+
+
 def opened(store: Any, context: TaskContext) -> list[tuple[Any, ...]]:
     """Open ``store``; the list its flush listener records forwarded entries in."""
     store.init(context, store)
@@ -253,6 +264,7 @@ def test_the_accessor_and_the_layers_agree_on_every_read_write_and_flush(
     slow, slow_inner, slow_context, slow_flushed = stack(
         tmp_path, "slow", RecordCache(1500), key_serde, value_serde, timestamped, cached=cached
     )
+    slow = Layers(slow)  # the layers themselves, not the accessor bound over them
     get, put = fast.record_access()
     assert isinstance(get.__self__, CachedKeyValueAccess)
 
@@ -337,6 +349,7 @@ def test_the_window_accessor_and_the_layers_agree(
     slow, slow_inner, slow_context, slow_flushed = window_stack(
         tmp_path, "slow", RecordCache(1500), value_serde, cached=cached
     )
+    slow = Layers(slow)  # the layers themselves, not the accessor bound over them
     fetch, put = fast.record_access()
     assert isinstance(fetch.__self__, CachedWindowAccess)
     keys = [f"user-{i}" for i in range(15)]
@@ -403,6 +416,7 @@ def test_one_call_update_equals_get_apply_put_through_the_layers(
         slow, slow_inner, slow_context, slow_flushed = window_stack(
             tmp_path, "slow", RecordCache(1500), value_serde, RoutedTaskContext, cached
         )
+        slow = Layers(slow)  # the layers themselves, not the accessor bound over them
     else:
         fast, fast_inner, fast_context, fast_flushed = stack(
             tmp_path,
@@ -423,6 +437,7 @@ def test_one_call_update_equals_get_apply_put_through_the_layers(
             context_type=RoutedTaskContext,
             cached=cached,
         )
+        slow = Layers(slow)  # the layers themselves, not the accessor bound over them
     update = fast.record_update()
     assert isinstance(update.__self__, CachedWindowAccess if windowed else CachedKeyValueAccess)
 
@@ -545,3 +560,69 @@ def test_the_dsl_update_without_an_accessor_takes_the_store_methods(tmp_path: Pa
     assert update("k", "v", 3, count) == (2, 1, 7)  # the larger timestamp stays
     assert update("k", "v", 9, lambda key, value, old: None) == (None, 2, 9)
     assert store.get("k") is None
+
+
+def _outcome(call: Any) -> Any:
+    try:
+        return ("returned", call())
+    except Exception as exc:  # both sides must fail alike
+        return ("raised", type(exc))
+
+
+@pytest.mark.parametrize("kind", STORE_KINDS)
+def test_processor_code_calls_the_accessor_on_stores_without_a_cache(tmp_path: Path, kind: str) -> None:
+    # Processor API code calls get and put itself. On a store without a caching layer they are
+    # the C accessor's (plain longs encoded in C), and must give, refuse and leave what the
+    # layers do.
+    rng = random.Random(13)
+    fast, fast_inner, fast_context, _ = stack(
+        tmp_path, "fast", None, Serdes.string(), Serdes.long(), False, cached=False, kind=kind
+    )
+    slow_store, slow_inner, slow_context, _ = stack(
+        tmp_path, "slow", None, Serdes.string(), Serdes.long(), False, cached=False
+    )
+    assert isinstance(fast.get.__self__, CachedKeyValueAccess) and fast.put.__self__ is fast.get.__self__
+    slow = Layers(slow_store)
+    for step in range(2000):
+        key = f"k{rng.randrange(30)}"
+        fast_context.record_context.timestamp = slow_context.record_context.timestamp = step
+        roll = rng.random()
+        if roll < 0.4:
+            assert fast.get(key) == slow.get(key)
+        elif roll < 0.85:
+            value = rng.choice([rng.randrange(-(2**63), 2**63), 0, -1, 2**63 - 1, -(2**63)])
+            fast.put(key, value)
+            slow.put(key, value)
+        else:
+            fast.put(key, None)
+            slow.put(key, None)
+    for bad in (2**63, -(2**63) - 1, True, "7", 1.5):
+        assert _outcome(lambda: fast.put("k1", bad)) == _outcome(lambda: slow.put("k1", bad))  # noqa: B023
+    assert fast.get("k1") == slow.get("k1")
+    fast.flush()
+    slow.flush()
+    assert list(fast_inner.all()) == list(slow_inner.all())
+    assert [entry[1:] for entry in fast_context.changelog] == [entry[1:] for entry in slow_context.changelog]
+    assert len(fast_context.changelog) > 1000
+    fast.close()
+    assert "get" not in vars(fast) and "put" not in vars(fast)  # a closed store keeps no accessor
+
+
+def test_the_point_accessor_follows_the_serdes_and_skips_cached_stores(tmp_path: Path) -> None:
+    cached, *_ = stack(tmp_path, "cached", RecordCache(1 << 20), Serdes.string(), Serdes.long(), False)
+    assert "get" not in vars(cached)  # a cached store's accessor reads the task's cache: not for queries
+    windows, *_ = window_stack(tmp_path, "w", None, Serdes.long(), cached=False, kind="rocksdb")
+    assert isinstance(windows.fetch.__self__, CachedWindowAccess)
+    windows.put("a", ValueAndTimestamp.make(3, 9), 100)
+    assert Layers(windows).fetch("a", 100) == windows.fetch("a", 100) == ValueAndTimestamp.make(3, 9)
+    # Serdes bound after init (the DSL's defaults): the accessor is made again with them.
+    bare, inner, _, _ = stack(tmp_path, "bare", None, None, None, False, cached=False)
+    bare.put(b"raw", b"bytes")
+    bare.with_default_serdes(Serdes.string(), Serdes.long())
+    assert isinstance(bare.put.__self__, CachedKeyValueAccess)
+    bare.put("k", 5)
+    assert inner.get(b"k") == (5).to_bytes(8, "big")
+    assert bare.get("k") == 5
+    # a bytes key now goes through the string serde, as the layers send it
+    assert _outcome(lambda: bare.put(b"k", 6)) == _outcome(lambda: Layers(bare).put(b"k", 6))
+    assert bare.get("k") == Layers(bare).get("k")
