@@ -25,7 +25,10 @@ writes the results so that everything downstream is what the per-record path giv
   inner store which session ends are still live (``InnerSessionStore.min_live``) before each record.
 
 The processor's ``observed_stream_time`` and ``dropped`` are updated as record by record. Records
-with a null key are skipped, as the processor skips them.
+with a null key are skipped, as the processor skips them. Headers go where the per-record path puts
+them: without a cache every update and tombstone is forwarded with the headers of the record that
+made it; with one, each entry the batch writes notes the headers of its last write (the caching
+layer's ``header_notes``, which its flush forwards), or loses its note when that record had none.
 
 A C kernel was considered for grouping the batch by key: profiling shows grouping (one dict
 lookup per record) below 5% of the step; the cost is the store and the cache, which are Python
@@ -77,6 +80,7 @@ class SessionCountStep(Step):
     results (see the module docstring)."""
 
     kernel = "session-count[python]"
+    carries_headers = True
     node: ProcessorNode
 
     def __init__(
@@ -145,26 +149,47 @@ class SessionCountStep(Step):
         """The processor's calls, in record order, with each key's sessions read once."""
         context = task.context
         position = context.record_context
+        gap = self._processor.gap_ms
+        raw_keys = batch.keys()
+        timestamps = batch.timestamps_array().tolist()
+        typed = decode_column(key_enc, position.topic, raw_keys)
+        below = self._store.wrapped  # the caching layer without a cache, or the change-logging layer
+        sessions_of: dict[bytes, list[Session]] = {}
+        for k, first_ts in self._group(raw_keys, timestamps).items():
+            stored = self._stored(below, k, first_ts - gap)
+            sessions_of[k] = sorted([end, start, count] for (end, start), count in stored.items())
+        offsets = batch.offsets_array().tolist()
+        previous_headers = position.headers
+        try:
+            self._write_through(context, batch, raw_keys, typed, timestamps, offsets, sessions_of)
+        finally:
+            position.headers = previous_headers
+
+    def _write_through(
+        self,
+        context: Any,
+        batch: RecordBatch,
+        raw_keys: list[bytes | None],
+        typed: list[Any],
+        timestamps: list[int],
+        offsets: list[int],
+        sessions_of: dict[bytes, list[Session]],
+    ) -> None:
+        position = context.record_context
+        has_headers = batch.has_headers
         processor = self._processor
         store = self._store
         forwarder = processor.forwarder
         inner = self._inner
         gap, grace = processor.gap_ms, processor.grace_ms
-        raw_keys = batch.keys()
-        timestamps = batch.timestamps_array().tolist()
-        offsets = batch.offsets_array().tolist()
-        typed = decode_column(key_enc, position.topic, raw_keys)
-        below = store.wrapped  # the caching layer without a cache, or the change-logging layer
-        sessions_of: dict[bytes, list[Session]] = {}
-        for k, first_ts in self._group(raw_keys, timestamps).items():
-            stored = self._stored(below, k, first_ts - gap)
-            sessions_of[k] = sorted([end, start, count] for (end, start), count in stored.items())
         observed = processor.observed_stream_time
-        for raw, key, ts, offset in zip(raw_keys, typed, timestamps, offsets, strict=True):
+        for i, (raw, key, ts, offset) in enumerate(zip(raw_keys, typed, timestamps, offsets, strict=True)):
             if raw is None:
                 continue
             position.offset = offset
             position.timestamp = ts
+            # the record's headers: what the layers note and the updates carry
+            headers = position.headers = batch.headers(i) if has_headers else None
             context.node = self.node
             if ts > observed:
                 observed = processor.observed_stream_time = ts
@@ -188,11 +213,11 @@ class SessionCountStep(Step):
                 for s_end, s_start, s_count in found:
                     old = WindowedKey(key, s_start, s_end)
                     store.remove(old)
-                    forwarder.maybe_forward(old, None, s_count, s_end)
+                    forwarder.maybe_forward(old, None, s_count, s_end, headers)
             del sessions[first:last]
             count += 1
             store.put(WindowedKey(key, start, end), count)
-            forwarder.maybe_forward(WindowedKey(key, start, end), count, None, end)
+            forwarder.maybe_forward(WindowedKey(key, start, end), count, None, end, headers)
             # Kept even when the store ignored the write (its end is already past the retention):
             # the next record's min_live check drops it, as the store's read would miss it.
             bisect.insort(sessions, [end, start, count])
@@ -269,14 +294,15 @@ class SessionCountStep(Step):
 
         # The per-record path on paper: seq numbers every cache operation in order.
         last_touch: dict[bytes, int] = {}
-        last_put: dict[bytes, tuple[int, bytes | None, int]] = {}
+        # cache key -> (seq, value, timestamp, index of the record that wrote it)
+        last_put: dict[bytes, tuple[int, bytes | None, int, int]] = {}
         seq = 0
         observed = processor.observed_stream_time
         dropped = 0
 
-        def write(cache_key: bytes, owner: bytes, value: bytes | None, ts: int) -> None:
+        def write(cache_key: bytes, owner: bytes, value: bytes | None, ts: int, i: int) -> None:
             nonlocal seq
-            last_put[cache_key] = (seq, value, ts)
+            last_put[cache_key] = (seq, value, ts, i)
             last_touch[cache_key] = seq
             seq += 1
             prefixes = prefixes_of[owner]
@@ -289,7 +315,7 @@ class SessionCountStep(Step):
                 if i == len(keys) or keys[i] != cache_key:
                     keys.insert(i, cache_key)
 
-        for raw, ts in zip(raw_keys, timestamps, strict=True):
+        for i, (raw, ts) in enumerate(zip(raw_keys, timestamps, strict=True)):
             if raw is None:
                 continue
             if ts > observed:
@@ -317,17 +343,17 @@ class SessionCountStep(Step):
                 continue
             if start != ts or end != ts:
                 for s_end, s_start, _ in found:
-                    write(session_key(raw, s_start, s_end), raw, None, ts)
+                    write(session_key(raw, s_start, s_end), raw, None, ts, i)
             del sessions[first:last]
             count += 1
-            write(session_key(raw, start, end), raw, _LONG.pack(count), ts)
+            write(session_key(raw, start, end), raw, _LONG.pack(count), ts, i)
             bisect.insort(sessions, [end, start, count])
         processor.observed_stream_time = observed
         processor.dropped += dropped
 
         # Each entry's last write, and its last read when that came later, in their order: the
         # cache's values, dirty order and LRU order are then the per-record path's.
-        replay: list[tuple[int, bytes, tuple[int, bytes | None, int] | None]] = []
+        replay: list[tuple[int, bytes, tuple[int, bytes | None, int, int] | None]] = []
         for cache_key, read_at in last_touch.items():
             put = last_put.get(cache_key)
             if put is not None:
@@ -335,12 +361,20 @@ class SessionCountStep(Step):
             if put is None or read_at > put[0]:
                 replay.append((read_at, cache_key, None))
         replay.sort(key=_first)
+        # Each written entry notes the headers of its last write, as the caching layer's put does.
+        notes = caching.header_notes
+        has_headers = batch.has_headers
         with self._store.query_lock:
             for _, cache_key, put in replay:
                 if put is None:
                     cache.get(namespace, cache_key)
-                else:
-                    cache.put(namespace, cache_key, put[1], put[2])
+                    continue
+                headers = batch.headers(put[3]) if has_headers else None
+                if headers:
+                    notes[cache_key] = headers
+                elif notes:
+                    notes.pop(cache_key, None)
+                cache.put(namespace, cache_key, put[1], put[2])
         return True
 
 

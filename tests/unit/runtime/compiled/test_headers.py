@@ -2,8 +2,7 @@
 projections, chains of Python filters and mappers, sinks, and the per-record path past a
 boundary) and aggregations, and come out as the per-record path sends them: every output record
 with the headers of the input record it came from, an aggregate's update with those of the record
-that made it (with a record cache: of the entry's last writer). Segments with a session
-aggregation keep such batches on the per-record path."""
+that made it (with a record cache: of the entry's last writer), session counts included."""
 
 from __future__ import annotations
 
@@ -13,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from kstreams import Consumed, Materialized, Produced, Serdes, StreamsBuilder, TimeWindows
+from kstreams import Consumed, Materialized, Produced, Serdes, StreamsBuilder, TimeWindows, WindowedSerdes
 from kstreams._native import kernels
 from kstreams._native.record_batch import RecordBatch, default_partition
 from kstreams.client import KafkaStreams
@@ -199,22 +198,45 @@ def test_aggregations_run_batches_with_headers_as_the_per_record_path(
     assert any(headers is None for *_, headers in compiled) and any(headers for *_, headers in compiled)
 
 
-def test_a_segment_with_a_session_aggregation_leaves_batches_with_headers_to_the_per_record_path(
-    validations: list[int],
-) -> None:
+def sessions() -> Any:
+    """A session count per key (records of a key 7 ms apart, a 10 ms gap: every record merges the
+    key's session, so each update comes with tombstones), its updates to "out"."""
     builder = StreamsBuilder()
     builder.stream("in", Consumed.with_(STRING, JSON)).group_by_key().windowed_by(
         SessionWindows.of_inactivity_gap_with_no_grace(10)
-    ).count(Materialized.as_("sessions"))
-    driver = TopologyTestDriver(builder.build(), {"default.key.serde": "string"})
-    try:
-        topic = driver.create_input_topic("in", STRING, JSON)
-        topic.pipe_input("k", {"user": "u"}, 1, [("trace", b"t")])
-        assert validations == []
-        topic.pipe_input("k", {"user": "u"}, 2)
-        assert validations == [1]
-    finally:
-        driver.close()
+    ).count(Materialized.as_("sessions")).to_stream().to(
+        "out", Produced.with_(WindowedSerdes.session_windowed_serde_from(STRING), LONG_SERDE)
+    )
+    return builder.build()
+
+
+@pytest.mark.parametrize("cache_off", [False, True], ids=["cache", "no-cache"])
+def test_a_session_count_runs_batches_with_headers_as_the_per_record_path(
+    cache_off: bool, validations: list[int]
+) -> None:
+    def driven(config: dict[str, Any]) -> list[tuple[Any, ...]]:
+        driver = TopologyTestDriver(sessions(), {"default.key.serde": "string", **config})
+        try:
+            topic = driver.create_input_topic("in", STRING, JSON)
+            for key, doc, ts, headers in inputs(40):
+                topic.pipe_input(key, doc, ts, headers)
+            serde = WindowedSerdes.session_windowed_serde_from(STRING)
+            out = driver.create_output_topic("out", serde, LONG_SERDE).read_records_to_list()
+            return [(r.key.key, r.key.start, r.key.end, r.value, r.timestamp, r.headers) for r in out]
+        finally:
+            driver.close()
+
+    cache = CACHE_OFF if cache_off else {}
+    compiled = driven(cache)
+    assert len(validations) == 40  # every record went through the compiled segment
+    assert compiled == driven({**cache, **PER_RECORD})
+    assert len(validations) == 40
+    # each update (and each tombstone of a session it merged) carries its record's headers
+    by_end = {(key, ts): headers for key, _, ts, headers in inputs(40)}
+    updates = [row for row in compiled if row[3] is not None]
+    assert [row[5] for row in updates] == [by_end[(row[0], row[2])] for row in updates]
+    assert any(row[3] is None and row[5] for row in compiled)  # tombstones with headers
+    assert any(row[5] is None for row in compiled) and any(row[5] for row in compiled)
 
 
 @pytest.mark.parametrize("cache_off", [False, True], ids=["cache", "no-cache"])
@@ -280,6 +302,97 @@ def test_kafka_streams_sends_aggregate_updates_with_their_writers_headers(
         # of the record that made its count: a note kept for a key whose last record had none
         # would show here.
         assert [headers for *_, headers in written] == [made[(k, n)] for k, n, _ in written]
+        assert any(headers is None for *_, headers in written)
+        assert sum(1 for *_, headers in written if headers) > len(written) // 2
+
+
+@pytest.mark.parametrize("paired", [False, True], ids=["distinct", "paired"])
+@pytest.mark.parametrize("cache_off", [False, True], ids=["cache", "no-cache"])
+def test_kafka_streams_sends_session_updates_with_their_writers_headers(
+    cache_off: bool, paired: bool, tmp_path: Any, validations: list[int]
+) -> None:
+    from kstreams.cluster import EmbeddedCluster
+
+    data = inputs(3000)
+    if paired:  # each key's records two by two at the same timestamp: one rewrites the other's session
+        data = [(k, doc, 1_000 + (i // 14) * 7 + i % 7, h) for i, (k, doc, _, h) in enumerate(data)]
+    nth: dict[tuple[str, int], Any] = {}  # (key, n) -> headers of the key's n-th record
+    records_of: dict[str, int] = {}
+    for key, _, _, headers in data:
+        records_of[key] = records_of.get(key, 0) + 1
+        nth[(key, records_of[key])] = headers
+    # Sessions a record merges away (Kafka's rule): its key's session, unless the merged session
+    # is the record's own [ts, ts].
+    starts: dict[str, int] = {}
+    merged_away = 0
+    for key, _, ts, _ in data:
+        merged_away += key in starts and starts[key] != ts
+        starts.setdefault(key, ts)
+    serde = WindowedSerdes.session_windowed_serde_from(STRING)
+    for compiled in (True, False):
+        cluster = EmbeddedCluster()
+        try:
+            for topic in ("in", "out"):
+                cluster.create_topic(topic, 2)
+            _produce(cluster, data)
+            streams = KafkaStreams(
+                sessions(),
+                {
+                    "application.id": f"session-headers-{cache_off}-{paired}-{compiled}",
+                    "state.dir": str(tmp_path / f"{compiled}"),
+                    "default.key.serde": "string",
+                    "commit.interval.ms": 100,
+                    **(CACHE_OFF if cache_off else {}),
+                    **({} if compiled else PER_RECORD),
+                },
+                cluster=cluster,
+            )
+
+            def outputs(c: Any = cluster) -> list[tuple[Any, int | None, Any]]:
+                return [
+                    (
+                        serde.deserializer().deserialize("out", r.key),
+                        LONG_SERDE.deserializer().deserialize("out", r.value),
+                        r.headers,
+                    )
+                    for r in c.read("out")
+                ]
+
+            streams.start()
+            try:
+                wait_until(
+                    lambda: {(w.key, n) for w, n, _ in outputs()} >= set(records_of.items()),
+                    what="every key's whole session",
+                )
+            finally:
+                streams.close(timeout=30)
+            written = outputs()
+        finally:
+            cluster.close()
+        if compiled:
+            assert sum(validations) >= len(data)  # the batches ran compiled
+            validations.clear()
+        else:
+            assert validations == []
+        if cache_off:  # every record's update, and a tombstone for every session it merged away
+            assert len(written) == len(data) + merged_away
+        # An update of count n carries the headers of its key's n-th record (with a cache: the
+        # entry's last writer). A tombstone carries those of the record that removed the session:
+        # without a cache, the record whose update comes next for the key; with one, the
+        # entry's last writer, the key's first record past the session's end.
+        by_key: dict[str, list[tuple[Any, int | None, Any]]] = {}
+        for row in written:
+            by_key.setdefault(row[0].key, []).append(row)
+        for key, rows in by_key.items():
+            for i, (window, count, headers) in enumerate(rows):
+                if count is not None:
+                    assert headers == nth[(key, count)], (window, count)
+                elif cache_off:
+                    assert headers == rows[i + 1][2], (window, count)
+                else:
+                    past = next(h for k, _, ts, h in data if k == key and ts > window.end)
+                    assert headers == past, (window, count)
+        assert any(count is None and headers for _, count, headers in written) or not cache_off
         assert any(headers is None for *_, headers in written)
         assert sum(1 for *_, headers in written if headers) > len(written) // 2
 
