@@ -31,7 +31,10 @@ logger = logging.getLogger(__name__)
 
 # Buffered writes beyond this many are written early (bounds memory and the cost of a flush).
 _MAX_PENDING = 10_000
-# Entries read per iterator before it is dropped and the scan re-seeks.
+# Entries read per iterator before it is dropped and the scan re-seeks: a scan's first iterator
+# reads few (most scans are of one key's windows or sessions, a handful of entries; reading past
+# the range's end is wasted), each next one four times as many, up to the most.
+_FIRST_SCAN_CHUNK = 16
 _SCAN_CHUNK = 512
 
 
@@ -148,12 +151,13 @@ class RocksDBDatabase(BufferedDatabase):
     ) -> Iterator[tuple[bytes, bytes]]:
         position = hi if reverse else lo
         skip: bytes | None = None
+        size = _FIRST_SCAN_CHUNK
         while True:
             db = self._db
             if db is None:
                 return
             items = db.items(backwards=reverse, from_key=position)
-            chunk: list[tuple[bytes, bytes]] = list(itertools.islice(items, _SCAN_CHUNK))  # type: ignore[arg-type]
+            chunk: list[tuple[bytes, bytes]] = list(itertools.islice(items, size))  # type: ignore[arg-type]
             del items  # the iterator pins the database: drop it before yielding to the caller
             for key, value in chunk:
                 if reverse:
@@ -164,8 +168,9 @@ class RocksDBDatabase(BufferedDatabase):
                 elif hi is not None and key > hi:
                     return
                 yield key, value
-            if len(chunk) < _SCAN_CHUNK:
+            if len(chunk) < size:
                 return
+            size = min(size * 4, _SCAN_CHUNK)
             last = chunk[-1][0]
             if reverse:
                 # A backward seek lands on ``last`` itself (seek_for_prev): skip it once.
