@@ -71,32 +71,38 @@ class _ChangeLogging(StoreLayer):
         super().__init__(wrapped)
         # Bound once: logging runs for every write.
         self._store_name = wrapped.name
+        # A task's sender bound to the changelog partition (None in other contexts).
+        self._sender: ChangelogSender | None = None
         # (key, value, timestamp) -> the change sent to the store's changelog
         self._send_change: Callable[[bytes, bytes | None, int], None] = self._not_initialized
         # (key, value) -> the change sent with the current record's timestamp
-        self._log_current: ChangelogSender | Callable[[bytes, bytes | None], None] = self._not_initialized_log
+        self._log_current: Callable[[bytes, bytes | None], None] = self._not_initialized_log
         self._log_changes: Callable[[str, RecordBatch], None] = self._not_initialized_batch
-        self._current_timestamp: Callable[[], int] = lambda: 0
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         # A task's context hands out a sender bound to the changelog partition: no lookups per write.
         change_logger = getattr(context, "change_logger", None)
         if change_logger is not None:
-            sender = change_logger(self._store_name)
-            self._send_change = self._log_current = sender
+            sender = self._sender = change_logger(self._store_name)
+            self._send_change, self._log_current = sender, sender.log
         else:
+            self._sender = None
             log_change, name = context.log_change, self._store_name
             current_timestamp = context.current_timestamp
             self._send_change = lambda key, value, timestamp: log_change(name, key, value, timestamp)
             self._log_current = lambda key, value: log_change(name, key, value, current_timestamp())
         self._log_changes = context.log_changes
-        self._current_timestamp = context.current_timestamp
         self.wrapped.init(context, root)
 
     def _log(self, key: bytes, value: bytes | None, timestamp: int | None) -> None:
         if timestamp is None:
-            timestamp = self._current_timestamp()
-        self._send_change(key, value, timestamp)
+            self._log_current(key, value)
+        else:
+            self._send_change(key, value, timestamp)
+
+    def _logged_put(self) -> LoggedPut:
+        """This layer's logged put over the store below: the sender's in C where there is one."""
+        return LoggedPut(self.wrapped, self._sender or self._log_current)
 
     def _not_initialized(self, key: bytes, value: bytes | None, timestamp: int) -> None:
         raise ProcessorStateException(
@@ -119,11 +125,11 @@ class ChangeLoggingKeyValueStore(_ChangeLogging, KeyValueStore[bytes, bytes]):
 
     def __init__(self, wrapped: KeyValueStore[bytes, bytes]) -> None:
         super().__init__(wrapped)
-        self.logged_put = LoggedPut(wrapped, self._log_current)
+        self.logged_put = self._logged_put()
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         super().init(context, root)
-        self.logged_put = LoggedPut(self.wrapped, self._log_current)
+        self.logged_put = self._logged_put()
 
     def put_timestamped(self, key: bytes, value: bytes | None, timestamp: int | None) -> None:
         """Put, logging the change with an explicit timestamp (a cache flushing an entry)."""
@@ -192,9 +198,9 @@ class ChangeLoggingWindowStore(_ChangeLogging, WindowLayer, WindowStore[bytes, b
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         super().init(context, root)
         points = getattr(self.wrapped, "points", None)
-        sender = self._log_current
-        if isinstance(points, UniqueWindowPoints) and isinstance(sender, ChangelogSender):
-            self.logged_points = LoggedWindowPoints(points, sender)
+        self.logged_points = None
+        if isinstance(points, UniqueWindowPoints) and self._sender is not None:
+            self.logged_points = LoggedWindowPoints(points, self._sender)
 
     def put(self, key: bytes, value: bytes | None, window_start: int) -> None:
         points = self.logged_points

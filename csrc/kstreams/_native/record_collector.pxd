@@ -63,4 +63,6 @@ cdef class RecordCollector:
                        Py_ssize_t suppressed0, Py_ssize_t sent) noexcept nogil
     cdef int c_send(self, str topic, int32_t partition, const char* key, Py_ssize_t klen,
                     const char* value, Py_ssize_t vlen, int64_t ts, object headers) except -1
+    cdef int c_send_bytes(self, str topic, int32_t partition, object key, object value,
+                          int64_t ts, object headers) except -1
     cdef int c_send_batch(self, str topic, int32_t partition, RecordBatch batch) except -1

@@ -399,6 +399,11 @@ cdef class RecordCollector:
     def send(self, str topic not None, int32_t partition, key, value, int64_t timestamp,
              headers=None):
         """Buffer one record for (topic, partition)."""
+        self.c_send_bytes(topic, partition, key, value, timestamp, headers)
+
+    cdef int c_send_bytes(self, str topic, int32_t partition, object key, object value,
+                          int64_t ts, object headers) except -1:
+        """``c_send`` of a key and a value that are bytes or None."""
         cdef const char* kp = NULL
         cdef const char* vp = NULL
         cdef Py_ssize_t kl = -1, vl = -1
@@ -408,7 +413,7 @@ cdef class RecordCollector:
         if value is not None:
             vp = PyBytes_AS_STRING(<bytes?>value)
             vl = PyBytes_GET_SIZE(value)
-        self.c_send(topic, partition, kp, kl, vp, vl, timestamp, headers)
+        return self.c_send(topic, partition, kp, kl, vp, vl, ts, headers)
 
     def send_batch(self, str topic not None, int32_t partition, RecordBatch batch not None):
         """Append a whole batch to one partition's buffer (suppressed per key if a changelog)."""

@@ -35,7 +35,7 @@ from cpython.pythread cimport (
     PyThread_type_lock,
 )
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize, PyUnicode_AsUTF8String
-from libc.stdint cimport int64_t, uint8_t, uint64_t
+from libc.stdint cimport int64_t
 from libc.string cimport memcpy
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 
@@ -45,7 +45,7 @@ cdef extern from "pythread.h":
 
 from kstreams._native.per_record cimport AggregateAccess, AggregateStep, ContextRouting, RecordPosition
 from kstreams._native.record_cache cimport RecordCache, ks_EntryRef
-from kstreams._native.store_core cimport LoggedPut, LoggedWindowPoints, window_key
+from kstreams._native.store_core cimport LoggedPut, LoggedWindowPoints, read_be64, window_key, write_be64
 from kstreams._native.value_and_timestamp cimport ValueAndTimestamp
 
 # The longest cache key an aggregation step builds on the stack (a window's: key and start).
@@ -53,23 +53,6 @@ cdef enum:
     _KEY_BUFFER = 256
 
 __all__ = ["CachedKeyValueAccess", "CachedWindowAccess", "StoreLock"]
-
-
-cdef inline int64_t _read_be64(const char* p) noexcept nogil:
-    cdef const uint8_t* b = <const uint8_t*>p
-    cdef uint64_t v = 0
-    cdef int i
-    for i in range(8):
-        v = (v << 8) | b[i]
-    return <int64_t>v
-
-
-cdef inline void _write_be64(char* p, int64_t value) noexcept nogil:
-    cdef uint64_t v = <uint64_t>value
-    cdef int i
-    for i in range(7, -1, -1):
-        p[i] = <char>(v & 0xFF)
-        v >>= 8
 
 
 cdef inline double _monotonic() noexcept:
@@ -285,11 +268,11 @@ cdef class _CachedAccess(AggregateAccess):
             return None
         if self._stamped_longs and PyBytes_GET_SIZE(data) == 16:
             made = ValueAndTimestamp.__new__(ValueAndTimestamp)
-            made.timestamp = _read_be64(PyBytes_AS_STRING(data))
-            made.value = _read_be64(PyBytes_AS_STRING(data) + 8)
+            made.timestamp = read_be64(PyBytes_AS_STRING(data))
+            made.value = read_be64(PyBytes_AS_STRING(data) + 8)
             return made
         if self._plain_longs and PyBytes_GET_SIZE(data) == 8:
-            return _read_be64(PyBytes_AS_STRING(data))
+            return read_be64(PyBytes_AS_STRING(data))
         return self._store._value(data)
 
     cdef object _encode(self, object value):
@@ -301,7 +284,7 @@ cdef class _CachedAccess(AggregateAccess):
             number = PyLong_AsLongLongAndOverflow(value, &overflow)
             if not overflow:
                 data = PyBytes_FromStringAndSize(NULL, 8)
-                _write_be64(PyBytes_AS_STRING(data), number)
+                write_be64(PyBytes_AS_STRING(data), number)
                 return data
         data = self._stamped_long(value) if self._stamped_longs else None
         return self._store._value_bytes(value) if data is None else data
@@ -322,8 +305,8 @@ cdef class _CachedAccess(AggregateAccess):
             return None
         data = PyBytes_FromStringAndSize(NULL, 16)
         cdef char* p = PyBytes_AS_STRING(data)
-        _write_be64(p, timestamp)
-        _write_be64(p + 8, number)
+        write_be64(p, timestamp)
+        write_be64(p + 8, number)
         return data
 
     cdef tuple _updated(self, object key, object value, int64_t timestamp, object apply, object stored):
@@ -362,18 +345,18 @@ cdef class _CachedAccess(AggregateAccess):
         new aggregate is an int64 too its stored bytes replace those in ``fixed``, ``encoded`` is
         set, no ValueAndTimestamp is made and the result is ``_update``'s own: ``(new, old, new
         timestamp)``, or None without ``result``."""
-        cdef int64_t stamp = _read_be64(fixed)
+        cdef int64_t stamp = read_be64(fixed)
         if timestamp > stamp:
             stamp = timestamp
-        old = _read_be64(fixed + 8)
+        old = read_be64(fixed + 8)
         new = _call(apply, key, value, old)
         cdef int overflow = 0
         cdef long long number
         if type(new) is int:
             number = PyLong_AsLongLongAndOverflow(new, &overflow)
             if not overflow:
-                _write_be64(fixed, stamp)
-                _write_be64(fixed + 8, number)
+                write_be64(fixed, stamp)
+                write_be64(fixed + 8, number)
                 encoded[0] = True
                 return (new, old, stamp) if result else None
         return _applied(new, old, stamp)
@@ -637,7 +620,7 @@ cdef class CachedWindowAccess(_CachedAccess):
         if size + 8 > _KEY_BUFFER:
             return -1
         memcpy(buffer, key, size)
-        _write_be64(buffer + size, window_start)
+        write_be64(buffer + size, window_start)
         out[0] = buffer
         return size + 8
 

@@ -2,7 +2,7 @@
 """C-level layout of the store layers' per-record core (see store_core.pyx), for the accessors
 that write through it."""
 
-from libc.stdint cimport int32_t, int64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 
 from kstreams._native.record_collector cimport RecordCollector
 
@@ -71,3 +71,22 @@ cdef class LoggedWindowPoints:
 
 
 cdef bytes window_key(bytes key, int64_t start)
+
+
+cdef inline int64_t read_be64(const char* p) noexcept nogil:
+    """The signed 8-byte big-endian integer at ``p`` (the long serde's, a window start's)."""
+    cdef const uint8_t* b = <const uint8_t*>p
+    cdef uint64_t v = 0
+    cdef int i
+    for i in range(8):
+        v = (v << 8) | b[i]
+    return <int64_t>v
+
+
+cdef inline void write_be64(char* p, int64_t value) noexcept nogil:
+    """Write ``value`` at ``p`` as 8 big-endian bytes."""
+    cdef uint64_t v = <uint64_t>value
+    cdef int i
+    for i in range(7, -1, -1):
+        p[i] = <char>(v & 0xFF)
+        v >>= 8

@@ -28,7 +28,7 @@ The Python classes that derive from these (``RocksDBDatabase``, ``RocksDBKeyValu
 import logging
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.stdint cimport int32_t, int64_t
 from libc.string cimport memcpy
 
 from kstreams._native.per_record cimport ContextRouting, RecordPosition
@@ -78,16 +78,7 @@ cdef class ChangelogSender:
         self._log(key, value)
 
     cdef int _send(self, object key, object value, int64_t timestamp) except -1:
-        cdef const char* kp = NULL
-        cdef const char* vp = NULL
-        cdef Py_ssize_t kl = -1, vl = -1
-        if key is not None:
-            kp = PyBytes_AS_STRING(<bytes?>key)
-            kl = PyBytes_GET_SIZE(key)
-        if value is not None:
-            vp = PyBytes_AS_STRING(<bytes?>value)
-            vl = PyBytes_GET_SIZE(value)
-        return self._collector.c_send(self._topic, self._partition, kp, kl, vp, vl, timestamp, None)
+        return self._collector.c_send_bytes(self._topic, self._partition, key, value, timestamp, None)
 
     cdef int _log(self, object key, object value) except -1:
         context = self._context
@@ -317,21 +308,13 @@ cdef class LoggedWindowPoints:
         return self._points._fetch(key, start)
 
 
-cdef inline void _write_be64(char* p, int64_t value) noexcept nogil:
-    cdef uint64_t v = <uint64_t>value
-    cdef int i
-    for i in range(7, -1, -1):
-        p[i] = <char>(v & 0xFF)
-        v >>= 8
-
-
 cdef bytes window_key(bytes key, int64_t start):
     """``key`` followed by the 8-byte big-endian window start (``window_key_schema.window_key``)."""
     cdef Py_ssize_t n = PyBytes_GET_SIZE(key)
     cdef bytes out = PyBytes_FromStringAndSize(NULL, n + 8)
     cdef char* p = PyBytes_AS_STRING(out)
     memcpy(p, PyBytes_AS_STRING(key), n)
-    _write_be64(p + n, start)
+    write_be64(p + n, start)
     return out
 
 
@@ -342,6 +325,6 @@ cdef bytes _changelog_key(bytes key, int64_t start):
     cdef bytes out = PyBytes_FromStringAndSize(NULL, n + 12)
     cdef char* p = PyBytes_AS_STRING(out)
     memcpy(p, PyBytes_AS_STRING(key), n)
-    _write_be64(p + n, start)
+    write_be64(p + n, start)
     p[n + 8] = p[n + 9] = p[n + 10] = p[n + 11] = 0
     return out

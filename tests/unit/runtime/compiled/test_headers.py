@@ -244,8 +244,6 @@ def test_a_session_count_runs_batches_with_headers_as_the_per_record_path(
 def test_kafka_streams_sends_aggregate_updates_with_their_writers_headers(
     style: str, cache_off: bool, tmp_path: Any, validations: list[int]
 ) -> None:
-    from kstreams.cluster import EmbeddedCluster
-
     make = aggregations(style, windows_out=not cache_off)
     data = inputs(3000)
     made = {
@@ -254,43 +252,21 @@ def test_kafka_streams_sends_aggregate_updates_with_their_writers_headers(
     finals: dict[str, int] = {}
     for slot, n in made:
         finals[slot] = max(n, finals.get(slot, 0))
+
+    def outputs(cluster: Any) -> list[tuple[str, int, Any]]:
+        return [
+            (r.key.decode(), LONG_SERDE.deserializer().deserialize("", r.value), r.headers)
+            for name in ("out", "out-windowed")
+            for r in cluster.read(name)
+        ]
+
+    def done(written: list[tuple[str, int, Any]]) -> bool:
+        return {(k, n) for k, n, _ in written} >= set(finals.items())
+
     for compiled in (True, False):
-        cluster = EmbeddedCluster()
-        try:
-            for topic in ("in", "out", "out-windowed"):
-                cluster.create_topic(topic, 2)
-            _produce(cluster, data)
-            streams = KafkaStreams(
-                make(),
-                {
-                    "application.id": f"agg-headers-{style}-{cache_off}-{compiled}",
-                    "state.dir": str(tmp_path / f"{compiled}"),
-                    "default.key.serde": "string",
-                    "commit.interval.ms": 100,
-                    **(CACHE_OFF if cache_off else {}),
-                    **({} if compiled else PER_RECORD),
-                },
-                cluster=cluster,
-            )
-
-            def outputs(c: Any = cluster) -> list[tuple[str, int, Any]]:
-                return [
-                    (r.key.decode(), LONG_SERDE.deserializer().deserialize("", r.value), r.headers)
-                    for name in ("out", "out-windowed")
-                    for r in c.read(name)
-                ]
-
-            streams.start()
-            try:
-                wait_until(
-                    lambda: {(k, n) for k, n, _ in outputs()} >= set(finals.items()),
-                    what="every final count",
-                )
-            finally:
-                streams.close(timeout=30)
-            written = outputs()
-        finally:
-            cluster.close()
+        app_id = f"agg-headers-{style}-{cache_off}-{compiled}"
+        config = {**(CACHE_OFF if cache_off else {}), **({} if compiled else PER_RECORD)}
+        written = _streamed(make(), data, app_id, config, tmp_path / f"{compiled}", outputs, done)
         if compiled:
             assert sum(validations) >= len(data)  # the batches ran compiled
             validations.clear()
@@ -311,8 +287,6 @@ def test_kafka_streams_sends_aggregate_updates_with_their_writers_headers(
 def test_kafka_streams_sends_session_updates_with_their_writers_headers(
     cache_off: bool, paired: bool, tmp_path: Any, validations: list[int]
 ) -> None:
-    from kstreams.cluster import EmbeddedCluster
-
     data = inputs(3000)
     if paired:  # each key's records two by two at the same timestamp: one rewrites the other's session
         data = [(k, doc, 1_000 + (i // 14) * 7 + i % 7, h) for i, (k, doc, _, h) in enumerate(data)]
@@ -329,46 +303,24 @@ def test_kafka_streams_sends_session_updates_with_their_writers_headers(
         merged_away += key in starts and starts[key] != ts
         starts.setdefault(key, ts)
     serde = WindowedSerdes.session_windowed_serde_from(STRING)
+
+    def outputs(cluster: Any) -> list[tuple[Any, int | None, Any]]:
+        deserialize_key, deserialize_value = (
+            serde.deserializer().deserialize,
+            LONG_SERDE.deserializer().deserialize,
+        )
+        return [
+            (deserialize_key("out", r.key), deserialize_value("out", r.value), r.headers)
+            for r in cluster.read("out")
+        ]
+
+    def done(written: list[tuple[Any, int | None, Any]]) -> bool:
+        return {(w.key, n) for w, n, _ in written} >= set(records_of.items())
+
     for compiled in (True, False):
-        cluster = EmbeddedCluster()
-        try:
-            for topic in ("in", "out"):
-                cluster.create_topic(topic, 2)
-            _produce(cluster, data)
-            streams = KafkaStreams(
-                sessions(),
-                {
-                    "application.id": f"session-headers-{cache_off}-{paired}-{compiled}",
-                    "state.dir": str(tmp_path / f"{compiled}"),
-                    "default.key.serde": "string",
-                    "commit.interval.ms": 100,
-                    **(CACHE_OFF if cache_off else {}),
-                    **({} if compiled else PER_RECORD),
-                },
-                cluster=cluster,
-            )
-
-            def outputs(c: Any = cluster) -> list[tuple[Any, int | None, Any]]:
-                return [
-                    (
-                        serde.deserializer().deserialize("out", r.key),
-                        LONG_SERDE.deserializer().deserialize("out", r.value),
-                        r.headers,
-                    )
-                    for r in c.read("out")
-                ]
-
-            streams.start()
-            try:
-                wait_until(
-                    lambda: {(w.key, n) for w, n, _ in outputs()} >= set(records_of.items()),
-                    what="every key's whole session",
-                )
-            finally:
-                streams.close(timeout=30)
-            written = outputs()
-        finally:
-            cluster.close()
+        app_id = f"session-headers-{cache_off}-{paired}-{compiled}"
+        config = {**(CACHE_OFF if cache_off else {}), **({} if compiled else PER_RECORD)}
+        written = _streamed(sessions(), data, app_id, config, tmp_path / f"{compiled}", outputs, done)
         if compiled:
             assert sum(validations) >= len(data)  # the batches ran compiled
             validations.clear()
@@ -395,6 +347,45 @@ def test_kafka_streams_sends_session_updates_with_their_writers_headers(
         assert any(count is None and headers for _, count, headers in written) or not cache_off
         assert any(headers is None for *_, headers in written)
         assert sum(1 for *_, headers in written if headers) > len(written) // 2
+
+
+def _streamed(
+    topology: Any,
+    data: list[tuple[str, Any, int, Any]],
+    app_id: str,
+    config: dict[str, Any],
+    state_dir: Any,
+    outputs: Callable[[Any], list[Any]],
+    done: Callable[[list[Any]], bool],
+) -> list[Any]:
+    """Run ``topology`` with KafkaStreams over ``data`` in "in" (2 partitions) on an embedded
+    cluster until ``done(outputs(cluster))``; what ``outputs`` read then."""
+    from kstreams.cluster import EmbeddedCluster
+
+    cluster = EmbeddedCluster()
+    try:
+        for topic in ("in", "out", "out-windowed"):
+            cluster.create_topic(topic, 2)
+        _produce(cluster, data)
+        streams = KafkaStreams(
+            topology,
+            {
+                "application.id": app_id,
+                "state.dir": str(state_dir),
+                "default.key.serde": "string",
+                "commit.interval.ms": 100,
+                **config,
+            },
+            cluster=cluster,
+        )
+        streams.start()
+        try:
+            wait_until(lambda: done(outputs(cluster)), what="every expected output")
+        finally:
+            streams.close(timeout=30)
+        return outputs(cluster)
+    finally:
+        cluster.close()
 
 
 def _produce(cluster: Any, data: list[tuple[str, Any, int, Any]]) -> None:
