@@ -50,13 +50,20 @@ class RecordCache:
     def flush(self, namespace: str | None = None) -> None:
         """Flush one namespace, or every namespace (in name order) when None."""
     def dirty_count(self, namespace: str | None = None) -> int: ...
-    def keys(self, namespace: str) -> list[bytes]:
-        """Keys of a namespace in ascending byte order (for range queries merged with the store)."""
+    def keys(self, namespace: str, lo: bytes | None = None, hi: bytes | None = None) -> list[bytes]:
+        """Keys with lo <= key <= hi (None: unbounded) in ascending byte order, without touching
+        them (for range queries merged with the store)."""
     def range_items(
-        self, namespace: str, lo: bytes | None, hi: bytes | None
+        self, namespace: str, lo: bytes | None, hi: bytes | None, key_size: int = -1, touch: bool = True
     ) -> list[tuple[bytes, bytes | None]]:
         """(key, value or None for a tombstone) of the entries with lo <= key <= hi (None: unbounded),
-        ascending; each counts as a hit and becomes most recently used in that order, as get() would."""
+        ascending; with key_size >= 0 only those of keys that long. With touch, each entry returned
+        counts as a hit and becomes most recently used in key order, as get() would."""
+    def touch_range(self, namespace: str, lo: bytes, hi: bytes, key_size: int = -1) -> None:
+        """What range_items(namespace, lo, hi, key_size) does to the cache (hits, recency), without
+        copying the entries out."""
+    def prefix_items(self, namespace: str, prefix: bytes) -> list[tuple[bytes, bytes | None]]:
+        """As range_items, for the entries whose key begins with ``prefix``."""
     def lru_keys(self, namespace: str) -> list[bytes]:
         """Keys from least to most recently used (the eviction order)."""
     def move_namespace(self, namespace: str, other: RecordCache) -> None:

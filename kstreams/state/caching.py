@@ -202,11 +202,12 @@ class _Caching(StoreLayer):
             self.wrapped.close()
 
     def _cached_between(
-        self, cache: Any, lo: bytes | None, hi: bytes | None
+        self, cache: Any, lo: bytes | None, hi: bytes | None, key_size: int = -1
     ) -> list[tuple[bytes, bytes | None]]:
-        """A snapshot of the cached (key, value-or-tombstone) pairs with lo <= key <= hi, ascending
-        (each read counts as a hit and becomes most recently used, as a get would)."""
-        return cache.range_items(self._namespace, lo, hi)  # type: ignore[no-any-return]
+        """A snapshot of the cached (key, value-or-tombstone) pairs with lo <= key <= hi, ascending,
+        of keys ``key_size`` long only when it is given (every entry in the range counts as a hit
+        and becomes most recently used, as a get would)."""
+        return cache.range_items(self._namespace, lo, hi, key_size)  # type: ignore[no-any-return]
 
 
 def _merge(
@@ -322,8 +323,7 @@ class CachingKeyValueStore(_Caching, KeyValueStore[bytes, bytes]):
         cache = self.current_cache()
         if cache is None:
             return stored
-        cached = [entry for entry in self._cached_between(cache, prefix, None) if entry[0].startswith(prefix)]
-        return _merge(cached, stored, reverse=False)
+        return _merge(cache.prefix_items(self._namespace, prefix), stored, reverse=False)
 
     def approximate_num_entries(self) -> int:
         return self.wrapped.approximate_num_entries()
@@ -377,14 +377,10 @@ class CachingWindowStore(_Caching, WindowLayer, WindowStore[bytes, bytes]):
         time_from = max(time_from, 0)
         if cache is None or time_from > time_to:
             return stored
-        expected = len(key) + TIMESTAMP_SIZE
-        cached = [
-            (cache_key, value)
-            for cache_key, value in self._cached_between(
-                cache, window_key(key, time_from), window_key(key, time_to)
-            )
-            if len(cache_key) == expected  # a longer key with the same leading bytes is another key
-        ]
+        # A longer key with the same leading bytes is another key: only this key's length counts.
+        cached = self._cached_between(
+            cache, window_key(key, time_from), window_key(key, time_to), len(key) + TIMESTAMP_SIZE
+        )
         stored_keyed = ((window_key(key, start), value) for start, value in stored)
         return (
             (key_and_start(cache_key)[1], value)
@@ -465,11 +461,11 @@ class CachingSessionStore(_Caching, SessionLayer, SessionStore[bytes, bytes]):
         # Session times are never negative; a negative bound would sort above the positive ones.
         lo = session_key(key, 0, max(earliest_session_end, 0))
         hi = session_key(key, MAX_LONG, MAX_LONG)
-        expected = len(key) + SESSION_SUFFIX
+        # A longer key with the same leading bytes is another key: only this key's length counts.
         cached = [
             (cache_key, value)
-            for cache_key, value in self._cached_between(cache, lo, hi)
-            if len(cache_key) == expected and from_session_key(cache_key)[1] <= latest_session_start
+            for cache_key, value in self._cached_between(cache, lo, hi, len(key) + SESSION_SUFFIX)
+            if from_session_key(cache_key)[1] <= latest_session_start
         ]
         stored_keyed = ((session_key(s.key, s.start, s.end), value) for s, value in stored)
         return (

@@ -17,6 +17,8 @@ from libcpp.vector cimport vector
 
 cdef extern from * nogil:
     """
+    #include <map>
+    #include <memory>
     #include <string>
     #include <string_view>
     #include <unordered_map>
@@ -41,7 +43,23 @@ cdef extern from * nogil:
        table of (hash, entry) slots, at most 3/4 full. A lookup usually reads one slot and the
        entry's key; std::unordered_map read a bucket, the node before the key's, its node and the
        key, and divided by a prime for every node it passed (a quarter of a cached aggregation's
-       time went there). The keys are the entries' own `key`s: an entry never moves. */
+       time went there). The keys are the entries' own `key`s: an entry never moves.
+
+       Range and prefix reads need key order, which a hash table lacks; scanning every entry for
+       them made a session store's reads cost time proportional to the cache (a session lookup per
+       record: 1.7 ms a record with a 10 MB cache). So the index also keeps trees in key order,
+       each built at the namespace's first read that needs it and kept from then on: a store read
+       only by key (counts, sums) never pays for one. Byte order serves key-value ranges and
+       prefixes. Window and session stores read one key's entries (the key, then fixed-size time
+       suffixes), and in byte order the entries of longer keys that begin with the same bytes lie
+       among them ("user-1"'s range holds every "user-10".."user-19"'s); ordered by size first,
+       one key's entries are contiguous. */
+    struct ks_SizeThenBytes {
+        bool operator()(std::string_view a, std::string_view b) const {
+            return a.size() != b.size() ? a.size() < b.size() : a < b;
+        }
+    };
+
     struct ks_IndexSlot {
         size_t hash;
         ks_CacheEntry* entry;
@@ -65,6 +83,39 @@ cdef extern from * nogil:
             if ((size_ + 1) * 4 > slots_.size() * 3) grow();
             place(std::hash<std::string_view>{}(std::string_view(e->key)), e);
             ++size_;
+            const std::string_view key(e->key);
+            if (bytes_) bytes_->emplace(key, e);
+            if (sized_) sized_->emplace(key, e);
+        }
+
+        /* Append the entries with lo <= key <= hi (a null bound: unbounded) in ascending byte order
+           (std::string_view compares as memcmp does); with key_size >= 0, only keys that long. */
+        void range(const std::string* lo, const std::string* hi, long key_size,
+                   std::vector<ks_CacheEntry*>& out) {
+            if (lo && hi && *hi < *lo) return;
+            if (key_size >= 0 && lo && hi && lo->size() == (size_t)key_size &&
+                hi->size() == (size_t)key_size) {
+                /* both bounds that long: the keys between them in size order are exactly those */
+                const SizedOrder& order = built(sized_);
+                auto end = order.upper_bound(std::string_view(*hi));
+                for (auto it = order.lower_bound(std::string_view(*lo)); it != end; ++it)
+                    out.push_back(it->second);
+                return;
+            }
+            const BytesOrder& order = built(bytes_);
+            auto it = lo ? order.lower_bound(std::string_view(*lo)) : order.begin();
+            auto end = hi ? order.upper_bound(std::string_view(*hi)) : order.end();
+            for (; it != end; ++it)
+                if (key_size < 0 || it->first.size() == (size_t)key_size) out.push_back(it->second);
+        }
+
+        /* Append the entries whose key begins with `prefix`, in ascending byte order. */
+        void prefixed(std::string_view prefix, std::vector<ks_CacheEntry*>& out) {
+            const BytesOrder& order = built(bytes_);
+            for (auto it = order.lower_bound(prefix); it != order.end(); ++it) {
+                if (it->first.substr(0, prefix.size()) != prefix) break;
+                out.push_back(it->second);
+            }
         }
 
         /* Drop the entry indexed under `key`, if any. The slots after it move back into the gap
@@ -89,11 +140,27 @@ cdef extern from * nogil:
             }
             slots_[i] = ks_IndexSlot{0, nullptr};
             --size_;
+            if (bytes_) bytes_->erase(key);
+            if (sized_) sized_->erase(key);
         }
 
         size_t size() const { return size_; }
 
       private:
+        using BytesOrder = std::map<std::string_view, ks_CacheEntry*>;
+        using SizedOrder = std::map<std::string_view, ks_CacheEntry*, ks_SizeThenBytes>;
+
+        /* The tree, built from the hash table if this is its first use. */
+        template <class Tree>
+        const Tree& built(std::unique_ptr<Tree>& tree) {
+            if (!tree) {
+                tree = std::make_unique<Tree>();
+                for (const ks_IndexSlot& s : slots_)
+                    if (s.entry != nullptr) tree->emplace(std::string_view(s.entry->key), s.entry);
+            }
+            return *tree;
+        }
+
         void place(size_t h, ks_CacheEntry* e) {
             size_t i = h & mask_;
             while (slots_[i].entry != nullptr) i = (i + 1) & mask_;
@@ -112,6 +179,8 @@ cdef extern from * nogil:
         std::vector<ks_IndexSlot> slots_;
         size_t size_ = 0;
         size_t mask_ = 0;
+        std::unique_ptr<BytesOrder> bytes_;  /* null until the first read in byte order */
+        std::unique_ptr<SizedOrder> sized_;  /* null until the first read of one key's suffixes */
     };
 
     /* One named cache ("<task>-<store>"). The listener pointer travels with the namespace when it
@@ -171,6 +240,8 @@ cdef extern from * nogil:
         ks_CacheEntry* get(string_view key)
         void insert(ks_CacheEntry* e)
         void erase(string_view key)
+        void range(const string* lo, const string* hi, long key_size, vector[ks_CacheEntry*]& out)
+        void prefixed(string_view prefix, vector[ks_CacheEntry*]& out)
         size_t size()
 
     cppclass ks_NamedCache:
@@ -242,6 +313,8 @@ cdef class RecordCache:
                       vector[ks_PendingFlush]& pending) except -1
     cdef object _unknown(self, str namespace)
     cdef vector[string] _sorted_names(self)
+    cdef list _items(self, str namespace, const string* lo, const string* hi, const string_view* prefix,
+                     Py_ssize_t key_size, bint touch, bint copy)
     cdef tuple _get(self, str namespace, bytes key)
     cdef object _get_fixed_ref(self, str namespace, const char* key, size_t key_size, char* out,
                                size_t size, ks_EntryRef* ref)

@@ -28,7 +28,7 @@ from libcpp cimport bool
 from libcpp.algorithm cimport sort
 from libcpp.string cimport string
 from libcpp.string_view cimport string_view
-from libcpp.utility cimport move, pair
+from libcpp.utility cimport move
 from libcpp.vector cimport vector
 
 __all__ = ["RecordCache"]
@@ -55,8 +55,6 @@ cdef inline void _set_value(ks_CacheEntry* e, const char* value, size_t size) no
 
 
 ctypedef ks_CacheEntry* _EntryPtr
-# An entry with its key, to sort entries in key order.
-ctypedef pair[string, _EntryPtr] _KeyedEntry
 
 
 cdef inline string_view _view(const string& s) noexcept nogil:
@@ -686,43 +684,69 @@ cdef class RecordCache:
             raise self._unknown(namespace)
         return count
 
-    def keys(self, str namespace not None) -> list:
-        """Keys of a namespace in ascending byte order (for range queries merged with the store)."""
+    def keys(self, str namespace not None, bytes lo=None, bytes hi=None) -> list:
+        """Keys of a namespace with lo <= key <= hi (a None bound: unbounded), in ascending byte
+        order, without touching them (for range queries merged with the store)."""
         cdef string name = _utf8(namespace)
+        cdef string lo_s, hi_s
+        if lo is not None:
+            lo_s = _bytes_to_string(lo)
+        if hi is not None:
+            hi_s = _bytes_to_string(hi)
+        cdef vector[_EntryPtr] found
         cdef vector[string] keys
         cdef ks_NamedCache* nc
-        cdef ks_CacheEntry* e
         cdef size_t i
         with nogil:
             self._mutex.lock()
             nc = self._find(name)
             if nc != NULL:
-                keys.reserve(nc.index.size())
-                e = nc.lru_head
-                while e != NULL:
-                    keys.push_back(e.key)
-                    e = e.lru_next
+                nc.index.range(&lo_s if lo is not None else NULL, &hi_s if hi is not None else NULL,
+                               -1, found)
+                keys.reserve(found.size())
+                for i in range(found.size()):
+                    keys.push_back(found[i].key)
             self._mutex.unlock()
-            # std::string compares as unsigned bytes (char_traits<char>), i.e. memcmp order.
-            sort(keys.begin(), keys.end())
         if nc == NULL:
             raise self._unknown(namespace)
         return [PyBytes_FromStringAndSize(keys[i].data(), keys[i].size()) for i in range(keys.size())]
 
-    def range_items(self, str namespace not None, bytes lo, bytes hi) -> list:
+    def range_items(self, str namespace not None, bytes lo, bytes hi, Py_ssize_t key_size=-1,
+                    bint touch=True) -> list:
         """(key, value or None for a tombstone) of the namespace's entries with lo <= key <= hi
-        (a None bound: unbounded), in ascending byte order. Each counts as a hit and moves to
-        most-recently-used in that order, as a get() of each key would; the scan and the sort run
-        without the GIL and only the entries in range become Python objects."""
-        cdef string name = _utf8(namespace)
+        (a None bound: unbounded), in ascending byte order; with ``key_size`` >= 0, only those of
+        keys that long (a store's key of fixed-size suffixes: the entries of longer keys that begin
+        with the same bytes lie in the same range and are another key's). With ``touch``, each
+        entry returned counts as a hit and moves to most-recently-used in key order, as a get() of
+        each key would. The range is read from the namespace's key order without the GIL."""
         cdef string lo_s, hi_s
-        cdef bool has_lo = lo is not None
-        cdef bool has_hi = hi is not None
-        if has_lo:
+        if lo is not None:
             lo_s = _bytes_to_string(lo)
-        if has_hi:
+        if hi is not None:
             hi_s = _bytes_to_string(hi)
-        cdef vector[_KeyedEntry] found
+        return self._items(namespace, &lo_s if lo is not None else NULL,
+                           &hi_s if hi is not None else NULL, NULL, key_size, touch, True)
+
+    def touch_range(self, str namespace not None, bytes lo not None, bytes hi not None,
+                    Py_ssize_t key_size=-1) -> None:
+        """What range_items(namespace, lo, hi, key_size) does to the cache (hits, recency),
+        without copying the entries out."""
+        cdef string lo_s = _bytes_to_string(lo)
+        cdef string hi_s = _bytes_to_string(hi)
+        self._items(namespace, &lo_s, &hi_s, NULL, key_size, True, False)
+
+    def prefix_items(self, str namespace not None, bytes prefix not None) -> list:
+        """As range_items, for the entries whose key begins with ``prefix``."""
+        cdef string_view p = string_view(PyBytes_AS_STRING(prefix), <size_t>PyBytes_GET_SIZE(prefix))
+        return self._items(namespace, NULL, NULL, &p, -1, True, True)
+
+    cdef list _items(self, str namespace, const string* lo, const string* hi, const string_view* prefix,
+                     Py_ssize_t key_size, bint touch, bint copy):
+        """The entries in a range (or with a prefix) of keys ``key_size`` long (-1: any): touched
+        when ``touch``, returned when ``copy`` (else None)."""
+        cdef string name = _utf8(namespace)
+        cdef vector[_EntryPtr] found
+        cdef vector[string] keys
         cdef vector[string] values
         cdef vector[char] tombstones
         cdef ks_NamedCache* nc
@@ -732,29 +756,29 @@ cdef class RecordCache:
             self._mutex.lock()
             nc = self._find(name)
             if nc != NULL:
-                e = nc.lru_head
-                while e != NULL:
-                    if (not has_lo or not (e.key < lo_s)) and (not has_hi or not (hi_s < e.key)):
-                        found.push_back(_KeyedEntry(e.key, e))
-                    e = e.lru_next
-                # std::string compares as unsigned bytes, i.e. memcmp order (keys are unique).
-                sort(found.begin(), found.end())
-                values.reserve(found.size())
-                tombstones.reserve(found.size())
+                if prefix != NULL:
+                    nc.index.prefixed(deref(prefix), found)
+                else:
+                    nc.index.range(lo, hi, key_size, found)
                 for i in range(found.size()):
-                    e = found[i].second
-                    self._hits += 1
-                    _lru_unlink(nc, e)
-                    _lru_push_head(nc, e)
-                    values.push_back(e.value)
-                    tombstones.push_back(e.tombstone)
+                    e = found[i]
+                    if touch:
+                        self._hits += 1
+                        _lru_unlink(nc, e)
+                        _lru_push_head(nc, e)
+                    if copy:
+                        keys.push_back(e.key)
+                        values.push_back(e.value)
+                        tombstones.push_back(e.tombstone)
             self._mutex.unlock()
         if nc == NULL:
             raise self._unknown(namespace)
+        if not copy:
+            return None
         return [
-            (PyBytes_FromStringAndSize(found[i].first.data(), found[i].first.size()),
+            (PyBytes_FromStringAndSize(keys[i].data(), keys[i].size()),
              _value_object(values[i], tombstones[i] != 0))
-            for i in range(found.size())
+            for i in range(keys.size())
         ]
 
     def lru_keys(self, str namespace not None) -> list:

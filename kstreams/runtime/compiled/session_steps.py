@@ -1,23 +1,21 @@
 """The batch step of a session-window count: each key's sessions read once per batch, not once
 per record.
 
-Record by record, ``SessionAggregateProcessor`` calls ``find_sessions`` for every record; through a
-caching store that call snapshots and sorts every cache key of the store's namespace, so a record
-costs time proportional to the cache's size (profiled: two thirds of the per-record path with a
-10 MB cache). This step reads each key of the batch once (the store below the cache, then the
-cache's entries of that key), keeps the key's sessions in a list while it runs the batch's records
-in record order with the processor's exact rule (merge, drop after grace, tombstones first), and
-writes the results so that everything downstream is what the per-record path gives:
+Record by record, ``SessionAggregateProcessor`` calls ``find_sessions`` for every record and reads
+each session it merges from the store; this step reads each key of the batch once (the store below
+the cache, then the cache's entries of that key), keeps the key's sessions in a list while it runs
+the batch's records in record order with the processor's exact rule (merge, drop after grace,
+tombstones first), and writes the results so that everything downstream is what the per-record
+path gives:
 
 - *Cached store* (a cache larger than 0): nothing is forwarded until the cache flushes, so what
   must match is the cache itself: each entry's value and timestamp, the order of dirty entries
-  (the flush order) and the LRU order (the eviction order). The step replays the per-record path's
-  cache operations on paper (every read of ``find_sessions`` touches the cache entries in its key
-  range, the ones of longer keys that begin with the same bytes included; every remove and put
-  writes one entry), then applies, in their order, each entry's last write and, when it was read
-  after that write, its last read: the resulting cache is the same. It does so only when the batch
-  cannot make the cache evict (an eviction flushes mid-batch, downstream and into the store): the
-  bound is checked before the cache is touched, and a batch that could evict runs record by record.
+  (the flush order) and the LRU order (the eviction order). The step makes the per-record path's
+  cache operations in its order: each record's ``find_sessions`` touches the key's cache entries in
+  its range (``touch_range``), then its removes and its put write one entry each. It does so
+  only when the batch cannot make the cache evict (an eviction flushes mid-batch, downstream and
+  into the store): the bound is checked before the cache is touched, and a batch that could evict
+  runs record by record.
 - *No cache* (caching disabled, no cache, or a cache of 0 bytes): every remove and put reaches the
   store, the changelog and downstream at once, so the step makes the processor's calls, record by
   record and in order (``store.remove``/``store.put``/``forwarder.maybe_forward``), and saves only the
@@ -200,12 +198,7 @@ class SessionCountStep(Step):
                 del sessions[: bisect.bisect_left(sessions, [live])]
             first, last = self._merge_found(sessions, ts, gap, live)
             found = sessions[first:last]
-            start = end = ts
-            count = 0
-            for s_end, s_start, s_count in found:
-                count += s_count
-                start = min(start, s_start)
-                end = max(end, s_end)
+            start, end, count = _merged(found, ts)
             if end < close_time:
                 processor.dropped += 1
                 continue
@@ -238,18 +231,9 @@ class SessionCountStep(Step):
         if not earliest:
             return True
 
-        # Reads that do not touch the cache: the store below it, and the cache's keys.
+        # The store below the cache (read without touching the cache).
         below = caching.wrapped
         stored = {k: self._stored(below, k, first_ts - gap) for k, first_ts in earliest.items()}
-        cached_keys = cache.keys(namespace)
-        # Per batch key, the cache keys that begin with it: every key a find_sessions of it can
-        # touch (its own sessions and those of longer keys with the same leading bytes).
-        prefixed: dict[bytes, list[bytes]] = {}
-        for k in earliest:
-            i = bisect.bisect_left(cached_keys, k)
-            above = _above_prefix(k)
-            j = len(cached_keys) if above is None else bisect.bisect_left(cached_keys, above, i)
-            prefixed[k] = cached_keys[i:j]
 
         # Bound the cache's growth: at most one new entry per record (its session) and one
         # tombstone per stored session; every other write replaces an entry with one no larger.
@@ -265,126 +249,73 @@ class SessionCountStep(Step):
             return False
 
         # Each key's sessions as its first record would read them: the store's, with the cache's
-        # entries (values and tombstones) over them. These reads touch only entries that the
-        # records' own reads below touch too, so the replay's order wins.
+        # entries (values and tombstones) over them, read without touching them (the records'
+        # reads below touch each of them).
         sessions_of: dict[bytes, list[Session]] = {}
         for k, first_ts in earliest.items():
             read = stored[k]
-            own = len(k) + SESSION_SUFFIX
-            keys = prefixed[k]
             lo = session_key(k, 0, max(first_ts - gap, 0))
-            for cache_key in keys[bisect.bisect_left(keys, lo) :]:
-                if len(cache_key) != own:
-                    continue
-                hit = cache.get(namespace, cache_key)
-                if hit is None:
-                    continue  # cannot happen: nothing evicts between the snapshot and here
+            for cache_key, value in cache.range_items(
+                namespace, lo, k + _MAX_SUFFIX, len(k) + SESSION_SUFFIX, False
+            ):
                 s_end, s_start = _END_START.unpack_from(cache_key, len(k))
-                if hit[0] is None:
+                if value is None:
                     read.pop((s_end, s_start), None)
                 else:
-                    read[(s_end, s_start)] = _LONG.unpack(hit[0])[0]
+                    read[(s_end, s_start)] = _LONG.unpack(value)[0]
             sessions_of[k] = sorted([end, start, count] for (end, start), count in read.items())
 
-        # Which batch keys begin each batch key (itself included): a new cache entry of a key
-        # joins the prefixed lists of all of them, and of a longer batch key that its session
-        # suffix happens to continue (binary keys).
-        prefixes_of = {k: [k[:n] for n in range(1, len(k) + 1) if k[:n] in earliest] for k in earliest}
-        longest = max(len(k) for k in earliest)
-
-        # The per-record path on paper: seq numbers every cache operation in order.
-        last_touch: dict[bytes, int] = {}
-        # cache key -> (seq, value, timestamp, index of the record that wrote it)
-        last_put: dict[bytes, tuple[int, bytes | None, int, int]] = {}
-        seq = 0
+        # The per-record path's cache operations, in its order: each record's find_sessions touches
+        # every entry in its key range, then its removes and its put write one entry each, noting
+        # the record's headers (or dropping the entry's note), as the caching layer's put does.
+        notes = caching.header_notes
+        has_headers = batch.has_headers
         observed = processor.observed_stream_time
         dropped = 0
 
-        def write(cache_key: bytes, owner: bytes, value: bytes | None, ts: int, i: int) -> None:
-            nonlocal seq
-            last_put[cache_key] = (seq, value, ts, i)
-            last_touch[cache_key] = seq
-            seq += 1
-            prefixes = prefixes_of[owner]
-            if longest > len(owner):
-                longer = range(len(owner) + 1, min(longest, len(cache_key)) + 1)
-                prefixes = prefixes + [cache_key[:n] for n in longer if cache_key[:n] in earliest]
-            for prefix in prefixes:
-                keys = prefixed[prefix]
-                i = bisect.bisect_left(keys, cache_key)
-                if i == len(keys) or keys[i] != cache_key:
-                    keys.insert(i, cache_key)
+        def write(cache_key: bytes, value: bytes | None, ts: int, headers: Any) -> None:
+            if headers:
+                notes[cache_key] = headers
+            elif notes:
+                notes.pop(cache_key, None)
+            cache.put(namespace, cache_key, value, ts)
 
-        for i, (raw, ts) in enumerate(zip(raw_keys, timestamps, strict=True)):
-            if raw is None:
-                continue
-            if ts > observed:
-                observed = ts
-            close_time = observed - grace - gap
-            # find_sessions(raw, ts - gap, ts + gap) reads (and so touches) every cache entry
-            # between these two keys, in key order.
-            keys = prefixed[raw]
-            lo = session_key(raw, 0, max(ts - gap, 0))
-            touched = keys[bisect.bisect_left(keys, lo) : bisect.bisect_right(keys, raw + _MAX_SUFFIX)]
-            if touched:
-                last_touch.update(zip(touched, range(seq, seq + len(touched)), strict=True))
-                seq += len(touched)
-            sessions = sessions_of[raw]
-            first, last = self._merge_found(sessions, ts, gap, 0)
-            found = sessions[first:last]
-            start = end = ts
-            count = 0
-            for s_end, s_start, s_count in found:
-                count += s_count
-                start = min(start, s_start)
-                end = max(end, s_end)
-            if end < close_time:
-                dropped += 1
-                continue
-            if start != ts or end != ts:
-                for s_end, s_start, _ in found:
-                    write(session_key(raw, s_start, s_end), raw, None, ts, i)
-            del sessions[first:last]
-            count += 1
-            write(session_key(raw, start, end), raw, _LONG.pack(count), ts, i)
-            bisect.insort(sessions, [end, start, count])
+        with self._store.query_lock:
+            for i, (raw, ts) in enumerate(zip(raw_keys, timestamps, strict=True)):
+                if raw is None:
+                    continue
+                if ts > observed:
+                    observed = ts
+                close_time = observed - grace - gap
+                lo = session_key(raw, 0, max(ts - gap, 0))
+                cache.touch_range(namespace, lo, raw + _MAX_SUFFIX, len(raw) + SESSION_SUFFIX)
+                sessions = sessions_of[raw]
+                first, last = self._merge_found(sessions, ts, gap, 0)
+                found = sessions[first:last]
+                start, end, count = _merged(found, ts)
+                if end < close_time:
+                    dropped += 1
+                    continue
+                headers = batch.headers(i) if has_headers else None
+                if start != ts or end != ts:
+                    for s_end, s_start, _ in found:
+                        write(session_key(raw, s_start, s_end), None, ts, headers)
+                del sessions[first:last]
+                count += 1
+                write(session_key(raw, start, end), _LONG.pack(count), ts, headers)
+                bisect.insort(sessions, [end, start, count])
         processor.observed_stream_time = observed
         processor.dropped += dropped
-
-        # Each entry's last write, and its last read when that came later, in their order: the
-        # cache's values, dirty order and LRU order are then the per-record path's.
-        replay: list[tuple[int, bytes, tuple[int, bytes | None, int, int] | None]] = []
-        for cache_key, read_at in last_touch.items():
-            put = last_put.get(cache_key)
-            if put is not None:
-                replay.append((put[0], cache_key, put))
-            if put is None or read_at > put[0]:
-                replay.append((read_at, cache_key, None))
-        replay.sort(key=_first)
-        # Each written entry notes the headers of its last write, as the caching layer's put does.
-        notes = caching.header_notes
-        has_headers = batch.has_headers
-        with self._store.query_lock:
-            for _, cache_key, put in replay:
-                if put is None:
-                    cache.get(namespace, cache_key)
-                    continue
-                headers = batch.headers(put[3]) if has_headers else None
-                if headers:
-                    notes[cache_key] = headers
-                elif notes:
-                    notes.pop(cache_key, None)
-                cache.put(namespace, cache_key, put[1], put[2])
         return True
 
 
-def _above_prefix(prefix: bytes) -> bytes | None:
-    """The smallest bytes above every bytes that begins with ``prefix`` (None: there is none)."""
-    stripped = prefix.rstrip(b"\xff")
-    if not stripped:
-        return None
-    return stripped[:-1] + bytes([stripped[-1] + 1])
-
-
-def _first(item: tuple[int, bytes, Any]) -> int:
-    return item[0]
+def _merged(found: list[Session], ts: int) -> tuple[int, int, int]:
+    """(start, end, count before the record) of the session that a record at ``ts`` makes of the
+    sessions it merges (``found``)."""
+    start = end = ts
+    count = 0
+    for s_end, s_start, s_count in found:
+        count += s_count
+        start = min(start, s_start)
+        end = max(end, s_end)
+    return start, end, count

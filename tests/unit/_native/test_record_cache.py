@@ -415,3 +415,92 @@ def test_random_puts_deletes_and_evictions_agree_with_a_model() -> None:
             # Evicted: its newest value reached the listener (at eviction, or at a flush before).
             assert hit is None and flushed[key] == value
     assert cached <= set(written)
+
+
+def _suffixed(key: bytes, *times: int) -> bytes:
+    """A window-store style cache key: the record key, then fixed-size big-endian times."""
+    return key + b"".join(t.to_bytes(8, "big") for t in times)
+
+
+def test_a_sized_range_reads_and_touches_only_keys_of_that_size() -> None:
+    """One record key's entries of a window or session store: the entries of a longer key that
+    begins with the same bytes sort among them but are another key's, neither returned nor made
+    recent, nor counted as hits."""
+    cache = RecordCache(1 << 20)
+    cache.add_namespace("ns", lambda entries: None)
+    for key in (b"user-1", b"user-10", b"user-2"):
+        for end in (100, 200, 300):
+            cache.put("ns", _suffixed(key, end, end - 50), key + b"@%d" % end, end)
+    lru_before = cache.lru_keys("ns")
+    hits = cache.hits
+    lo, hi = _suffixed(b"user-1", 150, 0), _suffixed(b"user-1", 2**63 - 1, 2**63 - 1)
+    read = cache.range_items("ns", lo, hi, len(lo))
+    assert read == [(_suffixed(b"user-1", e, e - 50), b"user-1@%d" % e) for e in (200, 300)]
+    assert cache.hits == hits + 2
+    mine = [_suffixed(b"user-1", e, e - 50) for e in (200, 300)]
+    assert cache.lru_keys("ns") == [k for k in lru_before if k not in mine] + mine
+    # Without a size, the byte range holds the longer key's entries too.
+    every = [k for k, _ in cache.range_items("ns", lo, hi, -1, False)]
+    assert every == mine + [_suffixed(b"user-10", e, e - 50) for e in (100, 200, 300)]
+    # A read without touching leaves recency and hits alone.
+    lru, hits = cache.lru_keys("ns"), cache.hits
+    assert cache.range_items("ns", lo, hi, len(lo), False) == read
+    assert (cache.lru_keys("ns"), cache.hits) == (lru, hits)
+
+
+def test_touch_range_does_to_the_cache_what_a_range_read_does() -> None:
+    caches = []
+    for _ in range(2):
+        cache = RecordCache(1 << 20)
+        cache.add_namespace("ns", lambda entries: None)
+        for i in range(40):
+            cache.put("ns", _suffixed(b"k%d" % (i % 7), i), b"v", i)
+        caches.append(cache)
+    lo, hi = _suffixed(b"k1", 5), _suffixed(b"k1", 30)
+    caches[0].range_items("ns", lo, hi, len(lo))
+    assert caches[1].touch_range("ns", lo, hi, len(lo)) is None
+    assert caches[0].lru_keys("ns") == caches[1].lru_keys("ns")
+    assert caches[0].hits == caches[1].hits > 0
+
+
+def test_key_order_stays_exact_through_writes_deletes_evictions_and_moves() -> None:
+    """The key-order trees, once built by a range read, follow every later insert and removal
+    (puts, deletes, evictions, tombstones dropped by a flush, a move to another cache): range,
+    sized-range, prefix and key reads always agree with the entries the cache holds."""
+    import random
+
+    rng = random.Random(11)
+    cache, _ = make(40_000, "t")
+    other = RecordCache(40_000)
+    cache.range_items("t", None, None)  # builds the byte-order tree
+    cache.range_items("t", _suffixed(b"a", 0), _suffixed(b"a", 1), 9)  # and the sized one
+    for step in range(12_000):
+        time = rng.randrange(50)
+        # mostly one time suffix; some keys two, so sizes differ within a record key's byte range
+        key = _suffixed(b"%x" % rng.randrange(40), *((time,) if rng.random() < 0.8 else (time, time)))
+        roll = rng.random()
+        if roll < 0.6:
+            cache.put("t", key, None if roll < 0.1 else b"v", step)
+        elif roll < 0.8:
+            cache.delete("t", key)
+        elif step % 997 == 0:
+            cache.flush("t")
+        if step == 6_000:
+            cache.move_namespace("t", other)
+            cache, other = other, cache
+        if step % 500 == 0:
+            held = sorted(cache.lru_keys("t"))
+            assert cache.keys("t") == held
+            assert [k for k, _ in cache.range_items("t", None, None, -1, False)] == held
+            record_key = b"%x" % rng.randrange(40)
+            lo, hi = _suffixed(record_key, 10), _suffixed(record_key, 40)
+            sized = [k for k in held if len(k) == len(lo) and lo <= k <= hi]
+            assert [k for k, _ in cache.range_items("t", lo, hi, len(lo), False)] == sized
+            # an open bound: the byte-order tree, filtered by size
+            below = [k for k in held if len(k) == len(lo) and k <= hi]
+            assert [k for k, _ in cache.range_items("t", None, hi, len(lo), False)] == below
+            assert cache.keys("t", lo, hi) == [k for k in held if lo <= k <= hi]
+            assert [k for k, _ in cache.prefix_items("t", record_key)] == [
+                k for k in held if k.startswith(record_key)
+            ]
+    assert cache.evictions > 0 or other.evictions > 0
