@@ -203,13 +203,17 @@ class TimeBuckets:
     in-memory window and session stores do.
     """
 
-    __slots__ = ("_buckets", "_times", "observed_stream_time", "retention_ms")
+    __slots__ = ("_buckets", "_on_expire", "_times", "observed_stream_time", "retention_ms")
 
-    def __init__(self, retention_ms: int) -> None:
+    def __init__(
+        self, retention_ms: int, on_expire: Callable[[int, dict[bytes, Any]], None] | None = None
+    ) -> None:
+        """``on_expire(timestamp, bucket)`` is called for each bucket that expires, as it is dropped."""
         self.retention_ms = retention_ms
         self.observed_stream_time = NO_TIMESTAMP
         self._buckets: dict[int, dict[bytes, Any]] = {}
         self._times: list[int] = []
+        self._on_expire = on_expire
 
     def min_live(self) -> int:
         """The oldest timestamp still within the retention."""
@@ -224,8 +228,11 @@ class TimeBuckets:
         times = self._times
         if times and times[0] < min_live:
             cut = bisect.bisect_left(times, min_live)
+            on_expire = self._on_expire
             for expired in times[:cut]:
-                del self._buckets[expired]
+                bucket = self._buckets.pop(expired)
+                if on_expire is not None:
+                    on_expire(expired, bucket)
             del times[:cut]
         return timestamp >= min_live
 

@@ -2,19 +2,24 @@
 
 Like Kafka's in-memory session store, sessions are indexed by end time first (``TimeBuckets``), so
 expiry drops whole end times: a session whose end is at or before (observed stream time -
-retention) is gone, and writes to such sessions are ignored. Nothing survives a restart; a logged
-store is rebuilt from its changelog through the restore callback registered at init.
+retention) is gone, and writes to such sessions are ignored. A key's sessions (``find_sessions``,
+which a session aggregation calls per record) are found through a second index, key -> the ends of
+its sessions in ascending order, kept by every write and by expiry; Kafka's store visits every end
+time in the range instead, which cost time proportional to the records in the last gap. Nothing
+survives a restart; a logged store is rebuilt from its changelog through the restore callback
+registered at init.
 """
 
 from __future__ import annotations
 
+import bisect
 import logging
 from collections.abc import Iterator
+from typing import Any
 
 from kstreams.state.in_memory import InMemoryLifecycle, TimeBuckets
 from kstreams.state.inner_windowed import InnerSessionStore
 from kstreams.state.store import WindowedKey
-from kstreams.state.window_key_schema import MAX_LONG
 
 __all__ = ["InMemorySessionStore"]
 
@@ -26,10 +31,25 @@ class InMemorySessionStore(InMemoryLifecycle, InnerSessionStore):
 
     def __init__(self, name: str, retention_ms: int) -> None:
         super().__init__(name, retention_ms)
-        self._sessions = TimeBuckets(retention_ms)
+        self._sessions = TimeBuckets(retention_ms, self._expired)
+        # key -> the ends of its live sessions, ascending
+        self._ends_of: dict[bytes, list[int]] = {}
 
     def _clear(self) -> None:
         self._sessions.clear()
+        self._ends_of.clear()
+
+    def _expired(self, end: int, by_key: dict[bytes, Any]) -> None:
+        ends_of = self._ends_of
+        for key in by_key:
+            self._forget_end(ends_of, key, end)
+
+    @staticmethod
+    def _forget_end(ends_of: dict[bytes, list[int]], key: bytes, end: int) -> None:
+        ends = ends_of[key]
+        del ends[bisect.bisect_left(ends, end)]
+        if not ends:
+            del ends_of[key]
 
     def _write(self, key: bytes, start: int, end: int, value: bytes | None) -> None:
         sessions = self._sessions
@@ -46,12 +66,23 @@ class InMemorySessionStore(InMemoryLifecycle, InnerSessionStore):
             starts.pop(start, None)
             if not starts:
                 del by_key[key]
+                self._forget_end(self._ends_of, key, end)
             if not by_key:
                 sessions.remove(end)
             return
         if by_key is None:
             by_key = sessions.create(end)
-        by_key.setdefault(key, {})[start] = value
+        starts = by_key.get(key)
+        if starts is None:
+            starts = by_key[key] = {}
+            ends = self._ends_of.get(key)
+            if ends is None:
+                self._ends_of[key] = [end]
+            elif end > ends[-1]:
+                ends.append(end)
+            else:
+                bisect.insort(ends, end)
+        starts[start] = value
 
     def min_live(self) -> int:
         return self._sessions.min_live()
@@ -66,7 +97,12 @@ class InMemorySessionStore(InMemoryLifecycle, InnerSessionStore):
         self, key: bytes, earliest_session_end: int, latest_session_start: int
     ) -> Iterator[tuple[WindowedKey[bytes], bytes]]:
         sessions = self._sessions
-        for end in sessions.between(earliest_session_end, MAX_LONG):
+        ends = self._ends_of.get(key)
+        if ends is None:
+            return
+        first = max(earliest_session_end, sessions.min_live())
+        # A snapshot: the caller may write (and so change the key's ends) while it iterates.
+        for end in ends[bisect.bisect_left(ends, first) :]:
             by_key = sessions.get(end)
             starts = by_key.get(key) if by_key is not None else None
             if not starts:

@@ -220,12 +220,13 @@ def test_find_sessions_by_end_through_every_layer(kind: str, make_context: Calla
     store.close()
 
 
-def test_rocksdb_sessions_by_end_agree_with_the_in_memory_store_through_writes_and_reopen(
+def test_indexed_session_reads_agree_between_the_stores_through_writes_expiry_and_reopen(
     make_context: Callable[..., Any], tmp_path: Any
 ) -> None:
-    """The RocksDB store answers reads by end from an index of session ends that its writes keep:
-    through puts, removes, expiry, reads that move forward (emission on close), reads below the
-    indexed ends, a restore and a reopen, it returns what the in-memory store returns."""
+    """Each store answers one of the reads from an index in memory that its writes and expiry
+    keep: RocksDB the reads by end (every key's sessions ending in a range), the in-memory store a
+    key's sessions. Through puts, removes, expiry, reads by end that move forward (emission on
+    close), reads below the indexed ends, a restore and a reopen, the two return the same."""
     import random
 
     rng = random.Random(5)
@@ -243,6 +244,11 @@ def test_rocksdb_sessions_by_end_agree_with_the_in_memory_store_through_writes_a
             value = None if rng.random() < 0.2 else b"v%d" % step
             for target in (model, store):
                 target.put(session, value)
+            probe = b"k%d" % rng.randrange(13)
+            earliest, latest = step // 3 - rng.randrange(60), step // 3 + rng.randrange(60)
+            assert list(model.find_sessions(probe, earliest, latest)) == list(
+                store.find_sessions(probe, earliest, latest)
+            )
             if step % 7 == 0:
                 # emission on close: each read starts where the last one ended
                 upper = step // 3 - 30
@@ -268,3 +274,16 @@ def test_rocksdb_sessions_by_end_agree_with_the_in_memory_store_through_writes_a
     finally:
         store.close()
         model.close()
+
+
+def test_in_memory_key_index_holds_only_live_sessions(open_store: Callable[[Any], Any]) -> None:
+    """The key -> ends index forgets a key's end when its last session there is removed or expires,
+    so keys that went quiet cost no memory once their sessions are gone."""
+    store: InMemorySessionStore = open_store(InMemorySessionStore("s", 100))
+    for i in range(50):
+        store.put(W(b"quiet-%d" % i, i, i + 1), b"v")
+    store.put(W(b"removed", 500, 510), b"v")
+    store.remove(W(b"removed", 500, 510))
+    store.put(W(b"live", 600, 600), b"v")  # stream time 600: every quiet session expires
+    assert store._ends_of == {b"live": [600]}
+    assert list(store.find_sessions(b"live", 0, 1000)) == [(W(b"live", 600, 600), b"v")]
