@@ -203,14 +203,16 @@ class _Metered(StoreLayer, Generic[K, V]):
     _POINT_ACCESS: ClassVar[tuple[type, str, type] | None] = None
 
     def _bind_point_access(self) -> None:
-        """Bind the point read (``get``/``fetch``) and ``put`` to the C accessor's where the store
-        has no caching layer: Processor API code calls them itself, per record, and the accessor
-        does the same reads and writes in one C call each (see ``record_access``). Over a caching
-        layer the methods stay, since that accessor reads the task's cache, which a query from
-        another thread must not; with store metrics (DEBUG) the timed methods are bound instead."""
+        """Bind the point read (``get``/``fetch``) and ``put`` to the C accessor's: Processor API
+        code calls them itself, per record, and the accessor does the same reads and writes in one
+        C call each (see ``record_access``), through the caching layer's cache when the store has
+        one. An interactive query's read from another thread takes the same path as the layers'
+        own read: the task's cache, and on a miss the caching layer's ``read_through``, which does
+        not fill the cache for a query. With store metrics (DEBUG) the timed methods are bound
+        instead."""
         self._unbind_point_access()
         spec = self._POINT_ACCESS
-        if spec is None or type(self.wrapped) is spec[2]:
+        if spec is None:
             return
         access = self._cached_access(*spec)
         if access is None:

@@ -5,6 +5,7 @@ give, and leave the same store, changelog and flushes."""
 from __future__ import annotations
 
 import random
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -20,7 +21,7 @@ from kstreams._native.store_core import ChangelogSender, LoggedPut, LoggedWindow
 from kstreams.errors import SerializationException
 from kstreams.runtime.metrics import MetricsRegistry
 from kstreams.runtime.record_context import RecordContext
-from kstreams.state.caching import CachingKeyValueStore, CachingWindowStore
+from kstreams.state.caching import CachingKeyValueStore, CachingWindowStore, no_cache_fill
 from kstreams.state.changelogging import ChangeLoggingKeyValueStore, ChangeLoggingWindowStore
 from kstreams.state.in_memory import InMemoryKeyValueStore, InMemoryWindowStore
 from kstreams.state.metered import MeteredKeyValueStore
@@ -569,17 +570,31 @@ def _outcome(call: Any) -> Any:
         return ("raised", type(exc))
 
 
+@pytest.mark.parametrize("cached", [False, True], ids=["not-cached", "cached"])
 @pytest.mark.parametrize("kind", STORE_KINDS)
-def test_processor_code_calls_the_accessor_on_stores_without_a_cache(tmp_path: Path, kind: str) -> None:
-    # Processor API code calls get and put itself. On a store without a caching layer they are
-    # the C accessor's (plain longs encoded in C), and must give, refuse and leave what the
-    # layers do.
+def test_processor_code_calls_the_accessor_on_its_stores(tmp_path: Path, kind: str, cached: bool) -> None:
+    # Processor API code calls get and put itself: they are the C accessor's (plain longs
+    # encoded in C; through the cache when the store has one), and must give, refuse, forward and
+    # leave what the layers do. The caches are small, so entries are evicted and flushed.
     rng = random.Random(13)
-    fast, fast_inner, fast_context, _ = stack(
-        tmp_path, "fast", None, Serdes.string(), Serdes.long(), False, cached=False, kind=kind
+    fast, fast_inner, fast_context, fast_flushed = stack(
+        tmp_path,
+        "fast",
+        RecordCache(1500) if cached else None,
+        Serdes.string(),
+        Serdes.long(),
+        False,
+        cached=cached,
+        kind=kind,
     )
-    slow_store, slow_inner, slow_context, _ = stack(
-        tmp_path, "slow", None, Serdes.string(), Serdes.long(), False, cached=False
+    slow_store, slow_inner, slow_context, slow_flushed = stack(
+        tmp_path,
+        "slow",
+        RecordCache(1500) if cached else None,
+        Serdes.string(),
+        Serdes.long(),
+        False,
+        cached=cached,
     )
     assert isinstance(fast.get.__self__, CachedKeyValueAccess) and fast.put.__self__ is fast.get.__self__
     slow = Layers(slow_store)
@@ -603,14 +618,39 @@ def test_processor_code_calls_the_accessor_on_stores_without_a_cache(tmp_path: P
     slow.flush()
     assert list(fast_inner.all()) == list(slow_inner.all())
     assert [entry[1:] for entry in fast_context.changelog] == [entry[1:] for entry in slow_context.changelog]
-    assert len(fast_context.changelog) > 1000
+    assert len(fast_context.changelog) > (200 if cached else 1000)
+    assert fast_flushed == slow_flushed
     fast.close()
     assert "get" not in vars(fast) and "put" not in vars(fast)  # a closed store keeps no accessor
 
 
-def test_the_point_accessor_follows_the_serdes_and_skips_cached_stores(tmp_path: Path) -> None:
-    cached, *_ = stack(tmp_path, "cached", RecordCache(1 << 20), Serdes.string(), Serdes.long(), False)
-    assert "get" not in vars(cached)  # a cached store's accessor reads the task's cache: not for queries
+def test_a_query_reading_a_cached_store_through_the_accessor_leaves_the_cache_unfilled(
+    tmp_path: Path,
+) -> None:
+    """An interactive query reads with the store's get from another thread: through the C accessor
+    it sees the cached writes, and a miss read below the cache does not fill it."""
+    cache = RecordCache(1 << 20)
+    store, inner, _, _ = stack(tmp_path, "cached", cache, Serdes.string(), Serdes.long(), False)
+    assert isinstance(store.get.__self__, CachedKeyValueAccess)
+    store.put("dirty", 1)
+    inner.put(b"stored", (2).to_bytes(8, "big"))  # in the store only, as after a flush and eviction
+    namespace = store.wrapped.namespace
+    answers: list[Any] = []
+
+    def query() -> None:
+        with no_cache_fill():
+            answers.extend([store.get("dirty"), store.get("stored"), store.get("absent")])
+
+    reader = threading.Thread(target=query)
+    reader.start()
+    reader.join(timeout=10)
+    assert answers == [1, 2, None]
+    assert cache.keys(namespace) == [b"dirty"]
+    assert store.get("stored") == 2  # the task's own read fills the cache
+    assert cache.keys(namespace) == [b"dirty", b"stored"]
+
+
+def test_the_point_accessor_follows_the_serdes(tmp_path: Path) -> None:
     windows, *_ = window_stack(tmp_path, "w", None, Serdes.long(), cached=False, kind="rocksdb")
     assert isinstance(windows.fetch.__self__, CachedWindowAccess)
     windows.put("a", ValueAndTimestamp.make(3, 9), 100)
