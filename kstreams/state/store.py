@@ -15,10 +15,9 @@ from __future__ import annotations
 import abc
 import inspect
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from kstreams.state.window import Window
+from kstreams._native.record import WindowedKey
 
 if TYPE_CHECKING:
     from kstreams._native.record_batch import RecordBatch
@@ -187,27 +186,6 @@ class KeyValueStore(StateStore, Generic[K, V]):
 
     @abc.abstractmethod
     def approximate_num_entries(self) -> int: ...
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class WindowedKey(Generic[K]):
-    """A key in a window: what windowed aggregations emit as their key (Kafka's ``Windowed``).
-
-    ``key``, ``start`` and ``end`` are plain fields; ``window()`` gives Kafka's ``Window`` view
-    (``start()``, ``end()``, ``start_time()``, ``end_time()``). Kafka's ``key()`` accessor is the
-    ``key`` field here: a method of that name would replace the field that existing code reads.
-    """
-
-    key: K
-    start: int
-    end: int
-
-    def window(self) -> Window:
-        return Window(self.start, self.end)
-
-    def __str__(self) -> str:
-        # Kafka's Windowed.toString, which KStream.print shows.
-        return f"[{self.key}@{self.start}/{self.end}]"
 
 
 class WindowStore(StateStore, Generic[K, V]):

@@ -28,12 +28,18 @@ from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 from libc.stdint cimport int32_t, int64_t, uint64_t
 
-from kstreams._native.record cimport Change, FixedKeyRecord, Record, _RecordFields, new_change, new_record
+from kstreams._native.record cimport (
+    Change,
+    FixedKeyRecord,
+    Record,
+    WindowedKey,
+    _RecordFields,
+    new_change,
+    new_record,
+    new_windowed_key,
+)
 from kstreams._native.record_batch cimport RecordBatch, c_murmur2
 from kstreams._native.record_collector cimport RecordCollector
-
-cdef extern from "Python.h":
-    int PyObject_GenericSetAttr(object o, object name, object value) except -1
 
 __all__ = [
     "AggregateAccess",
@@ -735,13 +741,10 @@ cdef class WindowedAggregateCore(_AggregateCore):
 
 
 cdef object _windowed_key(object key_type, object key, int64_t start, int64_t end):
-    """``key_type(key, start, end)`` of a frozen dataclass with those fields, its own ``__init__``
-    (three frozen ``object.__setattr__`` calls in Python) done in C."""
-    made = key_type.__new__(key_type)
-    PyObject_GenericSetAttr(made, "key", key)
-    PyObject_GenericSetAttr(made, "start", start)
-    PyObject_GenericSetAttr(made, "end", end)
-    return made
+    """``key_type(key, start, end)``, made in C when it is the C ``WindowedKey``."""
+    if key_type is WindowedKey:
+        return new_windowed_key(key, start, end)
+    return key_type(key, start, end)
 
 
 # ----------------------------------------------------------------------------------- sinks

@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""C-level layout of Record, FixedKeyRecord and Change (see record.pyx), for modules that make
+"""C-level layout of Record, FixedKeyRecord, Change and WindowedKey (see record.pyx), for modules that make
 them."""
 
 
@@ -40,4 +40,20 @@ cdef inline Change new_change(object new_value, object old_value):
     cdef Change made = Change.__new__(Change)
     made.new_value = new_value
     made.old_value = old_value
+    return made
+
+
+cdef class WindowedKey:
+    cdef readonly object key
+    cdef readonly object start
+    cdef readonly object end
+
+
+cdef inline WindowedKey new_windowed_key(object key, object start, object end):
+    """A WindowedKey made without ``__init__``'s argument parsing (windowed aggregations make one
+    per update)."""
+    cdef WindowedKey made = WindowedKey.__new__(WindowedKey)
+    made.key = key
+    made.start = start
+    made.end = end
     return made

@@ -107,3 +107,28 @@ def test_a_change_is_a_read_only_pair_equal_by_value() -> None:
         case Change(new, old):
             assert (new, old) == (2, 1)
     assert Change[int].__origin__ is Change
+
+
+def test_a_windowed_key_is_a_read_only_triple_equal_ordered_and_hashed_as_its_fields() -> None:
+    from kstreams.state import WindowedKey
+
+    a = WindowedKey(b"k", 10, 20)
+    assert (a.key, a.start, a.end) == (b"k", 10, 20)
+    with pytest.raises(AttributeError):
+        a.start = 0  # type: ignore[misc]
+    assert a == WindowedKey(b"k", 10, 20) and a != WindowedKey(b"k", 10, 21)
+    assert a != (b"k", 10, 20)  # only WindowedKeys compare equal
+    assert hash(a) == hash(WindowedKey(b"k", 10, 20)) == hash((b"k", 10, 20))
+    keys = [WindowedKey(b"k", 10, 30), WindowedKey(b"j", 50, 60), a, WindowedKey(b"k", 5, 40)]
+    assert sorted(keys) == [keys[1], keys[3], a, keys[0]]  # by key, then start, then end
+    assert a < keys[0] <= keys[0] and keys[0] > a >= a
+    with pytest.raises(TypeError):
+        _ = a < (b"k", 10, 20)  # type: ignore[operator]
+    assert repr(a) == "WindowedKey(key=b'k', start=10, end=20)"
+    assert str(WindowedKey("user", 0, 5)) == "[user@0/5]"  # Kafka's Windowed.toString
+    assert (a.window().start(), a.window().end()) == (10, 20)
+    assert pickle.loads(pickle.dumps(a)) == a == copy.deepcopy(a)
+    match a:
+        case WindowedKey(key, start, end):
+            assert (key, start, end) == (b"k", 10, 20)
+    assert WindowedKey[bytes] is not None
