@@ -136,7 +136,7 @@ class WindowedAggregateCore(ProcessCore):
     grace_ms: int
     observed_stream_time: int
     dropped: int
-    def route_changes(self, context: Any, change_type: type, key_type: type) -> None: ...
+    def route_changes(self, context: Any, change_type: type) -> None: ...
 
 SERIAL_STRING: int
 SERIAL_LONG: int

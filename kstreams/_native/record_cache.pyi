@@ -50,9 +50,8 @@ class RecordCache:
     def flush(self, namespace: str | None = None) -> None:
         """Flush one namespace, or every namespace (in name order) when None."""
     def dirty_count(self, namespace: str | None = None) -> int: ...
-    def keys(self, namespace: str, lo: bytes | None = None, hi: bytes | None = None) -> list[bytes]:
-        """Keys with lo <= key <= hi (None: unbounded) in ascending byte order, without touching
-        them (for range queries merged with the store)."""
+    def keys(self, namespace: str) -> list[bytes]:
+        """Keys of a namespace in ascending byte order, without touching them."""
     def range_items(
         self, namespace: str, lo: bytes | None, hi: bytes | None, key_size: int = -1, touch: bool = True
     ) -> list[tuple[bytes, bytes | None]]:

@@ -157,10 +157,9 @@ class _Caching(StoreLayer):
         context = self._context
         return 0 if context is None else context.current_timestamp()
 
-    def _note_headers(self, cache_key: bytes) -> None:
-        """Remember the current record's headers as those of the entry it writes."""
-        record_context = getattr(self._context, "record_context", None)
-        headers = getattr(record_context, "headers", None)
+    def note_headers(self, cache_key: bytes, headers: Any) -> None:
+        """Remember ``headers`` as those of the record that last wrote the entry at ``cache_key``
+        (forget any remembered when it had none)."""
         if headers:
             self.header_notes[cache_key] = headers
         elif self.header_notes:
@@ -168,7 +167,8 @@ class _Caching(StoreLayer):
 
     def _put(self, cache_key: bytes, value: bytes | None) -> None:
         """Write an entry into the cache (None: a tombstone) stamped with the current timestamp."""
-        self._note_headers(cache_key)
+        record_context = getattr(self._context, "record_context", None)
+        self.note_headers(cache_key, getattr(record_context, "headers", None))
         cache = self.current_cache()
         if cache is None:
             # No cache: write through at once, still telling the listener (processors rely on it).

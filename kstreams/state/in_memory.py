@@ -19,7 +19,14 @@ from typing import Any
 from kstreams.state.inner_windowed import NO_TIMESTAMP, InnerWindowStore
 from kstreams.state.store import KeyValueStore, StateStore, StateStoreContext, WindowedKey
 
-__all__ = ["InMemoryKeyValueStore", "InMemoryLifecycle", "InMemoryWindowStore", "TimeBuckets"]
+__all__ = [
+    "InMemoryKeyValueStore",
+    "InMemoryLifecycle",
+    "InMemoryWindowStore",
+    "TimeBuckets",
+    "insert_sorted",
+    "remove_sorted",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -194,6 +201,20 @@ class InMemoryKeyValueStore(InMemoryLifecycle, KeyValueStore[bytes, bytes]):
                 yield key, value
 
 
+def insert_sorted(values: list[int], value: int) -> None:
+    """Insert ``value`` (not in it yet) into the ascending list ``values``; the common case, a
+    time later than every other, appends without a search."""
+    if not values or value > values[-1]:
+        values.append(value)
+    else:
+        bisect.insort(values, value)
+
+
+def remove_sorted(values: list[int], value: int) -> None:
+    """Remove ``value`` (which is in it) from the ascending list ``values``."""
+    del values[bisect.bisect_left(values, value)]
+
+
 class TimeBuckets:
     """The entries of an in-memory windowed store grouped by a timestamp (a window's start, a
     session's end): one dict per timestamp, the timestamps kept sorted.
@@ -249,17 +270,13 @@ class TimeBuckets:
         """A new, empty bucket for ``timestamp`` (which has none)."""
         bucket: dict[bytes, Any] = {}
         self._buckets[timestamp] = bucket
-        times = self._times
-        if not times or timestamp > times[-1]:
-            times.append(timestamp)
-        else:
-            bisect.insort(times, timestamp)
+        insert_sorted(self._times, timestamp)
         return bucket
 
     def remove(self, timestamp: int) -> None:
         """Drop the bucket of ``timestamp`` (once it is empty)."""
         del self._buckets[timestamp]
-        del self._times[bisect.bisect_left(self._times, timestamp)]
+        remove_sorted(self._times, timestamp)
 
     def between(self, time_from: int, time_to: int) -> list[int]:
         """A snapshot of the live timestamps in [time_from, time_to], ascending."""

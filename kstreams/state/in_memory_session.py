@@ -17,7 +17,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from kstreams.state.in_memory import InMemoryLifecycle, TimeBuckets
+from kstreams.state.in_memory import InMemoryLifecycle, TimeBuckets, insert_sorted, remove_sorted
 from kstreams.state.inner_windowed import InnerSessionStore
 from kstreams.state.store import WindowedKey
 
@@ -40,16 +40,14 @@ class InMemorySessionStore(InMemoryLifecycle, InnerSessionStore):
         self._ends_of.clear()
 
     def _expired(self, end: int, by_key: dict[bytes, Any]) -> None:
-        ends_of = self._ends_of
         for key in by_key:
-            self._forget_end(ends_of, key, end)
+            self._forget_end(key, end)
 
-    @staticmethod
-    def _forget_end(ends_of: dict[bytes, list[int]], key: bytes, end: int) -> None:
-        ends = ends_of[key]
-        del ends[bisect.bisect_left(ends, end)]
+    def _forget_end(self, key: bytes, end: int) -> None:
+        ends = self._ends_of[key]
+        remove_sorted(ends, end)
         if not ends:
-            del ends_of[key]
+            del self._ends_of[key]
 
     def _write(self, key: bytes, start: int, end: int, value: bytes | None) -> None:
         sessions = self._sessions
@@ -66,7 +64,7 @@ class InMemorySessionStore(InMemoryLifecycle, InnerSessionStore):
             starts.pop(start, None)
             if not starts:
                 del by_key[key]
-                self._forget_end(self._ends_of, key, end)
+                self._forget_end(key, end)
             if not by_key:
                 sessions.remove(end)
             return
@@ -75,13 +73,7 @@ class InMemorySessionStore(InMemoryLifecycle, InnerSessionStore):
         starts = by_key.get(key)
         if starts is None:
             starts = by_key[key] = {}
-            ends = self._ends_of.get(key)
-            if ends is None:
-                self._ends_of[key] = [end]
-            elif end > ends[-1]:
-                ends.append(end)
-            else:
-                bisect.insort(ends, end)
+            insert_sorted(self._ends_of.setdefault(key, []), end)
         starts[start] = value
 
     def min_live(self) -> int:

@@ -9,19 +9,20 @@ Sessions of every key by end time (``find_sessions_by_end``) have no index on di
 is key first (Kafka's ``SessionKeySchema``, so changelogs and local state keep their bytes). A
 session aggregation that emits on window close asks for them at every advance of stream time, and
 a scan of the segments covering the range per record cost 0.8 ms a record. So the store keeps an
-index of session ends in memory (``_EndIndex``), built by one scan at the first such read and kept
-by every write from then on (restoration included). It holds only the ends at or after the lowest
-end the latest read asked for: reads on close move forward, so it holds the sessions not yet
-emitted; a read below it scans, as without the index. Kafka's time-ordered session store keeps
-such an index on disk instead; adding one here would change the on-disk layout of existing stores.
+index of session ends in memory (a ``TimeBuckets`` of end -> key -> starts), built by one scan at
+the first such read and kept by every write from then on (restoration included). It holds only
+the ends at or after the lowest end the latest read asked for: reads on close move forward, so it
+holds the sessions not yet emitted; a read below it scans, as without the index. Kafka's
+time-ordered session store keeps such an index on disk instead; adding one here would change the
+on-disk layout of existing stores.
 """
 
 from __future__ import annotations
 
-import bisect
 import logging
 from collections.abc import Iterator
 
+from kstreams.state.in_memory import TimeBuckets
 from kstreams.state.inner_windowed import InnerSessionStore
 from kstreams.state.segments import SegmentedLifecycle, Segments, default_segment_interval
 from kstreams.state.store import StateStore, StateStoreContext, WindowedKey
@@ -32,51 +33,31 @@ __all__ = ["RocksDBSessionStore"]
 logger = logging.getLogger(__name__)
 
 
-class _EndIndex:
-    """The stored sessions with an end at or after ``floor``: end -> {(key, start)}, and the ends in
-    ascending order."""
+def _end_index(floor: int) -> TimeBuckets:
+    """An empty index of session ends from ``floor`` on: end -> key -> its starts. Its retention of
+    one millisecond makes its stream time the floor (``min_live()``): advancing it to a later
+    floor drops the ends below."""
+    index = TimeBuckets(1)
+    index.advance(floor)
+    return index
 
-    def __init__(self, floor: int) -> None:
-        self.floor = floor
-        self.sessions: dict[int, set[tuple[bytes, int]]] = {}
-        self.ends: list[int] = []
 
-    def add(self, key: bytes, start: int, end: int) -> None:
-        at_end = self.sessions.get(end)
-        if at_end is None:
-            at_end = self.sessions[end] = set()
-            bisect.insort(self.ends, end)
-        at_end.add((key, start))
-
-    def discard(self, key: bytes, start: int, end: int) -> None:
-        at_end = self.sessions.get(end)
-        if at_end is None:
-            return
-        at_end.discard((key, start))
-        if not at_end:
-            del self.sessions[end]
-            del self.ends[bisect.bisect_left(self.ends, end)]
-
-    def raise_floor(self, floor: int) -> None:
-        """Forget the ends below ``floor``."""
-        if floor <= self.floor:
-            return
-        below = bisect.bisect_left(self.ends, floor)
-        for end in self.ends[:below]:
-            del self.sessions[end]
-        del self.ends[:below]
-        self.floor = floor
-
-    def between(self, first: int, last: int) -> list[tuple[int, bytes, int]]:
-        """(end, key, start) of the sessions with first <= end <= last, in that order."""
-        ends = self.ends
-        found = [
-            (end, key, start)
-            for end in ends[bisect.bisect_left(ends, first) : bisect.bisect_right(ends, last)]
-            for key, start in self.sessions[end]
-        ]
-        found.sort()
-        return found
+def _index_session(index: TimeBuckets, key: bytes, start: int, end: int, stored: bool) -> None:
+    """Add a session to an end index (``stored``) or drop it from it."""
+    by_key = index.get(end)
+    if stored:
+        if by_key is None:
+            by_key = index.create(end)
+        by_key.setdefault(key, set()).add(start)
+        return
+    if by_key is None or key not in by_key:
+        return
+    starts = by_key[key]
+    starts.discard(start)
+    if not starts:
+        del by_key[key]
+        if not by_key:
+            index.remove(end)
 
 
 class RocksDBSessionStore(SegmentedLifecycle, InnerSessionStore):
@@ -88,7 +69,7 @@ class RocksDBSessionStore(SegmentedLifecycle, InnerSessionStore):
         super().__init__(name, retention_ms)
         interval = segment_interval_ms or default_segment_interval(retention_ms)
         self._segments = Segments(name, retention_ms, interval)
-        self._ends: _EndIndex | None = None  # built by the first find_sessions_by_end
+        self._ends: TimeBuckets | None = None  # built by the first find_sessions_by_end
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         self._ends = None
@@ -105,11 +86,8 @@ class RocksDBSessionStore(SegmentedLifecycle, InnerSessionStore):
             return
         segment.put(session_key(key, start, end), value)
         index = self._ends
-        if index is not None and end >= index.floor:
-            if value is None:
-                index.discard(key, start, end)
-            else:
-                index.add(key, start, end)
+        if index is not None and end >= index.min_live():
+            _index_session(index, key, start, end, value is not None)
 
     def min_live(self) -> int:
         return self._segments.min_live()
@@ -145,16 +123,19 @@ class RocksDBSessionStore(SegmentedLifecycle, InnerSessionStore):
         index = self._ends
         if index is None:
             index = self._ends = self._build_end_index(first)
-        if first < index.floor:
+        if first < index.min_live():
             found = self._scan_by_end(first, latest_session_end)
         else:
-            index.raise_floor(first)
+            index.advance(first)
             # Read in full before yielding: the caller may write while it iterates.
             found = []
-            for end, key, start in index.between(first, latest_session_end):
-                value = self.fetch_session(key, start, end)
-                if value is not None:
-                    found.append((end, key, start, value))
+            for end in index.between(first, latest_session_end):
+                by_key = index.get(end) or {}
+                for key, starts in sorted(by_key.items()):
+                    for start in sorted(starts):
+                        value = self.fetch_session(key, start, end)
+                        if value is not None:
+                            found.append((end, key, start, value))
         for end, key, start, value in found:
             yield WindowedKey(key, start, end), value
 
@@ -170,9 +151,9 @@ class RocksDBSessionStore(SegmentedLifecycle, InnerSessionStore):
         found.sort()
         return found
 
-    def _build_end_index(self, floor: int) -> _EndIndex:
-        index = _EndIndex(floor)
+    def _build_end_index(self, floor: int) -> TimeBuckets:
+        index = _end_index(floor)
         for end, key, start, _ in self._scan_by_end(floor, MAX_LONG):
-            index.add(key, start, end)
-        logger.debug("Store %s: indexed %d session ends from %d.", self._name, len(index.ends), floor)
+            _index_session(index, key, start, end, True)
+        logger.debug("Store %s: indexed the session ends from %d.", self._name, floor)
         return index

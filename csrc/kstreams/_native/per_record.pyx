@@ -32,7 +32,6 @@ from kstreams._native.record cimport (
     Change,
     FixedKeyRecord,
     Record,
-    WindowedKey,
     _RecordFields,
     new_change,
     new_record,
@@ -626,6 +625,13 @@ cdef class _AggregateCore(ProcessCore):
         self._step_function = step
         self._access = _access_of(step)
 
+    def route_changes(self, context, change_type):
+        """Forward each change as ``change_type(new, old)`` (keyed by a ``WindowedKey`` of the
+        record's key and window in a windowed aggregation) through ``context`` in C, as the
+        aggregation's own forwarding does without a cache, when it is a task's context."""
+        self._routing = _task_routing(context)
+        self._change_type = change_type
+
     cdef int _process(self, object record) except -1:
         return _process_by_fields(self, record)
 
@@ -638,12 +644,6 @@ cdef class StreamAggregateCore(_AggregateCore):
     forwards it (``_cached``)."""
 
     cdef public object forwarder
-
-    def route_changes(self, context, change_type):
-        """Forward each change as ``change_type(new, old)`` through ``context`` in C (what the
-        forwarder does without a cache) when it is a task's context; else through the forwarder."""
-        self._routing = _task_routing(context)
-        self._change_type = change_type
 
     cdef int _process_fields(self, object key, object value, object timestamp,
                              object headers) except -1:
@@ -682,15 +682,6 @@ cdef class WindowedAggregateCore(_AggregateCore):
     cdef public int64_t grace_ms
     cdef public int64_t observed_stream_time
     cdef public int64_t dropped
-    cdef object _key_type
-
-    def route_changes(self, context, change_type, key_type):
-        """Forward each change as ``change_type(new, old)`` keyed by ``key_type(key, start, end)``
-        (a frozen dataclass of those three fields) through ``context`` in C, as ``_forward_window``
-        does without a cache, when it is a task's context; else through ``_forward_window``."""
-        self._routing = _task_routing(context)
-        self._change_type = change_type
-        self._key_type = key_type
 
     cdef int _process_fields(self, object key, object value, object timestamp_object,
                              object headers) except -1:
@@ -733,18 +724,11 @@ cdef class WindowedAggregateCore(_AggregateCore):
             new, old, new_timestamp = change
             if self._routing is not None:
                 self._routing._forward_fields(
-                    _windowed_key(self._key_type, key, start, end), _made_change(self._change_type, new, old),
+                    new_windowed_key(key, start, end), _made_change(self._change_type, new, old),
                     new_timestamp, headers, _children_of(self._routing.node))
             else:
                 self._forward_window(key, start, end, new, old, new_timestamp, headers)
         return 0
-
-
-cdef object _windowed_key(object key_type, object key, int64_t start, int64_t end):
-    """``key_type(key, start, end)``, made in C when it is the C ``WindowedKey``."""
-    if key_type is WindowedKey:
-        return new_windowed_key(key, start, end)
-    return key_type(key, start, end)
 
 
 # ----------------------------------------------------------------------------------- sinks

@@ -1,6 +1,6 @@
 # cython: language_level=3
-"""C-level layout of Record, FixedKeyRecord, Change and WindowedKey (see record.pyx), for modules that make
-them."""
+"""C-level layout of Record, FixedKeyRecord, Change and WindowedKey (see record.pyx), for modules
+that make them."""
 
 
 cdef class _RecordFields:

@@ -11,6 +11,8 @@ methods, as in Kafka Streams.
 
 cimport cython
 
+from cpython.object cimport PyObject_RichCompare
+
 from types import GenericAlias
 
 __all__ = ["Change", "FixedKeyRecord", "Record", "WindowedKey"]
@@ -166,7 +168,7 @@ cdef class WindowedKey:
     accessor is the ``key`` field here: a method of that name would replace the field that
     existing code reads. Equal to, ordered against and hashed as the tuple ``(key, start, end)``
     (among WindowedKeys only), as the frozen dataclass it replaces was; a C type because windowed
-    stores and aggregations make one per update (41 ns against 423; fields in record.pxd)."""
+    stores and aggregations make one per update (44 ns against 423; fields in record.pxd)."""
 
     __match_args__ = ("key", "start", "end")
 
@@ -188,18 +190,7 @@ cdef class WindowedKey:
         if type(other) is not type(self):
             return NotImplemented
         cdef WindowedKey that = <WindowedKey>other
-        if op == 2 or op == 3:  # == and !=: fields first, without tuples
-            equal = self.key == that.key and self.start == that.start and self.end == that.end
-            return equal if op == 2 else not equal
-        mine = (self.key, self.start, self.end)
-        theirs = (that.key, that.start, that.end)
-        if op == 0:
-            return mine < theirs
-        if op == 1:
-            return mine <= theirs
-        if op == 4:
-            return mine > theirs
-        return mine >= theirs
+        return PyObject_RichCompare((self.key, self.start, self.end), (that.key, that.start, that.end), op)
 
     def __hash__(self):
         return hash((self.key, self.start, self.end))

@@ -684,32 +684,9 @@ cdef class RecordCache:
             raise self._unknown(namespace)
         return count
 
-    def keys(self, str namespace not None, bytes lo=None, bytes hi=None) -> list:
-        """Keys of a namespace with lo <= key <= hi (a None bound: unbounded), in ascending byte
-        order, without touching them (for range queries merged with the store)."""
-        cdef string name = _utf8(namespace)
-        cdef string lo_s, hi_s
-        if lo is not None:
-            lo_s = _bytes_to_string(lo)
-        if hi is not None:
-            hi_s = _bytes_to_string(hi)
-        cdef vector[_EntryPtr] found
-        cdef vector[string] keys
-        cdef ks_NamedCache* nc
-        cdef size_t i
-        with nogil:
-            self._mutex.lock()
-            nc = self._find(name)
-            if nc != NULL:
-                nc.index.range(&lo_s if lo is not None else NULL, &hi_s if hi is not None else NULL,
-                               -1, found)
-                keys.reserve(found.size())
-                for i in range(found.size()):
-                    keys.push_back(found[i].key)
-            self._mutex.unlock()
-        if nc == NULL:
-            raise self._unknown(namespace)
-        return [PyBytes_FromStringAndSize(keys[i].data(), keys[i].size()) for i in range(keys.size())]
+    def keys(self, str namespace not None) -> list:
+        """Keys of a namespace in ascending byte order, without touching them."""
+        return [key for key, _ in self._items(namespace, NULL, NULL, NULL, -1, False, True)]
 
     def range_items(self, str namespace not None, bytes lo, bytes hi, Py_ssize_t key_size=-1,
                     bint touch=True) -> list:

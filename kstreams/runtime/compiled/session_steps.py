@@ -59,8 +59,6 @@ logger = logging.getLogger(__name__)
 
 _LONG = struct.Struct(">q")
 _END_START = struct.Struct(">qq")
-# The largest session key suffix (end, start): the top of one key's range in the cache.
-_MAX_SUFFIX = _LONG.pack(MAX_LONG) * 2
 # What the record cache counts per entry besides key and value bytes (RecordCache.ENTRY_OVERHEAD).
 _ENTRY_OVERHEAD = 64
 
@@ -251,13 +249,14 @@ class SessionCountStep(Step):
         # Each key's sessions as its first record would read them: the store's, with the cache's
         # entries (values and tombstones) over them, read without touching them (the records'
         # reads below touch each of them).
+        # Per batch key, the top of its range in the cache (its latest possible session), whose
+        # length is that of all its cache keys.
+        top_of = {k: session_key(k, MAX_LONG, MAX_LONG) for k in earliest}
         sessions_of: dict[bytes, list[Session]] = {}
         for k, first_ts in earliest.items():
             read = stored[k]
-            lo = session_key(k, 0, max(first_ts - gap, 0))
-            for cache_key, value in cache.range_items(
-                namespace, lo, k + _MAX_SUFFIX, len(k) + SESSION_SUFFIX, False
-            ):
+            lo, top = session_key(k, 0, max(first_ts - gap, 0)), top_of[k]
+            for cache_key, value in cache.range_items(namespace, lo, top, len(top), False):
                 s_end, s_start = _END_START.unpack_from(cache_key, len(k))
                 if value is None:
                     read.pop((s_end, s_start), None)
@@ -268,16 +267,13 @@ class SessionCountStep(Step):
         # The per-record path's cache operations, in its order: each record's find_sessions touches
         # every entry in its key range, then its removes and its put write one entry each, noting
         # the record's headers (or dropping the entry's note), as the caching layer's put does.
-        notes = caching.header_notes
+        note_headers = caching.note_headers
         has_headers = batch.has_headers
         observed = processor.observed_stream_time
         dropped = 0
 
         def write(cache_key: bytes, value: bytes | None, ts: int, headers: Any) -> None:
-            if headers:
-                notes[cache_key] = headers
-            elif notes:
-                notes.pop(cache_key, None)
+            note_headers(cache_key, headers)
             cache.put(namespace, cache_key, value, ts)
 
         with self._store.query_lock:
@@ -287,8 +283,8 @@ class SessionCountStep(Step):
                 if ts > observed:
                     observed = ts
                 close_time = observed - grace - gap
-                lo = session_key(raw, 0, max(ts - gap, 0))
-                cache.touch_range(namespace, lo, raw + _MAX_SUFFIX, len(raw) + SESSION_SUFFIX)
+                top = top_of[raw]
+                cache.touch_range(namespace, session_key(raw, 0, max(ts - gap, 0)), top, len(top))
                 sessions = sessions_of[raw]
                 first, last = self._merge_found(sessions, ts, gap, 0)
                 found = sessions[first:last]

@@ -287,7 +287,7 @@ class WindowedAggregateProcessor(WindowedAggregateCore, WindowStoreAggregateProc
         self._cached = self.forwarder.cached
         self._apply = self.spec._apply
         if type(self)._forward_window is WindowedAggregateProcessor._forward_window:
-            self.route_changes(context, Change, WindowedKey)
+            self.route_changes(context, Change)
 
     def _skip(self, record: Record[Any, Any]) -> None:
         logger.debug(
