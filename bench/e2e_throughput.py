@@ -572,6 +572,19 @@ def _cpu_by_thread(before: dict[int, tuple[str, float, float]], records: int) ->
     )
 
 
+def _stream_threads_waiting(streams: Any, elapsed: float) -> str:
+    """How much of the run each stream thread waited for a task with records (Kafka's
+    blocked-time-ns-total): a thread that waits is starved by the polling thread, one that does
+    not is bounded by its own work or by the CPU."""
+    waited = sorted(
+        (m.tags.get("thread-id", "?").rsplit("-", 1)[-1], v / 1e9)
+        for m, v in streams.metrics().items()
+        if m.name == "blocked-time-ns-total" and m.group == "stream-thread-metrics"
+    )
+    shares = ", ".join(f"{100 * s / elapsed:.0f}%" for _, s in waited)
+    return f"stream threads waited for a task {shares} of the run"
+
+
 def _processed(streams: Any) -> int:
     return int(
         sum(
@@ -664,6 +677,8 @@ def run_streams(
         elapsed = finished - started
         cpu = time.process_time() - cpu0
         by_thread = _cpu_by_thread(threads_before, seen)
+        waiting = _stream_threads_waiting(streams, elapsed)
+        by_thread += f"; the process kept {cpu / elapsed:.2f} cores busy; {waiting}"
         streams.close(timeout=120)
     if seen < data.records:
         print(f"  !! {pipeline} processed only {seen:,} of {data.records:,} records", file=sys.stderr)
@@ -718,7 +733,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--thread-cpu",
         action="store_true",
-        help="also print each kstreams run's CPU per record by thread (polling, stream, librdkafka)",
+        help="also print each kstreams run's CPU per record by thread (polling, stream, librdkafka), "
+        "the cores the process kept busy, and how much of the run each stream thread waited for work",
     )
     parser.add_argument(
         "--repeat",
