@@ -7,6 +7,9 @@ so the kernels can use the standard containers without the GIL.
 ``KSTREAMS_NATIVE=a,b`` builds only the named modules (a development convenience when one module
 is being edited); ``KSTREAMS_ANNOTATE=1`` writes Cython's HTML annotation next to each source;
 ``KSTREAMS_DEBUG=1`` builds without optimisation and with Cython's line tracing for profilers.
+
+Modules are translated and compiled in parallel, one job per CPU (``KSTREAMS_BUILD_JOBS`` sets
+another count), so ``pip install .`` does not compile them one after another.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ NATIVE_MODULES = [
 
 only = {n for n in os.environ.get("KSTREAMS_NATIVE", "").split(",") if n}
 debug = os.environ.get("KSTREAMS_DEBUG") == "1"
+jobs = int(os.environ.get("KSTREAMS_BUILD_JOBS", 0)) or os.cpu_count() or 1
 compile_args = ["-O0", "-g"] if debug else ["-O3"]
 compile_args += ["-std=c++17", "-Wno-unused-function", "-Wno-deprecated-declarations"]
 
@@ -59,6 +63,7 @@ setup(
         extensions,
         include_path=["csrc"],
         language_level="3",
+        nthreads=jobs,
         annotate=os.environ.get("KSTREAMS_ANNOTATE") == "1",
         compiler_directives={
             "boundscheck": debug,
@@ -68,4 +73,6 @@ setup(
             "linetrace": debug,
         },
     ),
+    # build_ext's -j: a command-line -j still overrides it.
+    options={"build_ext": {"parallel": jobs}},
 )
