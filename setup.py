@@ -38,7 +38,19 @@ NATIVE_MODULES = [
 
 only = {n for n in os.environ.get("KSTREAMS_NATIVE", "").split(",") if n}
 debug = os.environ.get("KSTREAMS_DEBUG") == "1"
-jobs = int(os.environ.get("KSTREAMS_BUILD_JOBS", 0)) or os.cpu_count() or 1
+
+
+def _build_jobs() -> int:
+    """Parallel build jobs: KSTREAMS_BUILD_JOBS when set, else one per CPU."""
+    value = os.environ.get("KSTREAMS_BUILD_JOBS", "").strip()
+    if not value:
+        return os.cpu_count() or 1
+    if not value.isdigit() or int(value) < 1:
+        raise SystemExit(f"KSTREAMS_BUILD_JOBS must be a whole number of jobs, at least 1; got {value!r}")
+    return int(value)
+
+
+jobs = _build_jobs()
 compile_args = ["-O0", "-g"] if debug else ["-O3"]
 compile_args += ["-std=c++17", "-Wno-unused-function", "-Wno-deprecated-declarations"]
 

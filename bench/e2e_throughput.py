@@ -581,8 +581,8 @@ def _stream_threads_waiting(streams: Any, elapsed: float) -> str:
         for m, v in streams.metrics().items()
         if m.name == "blocked-time-ns-total" and m.group == "stream-thread-metrics"
     )
-    shares = ", ".join(f"{100 * s / elapsed:.0f}%" for _, s in waited)
-    return f"stream threads waited for a task {shares} of the run"
+    shares = ", ".join(f"{thread} {100 * s / elapsed:.0f}%" for thread, s in waited)
+    return f"stream threads waited for a task (by thread: {shares} of the run)"
 
 
 def _processed(streams: Any) -> int:
@@ -677,8 +677,7 @@ def run_streams(
         elapsed = finished - started
         cpu = time.process_time() - cpu0
         by_thread = _cpu_by_thread(threads_before, seen)
-        waiting = _stream_threads_waiting(streams, elapsed)
-        by_thread += f"; the process kept {cpu / elapsed:.2f} cores busy; {waiting}"
+        load = f"the process kept {cpu / elapsed:.2f} cores busy; {_stream_threads_waiting(streams, elapsed)}"
         streams.close(timeout=120)
     if seen < data.records:
         print(f"  !! {pipeline} processed only {seen:,} of {data.records:,} records", file=sys.stderr)
@@ -690,6 +689,7 @@ def run_streams(
         "rss_before": rss_before,
         "rss_growth": peak_rss - rss_before,
         "by_thread": by_thread,
+        "load": load,
     }
 
 
@@ -828,6 +828,8 @@ def _run(args: argparse.Namespace, bootstrap: str | None) -> int:
                 print(_result_line(name, result), flush=True)
                 if args.thread_cpu and "by_thread" in result:
                     print(f"    CPU us/rec by thread: {result['by_thread']}", flush=True)
+                if args.thread_cpu and "load" in result:
+                    print(f"    load: {result['load']}", flush=True)
         if args.repeat > 1:
             print(f"medians of {args.repeat} runs:")
             for name, rows in results.items():
