@@ -18,6 +18,7 @@ __all__ = [
     "aggregation_window_store_builder",
     "key_value_store_builder",
     "materialized_store",
+    "plain_key_value_store_builder",
     "session_store_builder",
     "window_store_builder",
 ]
@@ -72,6 +73,26 @@ def key_value_store_builder(
     return _apply_layers(
         builder, materialized.caching_enabled, materialized.logging_enabled, materialized.log_config
     )
+
+
+def plain_key_value_store_builder(
+    store_name: str,
+    key_serde: Any,
+    value_serde: Any,
+    *,
+    store_type: StoreType | None = None,
+    logging_enabled: bool = True,
+    log_config: dict[str, str] | None = None,
+) -> Any:
+    """An uncached key-value store builder of plain values (a stream-stream join's shared outer
+    store): in RocksDB unless ``store_type`` asks for memory."""
+    stores = _stores()
+    if _persistent(store_type):
+        supplier = stores.persistent_key_value_store(store_name)
+    else:
+        supplier = stores.in_memory_key_value_store(store_name)
+    builder = stores.key_value_store_builder(supplier, key_serde, value_serde)
+    return _apply_layers(builder, False, logging_enabled, log_config or {})
 
 
 def window_store_builder(

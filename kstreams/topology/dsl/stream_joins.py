@@ -2,8 +2,8 @@
 
 Each side gets a "windowed" processor that keeps its records in a window store, and a join
 processor that looks the other side's store up; a pass-through merges both sides' results. Left
-and outer joins add a shared store for records waiting for their window to close. Names follow
-Kafka: ``KSTREAM-WINDOWED-``, ``KSTREAM-JOINTHIS-``/``KSTREAM-OUTERTHIS-``,
+and outer joins add a shared key-value store for records waiting for their window to close.
+Names follow Kafka: ``KSTREAM-WINDOWED-``, ``KSTREAM-JOINTHIS-``/``KSTREAM-OUTERTHIS-``,
 ``KSTREAM-JOINOTHER-``/``KSTREAM-OUTEROTHER-``, ``KSTREAM-MERGE-``, stores
 ``<join processor>-store`` and ``KSTREAM-OUTERSHARED-<n>-store``; ``StreamJoined.with_name`` and
 ``with_store_name`` replace them with "<name>-this-join", "<store name>-this-join-store", etc.
@@ -17,15 +17,15 @@ from typing import Any
 
 from kstreams.topology.dsl import naming
 from kstreams.topology.dsl.kstream import KStream
-from kstreams.topology.dsl.materialize import window_store_builder
+from kstreams.topology.dsl.materialize import plain_key_value_store_builder, window_store_builder
 from kstreams.topology.dsl.parameters import StreamJoined
 from kstreams.topology.dsl.processors.stateless import PassThroughSupplier
 from kstreams.topology.dsl.processors.stream_join import (
-    JoinSideKeySerde,
-    JoinSideValueSerde,
     JoinTimeTrackers,
     JoinWindowSupplier,
+    LeftOrRightValueListSerde,
     StreamStreamJoinSupplier,
+    TimestampedKeyAndJoinSideSerde,
 )
 from kstreams.topology.dsl.windows import JoinWindows
 
@@ -107,11 +107,13 @@ def stream_stream_join(
         else:
             outer_store = f"{naming.OUTERSHARED}{this_generated[len(this_prefix) :]}-store"
         outer_serdes = (
-            JoinSideKeySerde(key_serde),
-            JoinSideValueSerde(this_value_serde, other_value_serde),
+            TimestampedKeyAndJoinSideSerde(key_serde),
+            LeftOrRightValueListSerde(this_value_serde, other_value_serde),
         )
-        outer_store_builder = window_store_builder(
-            outer_store, retention_ms, windows.size(), outer_serdes[0], outer_serdes[1], **store_options
+        # A key-value store, as Kafka's: its keys lead with the timestamp, and the join processors
+        # delete what they emit or join, so it needs no retention of its own.
+        outer_store_builder = plain_key_value_store_builder(
+            outer_store, outer_serdes[0], outer_serdes[1], **store_options
         )
 
     trackers = JoinTimeTrackers()

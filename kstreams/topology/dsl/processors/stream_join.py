@@ -6,15 +6,22 @@ up for records within the join window: a left record at time t joins right recor
 [t - before, t + after]. Results carry the larger of the two timestamps.
 
 Left and outer joins (with the spurious-result fix of the no-grace/with-grace JoinWindows) do not
-emit an unjoined record at once: they park it in a shared "outer" window store and emit
+emit an unjoined record at once: they park it in a shared "outer" key-value store and emit
 ``joiner(value, None)`` (or ``joiner(None, value)``) only when its window has closed (stream time
 passed its timestamp plus the look-ahead plus grace) without a join partner. Grace bounds lateness
 through the window stores' retention: a record older than that finds no partner.
+
+The outer store is Kafka's: its key is (timestamp, side, key), serialized as the timestamp (8 bytes,
+big-endian), a side byte (0 right, 1 left) and the key's bytes, so the store's byte order is the
+order unjoined records are emitted in: by timestamp, then the right side first, then by key. Its
+value is the list of every waiting record of that key, side and timestamp, so duplicates are all
+emitted (Kafka's ListValueStore).
 """
 
 from __future__ import annotations
 
 import logging
+import struct
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -23,11 +30,11 @@ from kstreams.serdes import serde_from_config
 from kstreams.topology.dsl.processors.store_access import get_store
 
 __all__ = [
-    "JoinSideKeySerde",
-    "JoinSideValueSerde",
     "JoinTimeTrackers",
     "JoinWindowSupplier",
+    "LeftOrRightValueListSerde",
     "StreamStreamJoinSupplier",
+    "TimestampedKeyAndJoinSideSerde",
 ]
 
 logger = logging.getLogger(__name__)
@@ -35,6 +42,8 @@ logger = logging.getLogger(__name__)
 _LEFT = b"\x01"
 _RIGHT = b"\x00"
 _NO_PARKED_RECORD = (1 << 63) - 1
+_TIMESTAMP = struct.Struct(">q")
+_LENGTH = struct.Struct(">i")
 
 
 class _DefaultingSerde:
@@ -63,10 +72,12 @@ class _DefaultingSerde:
         self.bind_defaults(configs)
 
 
-class JoinSideKeySerde(_DefaultingSerde):
-    """Key of the shared outer-join store: a side flag byte (1 left, 0 right) then the key."""
+class TimestampedKeyAndJoinSideSerde(_DefaultingSerde):
+    """Key of the shared outer-join store, ``(timestamp, is_left, key)``: the timestamp (8 bytes,
+    big-endian), a side byte (1 left, 0 right), then the key's bytes (Kafka's
+    TimestampedKeyAndJoinSide), so keys sort by timestamp, then right before left, then key."""
 
-    name = "join-side-key"
+    name = "timestamped-key-and-join-side"
 
     def __init__(self, key_serde: Any) -> None:
         super().__init__(key_serde, "default.key.serde")
@@ -74,19 +85,24 @@ class JoinSideKeySerde(_DefaultingSerde):
     def serialize(self, topic: str | None, data: Any) -> bytes | None:
         if data is None:
             return None
-        is_left, key = data
-        return (_LEFT if is_left else _RIGHT) + (self.inner.serialize(topic, key) or b"")
+        timestamp, is_left, key = data
+        side = _LEFT if is_left else _RIGHT
+        return _TIMESTAMP.pack(timestamp) + side + (self.inner.serialize(topic, key) or b"")
 
     def deserialize(self, topic: str | None, data: bytes | None) -> Any:
         if data is None:
             return None
-        return (data[:1] == _LEFT, self.inner.deserialize(topic, bytes(data[1:])))
+        data = bytes(data)
+        (timestamp,) = _TIMESTAMP.unpack_from(data)
+        is_left = data[8:9] == _LEFT
+        return (timestamp, is_left, self.inner.deserialize(topic, data[9:]))
 
 
-class JoinSideValueSerde:
-    """Value of the shared outer-join store: a side flag byte then the left or right value."""
+class LeftOrRightValueListSerde:
+    """Value of the shared outer-join store: the list of ``(is_left, value)`` of every record
+    waiting under one key; each entry a 4-byte length, a side byte, then the left or right value."""
 
-    name = "join-side-value"
+    name = "left-or-right-value-list"
 
     def __init__(self, left_serde: Any, right_serde: Any) -> None:
         self.left = _DefaultingSerde(left_serde, "default.value.serde")
@@ -108,16 +124,28 @@ class JoinSideValueSerde:
     def serialize(self, topic: str | None, data: Any) -> bytes | None:
         if data is None:
             return None
-        is_left, value = data
-        serde = self.left.inner if is_left else self.right.inner
-        return (_LEFT if is_left else _RIGHT) + (serde.serialize(topic, value) or b"")
+        parts = []
+        for is_left, value in data:
+            serde = self.left.inner if is_left else self.right.inner
+            entry = (_LEFT if is_left else _RIGHT) + (serde.serialize(topic, value) or b"")
+            parts.append(_LENGTH.pack(len(entry)))
+            parts.append(entry)
+        return b"".join(parts)
 
     def deserialize(self, topic: str | None, data: bytes | None) -> Any:
         if data is None:
             return None
-        is_left = data[:1] == _LEFT
-        serde = self.left.inner if is_left else self.right.inner
-        return (is_left, serde.deserialize(topic, bytes(data[1:])))
+        data = bytes(data)
+        entries = []
+        offset = 0
+        while offset < len(data):
+            (length,) = _LENGTH.unpack_from(data, offset)
+            entry = data[offset + 4 : offset + 4 + length]
+            offset += 4 + length
+            is_left = entry[:1] == _LEFT
+            serde = self.left.inner if is_left else self.right.inner
+            entries.append((is_left, serde.deserialize(topic, entry[1:])))
+        return entries
 
 
 class _TimeTracker:
@@ -261,8 +289,11 @@ class _StreamStreamJoin(Processor[Any, Any, Any, Any]):
         for other_timestamp, other_value in self.other.fetch_range(record.key, time_from, time_to):
             joined = True
             if self.outer_store is not None:
-                # The other side's record found a partner: it must not be emitted unjoined later.
-                self.outer_store.put((not self.is_left, record.key), None, other_timestamp)
+                # The other side's records of that time found a partner: none of them may be
+                # emitted unjoined later. Read first, so a join writes no needless tombstone.
+                other_key = (other_timestamp, not self.is_left, record.key)
+                if self.outer_store.get(other_key) is not None:
+                    self.outer_store.delete(other_key)
             self.context.forward(
                 Record(
                     record.key,
@@ -278,39 +309,44 @@ class _StreamStreamJoin(Processor[Any, Any, Any, Any]):
             self.context.forward(record.with_value(self._join(record.key, record.value, None)))
         else:
             self.tracker.min_time = min(self.tracker.min_time, timestamp)
-            self.outer_store.put((self.is_left, record.key), (self.is_left, record.value), timestamp)
+            this_key = (timestamp, self.is_left, record.key)
+            waiting = self.outer_store.get(this_key) or []
+            waiting.append((self.is_left, record.value))
+            self.outer_store.put(this_key, waiting)
 
     def _emit_closed_unjoined(self) -> None:
         tracker = self.tracker
         grace = self.spec.grace_ms
-        shortest_wait = min(self.spec.windows_before_ms, self.spec.windows_after_ms)
-        if tracker.min_time + shortest_wait + grace >= tracker.stream_time:
+        before, after = self.spec.windows_before_ms, self.spec.windows_after_ms
+        if tracker.min_time + min(before, after) + grace >= tracker.stream_time:
             return  # the oldest parked record's window is still open, so every other one's is too
         assert self.outer_store is not None
-        parked = sorted(
-            self.outer_store.fetch_all(0, tracker.stream_time),
-            key=lambda entry: (entry[0].start, not entry[0].key[0]),
-        )
-        new_min = None
-        for windowed, side_and_value in parked:
-            is_left, key = windowed.key
-            timestamp = windowed.start
+        # The store iterates in emission order (timestamp, right side first, key). Past the first
+        # timestamp whose windows are open on both sides, every later record's is open too.
+        closed = []
+        new_min = _NO_PARKED_RECORD  # the oldest record still waiting: the first one kept
+        for stored_key, waiting in self.outer_store.all():
+            timestamp, is_left, _ = stored_key
             # A left record can still meet right records up to `after` later; a right record left
             # records up to `before` later.
-            look_ahead = self.spec.windows_after_ms if is_left else self.spec.windows_before_ms
-            if timestamp + look_ahead + grace >= tracker.stream_time:
-                if new_min is None or timestamp < new_min:
-                    new_min = timestamp
+            if timestamp + (after if is_left else before) + grace >= tracker.stream_time:
+                new_min = min(new_min, timestamp)
+                if timestamp + max(before, after) + grace >= tracker.stream_time:
+                    break
                 continue
-            _, value = side_and_value
-            result = (
-                _apply_joiner(self.spec, key, value, None)
-                if is_left
-                else _apply_joiner(self.spec, key, None, value)
-            )
-            self.context.forward(Record(key, result, timestamp))
-            self.outer_store.put((is_left, key), None, timestamp)
-        tracker.min_time = new_min if new_min is not None else _NO_PARKED_RECORD
+            closed.append((stored_key, waiting))
+        # Emitted and deleted after the iteration, which must not see the store change under it.
+        for stored_key, waiting in closed:
+            timestamp, _, key = stored_key
+            for is_left, value in waiting:
+                result = (
+                    _apply_joiner(self.spec, key, value, None)
+                    if is_left
+                    else _apply_joiner(self.spec, key, None, value)
+                )
+                self.context.forward(Record(key, result, timestamp))
+            self.outer_store.delete(stored_key)
+        tracker.min_time = new_min
 
 
 def _apply_joiner(spec: StreamStreamJoinSupplier, key: Any, left: Any, right: Any) -> Any:

@@ -215,12 +215,16 @@ def test_left_join_adds_the_shared_outer_store():
     builder.stream("left").left_join(
         builder.stream("right"), _joiner, JoinWindows.of_time_difference_with_no_grace(100)
     )
-    stores = set(builder.build().store_builders)
-    assert stores == {
+    topology = builder.build()
+    assert set(topology.store_builders) == {
         "KSTREAM-JOINTHIS-0000000004-store",
         "KSTREAM-OUTEROTHER-0000000005-store",
         "KSTREAM-OUTERSHARED-0000000004-store",
     }
+    # A key-value store, as Kafka's: its changelog is compacted, not windowed.
+    assert topology.store_builders["KSTREAM-OUTERSHARED-0000000004-store"].store_type == "keyvalue"
+    changelog = topology.build("app").internal_topics["app-KSTREAM-OUTERSHARED-0000000004-store-changelog"]
+    assert not changelog.windowed
 
 
 def test_stream_joined_names_processors_stores_and_repartition_topics():
@@ -237,6 +241,81 @@ def test_stream_joined_names_processors_stores_and_repartition_topics():
     assert names <= set(topology.nodes)
     assert {"s-this-join-store", "s-other-join-store"} == set(topology.store_builders)
     assert "app-j-left-repartition" in topology.build("app").internal_topics
+
+
+# --- stream-stream: cases of Kafka's KStreamKStreamLeftJoinTest and KStreamKStreamOuterJoinTest --
+
+
+INT = Serdes.integer()
+
+
+def _kafka_joiner(left: Any, right: Any) -> str:
+    # Kafka's tests join with value1 + "+" + value2, so a missing side reads "null".
+    return f"{'null' if left is None else left}+{'null' if right is None else right}"
+
+
+def _integer_keyed_join(drive: Any, kind: str, windows: JoinWindows) -> tuple[Any, Any, Any]:
+    builder = StreamsBuilder()
+    left = builder.stream("left")
+    right = builder.stream("right")
+    getattr(left, kind)(right, _kafka_joiner, windows).to("out")
+    driver = drive(builder.build(), default_key_serde="integer")
+    return driver, driver.create_input_topic("left", INT, S), driver.create_input_topic("right", INT, S)
+
+
+def _integer_keyed_records(driver: Any) -> list[tuple[Any, Any, int]]:
+    records = driver.create_output_topic("out", INT, S).read_records_to_list()
+    return [(r.key, r.value, r.timestamp) for r in records]
+
+
+@pytest.mark.parametrize("kind", ["left_join", "outer_join"])
+def test_unjoined_records_with_the_same_key_and_timestamp_are_all_emitted(drive, kind):
+    windows = JoinWindows.of_time_difference_and_grace(100, 10)
+    driver, left, right = _integer_keyed_join(drive, kind, windows)
+    left.pipe_input(0, "A0", timestamp=0)
+    left.pipe_input(0, "A0-0", timestamp=0)  # a duplicate of key and time: kept beside the first
+    right.pipe_input(5, "advance", timestamp=500)  # closes both records' windows
+    assert _integer_keyed_records(driver) == [(0, "A0+null", 0), (0, "A0-0+null", 0)]
+
+
+def test_a_join_partner_removes_every_waiting_record_of_its_key_and_time(drive):
+    driver, left, right = _integer_keyed_join(
+        drive, "left_join", JoinWindows.of_time_difference_and_grace(100, 10)
+    )
+    left.pipe_input(0, "A0", timestamp=0)
+    left.pipe_input(0, "A0-0", timestamp=0)
+    right.pipe_input(0, "a0", timestamp=50)
+    right.pipe_input(5, "advance", timestamp=500)
+    assert _integer_keyed_records(driver) == [(0, "A0+a0", 50), (0, "A0-0+a0", 50)]
+
+
+def test_outer_join_emits_the_right_side_first_at_equal_timestamps(drive):
+    windows = JoinWindows.of_time_difference_and_grace(100, 10)
+    driver, left, right = _integer_keyed_join(drive, "outer_join", windows)
+    left.pipe_input(0, "A0", timestamp=0)
+    right.pipe_input(1, "b1", timestamp=0)
+    left.pipe_input(9, "advance", timestamp=500)
+    assert _integer_keyed_records(driver) == [(1, "null+b1", 0), (0, "A0+null", 0)]
+
+
+def test_outer_join_emits_waiting_records_by_timestamp_then_side_then_key(drive):
+    windows = JoinWindows.of_time_difference_and_grace(100, 10)
+    driver, left, right = _integer_keyed_join(drive, "outer_join", windows)
+    left.pipe_input(1, "A1", timestamp=7)
+    left.pipe_input(3, "A3", timestamp=0)
+    left.pipe_input(0, "A0", timestamp=0)
+    right.pipe_input(4, "b4", timestamp=0)
+    right.pipe_input(2, "b2", timestamp=0)
+    right.pipe_input(5, "b5", timestamp=3)
+    left.pipe_input(9, "advance", timestamp=500)
+    assert _integer_keyed_records(driver) == [
+        (2, "null+b2", 0),
+        (4, "null+b4", 0),
+        (0, "A0+null", 0),
+        (3, "A3+null", 0),
+        (5, "null+b5", 3),
+        (1, "A1+null", 7),
+    ]
 
 
 # --- table-table -----------------------------------------------------------------------------
