@@ -102,7 +102,8 @@ class ChangeSerde:
 class TableSelectSupplier:
     """Maps each table change to the (key, value) pairs of its old and new rows under
     ``selector(key, value) -> KeyValue``: one change when both pairs share a key, else a removal
-    from the old key and an addition to the new one (old first)."""
+    from the old key and an addition to the new one (old first). A row whose selector returns None,
+    or a pair with a None key or value, belongs to no group and is skipped."""
 
     kind = "table_select"
 
@@ -126,6 +127,9 @@ class _TableSelect(Processor[Any, Any, Any, Any]):
         if value is None:
             return None
         result = self.spec.selector(key, value)
+        if result is None:
+            # No group for this row: skipped, as a null key or value is (Kafka's KTableRepartitionMap).
+            return None
         try:
             new_key, new_value = result
         except (TypeError, ValueError):

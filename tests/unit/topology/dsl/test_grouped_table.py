@@ -107,3 +107,18 @@ def test_a_table_aggregation_takes_kafka_s_named_then_materialized(drive: Any) -
     driver = drive(topology)
     driver.create_input_topic("users", S, S).pipe_input("ann", "eu")
     assert driver.get_key_value_store("region-counts").get("eu") == 1
+
+
+def test_a_selector_that_returns_none_skips_the_row(drive: Any) -> None:
+    # Kafka's KTableRepartitionMap skips a null KeyValue as it skips a null key or value.
+    builder = StreamsBuilder()
+    users = builder.table("user-regions")
+    counts = users.group_by(lambda user, region: None if region == "none" else KeyValue(region, user)).count()
+    counts.to_stream().to("region-counts", Produced.with_(S, L))
+    driver = drive(builder.build())
+    regions = driver.create_input_topic("user-regions", S, S)
+    out = driver.create_output_topic("region-counts", S, L)
+    regions.pipe_input("alice", "none")  # no group: skipped
+    regions.pipe_input("alice", "eu")  # the old row had no group: nothing to subtract
+    regions.pipe_input("alice", "none")  # leaves eu, joins no group
+    assert out.read_key_values_to_list() == [("eu", 1), ("eu", 0)]
