@@ -1,6 +1,9 @@
 """kstreams: Kafka Streams for Python, with a compiled core.
 
-The public API. Names are imported on first use, so ``import kstreams`` stays light (it never
+The public API: every public name of Kafka Streams' ``org.apache.kafka.streams`` and
+``org.apache.kafka.streams.kstream`` packages that kstreams implements, in Python spelling, plus the
+names a DSL user needs beside them (serdes, stores, the client's enums). Each is also importable from
+its home module. Names are imported on first use, so ``import kstreams`` stays light (it never
 imports pyspark, and a process that only needs the test driver never starts the runtime).
 """
 
@@ -14,80 +17,175 @@ if TYPE_CHECKING:
     from kstreams.client import (
         InitParameters,
         KafkaStreams,
+        KeyQueryMetadata,
         StateRestoreListener,
+        StoreQueryParameters,
+        StreamsMetadata,
         StreamsUncaughtExceptionResponse,
+        ThreadMetadata,
     )
     from kstreams.config import StreamsConfig
     from kstreams.serdes import Serdes
-    from kstreams.state import Stores
+    from kstreams.state import Stores, Window
+    from kstreams.state import WindowedKey as Windowed
+    from kstreams.testing import TestInputTopic, TestOutputTopic, TopologyTestDriver
     from kstreams.topology import (
         Branched,
+        BranchedKStream,
+        BufferConfig,
+        CogroupedKStream,
         Consumed,
+        EmitStrategy,
+        GlobalKTable,
         Grouped,
         Joined,
         JoinWindows,
         KeyValue,
+        KGroupedStream,
+        KGroupedTable,
+        KStream,
+        KTable,
         Materialized,
         Named,
+        Printed,
         Produced,
         Repartitioned,
+        SessionWindowedCogroupedKStream,
+        SessionWindowedKStream,
+        SessionWindows,
+        SlidingWindowedKStream,
+        SlidingWindows,
         StreamJoined,
         StreamsBuilder,
+        Suppressed,
+        TableJoined,
+        TimeWindowedCogroupedKStream,
+        TimeWindowedKStream,
         TimeWindows,
         Topology,
+        TopologyDescription,
+        ValueTransformerWithKey,
         WindowedSerdes,
     )
 
 __all__ = [
     "Branched",
+    "BranchedKStream",
+    "BufferConfig",
+    "CogroupedKStream",
     "Consumed",
+    "EmitStrategy",
+    "GlobalKTable",
     "Grouped",
     "InitParameters",
     "JoinWindows",
     "Joined",
+    "KGroupedStream",
+    "KGroupedTable",
+    "KStream",
+    "KTable",
     "KafkaStreams",
+    "KeyQueryMetadata",
     "KeyValue",
     "Materialized",
     "Named",
+    "Printed",
     "Produced",
     "Repartitioned",
     "Serdes",
+    "SessionWindowedCogroupedKStream",
+    "SessionWindowedKStream",
+    "SessionWindows",
+    "SlidingWindowedKStream",
+    "SlidingWindows",
     "StateRestoreListener",
+    "StoreQueryParameters",
     "Stores",
     "StreamJoined",
     "StreamsBuilder",
     "StreamsConfig",
+    "StreamsMetadata",
     "StreamsUncaughtExceptionResponse",
+    "Suppressed",
+    "TableJoined",
+    "TestInputTopic",
+    "TestOutputTopic",
+    "ThreadMetadata",
+    "TimeWindowedCogroupedKStream",
+    "TimeWindowedKStream",
     "TimeWindows",
     "Topology",
+    "TopologyDescription",
+    "TopologyTestDriver",
+    "ValueTransformerWithKey",
+    "Window",
+    "Windowed",
     "WindowedSerdes",
 ]
 
 __version__ = "0.1.0"
 
-_HOMES = {
-    "KafkaStreams": "kstreams.client",
-    "InitParameters": "kstreams.client",
-    "StreamsUncaughtExceptionResponse": "kstreams.client",
-    "StreamsConfig": "kstreams.config",
-    "Topology": "kstreams.topology",
-    "StreamsBuilder": "kstreams.topology",
-    "Consumed": "kstreams.topology",
-    "Produced": "kstreams.topology",
-    "Grouped": "kstreams.topology",
-    "Materialized": "kstreams.topology",
-    "TimeWindows": "kstreams.topology",
-    "JoinWindows": "kstreams.topology",
-    "KeyValue": "kstreams.topology",
-    "Serdes": "kstreams.serdes",
-    "Stores": "kstreams.state",
-    "StateRestoreListener": "kstreams.client",
-    "Branched": "kstreams.topology",
-    "Joined": "kstreams.topology",
-    "Named": "kstreams.topology",
-    "Repartitioned": "kstreams.topology",
-    "StreamJoined": "kstreams.topology",
-    "WindowedSerdes": "kstreams.topology",
+_CLIENT_NAMES = (
+    "InitParameters",
+    "KafkaStreams",
+    "KeyQueryMetadata",
+    "StateRestoreListener",
+    "StoreQueryParameters",
+    "StreamsMetadata",
+    "StreamsUncaughtExceptionResponse",
+    "ThreadMetadata",
+)
+_TOPOLOGY_NAMES = (
+    "Branched",
+    "BranchedKStream",
+    "BufferConfig",
+    "CogroupedKStream",
+    "Consumed",
+    "EmitStrategy",
+    "GlobalKTable",
+    "Grouped",
+    "JoinWindows",
+    "Joined",
+    "KGroupedStream",
+    "KGroupedTable",
+    "KStream",
+    "KTable",
+    "KeyValue",
+    "Materialized",
+    "Named",
+    "Printed",
+    "Produced",
+    "Repartitioned",
+    "SessionWindowedCogroupedKStream",
+    "SessionWindowedKStream",
+    "SessionWindows",
+    "SlidingWindowedKStream",
+    "SlidingWindows",
+    "StreamJoined",
+    "StreamsBuilder",
+    "Suppressed",
+    "TableJoined",
+    "TimeWindowedCogroupedKStream",
+    "TimeWindowedKStream",
+    "TimeWindows",
+    "Topology",
+    "TopologyDescription",
+    "ValueTransformerWithKey",
+    "WindowedSerdes",
+)
+
+# Each public name: (home module, name there). Kafka's ``Windowed`` is kstreams' ``WindowedKey``.
+_HOMES: dict[str, tuple[str, str]] = {
+    **{name: ("kstreams.client", name) for name in _CLIENT_NAMES},
+    **{name: ("kstreams.topology", name) for name in _TOPOLOGY_NAMES},
+    "StreamsConfig": ("kstreams.config", "StreamsConfig"),
+    "Serdes": ("kstreams.serdes", "Serdes"),
+    "Stores": ("kstreams.state", "Stores"),
+    "Window": ("kstreams.state", "Window"),
+    "Windowed": ("kstreams.state", "WindowedKey"),
+    "TopologyTestDriver": ("kstreams.testing", "TopologyTestDriver"),
+    "TestInputTopic": ("kstreams.testing", "TestInputTopic"),
+    "TestOutputTopic": ("kstreams.testing", "TestOutputTopic"),
 }
 
 
@@ -95,7 +193,8 @@ def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'kstreams' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
+    module, attribute = home
+    value = getattr(importlib.import_module(module), attribute)
     globals()[name] = value
     return value
 

@@ -11,10 +11,20 @@ import kstreams
 ROOT = Path(__file__).resolve().parents[2]
 
 PUBLIC = [
-    "Branched", "Consumed", "Grouped", "InitParameters", "JoinWindows", "Joined", "KafkaStreams", "KeyValue",
-    "Materialized", "Named", "Produced", "Repartitioned", "Serdes", "StateRestoreListener", "StreamJoined",
-    "Stores", "StreamsBuilder", "StreamsConfig", "StreamsUncaughtExceptionResponse", "TimeWindows",
-    "Topology", "WindowedSerdes",
+    # org.apache.kafka.streams
+    "KafkaStreams", "KeyQueryMetadata", "KeyValue", "StoreQueryParameters", "StreamsBuilder", "StreamsConfig",
+    "StreamsMetadata", "TestInputTopic", "TestOutputTopic", "ThreadMetadata", "Topology",
+    "TopologyDescription", "TopologyTestDriver",
+    # org.apache.kafka.streams.kstream
+    "Branched", "BranchedKStream", "BufferConfig", "CogroupedKStream", "Consumed", "EmitStrategy",
+    "GlobalKTable", "Grouped", "JoinWindows", "Joined", "KGroupedStream", "KGroupedTable", "KStream",
+    "KTable", "Materialized", "Named", "Printed", "Produced", "Repartitioned",
+    "SessionWindowedCogroupedKStream", "SessionWindowedKStream", "SessionWindows", "SlidingWindows",
+    "StreamJoined", "Suppressed", "TableJoined", "TimeWindowedCogroupedKStream", "TimeWindowedKStream",
+    "TimeWindows", "ValueTransformerWithKey", "Window", "Windowed", "WindowedSerdes",
+    # kstreams' own, and names of other Kafka packages a DSL user needs at hand
+    "InitParameters", "Serdes", "SlidingWindowedKStream", "StateRestoreListener", "Stores",
+    "StreamsUncaughtExceptionResponse",
 ]  # fmt: skip
 
 
@@ -22,6 +32,25 @@ def test_public_api_is_exactly_the_documented_names() -> None:
     assert sorted(kstreams.__all__) == sorted(PUBLIC)
     for name in PUBLIC:
         assert getattr(kstreams, name) is not None
+
+
+def test_every_public_name_imports_from_kstreams_in_a_fresh_process() -> None:
+    # A fresh interpreter, so each name goes through the lazy module __getattr__ of a first import.
+    code = f"from kstreams import ({', '.join(PUBLIC)}); print('ok')"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["ok"]
+
+
+def test_public_names_are_the_classes_of_their_home_modules() -> None:
+    from kstreams.runtime.store_query import StoreQueryParameters
+    from kstreams.state import WindowedKey
+    from kstreams.topology import SessionWindows, Suppressed
+
+    assert kstreams.StoreQueryParameters is StoreQueryParameters
+    assert kstreams.Windowed is WindowedKey  # Kafka's Windowed: a key and its window
+    assert kstreams.SessionWindows is SessionWindows
+    assert kstreams.Suppressed is Suppressed
 
 
 def test_importing_kstreams_does_not_import_pyspark_or_the_runtime() -> None:
