@@ -18,7 +18,7 @@ from kstreams.topology.dsl.global_ktable import GlobalKTable, global_table
 from kstreams.topology.dsl.internal_builder import InternalStreamsBuilder
 from kstreams.topology.dsl.kstream import KStream
 from kstreams.topology.dsl.ktable import KTable, updates_table
-from kstreams.topology.dsl.parameters import Consumed, Materialized
+from kstreams.topology.dsl.parameters import Consumed, Materialized, consumed_and_materialized
 
 __all__ = ["StreamsBuilder"]
 
@@ -52,6 +52,8 @@ class StreamsBuilder:
                 raise ValueError(
                     f"stream() needs one or more non-empty topic names or one re.Pattern, got {topics!r}."
                 )
+        if consumed is not None and not isinstance(consumed, Consumed):
+            raise TypeError(f"stream() takes (topics[, Consumed]), got {consumed!r} where a Consumed goes.")
         consumed = consumed or Consumed()
         name = self._internal.name_or_generate(consumed.name, naming.SOURCE)
         self._internal.add_source(
@@ -65,9 +67,13 @@ class StreamsBuilder:
         return KStream(self._internal, name, consumed.key_serde, consumed.value_serde, False, (name,))
 
     def table(
-        self, topic: str, consumed: Consumed | None = None, materialized: Materialized | None = None
+        self,
+        topic: str,
+        consumed: Consumed | Materialized | None = None,
+        materialized: Materialized | None = None,
     ) -> KTable[Any, Any]:
         """A KTable of a topic: each record is the new value of its key (None deletes the key).
+        Takes Kafka's overloads: ``(topic[, Consumed][, Materialized])``.
 
         The table gets a store (with its own changelog) when ``materialized`` names one, or as
         soon as a join or lookup needs its values. Its key and value types are ``Any``, as for
@@ -75,8 +81,7 @@ class StreamsBuilder:
         """
         if not isinstance(topic, str) or not topic:
             raise ValueError(f"table() needs one non-empty topic name, got {topic!r}.")
-        consumed = consumed or Consumed()
-        materialized = materialized or Materialized()
+        consumed, materialized = consumed_and_materialized(consumed, materialized, "table()")
         key_serde = consumed.key_serde if consumed.key_serde is not None else materialized.key_serde
         value_serde = consumed.value_serde if consumed.value_serde is not None else materialized.value_serde
         internal = self._internal
@@ -106,12 +111,17 @@ class StreamsBuilder:
         return self
 
     def global_table(
-        self, topic: str, consumed: Consumed | None = None, materialized: Materialized | None = None
+        self,
+        topic: str,
+        consumed: Consumed | Materialized | None = None,
+        materialized: Materialized | None = None,
     ) -> GlobalKTable[Any, Any]:
         """A GlobalKTable of every partition of ``topic``, held in full by every client: a global
         store, bootstrapped from the topic before the client runs and kept current after. Join a
         stream with it without repartitioning (``KStream.join(table, key_selector, joiner)``);
-        ``materialized`` may name the store to query it with ``KafkaStreams.store``."""
+        ``materialized`` may name the store to query it with ``KafkaStreams.store``. Takes Kafka's
+        overloads: ``(topic[, Consumed][, Materialized])``."""
+        consumed, materialized = consumed_and_materialized(consumed, materialized, "global_table()")
         return global_table(self._internal, topic, consumed, materialized)
 
     def build(self) -> Any:

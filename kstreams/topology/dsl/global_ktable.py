@@ -63,17 +63,11 @@ class GlobalKTable(Generic[K, V]):
 
 
 def global_table(
-    builder: InternalStreamsBuilder, topic: str, consumed: Consumed | None, materialized: Materialized | None
+    builder: InternalStreamsBuilder, topic: str, consumed: Consumed, materialized: Materialized
 ) -> GlobalKTable[Any, Any]:
     """Add the global store, source and update processor of ``topic`` (see the module docstring)."""
     if not isinstance(topic, str) or not topic:
         raise ValueError(f"global_table() needs one non-empty topic name, got {topic!r}.")
-    if consumed is not None and not isinstance(consumed, Consumed):
-        raise TypeError(f"global_table() takes a Consumed as its second argument, got {consumed!r}.")
-    if materialized is not None and not isinstance(materialized, Materialized):
-        raise TypeError(f"global_table() takes a Materialized as its third argument, got {materialized!r}.")
-    consumed = consumed or Consumed()
-    materialized = materialized or Materialized()
     if consumed.offset_reset is not None:
         # As in Kafka, a global table always reads its whole topic: the policy cannot apply.
         logger.warning(

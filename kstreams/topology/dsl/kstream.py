@@ -24,6 +24,7 @@ from kstreams.topology.dsl.parameters import (
     Produced,
     Repartitioned,
     StreamJoined,
+    leading_options,
     named_as,
 )
 from kstreams.topology.dsl.processors.stateless import (
@@ -257,26 +258,35 @@ class KStream(Generic[K, V]):
     def process(
         self,
         processor_supplier: Callable[[], Processor[Any, Any, KR, VR]],
-        *store_names: str,
+        *store_names: str | Named,
         named: Named | str | None = None,
     ) -> KStream[KR, VR]: ...
 
     @overload
     def process(
-        self, processor_supplier: Callable[[], object], *store_names: str, named: Named | str | None = None
+        self,
+        processor_supplier: Callable[[], object],
+        *store_names: str | Named,
+        named: Named | str | None = None,
     ) -> KStream[Any, Any]: ...
 
     def process(
-        self, processor_supplier: Callable[[], Any], *store_names: str, named: Named | str | None = None
+        self,
+        processor_supplier: Callable[[], Any],
+        *store_names: str | Named,
+        named: Named | str | None = None,
     ) -> KStream[Any, Any]:
         """A Processor API processor in the stream: ``processor_supplier()`` makes one per task;
         it may use the named stores (and the stores its supplier's ``stores()`` declares). The
-        processor may change keys, so the result needs a repartition before a keyed operation."""
+        processor may change keys, so the result needs a repartition before a keyed operation.
+        A ``Named`` before the store names names the processor, as Kafka's ``process(supplier,
+        Named, String...)`` does."""
         if not callable(processor_supplier):
             raise TypeError(
                 "process() takes a processor supplier (a callable returning a Processor), "
                 f"got {processor_supplier!r}."
             )
+        named, store_names = _named_before_stores(store_names, named, "process()")
         name = self._builder.name_or_generate(named_as(named), naming.PROCESSOR)
         # The topology adds and connects the stores a supplier's stores() declares.
         self._builder.add_processor(name, processor_supplier, self._name)
@@ -286,15 +296,17 @@ class KStream(Generic[K, V]):
     def process_values(
         self,
         fixed_key_processor_supplier: Callable[[], FixedKeyProcessor[K, V, VR]],
-        *store_names: str,
+        *store_names: str | Named,
         named: Named | str | None = None,
     ) -> KStream[K, VR]:
         """A key-preserving processor in the stream: ``fixed_key_processor_supplier()`` makes one
         ``FixedKeyProcessor`` per task; it may change values, timestamps and headers (not keys)
         and use the named stores (and those its supplier's ``stores()`` declares). Keys stay, so
-        unlike ``process`` the result needs no repartition."""
+        unlike ``process`` the result needs no repartition. A ``Named`` may lead the store names,
+        as in ``process``."""
         from kstreams.fixed_key_processor import FixedKeyProcessorSupplierAdapter
 
+        named, store_names = _named_before_stores(store_names, named, "process_values()")
         supplier = FixedKeyProcessorSupplierAdapter(fixed_key_processor_supplier)
         name = self._builder.name_or_generate(named_as(named), naming.PROCESSVALUES)
         self._builder.add_processor(name, supplier, self._name)
@@ -369,12 +381,23 @@ class KStream(Generic[K, V]):
         return stream
 
     def to_table(
-        self, named: Named | str | None = None, materialized: Materialized | None = None
+        self,
+        named: Named | str | Materialized | None = None,
+        materialized: Materialized | None = None,
     ) -> KTable[K, V]:
         """This stream as a table: each record is the new value of its key (None deletes it).
-        The stream is repartitioned first if its key may have changed."""
+        The stream is repartitioned first if its key may have changed. Takes Kafka's overloads
+        ``()``, ``(Named)``, ``(Materialized)`` and ``(Named, Materialized)``."""
         from kstreams.topology.dsl.ktable import updates_table
 
+        if isinstance(named, Materialized):
+            if materialized is not None:
+                raise TypeError("to_table() got two Materialized; pass one.")
+            named, materialized = None, named
+        if materialized is not None and not isinstance(materialized, Materialized):
+            raise TypeError(
+                f"to_table() takes ([Named][, Materialized]), got {materialized!r} where a Materialized goes."
+            )
         materialized = materialized or Materialized()
         name = self._builder.name_or_generate(named_as(named), naming.TO_KTABLE)
         store_name = materialized.store_name or self._builder.new_store_name(naming.TO_KTABLE)
@@ -741,6 +764,19 @@ class KStream(Generic[K, V]):
         self._builder.copartition(sources)
         key_serde = joined.key_serde if joined.key_serde is not None else stream._key_serde
         return KStream(self._builder, name, key_serde, None, False, sources)
+
+
+def _named_before_stores(
+    store_names: tuple[Any, ...], named: Named | str | None, operation: str
+) -> tuple[Named | str | None, tuple[str, ...]]:
+    """The processor name and the store names of ``process``/``process_values``: a Named may
+    lead the store names (Kafka's overload) or come as ``named=``, not both."""
+    _, leading, names = leading_options(store_names, operation, allow_materialized=False)
+    if leading is not None:
+        if named is not None:
+            raise TypeError(f"{operation} got two names, {leading!r} and {named!r}; pass one.")
+        named = leading
+    return named, names
 
 
 def _check_joiner_arity(joiner: Any, with_key: bool) -> None:

@@ -24,7 +24,14 @@ from kstreams.topology.dsl.foreign_key_join import (
 from kstreams.topology.dsl.internal_builder import InternalStreamsBuilder
 from kstreams.topology.dsl.kstream import KStream
 from kstreams.topology.dsl.materialize import key_value_store_builder, materialized_store
-from kstreams.topology.dsl.parameters import Grouped, Materialized, Named, materialized_and_named, named_as
+from kstreams.topology.dsl.parameters import (
+    Grouped,
+    Materialized,
+    Named,
+    leading_options,
+    materialized_and_named,
+    named_as,
+)
 from kstreams.topology.dsl.processors.table import (
     FilterValueGetterSupplier,
     JoinValueGetterSupplier,
@@ -294,14 +301,15 @@ class KTable(Generic[K, V]):
     def transform_values(
         self,
         transformer_supplier: Callable[[], ValueTransformerWithKey[K, V, VR]],
-        *store_names: str,
+        *store_names: str | Materialized | Named,
         materialized: Materialized | None = None,
         named: Named | str | None = None,
     ) -> KTable[K, VR]:
         """Each row's value replaced by ``transformer.transform(key, value)`` of a
         ``ValueTransformerWithKey`` that ``transformer_supplier()`` makes per task; it may use the
         named stores (add them with ``StreamsBuilder.add_state_store``) and is called for deletions
-        too. The result is kept in a store when ``materialized`` is given."""
+        too. The result is kept in a store when ``materialized`` is given. Kafka's overloads
+        ``(supplier[, Materialized][, Named], store names...)`` are taken too."""
         from kstreams.topology.dsl.processors.transform_values import (
             TableTransformValuesSupplier,
             TransformValuesGetterSupplier,
@@ -312,8 +320,19 @@ class KTable(Generic[K, V]):
                 "transform_values() takes a supplier of ValueTransformerWithKey (the subclass itself, or "
                 f"a callable returning a new one per task), got {transformer_supplier!r}."
             )
-        if not all(isinstance(store, str) for store in store_names):
-            raise TypeError(f"transform_values() takes store names after the supplier, got {store_names!r}.")
+        leading_materialized, leading_named, store_names = leading_options(
+            store_names, "transform_values()", allow_materialized=True
+        )
+        if leading_materialized is not None:
+            if materialized is not None:
+                raise TypeError("transform_values() got two Materialized; pass one.")
+            materialized = leading_materialized
+        if leading_named is not None:
+            if named is not None:
+                raise TypeError(
+                    f"transform_values() got two names, {leading_named!r} and {named!r}; pass one."
+                )
+            named = leading_named
         table = self._derive(
             naming.KTABLE_TRANSFORMVALUES,
             named,
@@ -457,10 +476,13 @@ class KTable(Generic[K, V]):
         self,
         other: KTable[K, VO],
         joiner: Callable[[V | None, VO | None], VR],
-        materialized: Materialized | None = None,
-        named: Named | str | None = None,
+        materialized: Materialized | Named | None = None,
+        named: Named | str | Materialized | None = None,
     ) -> KTable[K, VR]:
-        """Outer join: a row wherever either table has one (the missing side is None)."""
+        """Outer join: a row wherever either table has one (the missing side is None). The
+        Materialized and the Named may come in either order (Kafka's ``(other, joiner, Named,
+        Materialized)``)."""
+        materialized, named = materialized_and_named(materialized, named, "KTable.outer_join()")
         return self._join(other, joiner, materialized, named, left_outer=True, right_outer=True)
 
     def _join(

@@ -27,6 +27,8 @@ __all__ = [
     "StoreType",
     "StreamJoined",
     "aggregation_store_and_name",
+    "consumed_and_materialized",
+    "leading_options",
     "materialized_and_named",
     "named_as",
     "to_millis",
@@ -406,6 +408,50 @@ def materialized_and_named(
         else:
             raise TypeError(f"{operation} takes a Materialized and a Named (in either order), got {arg!r}.")
     return materialized, named
+
+
+def consumed_and_materialized(
+    consumed: Any, materialized: Any, operation: str
+) -> tuple[Consumed, Materialized]:
+    """A source table's ``Consumed`` and ``Materialized`` (defaults for those not given). Kafka
+    overloads ``table``/``globalTable`` as ``(topic)``, ``(topic, Consumed)``, ``(topic,
+    Materialized)`` and ``(topic, Consumed, Materialized)``, so a Materialized may come second;
+    anything else is a TypeError naming ``operation``."""
+    if isinstance(consumed, Materialized) and materialized is None:
+        consumed, materialized = None, consumed
+    if consumed is not None and not isinstance(consumed, Consumed):
+        raise TypeError(
+            f"{operation} takes (topic[, Consumed][, Materialized]); got {consumed!r} where a Consumed "
+            "or a Materialized goes."
+        )
+    if materialized is not None and not isinstance(materialized, Materialized):
+        raise TypeError(
+            f"{operation} takes (topic[, Consumed][, Materialized]); got {materialized!r} where a "
+            "Materialized goes."
+        )
+    return consumed or Consumed(), materialized or Materialized()
+
+
+def leading_options(
+    store_names: tuple[Any, ...], operation: str, *, allow_materialized: bool
+) -> tuple[Materialized | None, Named | None, tuple[str, ...]]:
+    """Split the Materialized and Named that lead a Processor API operation's store names, as in
+    Kafka's ``process(supplier, Named, String...)`` and ``transformValues(supplier, Materialized,
+    Named, String...)``: each at most once, in that order, before the names (strings)."""
+    materialized: Materialized | None = None
+    named: Named | None = None
+    rest = list(store_names)
+    if allow_materialized and rest and isinstance(rest[0], Materialized):
+        materialized = rest.pop(0)
+    if rest and isinstance(rest[0], Named):
+        named = rest.pop(0)
+    if not all(isinstance(name, str) for name in rest):
+        options = "[, Materialized][, Named]" if allow_materialized else "[, Named]"
+        raise TypeError(
+            f"{operation} takes (supplier{options}, store names...), the store names as strings; "
+            f"got {store_names!r} after the supplier."
+        )
+    return materialized, named, tuple(rest)
 
 
 def aggregation_store_and_name(first: Any, second: Any, operation: str) -> tuple[Materialized, str | None]:
