@@ -11,7 +11,9 @@ Threads: confluent-kafka's AdminClient is thread-safe, so an admin may be used f
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeoutError
 from typing import Any
@@ -48,6 +50,11 @@ __all__ = ["KafkaAdmin"]
 
 logger = logging.getLogger(__name__)
 
+# The least time between two replacements of an admin client that stopped answering.
+RENEW_INTERVAL_S = 10.0
+# The first pause before asking again for partitions without a known leader (it doubles, to 1 s).
+_LEADER_BACKOFF_S = 0.05
+
 _ISOLATION = {
     "read_uncommitted": IsolationLevel.READ_UNCOMMITTED,
     "read_committed": IsolationLevel.READ_COMMITTED,
@@ -55,11 +62,47 @@ _ISOLATION = {
 
 
 class KafkaAdmin:
-    """An ``Admin`` over one confluent-kafka AdminClient. ``timeout`` bounds each request (s)."""
+    """An ``Admin`` over one confluent-kafka AdminClient. ``timeout`` bounds each request (s).
 
-    def __init__(self, client: AdminClient, timeout: float = 30.0) -> None:
+    An AdminClient whose broker connection went away during a broker restart can stop answering
+    for good (every DescribeGroups times out, while a new client is answered at once). So when a
+    request gets no answer in time and ``renew`` is given, the next request goes to a new client
+    made by ``renew`` (at most one every ``RENEW_INTERVAL_S``, so an outage does not churn)."""
+
+    def __init__(
+        self, client: AdminClient, timeout: float = 30.0, renew: Callable[[], AdminClient] | None = None
+    ) -> None:
         self._client = client
         self._timeout = timeout
+        self._renew = renew
+        self._renewed_at = time.monotonic()
+        # Guards the swap of _client: requests come from the polling thread and helper callers.
+        self._lock = threading.Lock()
+
+    def _no_answer(self) -> None:
+        """A request timed out: replace the client, if a new one may be made now."""
+        if self._renew is None:
+            return
+        with self._lock:
+            now = time.monotonic()
+            if now - self._renewed_at < RENEW_INTERVAL_S:
+                return
+            self._renewed_at = now
+            old, self._client = self._client, self._renew()
+        logger.warning("The admin client got no answer in time: continuing with a new admin client")
+        # Destroying a wedged librdkafka handle can block: let the last reference go elsewhere.
+        threading.Thread(target=_release, args=(old,), name="kstreams-admin-release", daemon=True).start()
+
+    def _result(self, future: Future, timeout: float) -> Any:
+        """A request's answer; no answer in time is librdkafka's own timeout error (retriable), so
+        the callers' handling of KafkaException covers it (and the client is renewed)."""
+        try:
+            return future.result(timeout)
+        except FutureTimeoutError:
+            self._no_answer()
+            raise KafkaException(
+                KafkaError(KafkaError._TIMED_OUT, f"no answer within {timeout:g}s")
+            ) from None
 
     # Topics
 
@@ -79,7 +122,7 @@ class KafkaAdmin:
         failure: ClusterError | None = None
         for name, future in futures.items():
             try:
-                _result(future, self._timeout)
+                self._result(future, self._timeout)
                 logger.info("Created topic %s with %d partition(s)", name, topics[name][0])
             except KafkaException as exc:
                 err = cluster_error(f"Creating topic {name!r}", exc)
@@ -103,6 +146,8 @@ class KafkaAdmin:
         try:
             metadata = self._client.list_topics(timeout=self._timeout)
         except KafkaException as exc:
+            if getattr(kafka_error_of(exc), "code", lambda: None)() == KafkaError._TIMED_OUT:
+                self._no_answer()
             raise cluster_error("Listing the cluster's topics", exc) from exc
         return {
             name: len(topic.partitions)
@@ -120,7 +165,7 @@ class KafkaAdmin:
         failure: ClusterError | None = None
         for name, future in futures.items():
             try:
-                _result(future, self._timeout)
+                self._result(future, self._timeout)
                 logger.info("Deleted topic %s", name)
             except KafkaException as exc:
                 err = cluster_error(f"Deleting topic {name!r}", exc)
@@ -209,7 +254,7 @@ class KafkaAdmin:
         )
         futures = self._client.list_consumer_group_offsets([request], request_timeout=self._timeout)
         try:
-            result = _result(futures[group_id], self._timeout)
+            result = self._result(futures[group_id], self._timeout)
         except KafkaException as exc:
             err = kafka_error_of(exc)
             if err is not None and err.code() == KafkaError.GROUP_ID_NOT_FOUND:
@@ -239,7 +284,7 @@ class KafkaAdmin:
         )
         futures = self._client.alter_consumer_group_offsets([request], request_timeout=self._timeout)
         try:
-            result = _result(futures[group_id], self._timeout)
+            result = self._result(futures[group_id], self._timeout)
         except KafkaException as exc:
             err = kafka_error_of(exc)
             # A broker refuses offsets from outside a group that has members with UNKNOWN_MEMBER_ID.
@@ -274,7 +319,7 @@ class KafkaAdmin:
         for ktp, future in futures.items():
             tp = TopicPartition(ktp.topic, ktp.partition)
             try:
-                offset = _result(future, self._timeout).offset
+                offset = self._result(future, self._timeout).offset
             except KafkaException as exc:
                 what = f"Looking up the offset of {tp} at timestamp {timestamps[tp]}"
                 raise cluster_error(what, exc) from exc
@@ -296,7 +341,7 @@ class KafkaAdmin:
         wait = self._timeout if timeout is None else timeout
         futures = self._client.describe_consumer_groups([group_id], request_timeout=wait)
         try:
-            description = _result(futures[group_id], wait)
+            description = self._result(futures[group_id], wait)
         except KafkaException as exc:
             err = kafka_error_of(exc)
             if err is not None and err.code() == KafkaError.GROUP_ID_NOT_FOUND:
@@ -321,13 +366,29 @@ class KafkaAdmin:
     def _list(
         self, partitions: Sequence[TopicPartition], spec: OffsetSpec, level: IsolationLevel
     ) -> dict[TopicPartition, int]:
+        """Offsets of ``partitions``. Partitions whose leader is not known yet are asked again
+        within the admin's timeout, as Kafka's Admin retries until default.api.timeout.ms: a
+        topic created a moment ago has no leader in librdkafka's metadata ("No leaders found")."""
         result: dict[TopicPartition, int] = {}
-        for ktp, future in self._offset_futures(partitions, spec, level).items():
-            tp = TopicPartition(ktp.topic, ktp.partition)
-            try:
-                result[tp] = _result(future, self._timeout).offset
-            except KafkaException as exc:
-                raise cluster_error(f"Listing the offsets of {tp}", exc) from exc
+        deadline = time.monotonic() + self._timeout
+        backoff = _LEADER_BACKOFF_S
+        pending = list(partitions)
+        while pending:
+            waiting: list[TopicPartition] = []
+            for ktp, future in self._offset_futures(pending, spec, level).items():
+                tp = TopicPartition(ktp.topic, ktp.partition)
+                try:
+                    result[tp] = self._result(future, self._timeout).offset
+                except KafkaException as exc:
+                    error = cluster_error(f"Listing the offsets of {tp}", exc)
+                    code = getattr(kafka_error_of(exc), "code", lambda: None)()
+                    if not (error.retriable or code == KafkaError._NOENT) or time.monotonic() > deadline:
+                        raise error from exc
+                    waiting.append(tp)
+            if waiting:
+                time.sleep(backoff)  # a bounded backoff between requests, not a wait for a condition
+                backoff = min(backoff * 2, 1.0)
+            pending = waiting
         return result
 
     def _topic_configs(self, names: Sequence[str]) -> dict[str, dict[str, str]]:
@@ -339,7 +400,7 @@ class KafkaAdmin:
         result: dict[str, dict[str, str]] = {}
         for resource, future in futures.items():
             try:
-                entries = _result(future, self._timeout)
+                entries = self._result(future, self._timeout)
             except KafkaException as exc:
                 err = cluster_error(f"Describing the configs of topic {resource.name!r}", exc)
                 if isinstance(err, TopicNotFoundError):
@@ -363,18 +424,13 @@ class KafkaAdmin:
     def _wait_all(self, futures: Mapping[Any, Future], what: str) -> None:
         for key, future in futures.items():
             try:
-                _result(future, self._timeout)
+                self._result(future, self._timeout)
             except KafkaException as exc:
                 raise cluster_error(f"{what} ({key})", exc) from exc
 
 
-def _result(future: Future, timeout: float) -> Any:
-    """A request's answer; no answer in time is librdkafka's own timeout error (retriable), so the
-    callers' handling of KafkaException covers it."""
-    try:
-        return future.result(timeout)
-    except FutureTimeoutError:
-        raise KafkaException(KafkaError(KafkaError._TIMED_OUT, f"no answer within {timeout:g}s")) from None
+def _release(client: AdminClient) -> None:
+    """Runs on a thread of its own, which drops the last reference to a replaced client."""
 
 
 def _set_on_topic(entry: ConfigEntry) -> bool:

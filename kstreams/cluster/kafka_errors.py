@@ -12,13 +12,14 @@ from confluent_kafka import KafkaError, KafkaException
 
 from kstreams.cluster.port import (
     ClusterError,
+    CommitFailedError,
     FatalClientError,
     ProducerFencedError,
     TopicExistsError,
     TopicNotFoundError,
 )
 
-__all__ = ["cluster_error", "kafka_error_of"]
+__all__ = ["NOT_A_MEMBER", "cluster_error", "kafka_error_of"]
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +49,17 @@ _TRANSIENT = frozenset(
         KafkaError._TIMED_OUT_QUEUE,
         KafkaError._ALL_BROKERS_DOWN,
         KafkaError._WAIT_COORD,
+    }
+)
+# Errors that mean the group no longer counts this client's consumer as a member of its
+# generation: a commit (plain or transactional) is refused and the member rejoins. Seen on Apache
+# Kafka after a broker restart, when the reloaded coordinator has forgotten the member.
+NOT_A_MEMBER = frozenset(
+    {
+        KafkaError.ILLEGAL_GENERATION,
+        KafkaError.UNKNOWN_MEMBER_ID,
+        KafkaError.REBALANCE_IN_PROGRESS,
+        KafkaError.FENCED_INSTANCE_ID,
     }
 )
 _NOT_FOUND = frozenset(
@@ -80,6 +92,11 @@ def cluster_error(what: str, error: KafkaError | BaseException) -> ClusterError:
         return TopicExistsError(detail)
     if code in _NOT_FOUND:
         return TopicNotFoundError(f"{detail}. Create the topic first.")
+    if code in NOT_A_MEMBER:
+        return CommitFailedError(
+            f"{detail}. The group no longer counts this member in its current generation: its tasks "
+            "migrate (what was not committed is redone from the last commit) and it rejoins."
+        )
     retriable = bool(err.retriable()) or code in _TRANSIENT
     if err.fatal():
         return FatalClientError(f"{detail}. The client hit a fatal error: close it and create a new one.")

@@ -89,6 +89,10 @@ class StreamsRuntime:
             consumer_config["isolation.level"] = "read_committed"
             restore_config["isolation.level"] = "read_committed"
             producer_config["transactional.id"] = f"{app_id}-{process_id}"
+            # Kafka Streams' exactly-once producer default (librdkafka's is 60 s): the broker aborts
+            # a crashed instance's open transaction within 10 s, and read_committed readers of its
+            # partitions (the instance taking its tasks over) wait no longer than that.
+            producer_config.setdefault("transaction.timeout.ms", 10000)
         self.consumer: Consumer = cluster.consumer(app_id, consumer_config)
         restore_consumer = cluster.consumer(None, restore_config)
         self.producer: Producer = cluster.producer(producer_config)
