@@ -28,7 +28,7 @@ update (P2 also one for the windowed count); with the cache on (the default) the
 key's result and changelog record once at the end, which is what kstreams' cache comes close to.
 
 Each runs on the embedded cluster (or, with ``--bootstrap``, a Kafka-protocol broker; with
-``--noida``, a noida-db broker the script starts as the integration tests do) with 1 and 2
+``--kafka``, an Apache Kafka broker the script starts as the integration tests do) with 1 and 2
 stream threads, with compiled processors and (``--paths both``) without them. For each run the
 script prints records/s (input records over the time from start() until the last one was
 processed; and, in brackets, from the first processed record on, without the start-up), process
@@ -41,7 +41,7 @@ interpreter floor: a hand-written Python loop over plain dicts doing the same wo
     python bench/e2e_throughput.py --pipelines p2 p3 --threads 1 2 --records 5000000
     python bench/e2e_throughput.py --bootstrap 127.0.0.1:9092 --pipelines p1 p2
     python bench/e2e_throughput.py --style lambda --json orjson --paths both
-    python bench/e2e_throughput.py --noida --style lambda --json orjson --cache off --threads 1
+    python bench/e2e_throughput.py --kafka --style lambda --json orjson --cache off --threads 1
 """
 
 from __future__ import annotations
@@ -87,11 +87,8 @@ RUNTIME_CONFIG: dict[str, Any] = {
     # poll keeps a drained buffer from waiting up to the default 100 ms.
     "poll.ms": 5,
 }
-# noida-db answers a fetch with more than librdkafka's 100 MB receive limit when the backlog is
-# large: it ignores fetch.max.bytes and max.partition.fetch.bytes, so raise the limit. That is also
-# why RSS grows by ~350 MB on noida-db: a bare confluent-kafka consumer reading 1M records grows as
-# much, whatever queued.max.messages.kbytes and the fetch sizes are (librdkafka holds whole
-# responses and a message op per record); a Kafka broker bounds fetches by these settings.
+# Fetches of a few MB a request keep a large backlog flowing; the receive limit stays above them
+# for brokers that answer a fetch with more than fetch.max.bytes (some Kafka-compatible ones do).
 BROKER_CONFIG: dict[str, Any] = {
     "main.consumer.fetch.max.bytes": 16 << 20,
     "main.consumer.max.partition.fetch.bytes": 4 << 20,
@@ -708,9 +705,9 @@ def main(argv: list[str] | None = None) -> int:
         "--bootstrap", default=None, help="a Kafka-protocol broker instead of the embedded cluster"
     )
     parser.add_argument(
-        "--noida",
+        "--kafka",
         action="store_true",
-        help="start a noida-db broker (as tests/integration do) and run against it",
+        help="start an Apache Kafka broker (as tests/integration do) and run against it",
     )
     parser.add_argument(
         "--cache",
@@ -751,25 +748,20 @@ def main(argv: list[str] | None = None) -> int:
             "--style processor needs --cache off: its stores have the Processor API's defaults (not "
             "cached) and it forwards every update, which the loops do only with --cache off"
         )
-    if args.noida:
-        with tempfile.TemporaryDirectory(prefix="kstreams-bench-noida-") as workdir:
-            broker = _start_noida(workdir)
+    if args.kafka:
+        from pathlib import Path
+
+        from tests.support.kafka_broker import KafkaBroker
+
+        with tempfile.TemporaryDirectory(prefix="kstreams-bench-kafka-") as workdir:
+            broker = KafkaBroker(Path(workdir))
+            broker.start()
             try:
+                broker.wait_ready()
                 return _run(args, broker.bootstrap)
             finally:
                 broker.stop()
     return _run(args, args.bootstrap)
-
-
-def _start_noida(workdir: str) -> Any:
-    """A noida-db broker on a free port, started the way the integration tests start it."""
-    from pathlib import Path
-
-    from tests.conftest import start_noida
-
-    broker = start_noida(Path(workdir))
-    broker.wait_ready()
-    return broker
 
 
 def _run(args: argparse.Namespace, bootstrap: str | None) -> int:

@@ -1,4 +1,4 @@
-"""Processing pause of a scale-out from 2 to 3 processes, on noida-db.
+"""Processing pause of a scale-out from 2 to 3 processes, on Apache Kafka.
 
     python bench/scale_out_bench.py --keys 20000            # this checkout
     python bench/scale_out_bench.py --repo /path/to/older/checkout   # another version, same bench
@@ -185,13 +185,14 @@ def main() -> int:
     parser.add_argument("--verbose", action="store_true", help="print the workers' log tails")
     parser.add_argument("--repo", type=Path, default=Path(__file__).resolve().parents[1])
     args = parser.parse_args()
-    from tests.conftest import start_noida
+    from tests.support.kafka_broker import KafkaBroker
 
     with tempfile.TemporaryDirectory(prefix="kstreams-scale-out-") as tmp:
         workdir = Path(tmp)
-        broker = start_noida(workdir)
-        broker.wait_ready()
+        broker = KafkaBroker(workdir)
+        broker.start()
         try:
+            broker.wait_ready()
             run(args, broker.bootstrap, workdir)
         finally:
             broker.stop()

@@ -6,11 +6,12 @@ topic through the ``kstreams`` data source, runs the kstreams topology with
 writes every updated count to ``views-per-user`` through the ``kstreams`` sink (transactional,
 exactly once per micro-batch for read_committed readers).
 
-    python examples/spark_streaming.py                      # starts a local noida-db broker itself
+    python examples/spark_streaming.py                      # a Kafka broker on localhost:9092
     python examples/spark_streaming.py --bootstrap-servers 127.0.0.1:9092 --follow
 
-Without ``--bootstrap-servers`` the example starts the noida-db broker from its Python package on
-a free port (pip install noida-db) and stops it at the end. It produces ``--records`` made-up
+It needs a Kafka cluster: yours, or, from a clone of kstreams, the tests' single-node Apache
+Kafka (``python tests/support/kafka_broker.py`` starts one and prints its address). It produces
+``--records`` made-up
 page views, processes them in micro-batches (``--batch-records`` each), restarts the query once
 from its checkpoint half-way (as a crash and restart would), and checks that the last count of
 every user in the output topic equals the number of views produced for that user.
@@ -21,19 +22,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.resources
 import json
 import logging
-import os
 import random
 import shutil
-import socket
-import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -59,71 +55,6 @@ def page_views_per_user() -> Topology:
         .to(OUTPUT_TOPIC, Produced.with_(Serdes.string(), Serdes.long()))
     )
     return builder.build()
-
-
-@contextlib.contextmanager
-def local_noida_broker() -> Iterator[str]:
-    """A noida-db broker on a free loopback port, for the example's lifetime: its package's binary
-    runs as our child and is stopped by its PID (the console script would leave it running)."""
-    try:
-        binary = Path(str(importlib.resources.files("noida_db").joinpath("noida-db")))
-    except ModuleNotFoundError:
-        raise SystemExit(
-            "noida-db is not installed: pip install noida-db, or pass --bootstrap-servers"
-        ) from None
-    if not os.access(binary, os.X_OK):
-        binary.chmod(0o755)  # wheels do not always keep the executable bit
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
-    workdir = Path(tempfile.mkdtemp(prefix="kstreams-example-noida-"))
-    (workdir / "data").mkdir()
-    log = open(workdir / "noida-db.log", "wb")
-    argv = [
-        str(binary),
-        "start",
-        "--data-dir",
-        str(workdir / "data"),
-        "--only",
-        "kafka",
-        "--kafka-port",
-        str(port),
-    ]
-    process = subprocess.Popen(
-        argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=workdir
-    )
-    bootstrap = f"127.0.0.1:{port}"
-    try:
-        _wait_for_broker(bootstrap, process)
-        logger.info("noida-db is up at %s (pid %d)", bootstrap, process.pid)
-        yield bootstrap
-    finally:
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
-        log.close()
-        shutil.rmtree(workdir, ignore_errors=True)
-
-
-def _wait_for_broker(bootstrap: str, process: subprocess.Popen[bytes]) -> None:
-    from confluent_kafka.admin import AdminClient
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    deadline = time.monotonic() + BROKER_START_TIMEOUT_S
-    while True:
-        if process.poll() is not None:
-            raise SystemExit(f"noida-db exited with code {process.returncode} while starting")
-        try:
-            admin.list_topics(timeout=1.0)  # lists all topics: never creates one
-            return
-        except Exception as exc:  # not up yet: retried until the deadline
-            if time.monotonic() > deadline:
-                raise SystemExit(
-                    f"noida-db did not answer at {bootstrap} in {BROKER_START_TIMEOUT_S}s: {exc}"
-                ) from exc
 
 
 def produce_page_views(cluster: Any, records: int, seed: int) -> Counter[str]:
@@ -227,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         description="Count page views per user: topic -> Spark streaming -> topic."
     )
     parser.add_argument(
-        "--bootstrap-servers", help="use this Kafka cluster (default: start a local noida-db)"
+        "--bootstrap-servers", default="localhost:9092", help="the Kafka cluster (default: localhost:9092)"
     )
     parser.add_argument("--records", type=int, default=1_000, help="page views to produce")
     parser.add_argument("--batch-records", type=int, default=250, help="records per micro-batch at most")
@@ -235,10 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("py4j").setLevel(logging.WARNING)
-    if args.bootstrap_servers:
-        return run(args.bootstrap_servers, args)
-    with local_noida_broker() as bootstrap:
-        return run(bootstrap, args)
+    return run(args.bootstrap_servers, args)
 
 
 if __name__ == "__main__":

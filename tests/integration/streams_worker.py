@@ -44,7 +44,7 @@ logger = logging.getLogger(__name__)
 
 LONG = Serdes.long()
 STRING = Serdes.string()
-# Fast rebalances on a test broker; noida-db refuses a session timeout under 6 s.
+# Fast rebalances on a test broker; Kafka refuses a session timeout under 6 s (group.min.session.timeout.ms).
 CLUSTER_CONFIG = {
     "consumer.heartbeat.interval.ms": 100,
     "consumer.session.timeout.ms": 6000,

@@ -10,7 +10,7 @@ import pytest
 from kstreams.cluster.port import ClusterError, GroupNotEmptyError, TopicPartition
 
 WAIT = 30.0
-# noida-db deletes records older than retention.ms within seconds: timestamps near now.
+# Timestamps near now: within the topics' retention.
 NOW = int(time.time() * 1000)
 
 

@@ -1,5 +1,5 @@
 """The cluster port's contract, written once and run on both adapters (the ``cluster`` fixture):
-the EmbeddedCluster, and a KafkaCluster on a real broker (noida-db)."""
+the EmbeddedCluster, and a KafkaCluster on Apache Kafka."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from collections.abc import Callable, Sequence
 import pytest
 
 from kstreams._native.record_batch import RecordBatch, default_partition
-from kstreams.cluster.kafka import KafkaCluster
 from kstreams.cluster.port import (
     ERROR_SHUTDOWN_REQUESTED,
     Admin,
@@ -26,8 +25,7 @@ from kstreams.cluster.port import (
 
 # Group joins and rebalances on a real broker take up to a few seconds.
 WAIT = 30.0
-# Record timestamps near now: noida-db deletes records older than the topic's retention.ms (7 days
-# by default) within seconds, even from the active segment, where Kafka keeps them.
+# Record timestamps near now: within the topics' retention.ms (7 days by default).
 NOW = int(time.time() * 1000)
 
 
@@ -614,11 +612,8 @@ def test_offsets_committed_on_revocation_are_where_the_next_owner_starts(cluster
             what="second member took over a partition and read it",
         )
         (moved,) = second_listener.owned
-        if first_listener.refused is not None and isinstance(cluster, KafkaCluster):
-            # Kafka accepts a commit of the old generation while a rebalance is being prepared
-            # (an eager member commits in its revocation callback before it rejoins); noida-db
-            # moves to the new generation as soon as a member joins, so it refuses that commit.
-            pytest.xfail(f"the broker refused a commit made during revocation: {first_listener.refused}")
+        # Kafka accepts a commit of the old generation while a rebalance is being prepared (an
+        # eager member commits in its revocation callback before it rejoins).
         assert first_listener.refused is None
         assert [r[4] for r in fetched[moved]][:2] == [3, 4]
     finally:

@@ -148,8 +148,8 @@ def test_a_signal_arrives_within_about_one_check_interval(kafka_cluster, app_id)
 
 
 def test_a_listening_channel_does_not_fetch_while_the_topic_is_quiet(kafka_cluster, app_id):
-    """noida-db answers an empty fetch at once: a reader assigned to the quiet control partition
-    spun, at ~0.6 of a core, more than processing the records cost."""
+    """A reader assigned to the quiet control partition fetches nothing: on a broker that answers an
+    empty fetch at once, it spun at ~0.6 of a core, more than processing the records cost."""
     quiet = channel(kafka_cluster, app_id)
     try:
         quiet.listen()

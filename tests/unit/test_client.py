@@ -4,7 +4,7 @@ handler (KIP-671) and client metrics, through the public API.
 Tests that run the client end to end do so on the EmbeddedCluster and on a KafkaCluster against the
 session's broker (the ``cluster`` fixture, through ``make_client``); tests of the state machine alone
 use the embedded cluster only (``make_local_client``). Topics are named after the test's application
-id and timestamps are near now (noida-db deletes old records within seconds)."""
+id and timestamps are near now (within every topic's retention)."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ class App:
 
 def new_app(cluster: Any, app_id: str) -> App:
     """Input and output topics (4 partitions each) and client settings suited to the adapter:
-    noida-db refuses a session timeout under 6 s."""
+    Kafka refuses a session timeout under group.min.session.timeout.ms (6 s)."""
     embedded = isinstance(cluster, EmbeddedCluster)
     if embedded:
         config: dict[str, object] = {"commit.interval.ms": 50, "session.timeout.ms": 1000}

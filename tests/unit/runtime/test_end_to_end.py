@@ -3,7 +3,7 @@ rebalances between clients, and takeover after a crash.
 
 Every test runs on the EmbeddedCluster and on a KafkaCluster against the session's broker (the
 ``cluster`` fixture). Topics are named after the test's application id, so tests sharing a broker
-never meet, and record timestamps are near now (noida-db deletes old records within seconds).
+never meet, and record timestamps are near now (within every topic's retention).
 """
 
 from __future__ import annotations
@@ -62,8 +62,8 @@ class App:
 @pytest.fixture
 def app(cluster: Any, app_id: str) -> App:
     """Input and output topics (4 partitions each) and client settings suited to the adapter:
-    noida-db refuses a session timeout under 6 s, and a crashed librdkafka consumer keeps
-    heartbeating from its own thread until max.poll.interval.ms passes."""
+    Kafka refuses a session timeout under group.min.session.timeout.ms (6 s), and a crashed
+    librdkafka consumer keeps heartbeating from its own thread until max.poll.interval.ms passes."""
     embedded = isinstance(cluster, EmbeddedCluster)
     if embedded:
         config: dict[str, object] = {"commit.interval.ms": 50, "session.timeout.ms": 1000}
@@ -202,12 +202,10 @@ def test_stream_threads_are_named_after_the_client(app: App, tmp_path, clients) 
 
 
 def test_counts_are_exact_with_two_clients_and_after_one_leaves(app: App, tmp_path, clients) -> None:  # type: ignore[no-untyped-def]
-    # noida-db ends the generation as soon as a member leaves, so the survivor's commit in the
-    # revocation callback is refused and at_least_once would count the records processed since its
-    # last commit twice (Kafka accepts that commit): there only exactly_once_v2 keeps counts exact.
-    extra = {} if app.embedded else {"processing.guarantee": "exactly_once_v2"}
-    first = new_client(count_topology(app), app, tmp_path, "a", **extra)
-    second = new_client(count_topology(app), app, tmp_path, "b", **extra)
+    # at_least_once: a member that leaves cleanly commits in its revocation callback, so the
+    # survivor resumes where it stopped and no record is counted twice.
+    first = new_client(count_topology(app), app, tmp_path, "a")
+    second = new_client(count_topology(app), app, tmp_path, "b")
     clients.extend([first, second])
     first.start()
     second.start()
@@ -331,10 +329,8 @@ def windowed_count_topology(app: App):  # type: ignore[no-untyped-def]
 
 
 def test_windowed_count_is_exact_across_two_clients_and_a_takeover(app: App, tmp_path, clients) -> None:  # type: ignore[no-untyped-def]
-    # On noida-db only exactly_once_v2 keeps counts exact across a member leaving (see above).
-    extra = {} if app.embedded else {"processing.guarantee": "exactly_once_v2"}
-    first = new_client(windowed_count_topology(app), app, tmp_path, "a", **extra)
-    second = new_client(windowed_count_topology(app), app, tmp_path, "b", **extra)
+    first = new_client(windowed_count_topology(app), app, tmp_path, "a")
+    second = new_client(windowed_count_topology(app), app, tmp_path, "b")
     clients.extend([first, second])
     first.start()
     second.start()

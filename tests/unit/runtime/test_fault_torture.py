@@ -13,7 +13,6 @@ twice, nothing lost, nothing out of order.
 
 from __future__ import annotations
 
-import os
 import random
 import threading
 import time
@@ -235,15 +234,11 @@ def test_exactly_once_word_count_survives_processor_faults_on_both_adapters(
     cluster: Any, app_id: str
 ) -> None:
     """Processor exceptions in both subtopologies (faults of client calls need the embedded
-    cluster's fail_next, above) on the embedded cluster and on a real broker."""
+    cluster's fail_next, above) on the embedded cluster and on Apache Kafka: every failure aborts
+    a transaction, and the counting subtopology's read_committed reads of the repartition topic
+    must still see every committed word."""
     from kstreams.cluster import EmbeddedCluster
 
-    if not isinstance(cluster, EmbeddedCluster) and not os.environ.get("KSTREAMS_BOOTSTRAP"):
-        # It runs against a real Kafka broker (KSTREAMS_BOOTSTRAP). noida-db hides committed
-        # records written after an aborted transaction from a read_committed consumer that keeps
-        # fetching (pinned in tests/integration/test_noida_quirks.py), so the counting subtopology
-        # misses repartitioned words whenever a failure aborts a transaction.
-        pytest.skip("noida-db 0.2.3 loses committed records after an abort for live read_committed consumers")
     lines, counts = f"{app_id}-lines", f"{app_id}-counts"
     cluster.create_topic(lines, 2)
     cluster.create_topic(counts, 2)

@@ -22,8 +22,7 @@ from kstreams.spark.topic_writer import (
 )
 
 HEADERS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
-# Record timestamps near now: noida-db's retention deletes records stamped years ago within
-# seconds, between the write and the read that checks it.
+# Record timestamps near now: within the topics' retention.
 BASE_TS = int(time.time() * 1000) - 60_000
 
 

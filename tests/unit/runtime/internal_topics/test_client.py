@@ -54,7 +54,7 @@ def app(cluster: Any, app_id: str) -> tuple[Any, float]:
 
 
 def adapter_config(cluster: Any) -> dict[str, object]:
-    """noida-db refuses a session timeout under 6 s."""
+    """Kafka refuses a session timeout under group.min.session.timeout.ms (6 s)."""
     return {} if isinstance(cluster, EmbeddedCluster) else {"session.timeout.ms": 6000}
 
 

@@ -77,7 +77,7 @@ def client_config(cluster: Any, app_id: str) -> Callable[..., dict[str, object]]
         }
         if isinstance(cluster, EmbeddedCluster):
             config.update({"commit.interval.ms": 50, "session.timeout.ms": 1000})
-        else:  # noida-db refuses session timeouts under 6 s
+        else:  # Kafka refuses session timeouts under group.min.session.timeout.ms (6 s)
             config.update(
                 {
                     "commit.interval.ms": 100,

@@ -236,8 +236,8 @@ def wait_until(condition: Callable[[], bool], timeout: float, what: Any) -> None
 
 
 def client_config(cluster: Any, app_id: str) -> tuple[dict[str, object], float]:
-    """Client settings and a wait timeout suited to the adapter (noida-db refuses session timeouts
-    under 6 s)."""
+    """Client settings and a wait timeout suited to the adapter (Kafka refuses session timeouts
+    under group.min.session.timeout.ms, 6 s)."""
     config: dict[str, object] = {"application.id": app_id, "num.stream.threads": 2}
     if isinstance(cluster, EmbeddedCluster):
         config.update({"commit.interval.ms": 50, "session.timeout.ms": 1000})

@@ -45,7 +45,7 @@ def _outputs(cluster: Any, sink: str) -> list[tuple[str, int, int]]:
 
 
 def _base() -> int:
-    # Near now (noida-db deletes old records within seconds).
+    # Near now (within the topics' retention).
     return int(time.time() * 1000) - 6 * GAP
 
 

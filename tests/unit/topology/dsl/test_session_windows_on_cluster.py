@@ -117,7 +117,7 @@ def test_session_counts_survive_a_restart_through_the_changelog(
     cluster.create_topic(source, 2)
     cluster.create_topic(sink, 2)
     timeout = 30.0 if isinstance(cluster, EmbeddedCluster) else 60.0
-    # Timestamps near now: noida-db deletes records older than a topic's retention at once.
+    # Timestamps near now: within the topics' retention.
     base = (int(time.time() * 1000) // MIN) * MIN - 30 * MIN
 
     def session(start_min: int, end_min: int) -> WindowedKey[str]:

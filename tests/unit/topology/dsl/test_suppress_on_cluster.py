@@ -46,7 +46,7 @@ def _outputs(cluster: Any, sink: str) -> list[tuple[str, int, int]]:
 
 
 def _base() -> int:
-    # Near now (noida-db deletes old records within seconds), aligned to a window.
+    # Near now (within the topics' retention), aligned to a window.
     return (int(time.time() * 1000) // WINDOW) * WINDOW - 6 * WINDOW
 
 
