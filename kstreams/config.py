@@ -205,7 +205,8 @@ _KEYS: tuple[ConfigKey, ...] = (
         "deserialization.exception.handler",
         (str, type),
         None,
-        "LogAndFailExceptionHandler (default) or LogAndContinueExceptionHandler, a class or dotted path.",
+        "LogAndFailExceptionHandler (default) or LogAndContinueExceptionHandler: a class, a dotted path "
+        "or Kafka's class name.",
     ),
     ConfigKey(
         "default.deserialization.exception.handler",
@@ -217,15 +218,15 @@ _KEYS: tuple[ConfigKey, ...] = (
         "processing.exception.handler",
         (str, type),
         None,
-        "LogAndFailProcessingExceptionHandler (default) or LogAndContinueProcessingExceptionHandler: "
-        "what happens when a processor raises on a record.",
+        "LogAndFailProcessingExceptionHandler (default) or LogAndContinueProcessingExceptionHandler "
+        "(a class, a dotted path or Kafka's class name): what happens when a processor raises on a record.",
     ),
     ConfigKey(
         "production.exception.handler",
         (str, type),
         None,
-        "DefaultProductionExceptionHandler (fail) or your own: what happens when a sink cannot "
-        "serialize a record or the cluster rejects it.",
+        "DefaultProductionExceptionHandler (fail) or your own (a class, a dotted path or Kafka's class "
+        "name): what happens when a sink cannot serialize a record or the cluster rejects it.",
     ),
     ConfigKey(
         "default.production.exception.handler",
@@ -398,6 +399,11 @@ class StreamsConfig(Mapping[str, Any]):
             )
         self._given = frozenset(given)
         self._values = values
+        # Resolved now, so a handler that names no class, or the wrong kind, fails construction
+        # rather than the first task (or the polling thread) that would use it.
+        self._handler_classes = {
+            name: _handler_class(name, values[name]) for name in _HANDLER_KEYS if values.get(name) is not None
+        }
 
     # Mapping interface: known keys read through their defaults.
     def __getitem__(self, name: str) -> Any:
@@ -480,36 +486,17 @@ class StreamsConfig(Mapping[str, Any]):
 
     def deserialization_exception_handler(self) -> Any:
         """An instance of the configured deserialization exception handler, configured."""
-        from kstreams.errors import DeserializationExceptionHandler, LogAndFailExceptionHandler
-
         return self._handler(
-            ("deserialization.exception.handler", "default.deserialization.exception.handler"),
-            LogAndFailExceptionHandler,
-            DeserializationExceptionHandler,
-            "kstreams.errors.LogAndFailExceptionHandler or LogAndContinueExceptionHandler",
+            ("deserialization.exception.handler", "default.deserialization.exception.handler")
         )
 
     def processing_exception_handler(self) -> Any:
         """An instance of the configured processing exception handler (KIP-1033), configured."""
-        from kstreams.errors import LogAndFailProcessingExceptionHandler, ProcessingExceptionHandler
-
-        return self._handler(
-            ("processing.exception.handler",),
-            LogAndFailProcessingExceptionHandler,
-            ProcessingExceptionHandler,
-            "LogAndFailProcessingExceptionHandler or LogAndContinueProcessingExceptionHandler",
-        )
+        return self._handler(("processing.exception.handler",))
 
     def production_exception_handler(self) -> Any:
         """An instance of the configured production exception handler, configured."""
-        from kstreams.errors import DefaultProductionExceptionHandler, ProductionExceptionHandler
-
-        return self._handler(
-            ("production.exception.handler", "default.production.exception.handler"),
-            DefaultProductionExceptionHandler,
-            ProductionExceptionHandler,
-            "DefaultProductionExceptionHandler or a subclass of ProductionExceptionHandler",
-        )
+        return self._handler(("production.exception.handler", "default.production.exception.handler"))
 
     @property
     def handles_errors(self) -> bool:
@@ -525,17 +512,76 @@ class StreamsConfig(Mapping[str, Any]):
             )
         )
 
-    def _handler(self, names: tuple[str, ...], default: type, base: type, choices: str) -> Any:
-        """The handler configured under the first of ``names`` that is set (else ``default``),
+    def _handler(self, names: tuple[str, ...]) -> Any:
+        """The handler configured under the first of ``names`` that is set (else the default),
         instantiated and configured with the application's configs."""
-        name = next((n for n in names if self[n] is not None), names[0])
-        spec = self[name] or default
-        handler_class = resolve_class(spec, name)
-        if not (isinstance(handler_class, type) and issubclass(handler_class, base)):
-            raise ConfigException(f"{name}={spec!r} is not a {base.__name__}; use {choices}.")
+        name = next((n for n in names if n in self._handler_classes), None)
+        if name is not None:
+            handler_class = self._handler_classes[name]
+        else:
+            handler_class = _handler_class(names[0], _HANDLER_KEYS[names[0]][0])
         handler: Any = handler_class()
         handler.configure(self.originals())
         return handler
+
+
+# Each exception-handler key: its default class, the class a handler must subclass (both in
+# kstreams.errors), and the built-in choices an error message offers.
+_DESERIALIZATION_HANDLER = (
+    "LogAndFailExceptionHandler",
+    "DeserializationExceptionHandler",
+    "LogAndFailExceptionHandler or LogAndContinueExceptionHandler",
+)
+_PRODUCTION_HANDLER = (
+    "DefaultProductionExceptionHandler",
+    "ProductionExceptionHandler",
+    "DefaultProductionExceptionHandler or a subclass of ProductionExceptionHandler",
+)
+_HANDLER_KEYS: dict[str, tuple[str, str, str]] = {
+    "deserialization.exception.handler": _DESERIALIZATION_HANDLER,
+    "default.deserialization.exception.handler": _DESERIALIZATION_HANDLER,
+    "processing.exception.handler": (
+        "LogAndFailProcessingExceptionHandler",
+        "ProcessingExceptionHandler",
+        "LogAndFailProcessingExceptionHandler or LogAndContinueProcessingExceptionHandler",
+    ),
+    "production.exception.handler": _PRODUCTION_HANDLER,
+    "default.production.exception.handler": _PRODUCTION_HANDLER,
+}
+
+# Kafka's class names of its built-in handlers, as a properties file ported from a Java application
+# spells them: each is kstreams' class of the same name and behaviour.
+KAFKA_HANDLER_CLASSES = {
+    f"org.apache.kafka.streams.errors.{name}": f"kstreams.errors.{name}"
+    for name in (
+        "LogAndFailExceptionHandler",
+        "LogAndContinueExceptionHandler",
+        "LogAndFailProcessingExceptionHandler",
+        "LogAndContinueProcessingExceptionHandler",
+        "DefaultProductionExceptionHandler",
+    )
+}
+
+
+def _handler_class(name: str, spec: Any) -> type:
+    """The handler class ``spec`` names for the key ``name``: a class, kstreams' class for one of
+    Kafka's built-in class names, a bare name in kstreams.errors, or a dotted path. A ConfigException
+    when it names no class or one that is not the key's kind of handler."""
+    from kstreams import errors
+
+    _, base_name, choices = _HANDLER_KEYS[name]
+    if isinstance(spec, str):
+        if spec.startswith("org.apache.kafka.") and spec not in KAFKA_HANDLER_CLASSES:
+            raise ConfigException(
+                f"{name}={spec!r} is a Java class, which kstreams cannot run: use {choices} (or Kafka's "
+                "name of one of them), or the dotted path of your own Python handler class."
+            )
+        spec = KAFKA_HANDLER_CLASSES.get(spec, spec)
+    handler_class = resolve_class(spec, name)
+    base = getattr(errors, base_name)
+    if not (isinstance(handler_class, type) and issubclass(handler_class, base)):
+        raise ConfigException(f"{name}={spec!r} is not a {base_name}; use {choices}.")
+    return handler_class
 
 
 def _check_unknown(name: str) -> None:

@@ -89,3 +89,13 @@ def test_a_usable_state_dir_is_created_and_keeps_the_process_id_across_clients(
     assert second.process_id != first.process_id
     assert first.close(timeout=10) and second.close(timeout=10)
     assert new_client(cluster, state_dir).process_id == first.process_id
+
+
+def test_a_handler_that_names_no_python_class_fails_the_constructor(cluster: EmbeddedCluster) -> None:
+    # Before, the client was built and its polling thread died later in the background.
+    config = {
+        "application.id": APP,
+        "processing.exception.handler": "com.example.streams.MyProcessingExceptionHandler",
+    }
+    with pytest.raises(ConfigException, match=r"processing\.exception\.handler=.* names no importable class"):
+        KafkaStreams(counting_topology(), config, cluster=cluster)

@@ -7,8 +7,11 @@ import pytest
 from kstreams.config import StreamsConfig
 from kstreams.errors import (
     ConfigException,
+    DefaultProductionExceptionHandler,
     LogAndContinueExceptionHandler,
+    LogAndContinueProcessingExceptionHandler,
     LogAndFailExceptionHandler,
+    LogAndFailProcessingExceptionHandler,
 )
 
 
@@ -134,9 +137,83 @@ def test_deserialization_handler_from_a_class_or_a_name() -> None:
     )
     assert isinstance(by_name.deserialization_exception_handler(), LogAndContinueExceptionHandler)
     with pytest.raises(ConfigException, match="names no importable class"):
+        StreamsConfig({"application.id": "app", "default.deserialization.exception.handler": "nope.Missing"})
+
+
+HANDLER_KEYS = [
+    "deserialization.exception.handler",
+    "default.deserialization.exception.handler",
+    "processing.exception.handler",
+    "production.exception.handler",
+    "default.production.exception.handler",
+]
+
+
+@pytest.mark.parametrize("key", HANDLER_KEYS)
+def test_a_handler_that_names_no_class_fails_construction(key: str) -> None:
+    with pytest.raises(ConfigException, match=f"{key}='nope.Missing' names no importable class"):
+        StreamsConfig({"application.id": "app", key: "nope.Missing"})
+
+
+@pytest.mark.parametrize("key", HANDLER_KEYS)
+def test_a_handler_of_the_wrong_kind_fails_construction(key: str) -> None:
+    with pytest.raises(ConfigException, match=f"{key}=.* is not a "):
+        StreamsConfig({"application.id": "app", key: "kstreams.errors.StreamsException"})
+
+
+@pytest.mark.parametrize(
+    ("key", "kafka_name", "kstreams_class"),
+    [
+        ("deserialization.exception.handler", "LogAndFailExceptionHandler", LogAndFailExceptionHandler),
+        (
+            "deserialization.exception.handler",
+            "LogAndContinueExceptionHandler",
+            LogAndContinueExceptionHandler,
+        ),
+        (
+            "default.deserialization.exception.handler",
+            "LogAndContinueExceptionHandler",
+            LogAndContinueExceptionHandler,
+        ),
+        (
+            "processing.exception.handler",
+            "LogAndFailProcessingExceptionHandler",
+            LogAndFailProcessingExceptionHandler,
+        ),
+        (
+            "processing.exception.handler",
+            "LogAndContinueProcessingExceptionHandler",
+            LogAndContinueProcessingExceptionHandler,
+        ),
+        (
+            "production.exception.handler",
+            "DefaultProductionExceptionHandler",
+            DefaultProductionExceptionHandler,
+        ),
+        (
+            "default.production.exception.handler",
+            "DefaultProductionExceptionHandler",
+            DefaultProductionExceptionHandler,
+        ),
+    ],
+)
+def test_kafka_s_class_names_of_the_built_in_handlers_are_kstreams_handlers(
+    key: str, kafka_name: str, kstreams_class: type
+) -> None:
+    c = StreamsConfig({"application.id": "app", key: f"org.apache.kafka.streams.errors.{kafka_name}"})
+    handler = {
+        "deserialization": c.deserialization_exception_handler,
+        "processing": c.processing_exception_handler,
+        "production": c.production_exception_handler,
+    }[key.removeprefix("default.").split(".")[0]]()
+    assert type(handler) is kstreams_class
+
+
+def test_a_kafka_handler_kstreams_has_no_counterpart_for_is_refused_at_construction() -> None:
+    with pytest.raises(ConfigException, match="is a Java class, which kstreams cannot run"):
         StreamsConfig(
-            {"application.id": "app", "default.deserialization.exception.handler": "nope.Missing"}
-        ).deserialization_exception_handler()
+            {"application.id": "app", "processing.exception.handler": "org.apache.kafka.streams.errors.Other"}
+        )
 
 
 def test_a_typo_is_an_error_naming_the_closest_key() -> None:

@@ -66,6 +66,18 @@ def test_continue_skips_the_record_from_the_failing_node_on_and_its_siblings_sti
         assert seen.read_values_to_list() == ["a", "bad", "c"]
 
 
+def test_kafka_s_name_of_the_continue_handler_skips_the_failed_record() -> None:
+    # As a properties file ported from a Java application spells it.
+    handler = "org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler"
+    with TopologyTestDriver(
+        _branching_topology(), {**BASE, "processing.exception.handler": handler}
+    ) as driver:
+        source = driver.create_input_topic("in", S, S)
+        for value in ("a", "bad", "c"):
+            source.pipe_input("k", value)
+        assert driver.create_output_topic("out", S, S).read_values_to_list() == ["A", "C"]
+
+
 def test_the_dead_letter_record_holds_the_raw_input_and_headers_naming_the_error() -> None:
     config = {
         **BASE,
