@@ -92,8 +92,18 @@ def run_topology(
     only; ``explain_topology`` shows which stages do. False runs every stage as tasks.
 
     The outputs are lazy DataFrames; a stage whose output feeds more than one consumer is
-    persisted (MEMORY_AND_DISK) so its Python runs once.
+    persisted (MEMORY_AND_DISK) so its Python runs once. A streaming input is a ConfigException
+    at once: ``run_topology_stream`` runs those.
     """
+    # Checked first: a streaming input would otherwise fail only deep inside Spark, when the plan
+    # it cannot run in batch is executed.
+    streaming_inputs = sorted(topic for topic, df in inputs.items() if df.isStreaming)
+    if streaming_inputs:
+        raise ConfigException(
+            f"run_topology got streaming DataFrames for {streaming_inputs}: it runs batch jobs over static "
+            "DataFrames. Run a topology over streaming inputs with kstreams.spark.run_topology_stream, "
+            "or read the topics with spark.read instead of spark.readStream."
+        )
     props = dict(config or {})
     props.setdefault("application.id", DEFAULT_APPLICATION_ID)
     streams_config = StreamsConfig(props)

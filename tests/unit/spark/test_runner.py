@@ -14,7 +14,7 @@ import pytest
 from pyspark import cloudpickle
 
 from kstreams import Consumed, Grouped, Produced, Serdes, StreamsBuilder, TimeWindows, Topology
-from kstreams.errors import MissingSourceTopicException, StreamsException
+from kstreams.errors import ConfigException, MissingSourceTopicException, StreamsException
 from kstreams.processor import Processor, Record
 from kstreams.spark import run_topology
 from kstreams.state.stores import Stores
@@ -284,3 +284,12 @@ def test_a_failing_processor_fails_the_spark_job_naming_the_processor_and_record
 
     with pytest.raises(Exception, match=r"(?s)processor=divide.*topic=numbers.*ZeroDivisionError"):
         outputs["quotients"].collect()
+
+
+def test_a_streaming_input_is_refused_at_once_naming_run_topology_stream(spark: Any) -> None:
+    streaming = spark.readStream.format("rate").load()  # never started: only its kind matters
+    static = spark.createDataFrame([(b"k", b"v", 1)], "key binary, value binary, timestamp long")
+    with pytest.raises(
+        ConfigException, match=r"streaming DataFrames for \['sentences'\].*run_topology_stream"
+    ):
+        run_topology(spark, _word_count(), {"sentences": streaming, "other": static})
