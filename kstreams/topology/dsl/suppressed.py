@@ -189,6 +189,11 @@ def _find_delay(table: KTable[Any, Any]) -> int | None:
 
 def _key_serde(table: KTable[Any, Any]) -> Any:
     """The serde of the table's keys, or of the keys inside its windows for a windowed table."""
+    from kstreams.topology.dsl.windowed_serdes import SessionWindowedSerde, TimeWindowedSerde
+
+    if isinstance(table._key_serde, SessionWindowedSerde | TimeWindowedSerde):
+        # The buffer writes a WindowedKey's window itself: it needs the serde of the key inside.
+        return table._key_serde.inner
     if table._key_serde is not None:
         return table._key_serde
     serde = getattr(table._supplier, "key_serde", None)

@@ -13,6 +13,7 @@ from kstreams.serdes import Serdes
 from kstreams.state.store import WindowedKey
 from kstreams.topology import (
     BufferConfig,
+    Consumed,
     Materialized,
     Produced,
     SessionWindows,
@@ -340,3 +341,30 @@ def test_until_window_closes_on_session_windows_waits_for_gap_plus_grace(drive):
     assert out.is_empty()
     source.pipe_input("b", "v", timestamp=160)
     assert [(r.key, r.value, r.timestamp) for r in out.read_records_to_list()] == [("a@0-50", 2, 50)]
+
+
+@pytest.mark.parametrize(
+    "windows",
+    [SessionWindows.of_inactivity_gap_and_grace(100, 10), TimeWindows.of_size_and_grace(100, 10)],
+    ids=["session", "time"],
+)
+def test_until_window_closes_with_explicit_serdes_buffers_the_windowed_keys(drive, windows):
+    # The table's key serde is then the windowed one; the buffer writes the window itself and
+    # needs the serde of the key inside it.
+    builder = StreamsBuilder()
+    (
+        builder.stream("in", Consumed.with_(S, S))
+        .group_by_key()
+        .windowed_by(windows)
+        .count()
+        .suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
+        .to_stream()
+        .map(lambda window, count: (f"{window.key}@{window.start}", count))
+        .to("out", Produced.with_(S, L))
+    )
+    driver = drive(builder.build())
+    source = driver.create_input_topic("in", S, S)
+    source.pipe_input("a", "v", timestamp=0)
+    source.pipe_input("a", "v", timestamp=50)
+    source.pipe_input("b", "v", timestamp=1000)
+    assert driver.create_output_topic("out", S, L).read_key_values_to_list() == [("a@0", 2)]
