@@ -37,7 +37,13 @@ os.environ["TMPDIR"] = _RUN_TMP
 tempfile.tempdir = None  # gettempdir() reads TMPDIR again
 atexit.register(shutil.rmtree, _RUN_TMP, True)
 
-from tests.support.kafka_broker import REPO, BrokerUnavailable, KafkaBroker, free_port  # noqa: E402
+from tests.support.kafka_broker import (  # noqa: E402
+    REPO,
+    BrokerUnavailable,
+    KafkaBroker,
+    PortInUse,
+    free_port,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -69,9 +75,16 @@ def apache_kafka(request: pytest.FixtureRequest, name: str) -> Iterator[KafkaBro
     broker = None
     try:
         try:
-            broker = KafkaBroker(workdir)
-            broker.start()
-            broker.wait_ready()
+            for attempt in range(3):
+                try:
+                    broker = KafkaBroker(workdir / f"attempt-{attempt}")
+                    broker.start()
+                    broker.wait_ready()
+                    break
+                except PortInUse:
+                    # Another process took a port chosen as free: choose again.
+                    if attempt == 2:
+                        raise
         except BrokerUnavailable as exc:
             pytest.fail(f"Cannot start Apache Kafka for the tests: {exc}", pytrace=False)
         yield broker

@@ -34,6 +34,7 @@ __all__ = [
     "REPO",
     "BrokerUnavailable",
     "KafkaBroker",
+    "PortInUse",
     "free_port",
     "kafka_classpath",
     "kafka_version",
@@ -62,7 +63,11 @@ logger.state.level = WARN
 
 
 class BrokerUnavailable(RuntimeError):
-    """The broker cannot be started here; the message says what is missing, in one line."""
+    """The broker cannot be started here; the message's first line says what is missing."""
+
+
+class PortInUse(BrokerUnavailable):
+    """Another process took one of the broker's ports between choosing and binding it."""
 
 
 def free_port() -> int:
@@ -116,6 +121,7 @@ class KafkaBroker:
     take the broker away and bring it back as an operator would."""
 
     def __init__(self, workdir: Path, config: dict[str, str] | None = None) -> None:
+        workdir.mkdir(parents=True, exist_ok=True)
         self.workdir = workdir
         self.port = free_port()
         self.controller_port = free_port()
@@ -210,6 +216,11 @@ class KafkaBroker:
         while time.monotonic() < deadline:
             if self._process is None or self._process.poll() is not None:
                 code = None if self._process is None else self._process.returncode
+                if "Address already in use" in self.log_tail():
+                    raise PortInUse(
+                        f"Apache Kafka could not listen on 127.0.0.1:{self.port} or :{self.controller_port}: "
+                        "a port is in use"
+                    )
                 raise BrokerUnavailable(
                     f"Apache Kafka exited with code {code} while starting:\n{self.log_tail()}"
                 )
