@@ -19,6 +19,7 @@ buffer is logged to ``<application.id>-<store>-changelog`` unless ``with_logging
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
@@ -158,10 +159,12 @@ class Suppressed:
 
 def window_close_delay_ms(table: KTable[Any, Any]) -> int:
     """How long after a window's end (``WindowedKey.end``) a windowed table's rows may still change:
-    what ``until_window_closes`` waits. Found on the windowed aggregation the table comes from (its
-    supplier's ``window_close_delay_ms``: the grace of time and sliding windows, gap plus grace of
-    session windows), through any table operations in between; with several, the smallest."""
-    delay = _find_delay(table)
+    what ``until_window_closes`` waits. Found, as Kafka's GraphGraceSearchUtil finds it, on the
+    windowed aggregations upstream of the table in the processor graph (a supplier's
+    ``window_close_delay_ms``: the grace of time and sliding windows, gap plus grace of session
+    windows), through any operations in between (a cogroup's merge, table or stream operations);
+    with several, the smallest."""
+    delay = _find_delay(table._builder.topology.nodes, table.name, set())
     if delay is None:
         raise TopologyException(
             f"suppress(Suppressed.until_window_closes(...)) on table {table.name}: window close time is only "
@@ -172,8 +175,14 @@ def window_close_delay_ms(table: KTable[Any, Any]) -> int:
     return delay
 
 
-def _find_delay(table: KTable[Any, Any]) -> int | None:
-    supplier = table._supplier
+def _find_delay(nodes: Mapping[str, Any], name: str, seen: set[str]) -> int | None:
+    """The window close delay at node ``name`` (its supplier's), else the smallest upstream; None
+    when no path up to a source passes a windowed aggregation."""
+    if name in seen:
+        return None
+    seen.add(name)
+    spec = nodes.get(name)
+    supplier = getattr(spec, "supplier", None)
     delay = getattr(supplier, "window_close_delay_ms", None)
     if isinstance(delay, int):
         return delay
@@ -183,7 +192,8 @@ def _find_delay(table: KTable[Any, Any]) -> int | None:
         return windows.gap_ms + windows.grace_ms
     if isinstance(windows, SlidingWindows):
         return windows.grace_ms
-    found = [d for d in (_find_delay(parent) for parent in table._parents) if d is not None]
+    upstream = (_find_delay(nodes, parent, seen) for parent in getattr(spec, "predecessors", ()))
+    found = [d for d in upstream if d is not None]
     return min(found) if found else None
 
 
@@ -194,13 +204,37 @@ def _key_serde(table: KTable[Any, Any]) -> Any:
     if isinstance(table._key_serde, SessionWindowedSerde | TimeWindowedSerde):
         # The buffer writes a WindowedKey's window itself: it needs the serde of the key inside.
         return table._key_serde.inner
+    serde = _table_key_serde(table)
+    if serde is not None:
+        return serde
+    # A table whose node was not made by a table with a serde (a cogroup's merge): the serde of
+    # the aggregation upstream of it.
+    return _upstream_key_serde(table._builder.topology.nodes, table.name, set())
+
+
+def _table_key_serde(table: KTable[Any, Any]) -> Any:
     if table._key_serde is not None:
         return table._key_serde
     serde = getattr(table._supplier, "key_serde", None)
     if serde is not None:
         return serde
     for parent in table._parents:
-        serde = _key_serde(parent)
+        serde = _table_key_serde(parent)
+        if serde is not None:
+            return serde
+    return None
+
+
+def _upstream_key_serde(nodes: Mapping[str, Any], name: str, seen: set[str]) -> Any:
+    if name in seen:
+        return None
+    seen.add(name)
+    spec = nodes.get(name)
+    serde = getattr(getattr(spec, "supplier", None), "key_serde", None)
+    if serde is not None:
+        return serde
+    for parent in getattr(spec, "predecessors", ()):
+        serde = _upstream_key_serde(nodes, parent, seen)
         if serde is not None:
             return serde
     return None

@@ -368,3 +368,34 @@ def test_until_window_closes_with_explicit_serdes_buffers_the_windowed_keys(driv
     source.pipe_input("a", "v", timestamp=50)
     source.pipe_input("b", "v", timestamp=1000)
     assert driver.create_output_topic("out", S, L).read_key_values_to_list() == [("a@0", 2)]
+
+
+@pytest.mark.parametrize("session", [False, True], ids=["time", "session"])
+def test_until_window_closes_after_a_cogrouped_windowed_aggregate(drive, session):
+    # Kafka finds the grace through the cogroup's merge to the windowed aggregations upstream.
+    builder = StreamsBuilder()
+    clicks = builder.stream("clicks", Consumed.with_(S, S)).group_by_key()
+    views = builder.stream("views", Consumed.with_(S, S)).group_by_key()
+    cogrouped = clicks.cogroup(lambda k, v, agg: agg + v).cogroup(views, lambda k, v, agg: agg + v.upper())
+    if session:
+        windowed = cogrouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(100, 10))
+        table = windowed.aggregate(lambda: "", lambda k, left, right: left + right, Materialized.with_(S, S))
+    else:
+        table = cogrouped.windowed_by(TimeWindows.of_size_and_grace(100, 10)).aggregate(
+            lambda: "", Materialized.with_(S, S)
+        )
+    (
+        table.suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
+        .to_stream()
+        .map(lambda window, value: (f"{window.key}@{window.start}", value))
+        .to("out", Produced.with_(S, S))
+    )
+    driver = drive(builder.build())
+    driver.create_input_topic("clicks", S, S).pipe_input("k", "c", timestamp=0)
+    driver.create_input_topic("views", S, S).pipe_input("k", "v", timestamp=5)
+    out = driver.create_output_topic("out", S, S)
+    driver.create_input_topic("clicks", S, S).pipe_input("z", "c", timestamp=50)
+    assert out.is_empty()  # the window may still change
+    driver.create_input_topic("clicks", S, S).pipe_input("z", "c", timestamp=1000)
+    z_window = 50 if session else 0
+    assert sorted(out.read_key_values_to_list()) == [("k@0", "cV"), (f"z@{z_window}", "c")]
