@@ -17,6 +17,12 @@ for transactional offsets (``kafka_producer``).
 The cluster never asks for a topic's metadata by name to learn whether it exists: some brokers
 create a topic that is asked for by name. It lists all topics instead.
 
+A second admin client, made only when a broker answers librdkafka's ConsumerGroupDescribe with no
+members for a group that has some (Tansu 0.6; see ``kafka_consumer``), lists a group's members with
+DescribeGroups: it does not ask for the broker's API versions (``api.version.request=false``), so
+librdkafka cannot pick ConsumerGroupDescribe. Those two settings are deprecated in librdkafka 2.x;
+where a librdkafka refuses them, the member says so in its warning.
+
 Threads: the admin and the helpers may be used from any thread; each consumer and producer by one
 thread at a time.
 """
@@ -66,6 +72,11 @@ _GROUP_ONLY_KEYS = (
 )
 # Settings a control sender takes over from the consumer it belongs to (how to reach the cluster).
 _CONNECTION_PREFIXES = ("security.", "sasl.", "ssl.", "client.id", "bootstrap.servers")
+# The admin client that lists a group's members with DescribeGroups: without the broker's API
+# versions librdkafka uses the 0.9.0 protocol set, which has DescribeGroups v0 and no
+# ConsumerGroupDescribe. log_level 3 keeps librdkafka's errors but not its warnings that these
+# settings are deprecated (the member's own warning says why they are used).
+_CLASSIC_DESCRIBE = {"api.version.request": False, "broker.version.fallback": "0.9.0", "log_level": 3}
 
 
 class KafkaCluster:
@@ -97,6 +108,7 @@ class KafkaCluster:
         self._helper_producer: Producer | None = None
         self._next_null_key_partition: dict[str, int] = {}
         self._group_only_metadata_cache: dict[str, object] = {}
+        self._classic_admin: KafkaAdmin | None = None  # made on first use, under _lock
 
     # Clients
 
@@ -145,6 +157,7 @@ class KafkaCluster:
             fetcher=(lambda: build_client(native_fetcher, dict(settings), f"fetcher of group {group_id!r}"))
             if group_id is not None
             else None,
+            classic_members=self._classic_group_members if group_id is not None else None,
         )
 
     def producer(self, config: Mapping[str, object] | None = None) -> KafkaProducer:
@@ -292,6 +305,19 @@ class KafkaCluster:
             settings.setdefault("enable.idempotence", True)
             self._helper_producer = build_client(Producer, settings, "helper producer of KafkaCluster")
         return self._helper_producer
+
+    def _classic_group_members(self, group_id: str, timeout: float) -> list[str]:
+        """The group's members by DescribeGroups (API 15), never ConsumerGroupDescribe (see the
+        module docstring). ConfigException if librdkafka refuses the settings that make sure of it;
+        ClusterError if the request fails."""
+        with self._lock:
+            admin = self._classic_admin
+            if admin is None:
+                settings = self._settings("admin")
+                settings.update(_CLASSIC_DESCRIBE)
+                client = build_client(AdminClient, settings, "DescribeGroups admin client")
+                admin = self._classic_admin = KafkaAdmin(client, timeout=self._timeout)
+        return admin.group_members(group_id, timeout=timeout)
 
     def _group_only_metadata(self, group_id: str) -> object:
         """librdkafka group metadata naming only a group (no generation, no member)."""

@@ -22,6 +22,15 @@ instead, through ``kafka_assignment``: a second librdkafka consumer holds the gr
 commits, this one fetches what the assignor's plan gives it, incrementally, so the partitions that
 stay keep fetching through every rebalance (cooperative rebalancing, KIP-429).
 
+The protocol needs the coordinator's list of the group's members. librdkafka asks for it with
+ConsumerGroupDescribe (KIP-848, API 69) when the broker offers that API, and with DescribeGroups
+(API 15) only when the broker answers that the group is not a KIP-848 group. A broker that offers
+API 69 but answers it for a classic group with no members (Tansu 0.6: state Stable, no members,
+the leader's id as assignor) would leave the group without a leader for ever; when the answer
+lists no members although this member is in a generation, the member asks with DescribeGroups
+(a client that does not ask for the broker's API versions, see ``KafkaCluster``) and, if that
+lists it, from then on, with a WARNING naming the broker's gap.
+
 ``poll`` hands out one RecordBatch per partition (per run of its records), built by the fetcher
 or with ``RecordBatch.from_columns`` from the messages confluent-kafka returns; records of paused
 partitions or of partitions with a pending seek
@@ -60,6 +69,7 @@ from kstreams.cluster.port import (
     GroupListener,
     TopicPartition,
 )
+from kstreams.errors import ConfigException
 
 __all__ = ["DEFAULT_HOLD_BYTES", "GroupMembers", "KafkaConsumer", "message_partition"]
 
@@ -179,7 +189,9 @@ class KafkaConsumer:
 
     ``group_id`` is the group it joins on ``subscribe`` (None for a manually assigned consumer);
     ``control`` is the group's control channel (group members only); ``members`` the cluster's
-    registry of group members.
+    registry of group members. ``classic_members(group_id, timeout)`` lists a group's members with
+    DescribeGroups, for brokers whose ConsumerGroupDescribe answer lists none (see the module
+    docstring; None: never asked).
     """
 
     def __init__(
@@ -195,6 +207,7 @@ class KafkaConsumer:
         hold_bytes: int = DEFAULT_HOLD_BYTES,
         membership: Callable[[], Consumer] | None = None,
         fetcher: Callable[[], Any] | None = None,
+        classic_members: Callable[[str, float], list[str]] | None = None,
     ) -> None:
         # confluent-kafka's Consumer, or kstreams' compiled KafkaFetcher (same method names) when
         # this consumer only fetches what it assigns (see kafka_native).
@@ -210,6 +223,11 @@ class KafkaConsumer:
         self._planned: PlannedAssignment | None = None
         self._membership_lost = False
         self._rebalancing = False
+        self._classic_members = classic_members
+        # Whether the group's members are asked with DescribeGroups: None until the usual answer
+        # lacked this member, then True (it lists them) or False (it could not be asked: why).
+        self._classic_describe: bool | None = None
+        self._classic_failure = ""
         self._admin = admin
         self._group_id = group_id
         self._control = control
@@ -610,8 +628,7 @@ class KafkaConsumer:
             group_id,
             assignor,
             self._control,
-            # Asked on the polling thread: a broker that does not answer must not stall it long.
-            members=lambda: admin.group_members(group_id, timeout=PROTOCOL_TIMEOUT_S),
+            members=self._group_members,
             partition_counts=lambda: {t: n for t, n in admin.partition_counts().items() if t in topics},
         )
         self._subscribe_membership()
@@ -643,6 +660,48 @@ class KafkaConsumer:
     def _membership_revoked(self, consumer: Consumer, _partitions: list[KafkaTopicPartition]) -> None:
         consumer.unassign()
         self._rebalancing = True
+
+    def _group_members(self) -> list[str]:
+        """The members of the group's current generation, by the coordinator. Asked on the polling
+        thread, so a broker that does not answer stalls it for PROTOCOL_TIMEOUT_S at most."""
+        group_id, planned = self._group_id, self._planned
+        assert group_id is not None and planned is not None
+        if self._classic_describe:
+            assert self._classic_members is not None
+            return self._classic_members(group_id, PROTOCOL_TIMEOUT_S)
+        members = self._admin.group_members(group_id, timeout=PROTOCOL_TIMEOUT_S)
+        me = planned.member_id
+        # A coordinator lists every member of a generation; no member at all while this one is in
+        # a generation is a broker that answers ConsumerGroupDescribe without classic members.
+        if members or not me or self._classic_members is None or self._classic_describe is False:
+            return members
+        try:
+            classic = self._classic_members(group_id, PROTOCOL_TIMEOUT_S)
+        except (ClusterError, ConfigException) as exc:
+            self._classic_describe = False
+            self._classic_failure = str(exc)
+            logger.warning(
+                "Group %s: the broker's ConsumerGroupDescribe (KIP-848, API 69) answer lists no members "
+                "although this member (%s) is in generation %d, and DescribeGroups (API 15) could not "
+                "be asked: %s. The assignment cannot go on without the group's member list",
+                group_id,
+                me,
+                planned.generation,
+                exc,
+            )
+            return members
+        if me not in classic:
+            return members  # not in the group after all (expelled): the usual answer stands
+        self._classic_describe = True
+        logger.warning(
+            "Group %s: the broker answers ConsumerGroupDescribe (KIP-848, API 69), which librdkafka "
+            "prefers, with no members for this classic group although this member (%s) is in it "
+            "(Tansu 0.6 does); its DescribeGroups (API 15) answer lists them, so this member asks "
+            "that from now on",
+            group_id,
+            me,
+        )
+        return classic
 
     def _membership_revoked_lost(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
         self._membership_revoked(consumer, partitions)
