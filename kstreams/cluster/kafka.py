@@ -41,6 +41,7 @@ from confluent_kafka.admin import AdminClient
 
 from kstreams._native.record_batch import default_partition
 from kstreams.cluster.kafka_admin import KafkaAdmin
+from kstreams.cluster.kafka_assignment import assignment_give_up_s
 from kstreams.cluster.kafka_client_config import ASSIGN_ONLY_GROUP_ID, build_client, client_settings
 from kstreams.cluster.kafka_consumer import DEFAULT_HOLD_BYTES, GroupMembers, KafkaConsumer, message_partition
 from kstreams.cluster.kafka_control import ControlChannel
@@ -77,6 +78,8 @@ _CONNECTION_PREFIXES = ("security.", "sasl.", "ssl.", "client.id", "bootstrap.se
 # ConsumerGroupDescribe. log_level 3 keeps librdkafka's errors but not its warnings that these
 # settings are deprecated (the member's own warning says why they are used).
 _CLASSIC_DESCRIBE = {"api.version.request": False, "broker.version.fallback": "0.9.0", "log_level": 3}
+# librdkafka's default max.poll.interval.ms.
+_MAX_POLL_INTERVAL_MS = 300_000
 
 
 class KafkaCluster:
@@ -158,6 +161,9 @@ class KafkaCluster:
             if group_id is not None
             else None,
             classic_members=self._classic_group_members if group_id is not None else None,
+            assignment_timeout_s=assignment_give_up_s(
+                int(settings.get("max.poll.interval.ms", _MAX_POLL_INTERVAL_MS))  # type: ignore[call-overload]
+            ),
         )
 
     def producer(self, config: Mapping[str, object] | None = None) -> KafkaProducer:

@@ -20,7 +20,10 @@ stay assigned keep their positions when the assignment changes.
 A member that subscribes with a ``GroupAssignor`` (a KafkaStreams client) is assigned by it
 instead, through ``kafka_assignment``: a second librdkafka consumer holds the group membership and
 commits, this one fetches what the assignor's plan gives it, incrementally, so the partitions that
-stay keep fetching through every rebalance (cooperative rebalancing, KIP-429).
+stay keep fetching through every rebalance (cooperative rebalancing, KIP-429). Its waits are
+bounded (``assignment_wait_seconds``; see ``kafka_assignment``): a poll raises
+``TaskAssignmentException`` once the member has waited for a settled assignment for longer than
+twice its ``max.poll.interval.ms`` plus ``PLAN_DEADLINE_S``.
 
 The protocol needs the coordinator's list of the group's members. librdkafka asks for it with
 ConsumerGroupDescribe (KIP-848, API 69) when the broker offers that API, and with DescribeGroups
@@ -59,7 +62,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from kstreams._native.record_batch import RecordBatch
 from kstreams.cluster.kafka_admin import KafkaAdmin
-from kstreams.cluster.kafka_assignment import PlannedAssignment, PlanStep
+from kstreams.cluster.kafka_assignment import PlannedAssignment, PlanStep, assignment_give_up_s
 from kstreams.cluster.kafka_control import ControlChannel
 from kstreams.cluster.kafka_errors import cluster_error, kafka_error_of
 from kstreams.cluster.port import (
@@ -191,7 +194,8 @@ class KafkaConsumer:
     ``control`` is the group's control channel (group members only); ``members`` the cluster's
     registry of group members. ``classic_members(group_id, timeout)`` lists a group's members with
     DescribeGroups, for brokers whose ConsumerGroupDescribe answer lists none (see the module
-    docstring; None: never asked).
+    docstring; None: never asked). ``assignment_timeout_s`` bounds the wait for an assignment by
+    the assignor (``assignment_give_up_s`` of the membership consumer's max.poll.interval.ms).
     """
 
     def __init__(
@@ -208,6 +212,7 @@ class KafkaConsumer:
         membership: Callable[[], Consumer] | None = None,
         fetcher: Callable[[], Any] | None = None,
         classic_members: Callable[[str, float], list[str]] | None = None,
+        assignment_timeout_s: float = assignment_give_up_s(300_000),
     ) -> None:
         # confluent-kafka's Consumer, or kstreams' compiled KafkaFetcher (same method names) when
         # this consumer only fetches what it assigns (see kafka_native).
@@ -228,6 +233,7 @@ class KafkaConsumer:
         # lacked this member, then True (it lists them) or False (it could not be asked: why).
         self._classic_describe: bool | None = None
         self._classic_failure = ""
+        self._assignment_give_up_s = assignment_timeout_s
         self._admin = admin
         self._group_id = group_id
         self._control = control
@@ -311,6 +317,14 @@ class KafkaConsumer:
     def rebalancing(self) -> bool:
         """Whether the group is between generations (commits wait: they would be refused)."""
         return self._rebalancing
+
+    @property
+    def assignment_wait_seconds(self) -> float:
+        """How long this member has waited for a settled assignment by its assignor (0.0 when it
+        has one, or assigns otherwise): the ``assignment-wait-seconds`` metric. Safe from any
+        thread."""
+        planned = self._planned
+        return 0.0 if planned is None else planned.watch.seconds
 
     @property
     def _group_client(self) -> Consumer | None:
@@ -630,6 +644,8 @@ class KafkaConsumer:
             self._control,
             members=self._group_members,
             partition_counts=lambda: {t: n for t, n in admin.partition_counts().items() if t in topics},
+            give_up_after_s=self._assignment_give_up_s,
+            members_note=self._members_source,
         )
         self._subscribe_membership()
         self._members.add(group_id, self)
@@ -660,6 +676,8 @@ class KafkaConsumer:
     def _membership_revoked(self, consumer: Consumer, _partitions: list[KafkaTopicPartition]) -> None:
         consumer.unassign()
         self._rebalancing = True
+        if self._planned is not None:
+            self._planned.rejoining()
 
     def _group_members(self) -> list[str]:
         """The members of the group's current generation, by the coordinator. Asked on the polling
@@ -702,6 +720,17 @@ class KafkaConsumer:
             me,
         )
         return classic
+
+    def _members_source(self) -> str:
+        """Where the member list came from, for the warnings of a waiting assignment."""
+        if self._classic_describe:
+            return "asked with DescribeGroups (API 15): the broker's ConsumerGroupDescribe lists no members"
+        if self._classic_describe is False:
+            return (
+                "the broker's ConsumerGroupDescribe (KIP-848, API 69) answer lists no members and "
+                f"DescribeGroups (API 15) could not be asked: {self._classic_failure}"
+            )
+        return "as the broker answered librdkafka's describe_consumer_groups"
 
     def _membership_revoked_lost(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
         self._membership_revoked(consumer, partitions)

@@ -93,6 +93,7 @@ class ControlChannel:
         self._probe: Future | None = None
         self._probe_at = 0.0
         self._probe_failing = False
+        self._end_seen: int | None = None  # the topic's end offset in the latest answer
         # Records of the assignment protocol (kafka_assignment), in log order, until taken.
         self._inbox: list[dict] = []
 
@@ -195,6 +196,7 @@ class ControlChannel:
         if self._probe_failing:
             logger.info("Group %s: reading signals from %s again", self.group_id, self.topic)
             self._probe_failing = False
+        self._end_seen = end
         if end > self._next:
             assert self._reader is not None
             if self._reading_to is None:
@@ -204,6 +206,16 @@ class ControlChannel:
                     what = f"Reading signals of group {self.group_id!r} from {self.topic}"
                     raise cluster_error(what, exc) from exc
             self._reading_to = max(end, self._reading_to or 0)
+
+    def progress(self) -> str:
+        """Where the reader stands, for the warnings of a waiting assignment: the next offset it
+        reads and the topic's end offset as last reported (which a stalled reader or a broker
+        that reports wrong end offsets tells apart)."""
+        if self._reader is None:
+            return "not read yet"
+        end = "not answered yet" if self._end_seen is None else str(self._end_seen)
+        failing = ", end offset requests failing" if self._probe_failing else ""
+        return f"read up to offset {self._next}, end offset {end}{failing}"
 
     def take_records(self) -> list[dict]:
         """Assignment protocol records read since the last call, in log order (what

@@ -151,6 +151,15 @@ class PollingThread(threading.Thread):
             max_=True,
         )
         self._assigned_at: dict[Any, float] = {}
+        # A KafkaCluster member assigned by its assignor over the control topic: how long it has
+        # waited for a settled assignment (0 when it has one), as Kafka's consumer-coordinator-metrics.
+        if hasattr(type(consumer), "assignment_wait_seconds"):
+            metrics.gauge(
+                "assignment-wait-seconds",
+                "consumer-coordinator-metrics",
+                tags,
+                lambda: consumer.assignment_wait_seconds,  # type: ignore[attr-defined]
+            )
         self._production_handler = config.production_exception_handler()
         self._partition_count = runtime.partition_count
         self.closed_cleanly = False

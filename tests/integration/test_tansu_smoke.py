@@ -131,6 +131,8 @@ def test_count_application_processes_on_tansu(tansu_cluster, app_id, tmp_path, c
     try:
         counts = read_latest_counts(tansu_cluster.bootstrap_servers, sink, expected, timeout=60)
         assert counts == dict(expected)
+        [wait] = [v for m, v in streams.metrics().items() if m.name == "assignment-wait-seconds"]
+        assert wait == 0.0
     finally:
         assert streams.close(timeout=30)
     # The client names the broker's gap it works around.
