@@ -103,8 +103,11 @@ class KafkaCluster:
         self._config = dict(config or {})
         self._replication_factor = replication_factor
         self._timeout = timeout
-        admin_client = build_client(AdminClient, self._settings("admin"), "admin client")
-        self._admin = KafkaAdmin(admin_client, timeout=timeout)
+
+        def new_admin_client() -> AdminClient:
+            return build_client(AdminClient, self._settings("admin"), "admin client")
+
+        self._admin = KafkaAdmin(new_admin_client(), timeout=timeout, renew=new_admin_client)
         self._members = GroupMembers()
         self._lock = threading.Lock()
         # Guarded by _lock: the helpers' producer, null-key round robin, group-only metadata.

@@ -155,6 +155,14 @@ class KafkaAdmin:
             if not name.startswith("__") and topic.error is None
         }
 
+    def _refresh_metadata(self) -> None:
+        """A full metadata listing, for what it updates in librdkafka's metadata cache; a failure
+        is left to the request that follows."""
+        try:
+            self._client.list_topics(timeout=self._timeout)
+        except KafkaException as exc:
+            logger.debug("Refreshing the cluster's metadata failed: %s", exc)
+
     def delete_topics(self, names: Sequence[str]) -> None:
         if not names:
             return
@@ -368,7 +376,11 @@ class KafkaAdmin:
     ) -> dict[TopicPartition, int]:
         """Offsets of ``partitions``. Partitions whose leader is not known yet are asked again
         within the admin's timeout, as Kafka's Admin retries until default.api.timeout.ms: a
-        topic created a moment ago has no leader in librdkafka's metadata ("No leaders found")."""
+        topic created a moment ago has no leader in librdkafka's metadata ("No leaders found").
+        Before each retry a full listing refreshes that metadata: librdkafka remembers a topic it
+        was asked about before it existed as missing, for minutes, until its metadata is
+        refreshed (seen on Apache Kafka: a member listing the control topic another member was
+        creating waited past any timeout)."""
         result: dict[TopicPartition, int] = {}
         deadline = time.monotonic() + self._timeout
         backoff = _LEADER_BACKOFF_S
@@ -388,6 +400,7 @@ class KafkaAdmin:
             if waiting:
                 time.sleep(backoff)  # a bounded backoff between requests, not a wait for a condition
                 backoff = min(backoff * 2, 1.0)
+                self._refresh_metadata()
             pending = waiting
         return result
 

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from kstreams.cluster.port import (
     ERROR_NONE,
     ClusterError,
+    CommitFailedError,
     FatalClientError,
     ProducerFencedError,
     RecordRejectedError,
@@ -420,7 +421,10 @@ class PollingThread(threading.Thread):
         ):
             return  # at_least_once: the handler goes on without the records the cluster refused
         fatal = isinstance(exc, FatalClientError)
-        if not (fatal or is_transient(exc) or isinstance(exc, ProducerFencedError)):
+        # A refused commit (the group moved on, e.g. a restarted coordinator forgot this member) is
+        # Kafka Streams' TaskMigratedException: abort, rewind to the last commit, rejoin.
+        migrated = isinstance(exc, (ProducerFencedError, CommitFailedError))
+        if not (fatal or migrated or is_transient(exc)):
             raise StreamsException(
                 f"{operation} failed with an error that retrying cannot fix: {exc}. Records of the "
                 "transaction are not committed; fix the cause (e.g. a record larger than the broker "
