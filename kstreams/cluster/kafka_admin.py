@@ -120,9 +120,11 @@ class KafkaAdmin:
         )
         existing: str | None = None
         failure: ClusterError | None = None
+        created: dict[str, int] = {}
         for name, future in futures.items():
             try:
                 self._result(future, self._timeout)
+                created[name] = topics[name][0]
                 logger.info("Created topic %s with %d partition(s)", name, topics[name][0])
             except KafkaException as exc:
                 err = cluster_error(f"Creating topic {name!r}", exc)
@@ -130,10 +132,30 @@ class KafkaAdmin:
                     existing = existing or name
                 else:
                     failure = failure or err
+        self._await_metadata(created)
         if failure is not None:
             raise failure
         if existing is not None:
             raise TopicExistsError(f"Topic {existing!r} already exists")
+
+    def _await_metadata(self, expected: Mapping[str, int]) -> None:
+        """Return once a listing shows each topic with at least its expected partitions, or warn
+        when the timeout passes first. A broker answers CreateTopics and CreatePartitions once its
+        controller committed them, and its metadata follows a moment later (KRaft): without this
+        wait a listing just after a creation may not show the topic (Kafka Streams, too, checks
+        that the topics it created are there before it goes on)."""
+        deadline = time.monotonic() + self._timeout
+        backoff = _LEADER_BACKOFF_S
+        while expected:
+            counts = self.partition_counts()
+            expected = {name: n for name, n in expected.items() if counts.get(name, 0) < n}
+            if not expected:
+                return
+            if time.monotonic() > deadline:
+                logger.warning("Created topics are not in the cluster's metadata yet: %s", sorted(expected))
+                return
+            time.sleep(backoff)  # a bounded backoff between listings, not a wait for a condition
+            backoff = min(backoff * 2, 1.0)
 
     def describe_topics(self, names: Sequence[str] | None = None) -> dict[str, TopicDescription]:
         counts = self.partition_counts()
@@ -221,6 +243,7 @@ class KafkaAdmin:
         self._wait_all(futures, f"Growing topics to {dict(counts)} partitions")
         for name, count in counts.items():
             logger.info("Topic %s grows from %d to %d partitions", name, current[name], count)
+        self._await_metadata(dict(counts))
 
     # Offsets
 

@@ -11,6 +11,7 @@ import logging
 from confluent_kafka import KafkaError, KafkaException
 
 from kstreams.cluster.port import (
+    AbortableTransactionError,
     ClusterError,
     CommitFailedError,
     FatalClientError,
@@ -101,5 +102,7 @@ def cluster_error(what: str, error: KafkaError | BaseException) -> ClusterError:
     if err.fatal():
         return FatalClientError(f"{detail}. The client hit a fatal error: close it and create a new one.")
     if getattr(err, "txn_requires_abort", lambda: False)():
-        return ClusterError(f"{detail}. The transaction must be aborted before a new one begins.", retriable)
+        return AbortableTransactionError(
+            f"{detail}. The transaction must be aborted before a new one begins."
+        )
     return ClusterError(detail + (" (retriable)" if retriable else ""), retriable)

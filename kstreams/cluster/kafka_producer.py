@@ -58,6 +58,10 @@ _QUEUE_FULL_WAIT = 0.1
 _HUNG_GRACE_S = 5.0
 # Errors that refuse one record for good (retrying sends it again and again to the same refusal):
 # the production exception handler decides about such records.
+# Deliveries librdkafka purged: only an abort_transaction purges (kstreams never calls purge), so
+# these records belong to an aborted transaction. Their reports can arrive in a poll after the
+# abort, inside the next transaction, which they must not fail.
+_PURGED = frozenset({KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT})
 _REJECTIONS = frozenset(
     {
         KafkaError.MSG_SIZE_TOO_LARGE,
@@ -96,6 +100,8 @@ class DeliveryFailures:
 
     def __call__(self, error: KafkaError | None, message: Message) -> None:
         if error is not None:
+            if error.code() in _PURGED:
+                return
             if error.code() in _REJECTIONS:
                 self.rejected.append(_rejected(message, error))
                 return
@@ -116,6 +122,8 @@ class DeliveryFailures:
         headers: list[tuple[str, bytes | None]] | None,
     ) -> None:
         """A failed delivery as kstreams' own producer reports it (``KafkaSender.take_failures``)."""
+        if error.code() in _PURGED:
+            return
         if error.code() in _REJECTIONS:
             reason = f"{error.name()}: {error.str()}"
             self.rejected.append(RejectedRecord(topic, partition, key, value, timestamp, headers, reason))

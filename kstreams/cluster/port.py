@@ -22,6 +22,7 @@ __all__ = [
     "ERROR_INCOMPLETE_SOURCE_TOPIC_METADATA",
     "ERROR_NONE",
     "ERROR_SHUTDOWN_REQUESTED",
+    "AbortableTransactionError",
     "Admin",
     "Cluster",
     "ClusterError",
@@ -106,6 +107,12 @@ class CommitFailedError(ClusterError):
 
 class ProducerFencedError(ClusterError):
     """A newer producer with the same transactional id took over: this one must stop."""
+
+
+class AbortableTransactionError(ClusterError):
+    """The open transaction failed and must be aborted (librdkafka's abortable errors, such as an
+    OUT_OF_ORDER_SEQUENCE_NUMBER that needs an epoch bump): after the abort the producer goes on,
+    and the aborted work is redone from the last commit."""
 
 
 class FatalClientError(ClusterError):

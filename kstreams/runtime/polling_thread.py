@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from kstreams.cluster.port import (
     ERROR_NONE,
+    AbortableTransactionError,
     ClusterError,
     CommitFailedError,
     FatalClientError,
@@ -422,8 +423,9 @@ class PollingThread(threading.Thread):
             return  # at_least_once: the handler goes on without the records the cluster refused
         fatal = isinstance(exc, FatalClientError)
         # A refused commit (the group moved on, e.g. a restarted coordinator forgot this member) is
-        # Kafka Streams' TaskMigratedException: abort, rewind to the last commit, rejoin.
-        migrated = isinstance(exc, (ProducerFencedError, CommitFailedError))
+        # Kafka Streams' TaskMigratedException: abort, rewind to the last commit, rejoin. An
+        # abortable transaction error needs the same abort and rewind, and nothing more.
+        migrated = isinstance(exc, (ProducerFencedError, CommitFailedError, AbortableTransactionError))
         if not (fatal or migrated or is_transient(exc)):
             raise StreamsException(
                 f"{operation} failed with an error that retrying cannot fix: {exc}. Records of the "
