@@ -215,6 +215,7 @@ class PlannedAssignment:
         self.generation = -1
         self._joining = True  # subscribed or rebalancing, not yet in the next generation
         self._report_due = False
+        self._replan_due = False  # the next report asks the leader for a new plan
         self._reported_at = 0.0
         self._joined_at = 0.0
         self._asked_at = 0.0
@@ -257,6 +258,14 @@ class PlannedAssignment:
         self._joining = False
         self._report_due = True
         self._joined_at = self._clock()
+
+    def request_replan(self) -> None:
+        """Ask for a new plan within this generation, made from the members' reports with this
+        member's report renewed (a probing rebalance: its warm-ups caught up; or topics grew). On
+        Apache Kafka a follower's rejoin with an unchanged subscription is answered with the
+        current generation and no rebalance, so a new assignment is asked of the leader instead."""
+        self._report_due = True
+        self._replan_due = True
 
     def rejoining(self) -> None:
         """The membership consumer left its generation to join the next one (a rebalance began,
@@ -329,9 +338,11 @@ class PlannedAssignment:
                 "member": self.member_id,
                 "owned": [[tp.topic, tp.partition] for tp in sorted(owned)],
                 "userdata": base64.b64encode(userdata).decode(),
+                "replan": self._replan_due,
             }
         )
         self._report_due = False
+        self._replan_due = False
         self._reported_at = self._clock()
 
     def _take(self, records: list[dict]) -> None:
@@ -343,6 +354,8 @@ class PlannedAssignment:
                 continue
             elif kind == REPORT:
                 self._reports[str(record["member"])] = record
+                if record.get("replan"):
+                    self._my_plan_members = None  # a leader plans again, with this report
             elif kind == PLAN:
                 self._plan = record
             elif kind == REQUEST and str(record.get("from")) != self.member_id:
