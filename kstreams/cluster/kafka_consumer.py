@@ -9,7 +9,7 @@ This keeps the port's rule that the new assignment is the old one plus the assig
 since the old one is empty after revocation. Partitions taken away without an orderly revocation
 (session timeout, fencing) go to ``on_partitions_lost``. ``request_rejoin`` subscribes again to
 the same topics, which makes librdkafka rejoin the group with fresh metadata; a consumer assigned
-by an application's assignor asks that assignor's leader for a new plan instead.
+by an application's assignor also asks that assignor's leader for a new plan.
 
 Application-wide error codes travel on the group's control topic (see ``kafka_control``) and reach
 ``on_assignment_error`` inside ``poll``; a rebalance reads them up to the topic's end before it
@@ -293,13 +293,12 @@ class KafkaConsumer:
     def request_rejoin(self) -> None:
         if self._listener is None:
             raise ClusterError("request_rejoin() needs a subscribed consumer: call subscribe() first")
-        if self._planned is not None:
-            # The application's assignor plans within the generation: ask its leader for a new
-            # plan (a rejoin would not rebalance a stable group on Apache Kafka, see request_replan).
-            logger.info("Consumer of group %s asks for a new assignment", self._group_id)
-            self._planned.request_replan()
-            return
         logger.info("Consumer of group %s asks for a rebalance", self._group_id)
+        if self._planned is not None:
+            # Also ask the application's assignor's leader for a new plan within the generation:
+            # on Apache Kafka a follower's rejoin with an unchanged subscription does not
+            # rebalance a stable group (see request_replan).
+            self._planned.request_replan()
         # Subscribing again makes librdkafka refresh metadata and rejoin (an eager rebalance).
         if self._membership is not None:
             self._subscribe_membership()
