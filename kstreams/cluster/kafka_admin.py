@@ -1,8 +1,8 @@
 """The ``Admin`` of a ``KafkaCluster``: confluent-kafka's AdminClient behind the port.
 
 Whether a topic exists is learned only from a full metadata listing (``list_topics()`` without a
-topic), never by asking for one topic by name: some brokers (noida-db) create a topic that a client
-asks for by name. Internal topics (``__consumer_offsets``, ``__transaction_state``) are left out of
+topic), never by asking for one topic by name: some Kafka-compatible brokers create a topic that a
+client asks for by name. Internal topics (``__consumer_offsets``, ``__transaction_state``) are left out of
 listings, as Kafka's ``listTopics`` leaves them out by default.
 
 Threads: confluent-kafka's AdminClient is thread-safe, so an admin may be used from any thread.
