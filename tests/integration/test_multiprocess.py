@@ -416,19 +416,17 @@ class SteadyProducer:
         self._thread.join(30)
 
 
-def test_scale_out_takes_tasks_after_warm_ups_while_the_others_keep_processing(  # type: ignore[no-untyped-def]
-    kafka_cluster, admin, app_id, workers
-) -> None:
-    """Three workers of a stateful count; a fourth joins. It first warms up the tasks it is to
-    take (their changelogs are far beyond acceptable.recovery.lag), and gets them only after a
-    probing rebalance found them caught up; the tasks that stay never stop processing; counts stay
-    exact under exactly_once_v2."""
+# Workers that warm tasks up before they take them: probing every 2 s, caught up within 50 records.
+WARM_UP_OPTIONS = (*STATE_OPTIONS, "--probing-ms", "2000", "--acceptable-lag", "50")
+
+
+def three_stateful_workers(kafka_cluster, app_id: str, workers) -> tuple[tuple[Worker, ...], SteadyProducer]:  # type: ignore[no-untyped-def]
+    """Three workers (WARM_UP_OPTIONS) running every task of a 6-partition stateful count, with
+    exact counts over a store of BIG_KEYS keys, and a producer ready to produce steadily."""
     source, sink = f"{app_id}-in", f"{app_id}-out"
     kafka_cluster.create_topic(source, partitions=6)
     kafka_cluster.create_topic(sink, partitions=6)
-    options = (*STATE_OPTIONS, "--probing-ms", "2000", "--acceptable-lag", "50")
-    first, second, third = (workers(name, *options) for name in ("w1", "w2", "w3"))
-    group = (first, second, third)
+    group = tuple(workers(name, *WARM_UP_OPTIONS) for name in ("w1", "w2", "w3"))
     producer = SteadyProducer(kafka_cluster, source, rate=300)
     producer.produce(6000)
     every = {f"0_{p}" for p in range(6)}
@@ -438,11 +436,23 @@ def test_scale_out_takes_tasks_after_warm_ups_while_the_others_keep_processing( 
         "the three workers running every task",
     )
     wait_exact(kafka_cluster, sink, producer.expected, 90, "exact counts from three workers", *group)
+    return group, producer
+
+
+def test_scale_out_takes_tasks_after_warm_ups_while_the_others_keep_processing(  # type: ignore[no-untyped-def]
+    kafka_cluster, admin, app_id, workers
+) -> None:
+    """Three workers of a stateful count; a fourth joins. It first warms up the tasks it is to
+    take (their changelogs are far beyond acceptable.recovery.lag), and gets them only after a
+    probing rebalance found them caught up; the tasks that stay never stop processing; counts stay
+    exact under exactly_once_v2."""
+    sink = f"{app_id}-out"
+    group, producer = three_stateful_workers(kafka_cluster, app_id, workers)
     producer.start()
     try:
         before = {w.name: latest_tasks(w)[0] for w in group}
         joined_at = time.monotonic()
-        fourth = workers("w4", *options)
+        fourth = workers("w4", *WARM_UP_OPTIONS)
         wait_until(running(lambda: bool(latest_tasks(fourth)[0]), (*group, fourth)), 120, "tasks on w4")
         taken_at = time.monotonic()
         log = fourth.log_text()
@@ -528,25 +538,13 @@ def test_a_member_killed_while_it_warms_up_stops_no_task_and_counts_stay_exact( 
     rebalance, and is killed (SIGKILL) before it takes any. The broker expires its session; the
     three keep every task they had, none of them stops processing for long, and the counts stay
     exact under exactly_once_v2."""
-    source, sink = f"{app_id}-in", f"{app_id}-out"
-    kafka_cluster.create_topic(source, partitions=6)
-    kafka_cluster.create_topic(sink, partitions=6)
-    options = (*STATE_OPTIONS, "--probing-ms", "2000", "--acceptable-lag", "50")
-    group = tuple(workers(name, *options) for name in ("w1", "w2", "w3"))
-    producer = SteadyProducer(kafka_cluster, source, rate=300)
-    producer.produce(6000)
-    every = {f"0_{p}" for p in range(6)}
-    wait_until(
-        running(lambda: set().union(*(latest_tasks(w)[0] for w in group)) == every, group),
-        90,
-        "the three workers running every task",
-    )
-    wait_exact(kafka_cluster, sink, producer.expected, 90, "exact counts from three workers", *group)
+    sink = f"{app_id}-out"
+    group, producer = three_stateful_workers(kafka_cluster, app_id, workers)
     producer.start()
     try:
         before = {w.name: latest_tasks(w)[0] for w in group}
         joined_at = time.monotonic()
-        fourth = workers("w4", *options)
+        fourth = workers("w4", *WARM_UP_OPTIONS)
         wait_until(running(lambda: "Warming up" in fourth.log_text(), (*group, fourth)), 120, "w4 warming up")
         assert not latest_tasks(fourth)[0], f"w4 took active tasks before it caught up: {fourth.log_tail()}"
         fourth.kill()
