@@ -507,7 +507,7 @@ class KafkaStreams:
             response = StreamsUncaughtExceptionResponse.SHUTDOWN_CLIENT
         if response is StreamsUncaughtExceptionResponse.REPLACE_THREAD:
             if failure.entry is not None and self._polling is not None:
-                self._polling.revive(failure.entry)
+                self._polling.revive(failure.entry, getattr(failure.exception, "failed_at", None))
             if failure.source is FailureSource.STREAM:
                 # The dying thread still holds its name (as in Kafka), so the new one gets another.
                 dying = (failure.thread.name,) if failure.thread is not None else ()

@@ -62,11 +62,14 @@ logger = logging.getLogger(__name__)
 
 
 class StreamsException(Exception):
-    """Base of every kstreams error. ``task_id`` names the task it arose in, when there is one."""
+    """Base of every kstreams error. ``task_id`` names the task it arose in, when there is one;
+    ``failed_at`` the input record the task was processing, as (topic, partition, offset), when it
+    failed on one (a batch of compiled processors: its first offset)."""
 
     def __init__(self, message: str, *, task_id: Any = None) -> None:
         super().__init__(message)
         self.task_id = task_id
+        self.failed_at: tuple[str, int, int] | None = None
 
 
 class ConfigException(StreamsException, ValueError):

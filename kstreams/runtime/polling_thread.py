@@ -42,6 +42,7 @@ from kstreams.cluster.port import (
 from kstreams.errors import StreamsException
 from kstreams.runtime.barrier import barrier
 from kstreams.runtime.record_errors import skip_rejected
+from kstreams.runtime.repeated_failures import RepeatedFailures
 from kstreams.runtime.retry import FailureWindow, is_transient
 from kstreams.runtime.standby import StandbyPlacer
 from kstreams.runtime.task_idling import resume_ready
@@ -133,6 +134,9 @@ class PollingThread(threading.Thread):
         self._assignor = runtime.assignor
         self._standbys = StandbyPlacer(self._assignor, consumer, task_manager, state_updater)
         self._deferred: set[TopicPartition] = set()  # assigned, but their task cannot run yet
+        # Failed tasks whose restart waits (the failure repeats): task id -> (when, partitions).
+        # Their partitions stay assigned and paused until then.
+        self._delayed: dict[Any, tuple[float, list[TopicPartition]]] = {}
         self._application_error = ERROR_NONE  # a member asked the application to stop
         tags = {"thread-id": name}
         metrics = runtime.metrics
@@ -142,6 +146,16 @@ class PollingThread(threading.Thread):
         )
         self.send_sensor = metrics.sensor("send", "stream-thread-metrics", tags)
         self._dropped = metrics.sensor("dropped-records", "stream-thread-metrics", tags)
+        repeated = metrics.sensor("repeated-task-failures", "stream-thread-metrics", tags)
+        self._repeats = RepeatedFailures(
+            int(config["retry.backoff.ms"]) / 1000.0, on_repeat=lambda delay: repeated.record()
+        )
+        metrics.gauge(
+            "task-restart-backoff-ms",
+            "stream-thread-metrics",
+            tags,
+            lambda: self._repeats.last_delay_s * 1000.0,
+        )
         # A task's time without processing when it comes here: from its assignment to running.
         self._handover = metrics.sensor(
             "task-handover-latency",
@@ -280,6 +294,7 @@ class PollingThread(threading.Thread):
         resume_ready(running, self._scheduler)
         self._signal_punctuations(running)
         self._drain_failures()
+        self._start_delayed()
         try:
             self._maybe_commit(running)
         except ClusterError as exc:
@@ -483,6 +498,7 @@ class PollingThread(threading.Thread):
                         self._tasks.remove(entry, clean=committed and entry.state is TaskState.RUNNING)
         self._paused.difference_update(partitions)
         self._deferred.difference_update(partitions)
+        self._forget_delayed(partitions)
         self.committer.forget(partitions)
 
     def on_lost(self, partitions: list[TopicPartition]) -> None:
@@ -498,6 +514,7 @@ class PollingThread(threading.Thread):
                 self.close_dirty(entry)
         self._paused.difference_update(partitions)
         self._deferred.difference_update(partitions)
+        self._forget_delayed(partitions)
         self.committer.forget(partitions)
 
     def on_assigned(self, partitions: list[TopicPartition]) -> None:
@@ -526,8 +543,8 @@ class PollingThread(threading.Thread):
         gained = self._tasks.tasks_for_partitions(candidates)
         self._assignor.promoted({t for t in gained if self._tasks.entry(t) is None})
         for task_id, tps in gained.items():
-            if self._tasks.entry(task_id) is not None:
-                continue
+            if self._tasks.entry(task_id) is not None or task_id in self._delayed:
+                continue  # running, or restarted when its failure's delay is over
             if task_id.partition >= runnable.get(task_id.subtopology, task_id.partition + 1):
                 self._deferred.update(tps)
                 continue
@@ -562,22 +579,52 @@ class PollingThread(threading.Thread):
             self._state_updater.remove(entry)
         self._tasks.remove(entry, clean=False)
 
-    def revive(self, entry: TaskEntry) -> None:
+    def revive(self, entry: TaskEntry, failed_at: tuple[str, int, int] | None = None) -> None:
         """Close a failed task dirty and recreate it from its last committed offsets: nothing is
         lost, and records processed since the last commit are processed again (at least once).
         A failure reported for a task that was rewound since (its entry replaced) needs nothing:
-        the rewind already discarded what the failed run did."""
+        the rewind already discarded what the failed run did.
+
+        A task that fails again at the same record (``failed_at``) restarts only after a growing
+        delay (``RepeatedFailures``); meanwhile its partitions stay paused."""
         if self._tasks.entry(entry.task_id) is not entry:
             return
+        task_id = entry.task_id
         partitions = sorted(entry.buffers)
+        delay = self._repeats.failed(task_id, failed_at)
         if self._config.exactly_once:
             # Its uncommitted output is inside the open transaction, together with every other
             # task's: abort it and rewind every task to the last commit (Kafka's "task corrupted").
-            self._rewind_all()
+            self._rewind_all(drop={task_id} if delay else None)
+        else:
+            self.close_dirty(entry)
+            if not delay:
+                self._rewind(partitions)
+                self._start(self._tasks.create(task_id, partitions))
+        if delay:
+            self._paused.difference_update(partitions)  # not resumed by _resume_drained
+            self._consumer.pause(partitions)
+            self._delayed[task_id] = (time.monotonic() + delay, partitions)
+
+    def _start_delayed(self) -> None:
+        """Restart the failed tasks whose delay is over, from their last commit."""
+        if not self._delayed:
             return
-        self.close_dirty(entry)
-        self._rewind(partitions)
-        self._start(self._tasks.create(entry.task_id, partitions))
+        now = time.monotonic()
+        for task_id in [t for t, (due, _) in self._delayed.items() if due <= now]:
+            _, partitions = self._delayed.pop(task_id)
+            if self._tasks.entry(task_id) is not None:
+                continue  # a rebalance created it meanwhile
+            # Seek now, not at the failure: whatever the paused partitions fetched meanwhile
+            # was dropped (no task to route it to).
+            self._rewind(partitions)
+            self._start(self._tasks.create(task_id, partitions))
+
+    def _forget_delayed(self, partitions: list[TopicPartition]) -> None:
+        """Revoked or lost partitions: their delayed tasks are no longer this client's."""
+        for task_id in self._tasks.tasks_for_partitions(partitions):
+            self._delayed.pop(task_id, None)
+            self._repeats.forget(task_id)
 
     def _replace_producer(self) -> None:
         """Close the producer that hit a fatal error and continue with a new one (Kafka Streams

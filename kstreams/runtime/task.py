@@ -254,16 +254,20 @@ class StreamTask:
             yield
         except StreamsException as exc:
             exc.task_id = exc.task_id or self.task_id
+            if exc.failed_at is None:
+                exc.failed_at = _failed_at(context.record_context)
             raise
         except Exception as exc:
+            position = context.record_context
             if failure is None:
-                position = context.record_context
                 failure = (
                     f"Exception caught in process. taskId={self.task_id}, "
                     f"processor={context.failed_node_name(exc)}, topic={position.topic}, "
                     f"partition={position.partition}, {_where(position)}"
                 )
-            raise error(f"{failure}: {exc!r}", task_id=self.task_id) from exc
+            wrapped = error(f"{failure}: {exc!r}", task_id=self.task_id)
+            wrapped.failed_at = _failed_at(position)
+            raise wrapped from exc
         finally:
             context.node = saved_node
             context.record_context = saved_record
@@ -589,6 +593,17 @@ class StreamTask:
 
     def store_names(self) -> list[str]:
         return list(self.graph.stores)
+
+
+def _failed_at(position: RecordContext | None) -> tuple[str, int, int] | None:
+    """The input record a failure happened at (a compiled batch: its first offset), or None
+    outside record processing (a punctuation, a processor's init)."""
+    if position is None or position.topic is None:
+        return None
+    batch = position.source
+    if position.offset < 0 and batch is not None and len(batch):
+        return (position.topic, position.partition, batch.first_offset)
+    return (position.topic, position.partition, position.offset)
 
 
 def _where(position: RecordContext) -> str:
