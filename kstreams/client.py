@@ -461,11 +461,13 @@ class KafkaStreams:
 
     # -- failures (KIP-671) ---------------------------------------------------------------------
 
-    def _on_stream_failure(self, thread: StreamThread, handle: int, exc: BaseException) -> None:
+    def _on_stream_failure(
+        self, thread: StreamThread, handle: int, exc: BaseException, replace: bool
+    ) -> None:
         tasks = self._task_manager
         entry = tasks.entry_for_handle(handle) if tasks is not None else None
         if self._polling is not None:
-            self._polling.report(Failure(FailureSource.STREAM, exc, thread, entry))
+            self._polling.report(Failure(FailureSource.STREAM, exc, thread, entry, replace))
 
     def _on_restore_failure(self, entry: Any, exc: BaseException) -> None:
         if self._polling is not None:
@@ -508,7 +510,12 @@ class KafkaStreams:
         if response is StreamsUncaughtExceptionResponse.REPLACE_THREAD:
             if failure.entry is not None and self._polling is not None:
                 self._polling.revive(failure.entry, getattr(failure.exception, "failed_at", None))
-            if failure.source is FailureSource.STREAM:
+            if failure.source is FailureSource.STREAM and not failure.replace_thread:
+                # remove_stream_thread() took this thread away (and said so) before it failed:
+                # a replacement would undo that removal.
+                name = failure.thread.name if failure.thread is not None else "?"
+                logger.info("Not replacing stream thread %s: it was being removed when it failed", name)
+            elif failure.source is FailureSource.STREAM:
                 # The dying thread still holds its name (as in Kafka), so the new one gets another.
                 dying = (failure.thread.name,) if failure.thread is not None else ()
                 self._add_stream_thread(reserved=dying)

@@ -71,12 +71,15 @@ class FailureSource(enum.Enum):
 
 @dataclass(frozen=True)
 class Failure:
-    """An exception raised on another thread, queued for the polling thread to handle."""
+    """An exception raised on another thread, queued for the polling thread to handle.
+    ``replace_thread`` is False for a stream thread that a removal had picked before it failed:
+    REPLACE_THREAD then revives its task but starts no thread in its place."""
 
     source: FailureSource
     exception: BaseException
     thread: StreamThread | None = None
     entry: TaskEntry | None = None
+    replace_thread: bool = True
 
 
 class RuntimeHooks(Protocol):

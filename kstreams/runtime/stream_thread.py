@@ -81,6 +81,8 @@ class StreamThread(threading.Thread):
         self._time_slice_s = time_slice_ms / 1000.0
         self._stop_requested = threading.Event()
         self.state = ThreadState.CREATED
+        # Set (under StreamThreads.lock) when processing failed: no removal picks it then.
+        self.failed = False
         self._state_changed = threading.Condition()
         tags = {"thread-id": name}
         self._metrics = metrics

@@ -6,6 +6,11 @@ the record cache is redivided, every live thread getting an equal share of
 ``statestore.cache.max.bytes``. A thread that died keeps its name until it is pruned from the list,
 so a replacement (REPLACE_THREAD) gets another one, as in Kafka.
 
+The count is exact: live threads = configured + added - removed, whatever interleaves. A thread that
+fails is marked failed under the lock before its failure is reported, and a removal never picks a
+failed thread; a thread that a removal picked before it failed is reported as not to be replaced
+(the removal already took it away). So no thread is both removed and replaced.
+
 Lock: ``StreamThreads.lock`` (RLock) guards the thread list. It comes after the client's state lock
 and before the task manager's lock; it is held only to read or change the list, never while waiting
 for another thread: a resize that shrinks caches runs on the polling thread after it is released,
@@ -51,9 +56,11 @@ class StreamThreads:
         task_manager: TaskManager,
         metrics: MetricsRegistry,
         polling: PollingThread,
-        on_failure: Callable[[StreamThread, int, BaseException], None],
+        on_failure: Callable[[StreamThread, int, BaseException, bool], None],
         task_sensor: Callable[[Any], Sensor],
     ) -> None:
+        """``on_failure(thread, handle, exc, replace)``: a thread failed; ``replace`` is False when
+        a removal had picked it, so REPLACE_THREAD must not start another in its place."""
         self.lock = threading.RLock()
         self._client_id = client_id
         self._cache_max_bytes = config.cache_max_bytes
@@ -92,7 +99,7 @@ class StreamThreads:
         """Ask one live thread to stop (the calling thread if it is one) and return it; None if no
         thread is live. The caller waits for it and then calls ``resize_caches(exclude=it)``."""
         with self.lock:
-            live = [t for t in self.live() if t.state is not ThreadState.PENDING_SHUTDOWN]
+            live = [t for t in self.live() if t.state is not ThreadState.PENDING_SHUTDOWN and not t.failed]
             if not live:
                 return None
             current = threading.current_thread()
@@ -163,7 +170,7 @@ class StreamThreads:
             self._scheduler,
             self._task_manager,
             cache_bytes,
-            self._on_failure,
+            self._thread_failed,
             self._metrics,
             batch_size=self._batch_size,
             time_slice_ms=self._time_slice_ms,
@@ -174,6 +181,14 @@ class StreamThreads:
         self._threads.append(thread)
         thread.start()
         return thread
+
+    def _thread_failed(self, thread: StreamThread, handle: int, exc: BaseException) -> None:
+        """Called by a failing thread before it ends: marked under the lock, so a removal either
+        picked it before (no replacement) or will not pick it (see the module docstring)."""
+        with self.lock:
+            thread.failed = True
+            replace = thread.state is not ThreadState.PENDING_SHUTDOWN
+        self._on_failure(thread, handle, exc, replace)
 
     def _free_name(self, reserved: tuple[str, ...]) -> str:
         """``<client id>-StreamThread-<n>`` with the smallest n no live or reserved thread has."""

@@ -57,7 +57,7 @@ class StreamsRuntime:
         internal_topics: InternalTopicManager,
         metrics: MetricsRegistry,
         hooks: RuntimeHooks,
-        on_stream_failure: Callable[[StreamThread, int, BaseException], None],
+        on_stream_failure: Callable[[StreamThread, int, BaseException, bool], None],
         on_restore_failure: Callable[[TaskEntry | None, BaseException], None],
         task_sensor: Callable[[Any], Sensor],
         restore_listener: StateRestoreListener | None,
