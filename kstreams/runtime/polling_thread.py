@@ -446,9 +446,9 @@ class PollingThread(threading.Thread):
         migrated = isinstance(exc, (ProducerFencedError, CommitFailedError, AbortableTransactionError))
         if not (fatal or migrated or is_transient(exc)):
             raise StreamsException(
-                f"{operation} failed with an error that retrying cannot fix: {exc}. Records of the "
-                "transaction are not committed; fix the cause (e.g. a record larger than the broker "
-                "accepts, a missing output topic) before restarting."
+                f"{operation} failed with an error that retrying cannot fix: {exc}. "
+                f"{self._uncommitted()} Fix the cause (e.g. a record larger than the broker accepts, "
+                "a missing output topic) before restarting."
             ) from exc
         self._commit_failures.failed(operation, exc)
         logger.warning(
@@ -461,6 +461,20 @@ class PollingThread(threading.Thread):
             self._replace_producer()
         self._rewind_all()
         self._commit_failures.back_off()
+
+    def _uncommitted(self) -> str:
+        """What a failure that ends the thread leaves committed, under this guarantee."""
+        if self._config.exactly_once:
+            return (
+                "The open transaction is aborted: nothing since the last commit is committed (no "
+                "output record of it is ever visible to read_committed consumers, no input offset "
+                "advances); after a restart those records are processed again."
+            )
+        return (
+            "at_least_once has no transaction: output records sent since the last commit stay "
+            "written, but the input offsets are not committed past the last commit, so after a "
+            "restart those records are processed again and their output may be written twice."
+        )
 
     # -- rebalances (inside consumer.poll) ------------------------------------------------------
 
