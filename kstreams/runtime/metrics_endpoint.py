@@ -7,19 +7,18 @@ With ``metrics.http.port`` set, ``KafkaStreams.start()`` starts one and ``close(
 is bound in ``start()`` (a port in use fails the start with a ConfigException naming it), and is
 released when ``stop()`` returns. Port 0 binds a free port; ``url`` says which.
 
-Threads: one daemon thread, ``<client.id>-MetricsEndpoint``, accepts connections; each request
-runs on its own short-lived daemon thread and calls ``render`` (which must be thread-safe:
-``KafkaStreams.metrics_prometheus`` is). ``start`` and ``stop`` are called by the client's
-lifecycle methods, never concurrently.
+Threads: one daemon thread, ``<client.id>-MetricsEndpoint``, accepts connections; each connection
+runs on its own daemon thread (bounded in number, idle ones timed out: ``HttpEndpoint``) and calls
+``render`` (which must be thread-safe: ``KafkaStreams.metrics_prometheus`` is). ``start`` and
+``stop`` are called by the client's lifecycle methods, never concurrently.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler
 
-from kstreams.runtime.http_endpoint import HttpEndpoint
+from kstreams.runtime.http_endpoint import EndpointHandler, HttpEndpoint
 
 __all__ = ["CONTENT_TYPE", "METRICS_PATH", "MetricsEndpoint"]
 
@@ -37,8 +36,9 @@ class MetricsEndpoint(HttpEndpoint):
     _config_what = "metrics"
     _config_prefix = "metrics.http"
 
-    def __init__(self, render: Callable[[], str], host: str, port: int, name: str) -> None:
-        super().__init__(host, port, name)
+    def __init__(self, render: Callable[[], str], host: str, port: int, name: str, **bounds: float) -> None:
+        """``bounds``: HttpEndpoint's ``idle_timeout_s`` and ``max_connections``."""
+        super().__init__(host, port, name, **bounds)  # type: ignore[arg-type]
         self._render = render
 
     @property
@@ -47,10 +47,10 @@ class MetricsEndpoint(HttpEndpoint):
         base = self.base_url
         return None if base is None else base + METRICS_PATH
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
+    def _handler(self) -> type[EndpointHandler]:
         render = self._render
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(EndpointHandler):
             def do_GET(self) -> None:
                 if self.path.split("?", 1)[0] != METRICS_PATH:
                     self.send_error(404, f"Not found: the metrics are at {METRICS_PATH}")
@@ -62,11 +62,7 @@ class MetricsEndpoint(HttpEndpoint):
                     logger.exception("Rendering the metrics for %s failed", METRICS_PATH)
                     self.send_error(500, "Rendering the metrics failed; see the application's log")
                     return
-                self.send_response(200)
-                self.send_header("Content-Type", CONTENT_TYPE)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                self.send_answer(200, CONTENT_TYPE, body)
 
             def do_POST(self) -> None:
                 self.send_error(405, "Only GET is supported")

@@ -13,14 +13,17 @@ serving and stopping are ``HttpEndpoint``'s, as for the metrics endpoint (the st
   of every other client holding the store actively; each client's part is in key order.
 
 Keys in URLs are text: a key is the JSON value the text parses to when the store's key serde
-accepts it (``42`` for a long key), otherwise the text itself. Values are returned as JSON
+accepts it (``42`` for a long key), otherwise the text itself; a key the serde takes in neither
+form (``abc``, ``3.5`` or ``2**70`` for a long key, ``null``) is the client's mistake: a 400, logged
+at DEBUG at most. Values are returned as JSON
 (bytes as UTF-8 text, other objects by ``str``). Errors are JSON ``{"error": ...}`` with 404
 (unknown store or key), 400 (bad request), 503 (the store or its metadata is not available now:
 retry), 502 (the owning client did not answer).
 
-Threads: one daemon thread, ``<client.id>-QueryEndpoint``, accepts connections; each request runs
-on its own daemon thread and calls the client's query methods, which are thread-safe. ``start``
-and ``stop`` are called by the client's lifecycle methods, never concurrently.
+Threads: one daemon thread, ``<client.id>-QueryEndpoint``, accepts connections; each connection
+runs on its own daemon thread (bounded in number, idle ones timed out: ``HttpEndpoint``) and calls
+the client's query methods, which are thread-safe. ``start`` and ``stop`` are called by the
+client's lifecycle methods, never concurrently.
 """
 
 from __future__ import annotations
@@ -31,11 +34,10 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler
 from typing import Any, Protocol
 
 from kstreams.errors import InvalidStateStoreException, UnknownStateStoreException
-from kstreams.runtime.http_endpoint import HttpEndpoint
+from kstreams.runtime.http_endpoint import EndpointHandler, HttpEndpoint
 from kstreams.runtime.streams_metadata import HostInfo, KeyQueryMetadata, StreamsMetadata
 
 __all__ = ["FORWARD_TIMEOUT_S", "QueryEndpoint", "StoreQueries"]
@@ -76,9 +78,16 @@ class QueryEndpoint(HttpEndpoint):
     _config_prefix = "query.http"
 
     def __init__(
-        self, queries: StoreQueries, this_host: HostInfo | None, host: str, port: int, name: str
+        self,
+        queries: StoreQueries,
+        this_host: HostInfo | None,
+        host: str,
+        port: int,
+        name: str,
+        **bounds: float,
     ) -> None:
-        super().__init__(host, port, name)
+        """``bounds``: HttpEndpoint's ``idle_timeout_s`` and ``max_connections``."""
+        super().__init__(host, port, name, **bounds)  # type: ignore[arg-type]
         self._queries = queries
         self._this_host = this_host
 
@@ -87,19 +96,14 @@ class QueryEndpoint(HttpEndpoint):
         """The base URL while started (with the bound port), else None."""
         return self.base_url
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
+    def _handler(self) -> type[EndpointHandler]:
         answer = self.answer
 
         # Only GET: other methods get BaseHTTPRequestHandler's 501.
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(EndpointHandler):
             def do_GET(self) -> None:
                 status, body = answer(self.path)
-                data = json.dumps(body, default=_jsonable).encode("utf-8")
-                self.send_response(status)
-                self.send_header("Content-Type", _JSON)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self.send_answer(status, _JSON, json.dumps(body, default=_jsonable).encode("utf-8"))
 
             def log_message(self, format: str, *args: object) -> None:
                 logger.debug("query endpoint: " + format, *args)
@@ -173,19 +177,29 @@ class QueryEndpoint(HttpEndpoint):
 
 def _parse_key(text: str, serde: Any, store_name: str) -> Any:
     """The key a URL's text stands for: its JSON value when the store's key serde takes it, else
-    the text (see the module docstring)."""
-    try:
-        candidate = json.loads(text)
-    except ValueError:
-        return text
+    the text (see the module docstring). A 400 when the serde takes neither, or the key is null:
+    the client asked for a key the store cannot hold."""
     serialize: Callable[[str | None, Any], Any] | None = getattr(serde, "serialize", None)
-    if serialize is None or isinstance(candidate, str):
-        return candidate if serialize is not None else text
-    try:
-        serialize(f"{store_name}-query", candidate)
-    except Exception:
+    if serialize is None:
         return text
-    return candidate
+    try:
+        candidates = [json.loads(text), text]
+    except ValueError:
+        candidates = [text]
+    refusal: Exception | None = None
+    for candidate in candidates:
+        if candidate is None:
+            continue  # no store holds a null key
+        try:
+            serialize(f"{store_name}-query", candidate)
+        except Exception as exc:  # the serde's own error says what it expects
+            refusal = exc
+            continue
+        return candidate
+    reason = f": {refusal}" if refusal is not None else ""
+    raise _Answer(
+        400, f"{text!r} is not a key of store {store_name!r}: its key serde does not take it{reason}"
+    )
 
 
 def _forward(host: HostInfo, path: str) -> Any:
