@@ -392,6 +392,7 @@ class StreamsConfig(Mapping[str, Any]):
             if key is None:
                 _check_unknown(name)
             values[name] = _coerce(key, raw) if key is not None else raw
+        _check_client_keys(values)
         if not values.get("application.id"):
             raise ConfigException(
                 "Missing required config 'application.id': set it to a name that identifies the "
@@ -608,6 +609,23 @@ def _check_unknown(name: str) -> None:
         "and schema registry keys for serdes. Settings of your own processors belong in their "
         "constructors, not in the streams config."
     )
+
+
+def _check_client_keys(values: Mapping[str, Any]) -> None:
+    """Client keys (prefixed, or the unprefixed names of the catalog) must be keys a librdkafka
+    client takes: a ConfigException now, on either adapter, rather than on Kafka only when the
+    client starts (the embedded cluster ignores most client settings)."""
+    client_keys = {
+        k: v
+        for k, v in values.items()
+        if k.startswith(CLIENT_PREFIXES) or k in CONSUMER_KEYS or k in PRODUCER_KEYS
+    }
+    if not client_keys:
+        return
+    # librdkafka (through confluent-kafka) is asked only when there is a client key to check.
+    from kstreams.cluster.kafka_client_config import check_client_keys
+
+    check_client_keys(client_keys, (*CLIENT_PREFIXES, ""))
 
 
 def resolve_class(spec: Any, key: str) -> Any:

@@ -42,7 +42,13 @@ from confluent_kafka.admin import AdminClient
 from kstreams._native.record_batch import default_partition
 from kstreams.cluster.kafka_admin import KafkaAdmin
 from kstreams.cluster.kafka_assignment import assignment_give_up_s
-from kstreams.cluster.kafka_client_config import ASSIGN_ONLY_GROUP_ID, build_client, client_settings
+from kstreams.cluster.kafka_client_config import (
+    ASSIGN_ONLY_GROUP_ID,
+    CLIENT_KINDS,
+    build_client,
+    check_client_keys,
+    client_settings,
+)
 from kstreams.cluster.kafka_consumer import DEFAULT_HOLD_BYTES, GroupMembers, KafkaConsumer, message_partition
 from kstreams.cluster.kafka_control import ControlChannel
 from kstreams.cluster.kafka_errors import cluster_error
@@ -101,6 +107,8 @@ class KafkaCluster:
             raise ClusterError("KafkaCluster needs bootstrap servers, e.g. KafkaCluster('127.0.0.1:9092')")
         self.bootstrap_servers = bootstrap_servers
         self._config = dict(config or {})
+        # Every client's keys now, not only the admin's: a consumer or producer is made later.
+        check_client_keys(self._config, (*(f"{kind}." for kind in CLIENT_KINDS), ""))
         self._replication_factor = replication_factor
         self._timeout = timeout
 

@@ -5,6 +5,11 @@ A ``KafkaCluster`` holds one settings mapping. Unprefixed keys go to every clien
 (``heartbeat.interval.ms``) does not make librdkafka warn in every producer. Settings passed to
 ``cluster.consumer(group, config)`` or ``cluster.producer(config)`` are merged last and win.
 
+Which keys exist is librdkafka's to say, and only librdkafka's: ``unknown_client_key`` asks the
+librdkafka that confluent-kafka loaded (``rd_kafka_conf_set`` on a scratch configuration, no client
+made), so a KafkaCluster and a ``StreamsConfig`` (whichever adapter runs it) refuse at construction
+the very keys a librdkafka client would refuse at ``start()``; there is no list of ours to drift.
+
 Some settings are the adapter's, not the user's: consumers never auto-commit (the runtime commits),
 and group members use the range assignor (co-partitioned topics land on one member; librdkafka's
 cooperative-sticky assignor does not guarantee that).
@@ -12,6 +17,9 @@ cooperative-sticky assignor does not guarantee that).
 
 from __future__ import annotations
 
+import ctypes
+import difflib
+import functools
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
@@ -24,8 +32,10 @@ __all__ = [
     "ASSIGN_ONLY_GROUP_ID",
     "CLIENT_KINDS",
     "build_client",
+    "check_client_keys",
     "client_settings",
     "librdkafka_logger",
+    "unknown_client_key",
 ]
 
 logger = logging.getLogger(__name__)
@@ -42,6 +52,23 @@ ASSIGN_ONLY_GROUP_ID = "kstreams-assign-only"
 # Settings the adapter decides: the runtime relies on them.
 _FORCED_CONSUMER = {"enable.auto.commit": False, "enable.auto.offset.store": False}
 _FORCED_GROUP_MEMBER = {"partition.assignment.strategy": "range"}
+
+# Keys confluent-kafka takes itself (callbacks, its logger) and never hands to librdkafka.
+_CONFLUENT_KAFKA_KEYS = frozenset(
+    {
+        "logger",
+        "error_cb",
+        "throttle_cb",
+        "stats_cb",
+        "oauth_cb",
+        "on_delivery",
+        "on_commit",
+        "default.topic.config",
+        "delivery.report.only.error",
+    }
+)
+# rd_kafka_conf_res_t: the key is no librdkafka property (an invalid value is another code).
+_CONF_UNKNOWN = -2
 
 ClientT = TypeVar("ClientT")
 
@@ -103,3 +130,88 @@ def _force(settings: dict[str, Any], forced: Mapping[str, object]) -> None:
                 "Ignoring %s=%r: kstreams requires %s=%r for its consumers", key, given, key, value
             )
         settings[key] = value
+
+
+class _Librdkafka:
+    """The configuration calls of the librdkafka confluent-kafka loaded (through its extension
+    module, whose dependencies ``dlsym`` searches), with a scratch global configuration."""
+
+    def __init__(self) -> None:
+        import confluent_kafka.cimpl
+
+        lib = ctypes.CDLL(confluent_kafka.cimpl.__file__)
+        lib.rd_kafka_conf_new.restype = ctypes.c_void_p
+        lib.rd_kafka_conf_set.argtypes = [
+            ctypes.c_void_p,
+            ctypes.c_char_p,
+            ctypes.c_char_p,
+            ctypes.c_char_p,
+            ctypes.c_size_t,
+        ]
+        lib.rd_kafka_conf_set.restype = ctypes.c_int
+        lib.rd_kafka_conf_dump.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t)]
+        lib.rd_kafka_conf_dump.restype = ctypes.POINTER(ctypes.c_char_p)
+        lib.rd_kafka_conf_dump_free.argtypes = [ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t]
+        lib.rd_kafka_conf_destroy.argtypes = [ctypes.c_void_p]
+        self._lib = lib
+
+    def is_property(self, key: str) -> bool:
+        """Whether librdkafka knows ``key`` (a global or a default-topic property)."""
+        lib = self._lib
+        conf = lib.rd_kafka_conf_new()
+        errors = ctypes.create_string_buffer(512)
+        try:
+            # An empty value is invalid for most properties but never makes a known key unknown.
+            result = lib.rd_kafka_conf_set(conf, key.encode(), b"", errors, len(errors))
+        finally:
+            lib.rd_kafka_conf_destroy(conf)
+        return bool(result != _CONF_UNKNOWN)
+
+    @functools.cached_property
+    def property_names(self) -> tuple[str, ...]:
+        """The names of librdkafka's properties that have a default (for suggestions)."""
+        lib = self._lib
+        conf = lib.rd_kafka_conf_new()
+        count = ctypes.c_size_t()
+        try:
+            dump = lib.rd_kafka_conf_dump(conf, ctypes.byref(count))
+            names = tuple(dump[i].decode() for i in range(0, count.value, 2))
+            lib.rd_kafka_conf_dump_free(dump, count)
+        finally:
+            lib.rd_kafka_conf_destroy(conf)
+        return names
+
+
+@functools.cache
+def _librdkafka() -> _Librdkafka:
+    return _Librdkafka()
+
+
+def unknown_client_key(key: str) -> str | None:
+    """None when ``key`` is a setting a librdkafka client takes; else why not, with the closest
+    property librdkafka has when one is close."""
+    if key in _CONFLUENT_KAFKA_KEYS:
+        return None
+    librdkafka = _librdkafka()
+    if librdkafka.is_property(key):
+        return None
+    matches = difflib.get_close_matches(key, librdkafka.property_names, n=1, cutoff=0.75)
+    hint = f" Did you mean {matches[0]!r}?" if matches else ""
+    return f"librdkafka (the Kafka client kstreams uses) has no property {key!r}.{hint}"
+
+
+def check_client_keys(config: Mapping[str, object], prefixes: tuple[str, ...]) -> None:
+    """Raise ConfigException for the first key of ``config`` under one of ``prefixes`` ("" for
+    unprefixed keys) that no librdkafka client takes, naming the key and its prefix."""
+    for name in config:
+        prefix = next((p for p in prefixes if name.startswith(p)), None)
+        if prefix is None:
+            continue
+        problem = unknown_client_key(name[len(prefix) :])
+        if problem is not None:
+            where = f" (given with prefix {prefix!r})" if prefix else ""
+            raise ConfigException(
+                f"Unknown client config {name!r}{where}: {problem} A Kafka cluster refuses it when "
+                "the client starts; fix or remove it (librdkafka's names differ from the Java "
+                "client's for some settings)."
+            )

@@ -266,13 +266,13 @@ def test_client_topic_and_serde_keys_are_accepted_and_routed() -> None:
     c = StreamsConfig(
         {
             "application.id": "app",
-            "main.consumer.some.librdkafka.key": 1,
+            "main.consumer.fetch.error.backoff.ms": 1,
             "max.poll.interval.ms": 60000,
             "topic.segment.bytes": 1024,
             "schema.registry.url": "http://registry:8081",
         }
     )
-    assert c.client_configs("main.consumer")["some.librdkafka.key"] == 1
+    assert c.client_configs("main.consumer")["fetch.error.backoff.ms"] == 1
     assert c.client_configs("main.consumer")["max.poll.interval.ms"] == 60000
     assert c.topic_configs() == {"segment.bytes": "1024"}
     assert c.originals()["schema.registry.url"] == "http://registry:8081"
