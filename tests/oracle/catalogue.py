@@ -1,0 +1,447 @@
+"""Hand-written reference cases, one or more per DSL family the spec language covers.
+
+Each is a case (spec.py) with an input chosen to exercise its family's edges (late records past
+grace, tombstones, null keys, bursts, equal timestamps, wall-clock advances), and the id of a
+known difference (differences.py) when kstreams is known to answer it differently.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["CATALOGUE", "records"]
+
+Case = dict[str, Any]
+
+
+def records(topic: str, text: str) -> list[dict[str, Any]]:
+    """Input events from ``"key:value@ts ..."`` ("-" is null; ``+ms`` advances the wall clock;
+    ``key:value@ts#h=1`` adds a header)."""
+    events: list[dict[str, Any]] = []
+    for token in text.split():
+        if token.startswith("+"):
+            events.append({"wall": int(token[1:])})
+            continue
+        token, _, header = token.partition("#")
+        kv, _, ts = token.rpartition("@")
+        key, _, value = kv.partition(":")
+        event: dict[str, Any] = {
+            "topic": topic,
+            "key": None if key == "-" else key,
+            "value": None if value == "-" else value,
+            "ts": int(ts),
+        }
+        if header:
+            name, _, hv = header.partition("=")
+            event["headers"] = [[name, hv]]
+        events.append(event)
+    return events
+
+
+def _merge_by_ts(*streams: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    merged = [e for s in streams for e in s]
+    return sorted(merged, key=lambda e: e.get("ts", 0))
+
+
+def chain(source: dict[str, Any], *steps: tuple[str, dict[str, Any]], topic: str = "out") -> dict[str, Any]:
+    """A spec: ``source`` then each (op, params) reading the one before, then a sink."""
+    nodes = [{"id": "n0", **source}]
+    for i, (op, params) in enumerate(steps, start=1):
+        nodes.append({"id": f"n{i}", "op": op, "in": f"n{i - 1}", **params})
+    nodes.append({"id": "sink", "op": "to", "in": nodes[-1]["id"], "topic": topic})
+    return {"nodes": nodes}
+
+
+STREAM = {"op": "stream", "topic": "in-a"}
+TABLE = {"op": "table", "topic": "in-t", "store": "source"}
+# Out of order, a null key, a null value, a burst on "a", late records after the jump to 40.
+EVENTS = records(
+    "in-a", "a:x@1 b:yy@2 a:zzz@3 -:q@4 c:-@5 b:ab@7 a:x@12 c:xz@11 a:q@12 b:q@25 a:yy@3 d:z@40 a:x@2"
+)
+TABLE_EVENTS = records("in-t", "a:x@1 b:yy@2 a:zzz@3 -:q@4 c:-@5 b:-@7 a:ab@9 c:xz@11 d:q@12 a:-@13 d:z@14")
+WINDOW_EVENTS = records(
+    "in-a", "a:x@0 a:yy@4 b:z@5 a:q@9 a:x@10 b:ab@14 a:z@3 a:zzz@22 b:x@23 a:q@8 b:yy@21 a:x@50 b:q@12"
+)
+SESSION_EVENTS = records("in-a", "a:x@0 a:yy@3 b:z@4 a:q@10 a:x@6 b:ab@9 a:z@30 b:x@31 a:q@2 b:yy@50")
+COUNT = ("count", {"store": "counts"})
+
+
+def _count_windowed(windows: dict[str, Any], emit: str | None = None, store: str = "counts") -> list[Any]:
+    windowed: dict[str, Any] = {"windows": windows}
+    if emit:
+        windowed["emit"] = emit
+    count = {"store": store} if store else {}
+    return [("group_by_key", {}), ("windowed_by", windowed), ("count", count), ("to_stream", {})]
+
+
+def _join_spec(op: str, left: dict[str, Any], right: dict[str, Any], **params: Any) -> dict[str, Any]:
+    nodes = [
+        {"id": "l", **left},
+        {"id": "r", **right},
+        {"id": "j", "op": op, "in": "l", "other": "r", "fn": "pair", **params},
+    ]
+    last = "j"
+    if left["op"] == "table":
+        nodes.append({"id": "s", "op": "to_stream", "in": "j"})
+        last = "s"
+    nodes.append({"id": "sink", "op": "to", "in": last, "topic": "out"})
+    return {"nodes": nodes}
+
+
+LEFT = records("in-a", "a:l1@1 b:l2@3 a:l3@8 c:l4@9 -:l5@10 a:l6@20 b:l7@40")
+RIGHT = records("in-b", "a:r1@2 a:r2@6 b:r3@12 c:-@9 a:r4@22 d:r5@30 b:r6@41")
+TABLE_RIGHT = records("in-t", "a:t1@0 b:t2@5 a:-@15 a:t3@21 c:t4@8")
+TABLE_U = records("in-u", "a:u1@1 c:u2@4 a:u3@6 b:u4@10 c:-@12")
+
+
+def _cogroup(windows: dict[str, Any] | None, fn: str = "collect") -> dict[str, Any]:
+    cogroup: dict[str, Any] = {
+        "id": "c",
+        "op": "cogroup",
+        "ins": ["ga", "gb"],
+        "fns": [fn, fn],
+        "store": "co",
+    }
+    if windows:
+        cogroup["windows"] = windows
+    return {
+        "nodes": [
+            {"id": "a", "op": "stream", "topic": "in-a"},
+            {"id": "ga", "op": "group_by_key", "in": "a"},
+            {"id": "b", "op": "stream", "topic": "in-b"},
+            {"id": "gb", "op": "group_by_key", "in": "b"},
+            cogroup,
+            {"id": "s", "op": "to_stream", "in": "c"},
+            {"id": "sink", "op": "to", "in": "s", "topic": "out"},
+        ]
+    }
+
+
+def _split(default: bool) -> dict[str, Any]:
+    nodes: list[dict[str, Any]] = [
+        {"id": "n0", **STREAM},
+        {"id": "sp", "op": "split", "in": "n0", "preds": ["key_even", "value_short"], "default": default},
+        {"id": "t1", "op": "to", "in": "sp:1", "topic": "even"},
+        {"id": "t2", "op": "to", "in": "sp:2", "topic": "short"},
+    ]
+    if default:
+        nodes.append({"id": "t0", "op": "to", "in": "sp:0", "topic": "rest"})
+    return {"nodes": nodes}
+
+
+def _case(name: str, spec: dict[str, Any], events: list[dict[str, Any]], **extra: Any) -> Case:
+    return {"name": name, "spec": spec, "input": events, **extra}
+
+
+CATALOGUE: list[Case] = [
+    # --- stateless
+    _case("filter-key-even", chain(STREAM, ("filter", {"fn": "key_even"})), EVENTS),
+    _case("filter-not-value-null", chain(STREAM, ("filter_not", {"fn": "value_null"})), EVENTS),
+    _case("map-values-upper", chain(STREAM, ("map_values", {"fn": "upper"})), EVENTS),
+    _case(
+        "map-values-to-long",
+        chain(STREAM, ("map_values", {"fn": "len"}), ("map_values", {"fn": "twice"})),
+        EVENTS,
+    ),
+    _case("map-swap", chain(STREAM, ("filter_not", {"fn": "value_null"}), ("map", {"fn": "swap"})), EVENTS),
+    _case("select-key-value-head", chain(STREAM, ("select_key", {"fn": "value_head"})), EVENTS),
+    _case("flat-map-values-chars", chain(STREAM, ("flat_map_values", {"fn": "chars"})), EVENTS),
+    _case("flat-map-explode", chain(STREAM, ("flat_map", {"fn": "explode"})), EVENTS),
+    _case(
+        "merge-two-streams",
+        {
+            "nodes": [
+                {"id": "a", "op": "stream", "topic": "in-a"},
+                {"id": "b", "op": "stream", "topic": "in-b"},
+                {"id": "bu", "op": "map_values", "in": "b", "fn": "upper"},
+                {"id": "m", "op": "merge", "in": "a", "other": "bu"},
+                {"id": "sink", "op": "to", "in": "m", "topic": "out"},
+            ]
+        },
+        _merge_by_ts(LEFT, RIGHT),
+    ),
+    _case("split-with-default", _split(True), EVENTS),
+    _case("split-without-default", _split(False), EVENTS),
+    _case(
+        "repartition-after-rekey",
+        chain(STREAM, ("select_key", {"fn": "key_upper"}), ("repartition", {})),
+        EVENTS,
+    ),
+    _case(
+        "headers-pass-through",
+        chain(STREAM, ("map_values", {"fn": "exclaim"})),
+        records("in-a", "a:x@1#h=1 b:y@2#h=2 a:-@3#k=v"),
+    ),
+    # --- aggregations over all time
+    _case("count-by-key", chain(STREAM, ("group_by_key", {}), COUNT, ("to_stream", {})), EVENTS),
+    _case(
+        "count-after-select-key",
+        chain(STREAM, ("select_key", {"fn": "value_head"}), ("group_by_key", {}), COUNT, ("to_stream", {})),
+        EVENTS,
+    ),
+    _case(
+        "reduce-concat",
+        chain(STREAM, ("group_by_key", {}), ("reduce", {"fn": "concat", "store": "r"}), ("to_stream", {})),
+        EVENTS,
+    ),
+    _case(
+        "aggregate-collect",
+        chain(
+            STREAM, ("group_by_key", {}), ("aggregate", {"fn": "collect", "store": "agg"}), ("to_stream", {})
+        ),
+        EVENTS,
+    ),
+    _case(
+        "aggregate-sum-len-group-by",
+        chain(
+            STREAM,
+            ("group_by", {"fn": "key_len"}),
+            ("aggregate", {"fn": "sum_len", "store": "agg"}),
+            ("to_stream", {}),
+        ),
+        EVENTS,
+    ),
+    _case(
+        "count-without-cache",
+        chain(STREAM, ("flat_map", {"fn": "dup_kv"}), ("group_by_key", {}), COUNT, ("to_stream", {})),
+        EVENTS,
+        config={"cache_bytes": 0},
+    ),
+    _case(
+        "count-with-cache-collapses-updates",
+        chain(STREAM, ("flat_map", {"fn": "dup_kv"}), ("group_by_key", {}), COUNT, ("to_stream", {})),
+        EVENTS,
+    ),
+    # --- windowed aggregations
+    _case(
+        "tumbling-count-grace-late",
+        chain(STREAM, *_count_windowed({"type": "tumbling", "size": 10, "grace": 5})),
+        WINDOW_EVENTS,
+    ),
+    _case(
+        "hopping-count",
+        chain(STREAM, *_count_windowed({"type": "hopping", "size": 10, "advance": 5, "grace": 2})),
+        WINDOW_EVENTS,
+    ),
+    _case(
+        "sliding-count",
+        chain(STREAM, *_count_windowed({"type": "sliding", "diff": 5, "grace": 3})),
+        WINDOW_EVENTS,
+    ),
+    _case(
+        "session-count-merging",
+        chain(STREAM, *_count_windowed({"type": "session", "gap": 3, "grace": 4})),
+        SESSION_EVENTS,
+    ),
+    _case(
+        "session-reduce",
+        chain(
+            STREAM,
+            ("group_by_key", {}),
+            ("windowed_by", {"windows": {"type": "session", "gap": 3, "grace": 4}}),
+            ("reduce", {"fn": "concat", "store": "sr"}),
+            ("to_stream", {}),
+        ),
+        SESSION_EVENTS,
+    ),
+    _case(
+        "session-aggregate-collect",
+        chain(
+            STREAM,
+            ("group_by_key", {}),
+            ("windowed_by", {"windows": {"type": "session", "gap": 3, "grace": 0}}),
+            ("aggregate", {"fn": "collect", "store": "sa"}),
+            ("to_stream", {}),
+        ),
+        SESSION_EVENTS,
+    ),
+    _case(
+        "tumbling-suppress-until-window-closes",
+        chain(
+            STREAM,
+            ("group_by_key", {}),
+            ("windowed_by", {"windows": {"type": "tumbling", "size": 10, "grace": 2}}),
+            ("count", {"store": "counts"}),
+            ("suppress", {"mode": "close"}),
+            ("to_stream", {}),
+        ),
+        WINDOW_EVENTS,
+    ),
+    _case(
+        "session-suppress-until-window-closes",
+        chain(
+            STREAM,
+            ("group_by_key", {}),
+            ("windowed_by", {"windows": {"type": "session", "gap": 3, "grace": 2}}),
+            ("count", {"store": "counts"}),
+            ("suppress", {"mode": "close"}),
+            ("to_stream", {}),
+        ),
+        SESSION_EVENTS,
+    ),
+    _case(
+        "tumbling-emit-on-window-close",
+        chain(STREAM, *_count_windowed({"type": "tumbling", "size": 10, "grace": 2}, emit="close", store="")),
+        records("in-a", "a:x@0 a:y@4 b:z@5 a:q@12 +1000 b:x@14 a:z@23 +1000 a:q@31 b:x@45"),
+    ),
+    _case(
+        "sliding-emit-on-window-close",
+        chain(STREAM, *_count_windowed({"type": "sliding", "diff": 3, "grace": 0}, emit="close", store="")),
+        records("in-a", "c:zzz@43 d:zzz@60"),
+        difference="emit-close-first-emission",
+    ),
+    _case(
+        "hopping-emit-on-window-close-store",
+        chain(
+            STREAM,
+            *_count_windowed(
+                {"type": "hopping", "size": 10, "advance": 2, "grace": 2}, emit="close", store="counts"
+            ),
+        ),
+        records("in-a", "a:zzz@23 b:q@28"),
+        difference="emit-close-store-retention",
+    ),
+    _case(
+        "suppress-time-limit-distinct-times",
+        chain(
+            STREAM,
+            ("group_by_key", {}),
+            ("count", {"store": "counts"}),
+            ("suppress", {"mode": "limit", "ms": 5}),
+            ("to_stream", {}),
+        ),
+        records("in-a", "a:x@1 a:y@2 b:z@4 a:q@7 b:x@9 a:z@20 b:q@30"),
+    ),
+    _case(
+        "suppress-time-limit-equal-times",
+        chain(
+            STREAM,
+            ("group_by_key", {}),
+            ("count", {"store": "counts"}),
+            ("suppress", {"mode": "limit", "ms": 5}),
+            ("to_stream", {}),
+        ),
+        records("in-a", "d:x@1 a:y@1 d:z@20"),
+    ),
+    _case(
+        "session-suppress-time-limit-equal-times",
+        chain(
+            STREAM,
+            ("group_by_key", {}),
+            ("windowed_by", {"windows": {"type": "session", "gap": 2, "grace": 20}}),
+            ("count", {}),
+            ("suppress", {"mode": "limit", "ms": 10}),
+            ("to_stream", {}),
+        ),
+        records("in-a", "d:-@0 d:q@2 ab:z@2 d:-@22"),
+        difference="suppress-equal-time-order",
+    ),
+    # --- tables
+    _case("table-to-stream", chain(TABLE, ("to_stream", {})), TABLE_EVENTS),
+    _case("table-map-values", chain(TABLE, ("map_values", {"fn": "len"}), ("to_stream", {})), TABLE_EVENTS),
+    _case(
+        "table-filter",
+        chain(TABLE, ("filter", {"fn": "key_is_a"}), ("to_stream", {})),
+        TABLE_EVENTS,
+        difference="table-filter-tombstone",
+    ),
+    _case(
+        "table-group-by-count",
+        chain(TABLE, ("group_by", {"fn": "head_tag"}), ("count", {"store": "tc"}), ("to_stream", {})),
+        TABLE_EVENTS,
+    ),
+    _case(
+        "table-group-by-reduce",
+        chain(
+            TABLE,
+            ("group_by", {"fn": "swap"}),
+            ("reduce", {"fn": "concat", "store": "tr"}),
+            ("to_stream", {}),
+        ),
+        TABLE_EVENTS,
+    ),
+    _case(
+        "table-group-by-aggregate",
+        chain(
+            TABLE,
+            ("group_by", {"fn": "head_tag"}),
+            ("aggregate", {"fn": "sum_len", "store": "ta"}),
+            ("to_stream", {}),
+        ),
+        TABLE_EVENTS,
+    ),
+    _case("stream-to-table", chain(STREAM, ("to_table", {"store": "tt"}), ("to_stream", {})), EVENTS),
+    # --- joins
+    _case("stream-table-join", _join_spec("join", STREAM, TABLE), _merge_by_ts(LEFT, TABLE_RIGHT)),
+    _case("stream-table-left-join", _join_spec("left_join", STREAM, TABLE), _merge_by_ts(LEFT, TABLE_RIGHT)),
+    _case(
+        "stream-stream-inner-join",
+        _join_spec("join", STREAM, {"op": "stream", "topic": "in-b"}, windows={"diff": 5, "grace": 3}),
+        _merge_by_ts(LEFT, RIGHT),
+    ),
+    _case(
+        "stream-stream-left-join",
+        _join_spec("left_join", STREAM, {"op": "stream", "topic": "in-b"}, windows={"diff": 5, "grace": 3}),
+        _merge_by_ts(LEFT, RIGHT),
+    ),
+    _case(
+        "stream-stream-outer-join",
+        _join_spec("outer_join", STREAM, {"op": "stream", "topic": "in-b"}, windows={"diff": 5, "grace": 3}),
+        _merge_by_ts(LEFT, RIGHT),
+    ),
+    _case(
+        "stream-stream-asymmetric-join",
+        _join_spec(
+            "join",
+            STREAM,
+            {"op": "stream", "topic": "in-b"},
+            windows={"diff": 5, "grace": 0, "before": 0, "after": 4},
+        ),
+        _merge_by_ts(LEFT, RIGHT),
+    ),
+    _case(
+        "stream-stream-outer-join-late-headers",
+        _join_spec("outer_join", STREAM, {"op": "stream", "topic": "in-b"}, windows={"diff": 5, "grace": 10}),
+        records("in-a", "d:xz@23") + records("in-b", "a:q@41#h=2"),
+        difference="stream-join-late-result-headers",
+    ),
+    _case(
+        "table-table-inner-join",
+        _join_spec("join", TABLE, {"op": "table", "topic": "in-u", "store": "u"}, store="joined"),
+        _merge_by_ts(TABLE_RIGHT, TABLE_U),
+    ),
+    _case(
+        "table-table-left-join",
+        _join_spec("left_join", TABLE, {"op": "table", "topic": "in-u", "store": "u"}),
+        _merge_by_ts(TABLE_RIGHT, TABLE_U),
+    ),
+    _case(
+        "table-table-outer-join",
+        _join_spec("outer_join", TABLE, {"op": "table", "topic": "in-u", "store": "u"}, store="joined"),
+        _merge_by_ts(TABLE_RIGHT, TABLE_U),
+    ),
+    _case(
+        "table-table-outer-join-absent-key-deleted",
+        _join_spec("outer_join", TABLE, {"op": "table", "topic": "in-u", "store": "u"}),
+        records("in-t", "c:-@23"),
+        config={"cache_bytes": 0},
+        difference="table-join-absent-tombstone",
+    ),
+    # --- cogroup
+    _case("cogroup-two-streams", _cogroup(None), _merge_by_ts(LEFT, RIGHT)),
+    _case(
+        "cogroup-tumbling",
+        _cogroup({"type": "tumbling", "size": 10, "grace": 5}, "sum_len"),
+        _merge_by_ts(LEFT, RIGHT),
+    ),
+    _case("cogroup-session", _cogroup({"type": "session", "gap": 4, "grace": 2}), _merge_by_ts(LEFT, RIGHT)),
+]
+CATALOGUE.append(
+    _case(
+        "session-count-without-cache-headers",
+        chain(STREAM, *_count_windowed({"type": "session", "gap": 5, "grace": 5}, store="")),
+        records("in-a", "ab:x@7#h=1 ab:y@9#h=2"),
+        config={"cache_bytes": 0},
+        difference="session-aggregate-headers",
+    )
+)
