@@ -788,7 +788,12 @@ def _default_cluster(config: StreamsConfig) -> Cluster:
     if config["bootstrap.servers"]:
         from kstreams.cluster import KafkaCluster
 
-        return KafkaCluster(str(config["bootstrap.servers"]), config.cluster_configs())  # type: ignore[no-any-return]
+        # A request never outwaits the whole call it serves (Kafka clamps request.timeout.ms to
+        # default.api.timeout.ms the same way): 30 s, or less when default.api.timeout.ms is less.
+        request_timeout_s = min(30.0, int(config["default.api.timeout.ms"]) / 1000.0)
+        return KafkaCluster(  # type: ignore[no-any-return]
+            str(config["bootstrap.servers"]), config.cluster_configs(), timeout=request_timeout_s
+        )
     from kstreams.cluster import EmbeddedCluster
 
     return EmbeddedCluster()  # type: ignore[no-any-return]

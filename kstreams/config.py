@@ -96,6 +96,13 @@ def _application_id(value: Any) -> str | None:
     return None
 
 
+def _bootstrap_servers(value: str) -> str | None:
+    # librdkafka takes a malformed address and retries it until a timeout: refuse it now instead.
+    from kstreams.cluster.kafka_client_config import bootstrap_servers_problem
+
+    return bootstrap_servers_problem(value)
+
+
 _KEYS: tuple[ConfigKey, ...] = (
     ConfigKey(
         "application.id",
@@ -109,6 +116,7 @@ _KEYS: tuple[ConfigKey, ...] = (
         str,
         None,
         "Kafka brokers host:port,...; unset means the embedded in-process cluster.",
+        lambda v: _bootstrap_servers(v),
     ),
     ConfigKey("client.id", str, "", "Prefix of thread and client names; default <application.id>-<uuid>."),
     ConfigKey("num.stream.threads", int, 1, "Stream (processing) threads started by start().", _at_least(0)),
@@ -279,6 +287,14 @@ _KEYS: tuple[ConfigKey, ...] = (
         300000,
         "How long a retriable cluster error is retried (with backoff) before it reaches the uncaught "
         "exception handler.",
+        _at_least(0),
+    ),
+    ConfigKey(
+        "default.api.timeout.ms",
+        int,
+        60000,
+        "How long start() and init() wait for an unreachable or failing cluster (retrying its "
+        "retriable errors) before a TimeoutError: Kafka's default.api.timeout.ms.",
         _at_least(0),
     ),
     ConfigKey(

@@ -45,6 +45,7 @@ from kstreams.cluster.kafka_assignment import assignment_give_up_s
 from kstreams.cluster.kafka_client_config import (
     ASSIGN_ONLY_GROUP_ID,
     CLIENT_KINDS,
+    bootstrap_servers_problem,
     build_client,
     check_client_keys,
     client_settings,
@@ -61,6 +62,7 @@ from kstreams.cluster.port import (
     TopicNotFoundError,
     TopicPartition,
 )
+from kstreams.errors import ConfigException
 
 __all__ = ["KafkaCluster"]
 
@@ -105,6 +107,9 @@ class KafkaCluster:
     ) -> None:
         if not bootstrap_servers:
             raise ClusterError("KafkaCluster needs bootstrap servers, e.g. KafkaCluster('127.0.0.1:9092')")
+        problem = bootstrap_servers_problem(bootstrap_servers)
+        if problem is not None:
+            raise ConfigException(f"Invalid bootstrap servers {bootstrap_servers!r}: the value {problem}.")
         self.bootstrap_servers = bootstrap_servers
         self._config = dict(config or {})
         # Every client's keys now, not only the admin's: a consumer or producer is made later.

@@ -21,6 +21,9 @@ import ctypes
 import difflib
 import functools
 import logging
+import re
+import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -31,6 +34,7 @@ from kstreams.errors import ConfigException
 __all__ = [
     "ASSIGN_ONLY_GROUP_ID",
     "CLIENT_KINDS",
+    "bootstrap_servers_problem",
     "build_client",
     "check_client_keys",
     "client_settings",
@@ -42,6 +46,11 @@ logger = logging.getLogger(__name__)
 
 # librdkafka's own log lines go through Python logging under this name, not to stderr.
 librdkafka_logger = logging.getLogger("kstreams.cluster.librdkafka")
+
+# How long a librdkafka line stays quiet once logged (see ``_RepeatFilter``).
+REPEAT_WINDOW_S = 30.0
+# librdkafka's security protocols, which it accepts as a bootstrap address's scheme.
+_SECURITY_SCHEMES = ("plaintext", "ssl", "sasl_plaintext", "sasl_ssl")
 
 CLIENT_KINDS = ("consumer", "producer", "admin")
 
@@ -120,6 +129,66 @@ def build_client(factory: Callable[[Any], ClientT], settings: dict[str, object],
             f"{shown}; fix or remove the offending key (librdkafka names differ from the Java client's "
             "for some settings)."
         ) from exc
+
+
+def bootstrap_servers_problem(value: str) -> str | None:
+    """None when ``value`` is a list of Kafka addresses (``host:port,...``, optionally with a
+    security-protocol scheme as librdkafka allows); else what is wrong, for a ConfigException."""
+    entries = [entry.strip() for entry in str(value).split(",")]
+    for entry in entries:
+        if not entry:
+            return "has an empty entry: write host:port,host:port"
+        scheme, sep, address = entry.partition("://")
+        if not sep:
+            address = entry
+        elif scheme.lower() not in _SECURITY_SCHEMES:
+            return (
+                f"has {entry!r}, a {scheme} URL: Kafka brokers are addressed as host:port (a scheme, when "
+                "given, is a security protocol: PLAINTEXT://, SSL://, SASL_PLAINTEXT://, SASL_SSL://)"
+            )
+        host, colon, port = address.rpartition(":")
+        host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+        if not colon or not host:
+            return f"has {entry!r} without a port: write host:port, e.g. {address}:9092"
+        if not port.isdigit() or not 0 < int(port) <= 65535:
+            return f"has {entry!r}, whose port {port!r} is not a port number (1 to 65535)"
+        if any(c in host for c in "/ @?#"):
+            return f"has {entry!r}, whose host {host!r} is not a host name or address"
+    return None
+
+
+class _RepeatFilter(logging.Filter):
+    """Lets one librdkafka line through per ``REPEAT_WINDOW_S`` among lines that differ only in
+    numbers (a client retrying an unreachable broker says the same thing many times a second);
+    the next one let through says how many were held back. DEBUG lines (librdkafka's ``debug``
+    setting, asked for on purpose) all pass. Any thread may log: ``_lock`` guards the table."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+        self._seen: dict[tuple[int, str], tuple[float, int]] = {}  # -> (let through at, held back)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.INFO:
+            return True
+        key = (record.levelno, re.sub(r"\d+", "#", record.getMessage()))
+        now = time.monotonic()
+        with self._lock:
+            last = self._seen.get(key)
+            if last is not None and now - last[0] < REPEAT_WINDOW_S:
+                self._seen[key] = (last[0], last[1] + 1)
+                return False
+            held = last[1] if last is not None else 0
+            self._seen[key] = (now, 0)
+            if len(self._seen) > 1000:  # lines once seen are forgotten, not kept for ever
+                self._seen = {k: v for k, v in self._seen.items() if now - v[0] < REPEAT_WINDOW_S}
+        if held:
+            record.msg = f"{record.getMessage()} ({held} similar librdkafka lines held back)"
+            record.args = None
+        return True
+
+
+librdkafka_logger.addFilter(_RepeatFilter())
 
 
 def _force(settings: dict[str, Any], forced: Mapping[str, object]) -> None:

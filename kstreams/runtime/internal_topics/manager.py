@@ -60,7 +60,7 @@ __all__ = ["DEFAULT_TIMEOUT_S", "InternalTopicManager", "SetupResult"]
 
 logger = logging.getLogger(__name__)
 
-# Kafka's default.api.timeout.ms: how long a call without its own timeout keeps retrying.
+# The default of default.api.timeout.ms (config.py), which a call without its own timeout follows.
 DEFAULT_TIMEOUT_S = 60.0
 
 _T = TypeVar("_T")
@@ -118,6 +118,7 @@ class InternalTopicManager:
     ) -> None:
         self._admin = admin
         self._config = config
+        self._default_timeout_s = int(config["default.api.timeout.ms"]) / 1000.0
         self._plan = plan
         self._retry_backoff_s = retry_backoff_s
         self._expansion_settle_s = expansion_settle_s
@@ -203,7 +204,7 @@ class InternalTopicManager:
         Raises ``MissingSourceTopicException``, ``MisconfiguredInternalTopicException``,
         ``MissingInternalTopicsException`` (manual mode), ``TopologyException`` (co-partitioning),
         ``TaskAssignmentException`` (counts cannot be computed), ``TimeoutError`` (the cluster kept
-        failing retriably past ``timeout`` seconds, default 60).
+        failing retriably past ``timeout`` seconds, default default.api.timeout.ms).
         """
         deadline = self._deadline(timeout)
         snapshot = self._describe(self._all_topic_names(), deadline, "describe the application's topics")
@@ -270,8 +271,8 @@ class InternalTopicManager:
         3. if no internal topic exists, all are created; 4. if all exist,
         ``InternalTopicsAlreadySetupException``; 5. if some are missing, they are created when ``params``
         enable setup-if-incomplete, else ``MissingInternalTopicsException`` names them. ``TimeoutError``
-        when the cluster keeps failing past ``timeout`` seconds (default 60). Returns the created topics
-        with their partition counts.
+        when the cluster keeps failing past ``timeout`` seconds (default: default.api.timeout.ms).
+        Returns the created topics with their partition counts.
         """
         params = params if params is not None else InitParameters.init_parameters()
         deadline = self._deadline(timeout)
@@ -453,8 +454,8 @@ class InternalTopicManager:
         if time.monotonic() >= deadline:
             raise TimeoutError(
                 f"Could not {what} for application {app!r} in the allotted time: the cluster kept failing "
-                f"with retriable errors, the last: {exc}. Check that the cluster is available, or allow a "
-                "longer timeout."
+                f"with retriable errors, the last: {exc}. Check that the cluster is available "
+                "(bootstrap.servers), or allow a longer timeout (default.api.timeout.ms, or init's timeout)."
             ) from exc
         logger.debug("Could not %s (retriable, will retry): %s", what, exc)
 
@@ -462,9 +463,9 @@ class InternalTopicManager:
         # A pause between retries of a failed request, not a wait for a condition.
         time.sleep(max(0.0, min(self._retry_backoff_s, deadline - time.monotonic())))
 
-    @staticmethod
-    def _deadline(timeout: float | None) -> float:
-        return time.monotonic() + (DEFAULT_TIMEOUT_S if timeout is None else max(0.0, timeout))
+    def _deadline(self, timeout: float | None) -> float:
+        """``timeout`` seconds from now; None: default.api.timeout.ms."""
+        return time.monotonic() + (self._default_timeout_s if timeout is None else max(0.0, timeout))
 
     @staticmethod
     def _remaining(deadline: float) -> float:
