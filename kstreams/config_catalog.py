@@ -113,7 +113,6 @@ CONSUMER_KEYS = _COMMON_CLIENT_KEYS | frozenset(
     {
         "fetch.min.bytes",
         "fetch.max.bytes",
-        "fetch.max.wait.ms",
         "fetch.wait.max.ms",
         "max.partition.fetch.bytes",
         "heartbeat.interval.ms",
@@ -147,7 +146,6 @@ PRODUCER_KEYS = _COMMON_CLIENT_KEYS | frozenset(
         "queue.buffering.max.kbytes",
         "queue.buffering.max.ms",
         "message.max.bytes",
-        "max.request.size",
         "max.in.flight.requests.per.connection",
         "message.timeout.ms",
         "message.send.max.retries",
