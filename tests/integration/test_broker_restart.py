@@ -20,10 +20,8 @@ import pytest
 
 from kstreams.client import KafkaStreams, StreamsUncaughtExceptionResponse
 from kstreams.cluster.kafka import KafkaCluster
-from kstreams.processor import Processor, Record
 from kstreams.serdes import Serdes
-from kstreams.state import Stores
-from kstreams.topology.topology import Topology
+from tests.support.topologies import count_topology
 
 pytestmark = pytest.mark.integration
 
@@ -44,28 +42,6 @@ def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None
         if time.monotonic() > deadline:
             raise AssertionError(f"Timed out after {timeout}s waiting for {what}")
         time.sleep(0.1)
-
-
-class CountPerKey(Processor):
-    def init(self, context):  # type: ignore[no-untyped-def]
-        self.context = context
-        self.store = context.get_state_store("counts")
-
-    def process(self, record: Record) -> None:
-        count = (self.store.get(record.key) or 0) + 1
-        self.store.put(record.key, count)
-        self.context.forward(record.with_value(count))
-
-
-def count_topology() -> Topology:
-    topology = Topology()
-    topology.add_source("src", "in", key_deserializer=STRING, value_deserializer=STRING)
-    topology.add_processor("count", CountPerKey, "src")
-    topology.add_state_store(
-        Stores.key_value_store_builder(Stores.in_memory_key_value_store("counts"), STRING, LONG), "count"
-    )
-    topology.add_sink("sink", "out", "count", key_serializer=STRING, value_serializer=LONG)
-    return topology
 
 
 def updates(cluster: KafkaCluster) -> dict[str, list[int]]:
@@ -92,7 +68,7 @@ def test_an_application_survives_a_broker_restart_and_stays_exact(
     cluster.create_topic("out", 2)
     errors: list[BaseException] = []
     streams = KafkaStreams(
-        count_topology(),
+        count_topology("in", "out"),
         {
             "application.id": "restart",
             "processing.guarantee": "exactly_once_v2",

@@ -12,8 +12,8 @@ import pytest
 from kstreams.client import KafkaStreams
 from kstreams.processor import Processor, Record
 from kstreams.serdes import Serdes
-from kstreams.state import Stores
 from kstreams.topology.topology import Topology
+from tests.support.topologies import count_topology
 
 pytestmark = pytest.mark.integration
 
@@ -40,33 +40,11 @@ class Upper(Processor):
         self.context.forward(record.with_value(record.value.upper()))
 
 
-class CountPerKey(Processor):
-    def init(self, context):  # type: ignore[no-untyped-def]
-        self.context = context
-        self.store = context.get_state_store("counts")
-
-    def process(self, record: Record) -> None:
-        count = (self.store.get(record.key) or 0) + 1
-        self.store.put(record.key, count)
-        self.context.forward(record.with_value(count))
-
-
 def upper_topology(source: str, sink: str) -> Topology:
     topology = Topology()
     topology.add_source("src", source, key_deserializer=STRING, value_deserializer=STRING)
     topology.add_processor("upper", Upper, "src")
     topology.add_sink("sink", sink, "upper", key_serializer=STRING, value_serializer=STRING)
-    return topology
-
-
-def count_topology(source: str, sink: str) -> Topology:
-    topology = Topology()
-    topology.add_source("src", source, key_deserializer=STRING, value_deserializer=STRING)
-    topology.add_processor("count", CountPerKey, "src")
-    topology.add_state_store(
-        Stores.key_value_store_builder(Stores.in_memory_key_value_store("counts"), STRING, LONG), "count"
-    )
-    topology.add_sink("sink", sink, "count", key_serializer=STRING, value_serializer=LONG)
     return topology
 
 

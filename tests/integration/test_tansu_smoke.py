@@ -17,10 +17,8 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from kstreams.client import KafkaStreams
 from kstreams.cluster.port import TopicPartition
-from kstreams.processor import Processor, Record
 from kstreams.serdes import Serdes
-from kstreams.state import Stores
-from kstreams.topology.topology import Topology
+from tests.support.topologies import count_topology
 
 pytestmark = pytest.mark.integration
 
@@ -66,28 +64,6 @@ def test_produce_and_consume_round_trip_on_tansu(tansu_cluster, app_id):
         assert listener.owned == {TopicPartition(name, 0), TopicPartition(name, 1)}
     finally:
         consumer.close()
-
-
-class CountPerKey(Processor):
-    def init(self, context):  # type: ignore[no-untyped-def]
-        self.context = context
-        self.store = context.get_state_store("counts")
-
-    def process(self, record: Record) -> None:
-        count = (self.store.get(record.key) or 0) + 1
-        self.store.put(record.key, count)
-        self.context.forward(record.with_value(count))
-
-
-def count_topology(source: str, sink: str) -> Topology:
-    topology = Topology()
-    topology.add_source("src", source, key_deserializer=STRING, value_deserializer=STRING)
-    topology.add_processor("count", CountPerKey, "src")
-    topology.add_state_store(
-        Stores.key_value_store_builder(Stores.in_memory_key_value_store("counts"), STRING, LONG), "count"
-    )
-    topology.add_sink("sink", sink, "count", key_serializer=STRING, value_serializer=LONG)
-    return topology
 
 
 def read_latest_counts(bootstrap: str, topic: str, expected: Counter[str], timeout: float) -> dict[str, int]:
