@@ -14,8 +14,6 @@ from dataclasses import dataclass
 
 __all__ = ["DIFFERENCES", "EXCLUDED_FAMILIES", "Difference"]
 
-_WINDOW_TYPES = ("tumbling", "hopping", "sliding", "session")
-
 
 @dataclass(frozen=True)
 class Difference:
@@ -60,38 +58,10 @@ DIFFERENCES: dict[str, Difference] = {
             "is dropped",
         ),
         Difference(
-            "stream-join-late-result-headers",
-            frozenset({"headers:left_join:stream-stream", "headers:outer_join:stream-stream"}),
-            "a left/outer stream-stream join's unjoined result, emitted when a later record closes "
-            "its window, has no headers; Kafka Streams gives it the headers of that later record",
-        ),
-        Difference(
-            "suppress-equal-time-order",
-            frozenset(f"suppress:{m}:{w}" for m in ("limit", "close") for w in _WINDOW_TYPES),
-            "suppress of a windowed table (until_time_limit or until_window_closes) emits buffered "
-            "windows of equal time in another order than Kafka Streams, whose buffer orders them by "
-            "serialized key",
-        ),
-        Difference(
             "rekeyed-left-join-null-key",
             frozenset({"left_join:stream-table:rekeyed"}),
             "a stream-table left join after a repartition (a key change or repartition()) drops a "
             "record whose key is null; Kafka Streams (KIP-962) repartitions it and joins it with null",
-        ),
-        Difference(
-            "asymmetric-outer-join-close",
-            frozenset({"outer_join:stream-stream:asymmetric", "left_join:stream-stream:asymmetric"}),
-            "an outer stream-stream join with JoinWindows before != after emits the other side's "
-            "unjoined record later than Kafka Streams, which closes its window at its time + before + "
-            "grace",
-        ),
-        Difference(
-            "stream-join-unjoined-emission",
-            frozenset({"left_join:stream-stream", "outer_join:stream-stream"}),
-            "a left/outer stream-stream join emits an unjoined record once stream time passes its "
-            "time + after + grace; Kafka Streams emitted it later in a case where an earlier-timed "
-            "unjoined record of another key went out first (rule not yet pinned down; advancing the "
-            "wall clock does not change it)",
         ),
     ]
 }

@@ -11,6 +11,15 @@ emit an unjoined record at once: they park it in a shared "outer" key-value stor
 passed its timestamp plus the look-ahead plus grace) without a join partner. Grace bounds lateness
 through the window stores' retention: a record older than that finds no partner.
 
+When parked records go out follows Kafka Streams 4.1 (KStreamKStreamJoin) exactly, quirks included,
+since the outputs are compared with it record by record:
+- only a record at the current stream time triggers the scan, and the scan is skipped while the
+  tracked "oldest" parked time plus this side's look-ahead plus grace has not passed stream time;
+- the scan stops once it has seen an open window on both sides, and leaves the tracked time at the
+  last parked record it looked at (which may be later than the oldest one still parked, so a later
+  scan may wait longer than needed: Kafka's behaviour, matched here);
+- an emitted unjoined result carries the headers of the record whose processing emitted it.
+
 The outer store is Kafka's: its key is (timestamp, side, key), serialized as the timestamp (8 bytes,
 big-endian), a side byte (0 right, 1 left) and the key's bytes, so the store's byte order is the
 order unjoined records are emitted in: by timestamp, then the right side first, then by key. Its
@@ -42,6 +51,7 @@ logger = logging.getLogger(__name__)
 _LEFT = b"\x01"
 _RIGHT = b"\x00"
 _NO_PARKED_RECORD = (1 << 63) - 1
+_LONG_MASK = (1 << 64) - 1
 _TIMESTAMP = struct.Struct(">q")
 _LENGTH = struct.Struct(">i")
 
@@ -148,8 +158,17 @@ class LeftOrRightValueListSerde:
         return entries
 
 
+def _long_sum(*terms: int) -> int:
+    """The sum as a Java long computes it (wrapping at 64 bits). Kafka adds the look-ahead and grace
+    to a "no parked record" time of Long.MAX_VALUE, which wraps negative, so the first scan after a
+    start (or restart, with records parked before it) always runs; matching that needs the wrap."""
+    total = sum(terms) & _LONG_MASK
+    return total - (1 << 64) if total >= 1 << 63 else total
+
+
 class _TimeTracker:
-    """Stream time shared by both join processors of one task, and the oldest parked record."""
+    """Stream time shared by both join processors of one task, and the time of the parked record
+    the last scan stopped at (Kafka's TimeTracker.minTime)."""
 
     __slots__ = ("min_time", "stream_time")
 
@@ -163,7 +182,8 @@ class _TimeTracker:
 
 
 class JoinTimeTrackers:
-    """One time tracker per task, shared by the two join processors of that task."""
+    """One time tracker per task, shared by the two join processors of that task; a task's tracker
+    is dropped when its processors close, so a task opened again starts afresh, as in Kafka."""
 
     def __init__(self) -> None:
         self._trackers: dict[Any, _TimeTracker] = {}
@@ -173,6 +193,9 @@ class JoinTimeTrackers:
         if tracker is None:
             tracker = self._trackers[task_id] = _TimeTracker()
         return tracker
+
+    def remove(self, task_id: Any) -> None:
+        self._trackers.pop(task_id, None)
 
 
 class JoinWindowSupplier:
@@ -284,7 +307,7 @@ class _StreamStreamJoin(Processor[Any, Any, Any, Any]):
         time_from = max(0, timestamp - self.before_ms)
         time_to = max(0, timestamp + self.after_ms)
         if self.outer_store is not None and timestamp == self.tracker.stream_time:
-            self._emit_closed_unjoined()
+            self._emit_closed_unjoined(record)
         joined = False
         for other_timestamp, other_value in self.other.fetch_range(record.key, time_from, time_to):
             joined = True
@@ -314,25 +337,34 @@ class _StreamStreamJoin(Processor[Any, Any, Any, Any]):
             waiting.append((self.is_left, record.value))
             self.outer_store.put(this_key, waiting)
 
-    def _emit_closed_unjoined(self) -> None:
+    def close(self) -> None:
+        self.spec.time_trackers.remove(self.context.task_id)
+
+    def _emit_closed_unjoined(self, trigger: Record[Any, Any]) -> None:
+        """Emit, with ``trigger``'s headers, the parked records whose windows have closed (Kafka's
+        emitNonJoinedOuterRecords; its rules are in the module docstring)."""
         tracker = self.tracker
         grace = self.spec.grace_ms
         before, after = self.spec.windows_before_ms, self.spec.windows_after_ms
-        if tracker.min_time + min(before, after) + grace >= tracker.stream_time:
-            return  # the oldest parked record's window is still open, so every other one's is too
+        if _long_sum(tracker.min_time, self.after_ms, grace) >= tracker.stream_time:
+            return  # the oldest parked record's window may still be open: no scan
         assert self.outer_store is not None
-        # The store iterates in emission order (timestamp, right side first, key). Past the first
-        # timestamp whose windows are open on both sides, every later record's is open too.
+        tracker.min_time = _NO_PARKED_RECORD  # stays so when the store is empty
+        # The store iterates in emission order (timestamp, right side first, key).
         closed = []
-        new_min = _NO_PARKED_RECORD  # the oldest record still waiting: the first one kept
+        left_open = right_open = False
         for stored_key, waiting in self.outer_store.all():
             timestamp, is_left, _ = stored_key
+            tracker.min_time = timestamp
+            if left_open and right_open:
+                break  # every later record's window is open too, on both sides
             # A left record can still meet right records up to `after` later; a right record left
             # records up to `before` later.
             if timestamp + (after if is_left else before) + grace >= tracker.stream_time:
-                new_min = min(new_min, timestamp)
-                if timestamp + max(before, after) + grace >= tracker.stream_time:
-                    break
+                if is_left:
+                    left_open = True
+                else:
+                    right_open = True
                 continue
             closed.append((stored_key, waiting))
         # Emitted and deleted after the iteration, which must not see the store change under it.
@@ -344,9 +376,8 @@ class _StreamStreamJoin(Processor[Any, Any, Any, Any]):
                     if is_left
                     else _apply_joiner(self.spec, key, None, value)
                 )
-                self.context.forward(Record(key, result, timestamp))
+                self.context.forward(Record(key, result, timestamp, trigger.headers))
             self.outer_store.delete(stored_key)
-        tracker.min_time = new_min
 
 
 def _apply_joiner(spec: StreamStreamJoinSupplier, key: Any, left: Any, right: Any) -> Any:

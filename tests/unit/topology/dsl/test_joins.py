@@ -318,6 +318,47 @@ def test_outer_join_emits_waiting_records_by_timestamp_then_side_then_key(drive)
     ]
 
 
+def test_late_unjoined_result_carries_the_headers_of_the_record_that_closed_its_window(drive):
+    # Kafka forwards the unjoined record while processing the record that closed its window.
+    builder = StreamsBuilder()
+    builder.stream("left").left_join(
+        builder.stream("right"), _kafka_joiner, JoinWindows.of_time_difference_and_grace(0, 3)
+    ).to("out")
+    driver = drive(builder.build())
+    driver.create_input_topic("left", S, S).pipe_input("d", "zzz", timestamp=12)
+    driver.create_input_topic("right", S, S).pipe_input("a", "z", timestamp=17, headers=[("h", b"1")])
+    (record,) = driver.create_output_topic("out", S, S).read_records_to_list()
+    assert (record.key, record.value, record.timestamp) == ("d", "zzz+null", 12)
+    assert list(record.headers) == [("h", b"1")]
+
+
+def test_a_scan_of_waiting_records_resumes_from_the_last_one_it_looked_at(drive):
+    # Kafka's scan leaves its "oldest waiting" time at the last record it looked at (b@13 here,
+    # not d@10), so at a@32 it skips the scan and d@10 stays waiting (Kafka Streams' answer).
+    windows = JoinWindows.of_time_difference_and_grace(10, 10)
+    driver, left, _ = _stream_stream(drive, "left_join", windows)
+    for key, value, timestamp in [
+        ("d", "ab", 10),
+        ("b", "x", 13),
+        ("b", "q", 8),
+        ("d", "xz", 30),
+        ("a", "z", 32),
+    ]:
+        left.pipe_input(key, value, timestamp=timestamp)
+    assert _records(driver) == [("b", "q+None", 8)]
+
+
+def test_asymmetric_outer_join_closes_each_side_by_its_own_look_ahead(drive):
+    # before 0, after 5: a left record waits 5 ms for right partners, a right record none for left
+    # ones, so right b@8 is emitted at stream time 11 while left ab@7 (open until 12) still waits.
+    windows = JoinWindows.of_time_difference_with_no_grace(5).before(0)
+    driver, left, right = _stream_stream(drive, "outer_join", windows)
+    left.pipe_input("ab", "q", timestamp=7)
+    right.pipe_input("b", "z", timestamp=8)
+    right.pipe_input("b", "z", timestamp=11)
+    assert _records(driver) == [("b", "None+z", 8)]
+
+
 # --- table-table -----------------------------------------------------------------------------
 
 
