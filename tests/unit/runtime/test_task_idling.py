@@ -143,6 +143,54 @@ def test_a_stream_table_join_waits_for_the_table_record_that_arrives_later(
         streams.close(timeout=10.0)
 
 
+def test_the_join_waits_max_task_idle_ms_after_the_table_record_as_kafka_streams_does(
+    cluster: Any, app_id: str
+) -> None:
+    """Issue 44 item 8 asked for the result "at once", once both partitions have data. Kafka
+    Streams 4.1.1 on Apache Kafka 4.1.1 (max.task.idle.ms 10000, the stream record at ts 30, the
+    table record at ts 20 0.1 s later) writes "S@30+T@20" 10.07 s after the table record: it
+    processes the table record first (the lower timestamp), which leaves the table partition empty
+    again, and an empty partition gets a fresh deadline (PartitionGroup.readyToProcess). Kafka's
+    TopologyTestDriver answers the same (the result once the wall clock is 30 s past the table
+    record). So the result comes max.task.idle.ms after the table record, not at once, and not
+    max.task.idle.ms after the stream record."""
+    idle_ms = 1500
+    stream_topic, table_topic, out = f"{app_id}-s", f"{app_id}-t", f"{app_id}-out"
+    for topic in (stream_topic, table_topic, out):
+        cluster.create_topic(topic, 1)
+    builder = StreamsBuilder()
+    table = builder.table(table_topic)
+    builder.stream(stream_topic).left_join(table, lambda s, t: f"{s}+{t}").to(out)
+    embedded = isinstance(cluster, EmbeddedCluster)
+    streams = KafkaStreams(
+        builder.build(),
+        {
+            "application.id": app_id,
+            "default.key.serde": "string",
+            "default.value.serde": "string",
+            "commit.interval.ms": 50,
+            "max.task.idle.ms": idle_ms,
+            "session.timeout.ms": 1000 if embedded else 6000,
+        },
+        cluster=cluster,
+    )
+    streams.start()
+    try:
+        _wait(lambda: streams.state is KafkaStreams.State.RUNNING and _has_task(streams))
+        base = int(time.time() * 1000)
+        cluster.produce(stream_topic, b"k", b"S@30", timestamp=base + 30)
+        _wait(lambda: _buffered_or_processed(streams, cluster, out))
+        cluster.produce(table_topic, b"k", b"T@20", timestamp=base + 20)
+        table_sent = time.monotonic()
+        _wait(lambda: len(cluster.read(out)) >= 1)
+        waited = time.monotonic() - table_sent
+        (record,) = cluster.read(out)
+        assert Serdes.string().deserialize(out, record.value) == "S@30+T@20"
+        assert waited >= idle_ms / 1000 - 0.2, f"the result came {waited:.2f} s after the table record"
+    finally:
+        streams.close(timeout=10.0)
+
+
 def _has_task(streams: KafkaStreams) -> bool:
     runtime = streams._runtime
     return runtime is not None and bool(runtime.task_manager.running())
