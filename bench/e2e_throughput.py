@@ -811,7 +811,7 @@ def _run(args: argparse.Namespace, bootstrap: str | None) -> int:
                     )
                     runs.append((f"{pipeline} kstreams {label:17} {threads} thread(s)", run))
         # Runs alternate (loop, kstreams, loop, kstreams...) so that a slow phase of the machine
-        # falls on both sides; the medians are what the README quotes.
+        # falls on both sides; the medians are what docs/performance.md quotes.
         results: dict[str, list[dict[str, Any]]] = {}
         for _ in range(args.repeat):
             for name, run in runs:
