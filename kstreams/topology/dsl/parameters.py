@@ -330,11 +330,15 @@ class Joined:
 
 @dataclass(frozen=True)
 class StreamJoined:
-    """Serdes, name and store naming of a stream-stream join.
+    """Serdes, name and stores of a stream-stream join.
 
     ``with_name("j")`` names the processors ("j-this-join", "j-merge", ...) and repartition
     topics ("j-left-repartition"); ``with_store_name("s")`` names the window stores
-    ("s-this-join-store", "s-other-join-store").
+    ("s-this-join-store", "s-other-join-store"). ``with_this_store_supplier`` /
+    ``with_other_store_supplier`` give a side's window store outright (``Stores.in_memory_window_store``
+    or ``Stores.persistent_window_store``, named as the supplier says, its changelog
+    ``<application.id>-<name>-changelog``); the join checks, when it is built, that each retains
+    duplicates and has the join's window size and a retention of window size plus grace.
     """
 
     key_serde: Any = None
@@ -345,10 +349,29 @@ class StreamJoined:
     logging_enabled: bool = True
     log_config: dict[str, str] = field(default_factory=dict)
     store_type: StoreType | None = None
+    this_store_supplier: Any = None
+    other_store_supplier: Any = None
 
     @staticmethod
     def with_(key_serde: Any = None, value_serde: Any = None, other_value_serde: Any = None) -> StreamJoined:
+        """``with_(key_serde, value_serde, other_value_serde)``, or, as Kafka's overload,
+        ``with_(this_store_supplier, other_store_supplier)``."""
+        if _is_window_store_supplier(key_serde) or _is_window_store_supplier(value_serde):
+            if other_value_serde is not None:
+                raise TypeError(
+                    "StreamJoined.with_ takes (key_serde, value_serde, other_value_serde) or "
+                    "(this_store_supplier, other_store_supplier), not both."
+                )
+            return StreamJoined().with_this_store_supplier(key_serde).with_other_store_supplier(value_serde)
         return StreamJoined(key_serde, value_serde, other_value_serde)
+
+    def with_this_store_supplier(self, supplier: Any) -> StreamJoined:
+        """The window store of this (the left) side's records, from ``supplier``."""
+        return replace(self, this_store_supplier=_window_store_supplier(supplier, "this"))
+
+    def with_other_store_supplier(self, supplier: Any) -> StreamJoined:
+        """The window store of the other (the right) side's records, from ``supplier``."""
+        return replace(self, other_store_supplier=_window_store_supplier(supplier, "other"))
 
     @staticmethod
     def as_(store_name: str) -> StreamJoined:
@@ -377,6 +400,24 @@ class StreamJoined:
 
     def with_store_type(self, store_type: StoreType | str) -> StreamJoined:
         return replace(self, store_type=StoreType(store_type) if isinstance(store_type, str) else store_type)
+
+
+def _is_window_store_supplier(candidate: Any) -> bool:
+    return all(
+        hasattr(candidate, a) for a in ("name", "retention_ms", "window_size_ms", "retain_duplicates", "get")
+    )
+
+
+def _window_store_supplier(supplier: Any, side: str) -> Any:
+    """``supplier`` when it is a window store supplier (Kafka's WindowBytesStoreSupplier: a name, a
+    retention, a window size, whether it retains duplicates, and ``get()``); a TypeError if not."""
+    if not _is_window_store_supplier(supplier):
+        raise TypeError(
+            f"StreamJoined.with_{side}_store_supplier takes a window store supplier such as "
+            "Stores.in_memory_window_store(name, retention, window_size, retain_duplicates=True), "
+            f"got {supplier!r}."
+        )
+    return supplier
 
 
 def materialized_and_named(

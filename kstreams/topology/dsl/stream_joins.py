@@ -15,10 +15,11 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from kstreams.errors import StreamsException
 from kstreams.topology.dsl import naming
 from kstreams.topology.dsl.kstream import KStream
 from kstreams.topology.dsl.materialize import plain_key_value_store_builder, window_store_builder
-from kstreams.topology.dsl.parameters import StreamJoined
+from kstreams.topology.dsl.parameters import StoreType, StreamJoined
 from kstreams.topology.dsl.processors.stateless import PassThroughSupplier
 from kstreams.topology.dsl.processors.stream_join import (
     JoinTimeTrackers,
@@ -81,9 +82,23 @@ def stream_stream_join(
         "log_config": joined.log_config,
     }
 
-    def side_store(name: str, value_serde: Any) -> Any:
+    def side_store(supplier: Any, suffix: str, generated: str, value_serde: Any) -> tuple[str, Any]:
+        """A side's window store: its name and builder."""
+        if supplier is not None:
+            # As Kafka builds a supplier's store: logged with the default topic config
+            # (StreamJoined's logging settings are for the stores the join names itself).
+            name = supplier.name
+            return name, window_store_builder(
+                name,
+                supplier.retention_ms,
+                supplier.window_size_ms,
+                key_serde,
+                value_serde,
+                supplier=supplier,
+            )
+        name = (f"{joined.store_name}{suffix}" if joined.store_name else generated) + "-store"
         # Each side keeps every record of the join window: duplicates retained.
-        return window_store_builder(
+        return name, window_store_builder(
             name,
             retention_ms,
             windows.size(),
@@ -93,16 +108,26 @@ def stream_stream_join(
             **store_options,
         )
 
-    this_store = (f"{joined.store_name}{this_suffix}" if joined.store_name else this_generated) + "-store"
-    other_store = (f"{joined.store_name}{other_suffix}" if joined.store_name else other_generated) + "-store"
-    this_store_builder = side_store(this_store, this_value_serde)
-    other_store_builder = side_store(other_store, other_value_serde)
+    this_supplier, other_supplier = joined.this_store_supplier, joined.other_store_supplier
+    _check_store_suppliers(this_supplier, other_supplier, windows)
+    this_store, this_store_builder = side_store(this_supplier, this_suffix, this_generated, this_value_serde)
+    other_store, other_store_builder = side_store(
+        other_supplier, other_suffix, other_generated, other_value_serde
+    )
     outer_store: str | None = None
     outer_serdes: tuple[Any, ...] = ()
     outer_store_builder = None
     if left_outer and windows.spurious_result_fix:
         outer_suffix = "-outer-shared-join" if right_outer else "-left-shared-join"
-        if joined.store_name:
+        outer_options = dict(store_options)
+        if this_supplier is not None:
+            # Named after this side's store and kept where it is kept, in memory or in RocksDB
+            # (Kafka's OuterStreamJoinStoreFactory).
+            outer_store = f"{this_supplier.name}{outer_suffix}-store"
+            persistent = getattr(this_supplier, "persistent", None)
+            if isinstance(persistent, bool):
+                outer_options["store_type"] = StoreType.ROCKS_DB if persistent else StoreType.IN_MEMORY
+        elif joined.store_name:
             outer_store = f"{joined.store_name}{outer_suffix}-store"
         else:
             outer_store = f"{naming.OUTERSHARED}{this_generated[len(this_prefix) :]}-store"
@@ -113,7 +138,7 @@ def stream_stream_join(
         # A key-value store, as Kafka's: its keys lead with the timestamp, and the join processors
         # delete what they emit or join, so it needs no retention of its own.
         outer_store_builder = plain_key_value_store_builder(
-            outer_store, outer_serdes[0], outer_serdes[1], **store_options
+            outer_store, outer_serdes[0], outer_serdes[1], **outer_options
         )
 
     trackers = JoinTimeTrackers()
@@ -145,3 +170,32 @@ def stream_stream_join(
     if outer_store_builder is not None:
         builder.add_store(outer_store_builder, join_this, join_other)
     return KStream(builder, merge, key_serde, None, False, sources)
+
+
+def _check_store_suppliers(this_supplier: Any, other_supplier: Any, windows: JoinWindows) -> None:
+    """Kafka's checks of the window store suppliers a StreamJoined gives (KStreamImplJoin): distinct
+    names, duplicates retained (a side may hold several records of one key and time), the join's
+    window size and a retention of window size plus grace (what the join reads, no less and no
+    more). A StreamsException, when the join is built, otherwise."""
+    if this_supplier is not None and other_supplier is not None and this_supplier.name == other_supplier.name:
+        raise StreamsException(
+            f"Both store suppliers of the stream-stream join are named {this_supplier.name!r}: give "
+            "StreamJoined.with_this_store_supplier and with_other_store_supplier stores of distinct names."
+        )
+    size, retention = windows.size(), windows.size() + windows.grace_ms
+    for side, supplier in (("this", this_supplier), ("other", other_supplier)):
+        if supplier is None:
+            continue
+        if not supplier.retain_duplicates:
+            raise StreamsException(
+                f"The {side} store supplier {supplier.name!r} of the stream-stream join must retain "
+                "duplicates (retain_duplicates=True): a side may hold several records of one key and "
+                "timestamp."
+            )
+        if supplier.window_size_ms != size or supplier.retention_ms != retention:
+            raise StreamsException(
+                f"Window settings mismatch: the {side} store supplier {supplier.name!r} has window size "
+                f"{supplier.window_size_ms} ms and retention {supplier.retention_ms} ms; the JoinWindows "
+                f"need window size {size} ms (before + after) and retention {retention} ms (window size "
+                "+ grace)."
+            )

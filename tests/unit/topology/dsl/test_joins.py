@@ -6,7 +6,9 @@ from typing import Any
 
 import pytest
 
+from kstreams.errors import StreamsException
 from kstreams.serdes import Serdes
+from kstreams.state.stores import Stores
 from kstreams.topology import (
     Joined,
     JoinWindows,
@@ -241,6 +243,78 @@ def test_stream_joined_names_processors_stores_and_repartition_topics():
     assert names <= set(topology.nodes)
     assert {"s-this-join-store", "s-other-join-store"} == set(topology.store_builders)
     assert "app-j-left-repartition" in topology.build("app").internal_topics
+
+
+# --- stream-stream: StreamJoined store suppliers (Kafka's KStreamKStreamJoinTest) -------------
+
+
+def _supplied_join(kind: str, joined: StreamJoined, windows: JoinWindows | None = None) -> StreamsBuilder:
+    builder = StreamsBuilder()
+    getattr(builder.stream("left"), kind)(
+        builder.stream("right"), _joiner, windows or JoinWindows.of_time_difference_and_grace(100, 10), joined
+    ).to("out")
+    return builder
+
+
+def test_store_suppliers_name_the_join_stores_and_their_changelogs(drive):
+    joined = (
+        StreamJoined.with_(S, S, S)
+        .with_this_store_supplier(
+            Stores.in_memory_window_store("this-side", 210, 200, retain_duplicates=True)
+        )
+        .with_other_store_supplier(
+            Stores.persistent_window_store("other-side", 210, 200, retain_duplicates=True)
+        )
+    )
+    topology = _supplied_join("outer_join", joined).build()
+    stores = topology.store_builders
+    # The outer store is named after this side's supplier and kept as it is: in memory.
+    assert set(stores) == {"this-side", "other-side", "this-side-outer-shared-join-store"}
+    assert not stores["this-side"].supplier.persistent and stores["other-side"].supplier.persistent
+    assert not stores["this-side-outer-shared-join-store"].supplier.persistent
+    topics = topology.build("app").internal_topics
+    assert topics["app-this-side-changelog"].windowed and topics["app-other-side-changelog"].windowed
+    assert "app-this-side-outer-shared-join-store-changelog" in topics
+    driver = drive(topology)
+    driver.create_input_topic("left", S, S).pipe_input("a", "L", timestamp=5)
+    driver.create_input_topic("right", S, S).pipe_input("a", "R", timestamp=50)
+    assert _records(driver) == [("a", "L+R", 50)]
+    assert [(k.key, v) for k, v in driver.get_window_store("this-side").all()] == [("a", "L")]
+    assert [(k.key, v) for k, v in driver.get_window_store("other-side").all()] == [("a", "R")]
+
+
+def test_one_store_supplier_leaves_the_other_side_named_by_the_join(drive):
+    supplier = Stores.in_memory_window_store("mine", 210, 200, retain_duplicates=True)
+    joined = StreamJoined.with_(S, S, S).with_store_name("s").with_other_store_supplier(supplier)
+    assert set(_supplied_join("join", joined).build().store_builders) == {"s-this-join-store", "mine"}
+
+
+def test_store_suppliers_can_be_given_as_kafkas_with_overload():
+    this = Stores.in_memory_window_store("a-side", 210, 200, retain_duplicates=True)
+    other = Stores.in_memory_window_store("b-side", 210, 200, retain_duplicates=True)
+    joined = StreamJoined.with_(this, other)
+    assert (joined.this_store_supplier, joined.other_store_supplier) == (this, other)
+    with pytest.raises(TypeError, match="window store supplier"):
+        StreamJoined.with_(S, S, S).with_this_store_supplier("a-side")
+
+
+@pytest.mark.parametrize(
+    ("this", "other", "message"),
+    [
+        (("x", 210, 200, False), None, "must retain duplicates"),
+        (("x", 210, 100, True), None, "Window settings mismatch.*window size 100 ms"),
+        (None, ("y", 200, 200, True), "Window settings mismatch.*retention 200 ms"),
+        (("same", 210, 200, True), ("same", 210, 200, True), "Both store suppliers .* 'same'"),
+    ],
+)
+def test_store_suppliers_must_match_the_join_windows(this, other, message):
+    joined = StreamJoined.with_(S, S, S)
+    if this is not None:
+        joined = joined.with_this_store_supplier(Stores.in_memory_window_store(*this))
+    if other is not None:
+        joined = joined.with_other_store_supplier(Stores.persistent_window_store(*other))
+    with pytest.raises(StreamsException, match=message):
+        _supplied_join("left_join", joined)
 
 
 # --- stream-stream: cases of Kafka's KStreamKStreamLeftJoinTest and KStreamKStreamOuterJoinTest --
