@@ -201,6 +201,7 @@ class KafkaCluster:
             delivery=delivery,
             transactional_id=str(transactional_id) if transactional_id else None,
             timeout=self._timeout,
+            transaction_timeout=float(str(settings.get("transaction.timeout.ms", 60000))) / 1000.0,
         )
 
     # Helpers for tests and tools (the same on every adapter)

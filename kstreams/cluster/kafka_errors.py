@@ -20,7 +20,7 @@ from kstreams.cluster.port import (
     TopicNotFoundError,
 )
 
-__all__ = ["NOT_A_MEMBER", "cluster_error", "kafka_error_of"]
+__all__ = ["NOT_A_MEMBER", "SEQUENCE_LOST", "cluster_error", "delivery_error", "kafka_error_of"]
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +61,20 @@ NOT_A_MEMBER = frozenset(
         KafkaError.UNKNOWN_MEMBER_ID,
         KafkaError.REBALANCE_IN_PROGRESS,
         KafkaError.FENCED_INSTANCE_ID,
+    }
+)
+# Delivery errors that mean the broker no longer has the producer's sequence state for a
+# partition (it lost acknowledged writes, e.g. across a restart, or expired the producer id): the
+# records were not written and librdkafka cannot send them again with their sequence numbers.
+# Delivery reports carry no fatal flag, so the code says it: the producer is replaced and the
+# work since the last commit redone, as Kafka Streams treats an OutOfOrderSequenceException
+# (TaskMigratedException: a new producer, the tasks revived from their committed offsets).
+SEQUENCE_LOST = frozenset(
+    {
+        KafkaError.OUT_OF_ORDER_SEQUENCE_NUMBER,
+        KafkaError.UNKNOWN_PRODUCER_ID,
+        KafkaError.INVALID_PRODUCER_ID_MAPPING,
+        KafkaError._FATAL,
     }
 )
 _NOT_FOUND = frozenset(
@@ -106,3 +120,15 @@ def cluster_error(what: str, error: KafkaError | BaseException) -> ClusterError:
             f"{detail}. The transaction must be aborted before a new one begins."
         )
     return ClusterError(detail + (" (retriable)" if retriable else ""), retriable)
+
+
+def delivery_error(what: str, error: KafkaError) -> ClusterError:
+    """The port error for a record whose delivery failed (a delivery report's error, which has
+    no fatal or abortable flag): a lost sequence state is fatal for the producer."""
+    if error.code() in SEQUENCE_LOST:
+        return FatalClientError(
+            f"{what} failed: {error.str()} ({error.name()}). The broker no longer has this producer's "
+            "sequence state (it lost acknowledged writes, or expired the producer): close the producer, "
+            "create a new one and redo what was not committed."
+        )
+    return cluster_error(what, error)

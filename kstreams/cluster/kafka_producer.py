@@ -18,6 +18,8 @@ coordinator went away during the transaction (librdkafka issue #5456; seen here 
 restarts). It therefore runs on a helper thread: if it has not returned a few seconds after its
 timeout, the producer is given up with ``FatalClientError`` (the runtime replaces it, and the new
 producer's ``init_transactions`` fences the stuck one), and ``close`` leaves the stuck handle alone.
+Its timeout is at most the producer's ``transaction.timeout.ms``: by then the broker aborts the
+transaction anyway, so waiting longer for its offsets only keeps the application stalled.
 
 Threads: one thread at a time uses a producer (the port's rule); the helper thread of a bounded
 call only runs the one librdkafka call.
@@ -36,7 +38,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from kstreams._native.record_batch import RecordBatch
 from kstreams.cluster.kafka_admin import KafkaAdmin
 from kstreams.cluster.kafka_consumer import GroupMembers
-from kstreams.cluster.kafka_errors import cluster_error
+from kstreams.cluster.kafka_errors import SEQUENCE_LOST, cluster_error, delivery_error
 from kstreams.cluster.port import (
     ClusterError,
     FatalClientError,
@@ -54,8 +56,9 @@ logger = logging.getLogger(__name__)
 _ABANDONED: list[object] = []
 # How long send() lets librdkafka drain its queue when the queue is full before trying again.
 _QUEUE_FULL_WAIT = 0.1
-# How long past its own timeout a bounded librdkafka call may take before the producer is given up.
-_HUNG_GRACE_S = 5.0
+# How long past its own timeout a bounded librdkafka call may take before the producer is given up
+# (a call that honours its timeout returns at once when it passes; a false alarm costs a new producer).
+_HUNG_GRACE_S = 2.0
 # Errors that refuse one record for good (retrying sends it again and again to the same refusal):
 # the production exception handler decides about such records.
 # Deliveries librdkafka purged: only an abort_transaction purges (kstreams never calls purge), so
@@ -136,7 +139,7 @@ class KafkaProducer:
 
     ``group_only_metadata(group_id)`` gives librdkafka group metadata that names only a group, for
     offsets whose owner is not a member in this process; ``delivery`` is the delivery callback the
-    client was built with.
+    client was built with; ``transaction_timeout`` (s) is the producer's transaction.timeout.ms.
     """
 
     def __init__(
@@ -149,6 +152,7 @@ class KafkaProducer:
         delivery: DeliveryFailures,
         transactional_id: str | None,
         timeout: float = 30.0,
+        transaction_timeout: float = 60.0,
     ) -> None:
         # confluent-kafka's Producer, or kstreams' compiled KafkaSender (same method names for
         # what both do; it produces whole batches and keeps failures itself, see kafka_native).
@@ -160,6 +164,7 @@ class KafkaProducer:
         self._group_only_metadata = group_only_metadata
         self._transactional_id = transactional_id
         self._timeout = timeout
+        self._offsets_timeout = min(timeout, transaction_timeout)
         # The same lists the client's delivery callback fills.
         self._failures = delivery.failures
         self._rejected = delivery.rejected
@@ -285,10 +290,11 @@ class KafkaProducer:
         positions = [KafkaTopicPartition(tp.topic, tp.partition, offset) for tp, offset in offsets.items()]
         self._call_bounded(
             f"Sending offsets of group {group_id!r} to the transaction",
+            self._offsets_timeout,
             self._producer.send_offsets_to_transaction,
             positions,
             metadata,
-            self._timeout,
+            self._offsets_timeout,
         )
 
     def commit_transaction(self) -> None:
@@ -380,10 +386,12 @@ class KafkaProducer:
                 self._rejected.clear()
                 raise RecordRejectedError(rejected)
             return
-        where, error = self._failures[0]
         count = len(self._failures)
+        # The failure that needs the most: a lost sequence state needs a new producer.
+        lost = next((f for f in self._failures if f[1].code() in SEQUENCE_LOST), None)
+        where, error = lost or self._failures[0]
         self._failures.clear()
-        raise cluster_error(f"Producing to {where} ({count} record(s) failed)", error)
+        raise delivery_error(f"Producing to {where} ({count} record(s) failed)", error)
 
     def _call(self, what: str, method: Callable[..., object], *args: object) -> None:
         self._check_usable()
@@ -393,8 +401,8 @@ class KafkaProducer:
             who = f" of producer {self._transactional_id!r}" if self._transactional_id else ""
             raise cluster_error(what + who, exc) from exc
 
-    def _call_bounded(self, what: str, method: Callable[..., object], *args: object) -> None:
-        """``_call`` on a helper thread, given up ``_HUNG_GRACE_S`` after the call's own timeout."""
+    def _call_bounded(self, what: str, timeout: float, method: Callable[..., object], *args: object) -> None:
+        """``_call`` on a helper thread, given up ``_HUNG_GRACE_S`` after the call's own ``timeout``."""
         self._check_usable()
         outcome: list[BaseException | None] = []
 
@@ -407,12 +415,12 @@ class KafkaProducer:
 
         helper = threading.Thread(target=run, name=f"{self._transactional_id}-bounded-call", daemon=True)
         helper.start()
-        helper.join(self._timeout + _HUNG_GRACE_S)
+        helper.join(timeout + _HUNG_GRACE_S)
         if not outcome:
             self._hung = what
             raise FatalClientError(
-                f"{what} did not return within {self._timeout + _HUNG_GRACE_S:.0f}s although its timeout "
-                f"is {self._timeout:.0f}s (librdkafka issue #5456: the group coordinator went away during "
+                f"{what} did not return within {timeout + _HUNG_GRACE_S:.0f}s although its timeout "
+                f"is {timeout:.0f}s (librdkafka issue #5456: the group coordinator went away during "
                 "the transaction); this producer is given up"
             )
         if outcome[0] is not None:

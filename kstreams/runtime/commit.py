@@ -34,6 +34,7 @@ from kstreams.cluster.port import (
     ClusterError,
     CommitFailedError,
     Consumer,
+    FatalClientError,
     Producer,
     ProducerFencedError,
     RecordRejectedError,
@@ -239,8 +240,10 @@ class Committer:
         a commit failed) and, with ``begin_next``, open the next one. Transient failures are
         retried; a fenced producer (its transaction outlived ``transaction.timeout.ms`` and the
         cluster aborted it), or one whose abort keeps failing, is initialised again, which aborts
-        whatever it left open. The caller has drained the record collector (nothing of the aborted
-        transaction may be sent into the next one)."""
+        whatever it left open. A producer that hit a fatal error raises ``FatalClientError``: the
+        caller replaces it (the new one's initialisation aborts the transaction) and calls again.
+        The caller has drained the record collector (nothing of the aborted transaction may be
+        sent into the next one)."""
         if not self._exactly_once:
             return
         self.written.clear()
@@ -250,6 +253,8 @@ class Committer:
             except ProducerFencedError as exc:
                 logger.warning("The producer was fenced (%s); initialising its transactions again", exc)
                 self._reinitialise()
+            except FatalClientError:
+                raise
             except ClusterError as exc:
                 raise StreamsException(
                     f"Aborting the transaction failed: {exc}. The client cannot guarantee exactly-once "

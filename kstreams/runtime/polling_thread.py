@@ -676,7 +676,15 @@ class PollingThread(threading.Thread):
                 self._rewind_all(drop, barrier_held=True)
             return
         self._collector.drain()  # output of the aborted transaction: never sent
-        self.committer.abort()
+        try:
+            self.committer.abort()
+        except FatalClientError as exc:
+            # librdkafka declared the producer dead while aborting (e.g. INVALID_TXN_STATE): a new
+            # producer's initialisation fences it and aborts its transaction, as after any fatal
+            # producer error; then the next transaction begins.
+            logger.warning("Aborting the transaction failed (%s)", exc)
+            self._replace_producer()
+            self.committer.abort()
         entries = self._tasks.entries()
         for entry in entries:
             self.close_dirty(entry)

@@ -1,15 +1,23 @@
 """A broker that dies and comes back: the application recovers by itself and stays exact.
 
 Apache Kafka is stopped (SIGTERM: a controlled shutdown) or killed (SIGKILL: a crash, its log
-recovered at the next start) while an exactly_once_v2 count runs, so every client connection
-drops; it stays down for a few seconds and is started again on the same ports and log directory.
-Meanwhile the client retries what fails (polls, sends, commits, restoration reads) and, where
-librdkafka declares its producer dead for good, replaces it. Afterwards every key's committed
-updates are exactly 1..n.
+recovered at the next start) while a count per key runs (2 partitions, 2 stream threads,
+commit.interval.ms=200), so every client connection drops; it stays down for 5 s (longer than a
+request timeout) or 30 s (longer than the session timeout and librdkafka's metadata and request
+timeouts, shorter than task.timeout.ms) and is started again on the same ports and log directory.
+Meanwhile the client retries what fails (polls, sends, commits, restoration reads, admin calls),
+replaces a producer librdkafka declares dead and an admin client that stops answering, and revives
+the tasks of a replaced producer from their committed offsets. It never reaches ERROR and never
+calls the uncaught exception handler.
+
+Afterwards, under exactly_once_v2, every key's committed updates are exactly 1..n. Under
+at_least_once a key's updates may repeat (records processed again after a revival), but none is
+lost or skipped: every value 1..n appears and the last one is n, the number of records produced.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -25,15 +33,22 @@ from tests.support.topologies import count_topology
 
 pytestmark = pytest.mark.integration
 
+logger = logging.getLogger(__name__)
+
 LONG = Serdes.long()
-STRING = Serdes.string()
-# How long the broker stays down: longer than a request timeout, shorter than task.timeout.ms.
-OUTAGE_S = 5.0
 FAST_REBALANCES = {
     "consumer.heartbeat.interval.ms": 100,
     "consumer.session.timeout.ms": 6000,
     "consumer.topic.metadata.refresh.interval.ms": 1000,
 }
+GUARANTEES = ["at_least_once", "exactly_once_v2"]
+OUTAGES = ["sigterm", "sigkill"]
+# How long the broker stays down: longer than a request timeout, and longer than the session
+# timeout and librdkafka's metadata timeouts (slow tier); both shorter than task.timeout.ms.
+DURATIONS = [
+    pytest.param(5.0, id="5s"),
+    pytest.param(30.0, id="30s", marks=pytest.mark.slow),
+]
 
 
 def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
@@ -59,20 +74,37 @@ def produce(cluster: KafkaCluster, start: int, count: int, expected: Counter[str
         expected[key] += 1
 
 
-@pytest.mark.parametrize("outage", ["sigterm", "sigkill"])
+def assert_committed_updates(found: dict[str, list[int]], expected: Counter[str], guarantee: str) -> None:
+    assert sorted(found) == sorted(expected)
+    for key, values in found.items():
+        n = expected[key]
+        if guarantee == "exactly_once_v2":
+            assert values == list(range(1, n + 1)), f"{key}: duplicates or gaps"
+        else:
+            assert values[-1] == n, f"{key}: the last update is {values[-1]}, {n} records were produced"
+            missing = sorted(set(range(1, n + 1)) - set(values))
+            assert not missing, f"{key}: updates {missing[:10]} were lost"
+            beyond = sorted(v for v in set(values) if not 1 <= v <= n)
+            assert not beyond, f"{key}: counted past {n}: {beyond[:10]}"
+
+
+@pytest.mark.parametrize("outage_s", DURATIONS)
+@pytest.mark.parametrize("outage", OUTAGES)
+@pytest.mark.parametrize("guarantee", GUARANTEES)
 def test_an_application_survives_a_broker_restart_and_stays_exact(
-    own_kafka_broker: Any, tmp_path: Path, outage: str
+    own_kafka_broker: Any, tmp_path: Path, guarantee: str, outage: str, outage_s: float
 ) -> None:
     cluster = KafkaCluster(own_kafka_broker.bootstrap, FAST_REBALANCES)
     cluster.create_topic("in", 2)
     cluster.create_topic("out", 2)
     errors: list[BaseException] = []
+    states: list[KafkaStreams.State] = []
     streams = KafkaStreams(
         count_topology("in", "out"),
         {
             "application.id": "restart",
-            "processing.guarantee": "exactly_once_v2",
-            "num.stream.threads": 1,
+            "processing.guarantee": guarantee,
+            "num.stream.threads": 2,
             "commit.interval.ms": 200,
             "session.timeout.ms": 6000,
             "main.consumer.max.poll.interval.ms": 30000,
@@ -80,6 +112,7 @@ def test_an_application_survives_a_broker_restart_and_stays_exact(
         },
         cluster=cluster,
     )
+    streams.set_state_listener(lambda new, old: states.append(new))
     streams.set_uncaught_exception_handler(
         lambda exc: errors.append(exc) or StreamsUncaughtExceptionResponse.SHUTDOWN_CLIENT  # type: ignore[func-returns-value]
     )
@@ -90,23 +123,30 @@ def test_an_application_survives_a_broker_restart_and_stays_exact(
         wait_until(
             lambda: {k: v[-1] for k, v in updates(cluster).items()} == dict(expected), 60, "first counts"
         )
+        logger.info("Taking the broker away (%s) for %gs", outage, outage_s)
         if outage == "sigterm":
             own_kafka_broker.stop()
         else:
             own_kafka_broker.kill()
-        time.sleep(OUTAGE_S)  # the outage itself, not a wait for a condition
+        time.sleep(outage_s)  # the outage itself, not a wait for a condition
         own_kafka_broker.start()
         own_kafka_broker.wait_ready()
+        logger.info("The broker is back")
         produce(cluster, 300, 300, expected)
         wait_until(
-            lambda: {k: v[-1] for k, v in updates(cluster).items()} == dict(expected) or bool(errors),
+            lambda: (
+                {k: v[-1] for k, v in updates(cluster).items()} == dict(expected)
+                or bool(errors)
+                or KafkaStreams.State.ERROR in states
+            ),
             120,
             "exact counts after the restart",
         )
+        logger.info("Counts after the restart: %s", "exact" if not errors else "errors")
         assert errors == []
+        assert KafkaStreams.State.ERROR not in states
         assert streams.state in (KafkaStreams.State.RUNNING, KafkaStreams.State.REBALANCING)
-        for key, values in updates(cluster).items():
-            assert values == list(range(1, expected[key] + 1)), f"{key}: duplicates or gaps"
+        assert_committed_updates(updates(cluster), expected, guarantee)
     finally:
         streams.close(timeout=60)
         cluster.close()

@@ -290,7 +290,7 @@ def test_checkpoint_exists_only_after_a_clean_close(cluster: EmbeddedCluster, tm
     assert recorder.starts and set(recorder.starts.values()) == {0}
 
 
-@pytest.mark.parametrize("operation", ["send", "commit_transaction"])
+@pytest.mark.parametrize("operation", ["send", "flush", "commit_transaction"])
 def test_a_fatal_producer_error_replaces_the_producer_and_stays_exact(
     cluster: EmbeddedCluster, tmp_path: Path, operation: str
 ) -> None:
@@ -307,6 +307,33 @@ def test_a_fatal_producer_error_replaces_the_producer_and_stays_exact(
         first = streams._producer
         # What librdkafka reports after a broker lost its state: the producer is dead for good.
         cluster.fail_next(operation, error=FatalClientError("Broker: out of order sequence number"))
+        source.produce(300)
+        wait_exact(cluster, source)
+        assert streams._producer is not first
+        assert streams.state is KafkaStreams.State.RUNNING
+        assert errors == []
+    finally:
+        assert streams.close(timeout=30)
+
+
+def test_a_fatal_error_while_aborting_replaces_the_producer_and_stays_exact(
+    cluster: EmbeddedCluster, tmp_path: Path
+) -> None:
+    from kstreams.cluster.port import FatalClientError
+
+    source = Input(cluster)
+    source.produce(300)
+    streams = new_client(cluster, tmp_path / "a", "live", store_type="in_memory")
+    errors: list[BaseException] = []
+    streams.set_uncaught_exception_handler(lambda exc: errors.append(exc))  # type: ignore[arg-type,func-returns-value]
+    streams.start()
+    try:
+        wait_exact(cluster, source)
+        first = streams._producer
+        # A failed flush aborts the transaction; librdkafka declares the producer dead during the
+        # abort (seen on Apache Kafka: INVALID_TXN_STATE): a new producer, not the end of the client.
+        cluster.fail_next("abort_transaction", error=FatalClientError("Broker: invalid transaction state"))
+        cluster.fail_next("flush")
         source.produce(300)
         wait_exact(cluster, source)
         assert streams._producer is not first
