@@ -37,11 +37,22 @@ process, the embedded broker included) and peak RSS. Beside them, in the same pr
 interpreter floor: a hand-written Python loop over plain dicts doing the same work; with
 ``--bootstrap``, also a hand-written confluent-kafka consume-process-produce loop.
 
+``--kafka-streams`` (on a broker) also runs each pipeline on Kafka Streams (the Java of
+jvm/src/main/java/io/kstreams/bench/BenchMain.java, compiled with javac against the Kafka Streams of
+jvm/pom.xml, in a child JVM: bench/kafka_streams_peer.py) with each ``--threads`` count and the same
+commit interval, cache size, poll and fetch settings; JSON values are parsed by Jackson's
+``readTree`` in the source's serde (as ``Serdes.json()`` does), stores are RocksDB as kstreams'. Its
+CPU is the whole JVM's (GC and JIT threads included, /proc/<pid>/stat) over the same span as
+kstreams'. At the end one table lists every run with its CPU per record over Kafka Streams' (same
+thread count) and over the confluent-kafka loop's, and the same after start-up (from the first
+processed record on: the JVM compiles its hot code in the first seconds of a run).
+
     python bench/e2e_throughput.py --records 1000000
     python bench/e2e_throughput.py --pipelines p2 p3 --threads 1 2 --records 5000000
     python bench/e2e_throughput.py --bootstrap 127.0.0.1:9092 --pipelines p1 p2
     python bench/e2e_throughput.py --style lambda --json orjson --paths both
     python bench/e2e_throughput.py --kafka --style lambda --json orjson --cache off --threads 1
+    python bench/e2e_throughput.py --kafka --kafka-streams --style dsl lambda --cache off --threads 1 2
 """
 
 from __future__ import annotations
@@ -653,12 +664,13 @@ def run_streams(
         seen = 0
         first_at: float | None = None  # when processing began (start-up: group join, stores)
         first_seen = 0
+        cpu_first = cpu0
         last_at, last_seen = started, 0
         while time.perf_counter() < deadline:
             now = time.perf_counter()
             seen = max(seen, _processed(streams))
             if first_at is None and seen > 0:
-                first_at, first_seen = now, seen
+                first_at, first_seen, cpu_first = now, seen, time.process_time()
             peak_rss = max(peak_rss, _rss_mb())
             if seen >= data.records:
                 break
@@ -683,10 +695,65 @@ def run_streams(
         "rate": seen / elapsed,
         "steady": steady,
         "cpu_us": cpu / max(seen, 1) * 1e6,
+        "cpu_steady_us": (cpu0 + cpu - cpu_first) / max(seen - first_seen, 1) * 1e6,
         "rss_before": rss_before,
         "rss_growth": peak_rss - rss_before,
         "by_thread": by_thread,
         "load": load,
+    }
+
+
+# Kafka Streams reads the same keys; receive.message.max.bytes is librdkafka's alone and
+# processing.batch.size / processing.compiled kstreams' alone.
+_KSTREAMS_ONLY = ("processing.batch.size", "processing.compiled", "main.consumer.receive.message.max.bytes")
+
+
+def run_kafka_streams(
+    pipeline: str, data: Data, threads: int, bootstrap: str, cache: bool = True
+) -> dict[str, Any]:
+    """The pipeline on Kafka Streams (bench/kafka_streams_peer.py, a child JVM) with the same
+    configuration as ``run_streams``: commit interval, cache, poll and fetch settings. Records/s
+    from start() until the stream threads' process-total reaches the input; CPU is the whole JVM's
+    (GC and JIT threads included) over the same span."""
+    from kafka_streams_peer import KafkaStreamsPeer
+
+    from kstreams.cluster import KafkaCluster
+
+    suffix = uuid.uuid4().hex[:6]
+    inp, out = load_input(KafkaCluster(bootstrap), pipeline, data, suffix)
+    props = {
+        "application.id": f"bench-jvm-{pipeline}-{suffix}",
+        "bootstrap.servers": bootstrap,
+        "num.stream.threads": threads,
+        "commit.interval.ms": 5000,
+        **{k: v for k, v in {**RUNTIME_CONFIG, **BROKER_CONFIG}.items() if k not in _KSTREAMS_ONLY},
+        **({} if cache else {"statestore.cache.max.bytes": 0}),
+    }
+    with KafkaStreamsPeer(pipeline, inp, out, props) as peer:
+        rss_before = peer.rss_mb()
+        cpu0 = peer.cpu_seconds()
+        started = time.perf_counter()
+        peer.start()
+        done = peer.wait_processed(data.records, timeout=max(120.0, data.records / 5_000))
+        finished = time.perf_counter()
+        cpu = peer.cpu_seconds() - cpu0
+        rss = peer.rss_mb()
+        seen = peer.processed
+        first_at, first_seen = peer.first_processed_at, peer.first_processed
+        cpu_first = peer.first_processed_cpu
+    if not done:
+        print(
+            f"  !! {pipeline} Kafka Streams processed only {seen:,} of {data.records:,} records",
+            file=sys.stderr,
+        )
+    steady = (seen - first_seen) / (finished - first_at) if first_at and finished > first_at else 0.0
+    return {
+        "rate": seen / (finished - started),
+        "steady": steady,
+        "cpu_us": cpu / max(seen, 1) * 1e6,
+        "cpu_steady_us": (cpu0 + cpu - cpu_first) / max(seen - first_seen, 1) * 1e6,
+        "rss_before": rss_before,
+        "rss_growth": rss - rss_before,
     }
 
 
@@ -695,6 +762,7 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--quick", action="store_true", help="200,000 records (a check that every side runs)")
     parser.add_argument("--keys", type=int, default=10_000)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--pipelines", nargs="+", default=["p1", "p2", "p3"], choices=["p1", "p2", "p3"])
@@ -740,14 +808,24 @@ def main(argv: list[str] | None = None) -> int:
         help="run every side this many times, alternating, and also print the medians",
     )
     parser.add_argument(
+        "--kafka-streams",
+        action="store_true",
+        help="also run each pipeline on Kafka Streams (Java, jvm/src/main/java/io/kstreams/bench) with "
+        "every --threads count, on the same broker (needs --kafka or --bootstrap), and print one table",
+    )
+    parser.add_argument(
         "--kafka-defaults", action="store_true", help="run with the runtime defaults, not RUNTIME_CONFIG"
     )
     args = parser.parse_args(argv)
+    if args.quick:
+        args.records = 200_000
     if "processor" in args.style and args.cache == "on":
         parser.error(
             "--style processor needs --cache off: its stores have the Processor API's defaults (not "
             "cached) and it forwards every update, which the loops do only with --cache off"
         )
+    if args.kafka_streams and not (args.kafka or args.bootstrap):
+        parser.error("--kafka-streams runs on a broker: add --kafka or --bootstrap HOST:PORT")
     if args.kafka:
         from pathlib import Path
 
@@ -790,6 +868,7 @@ def _run(args: argparse.Namespace, bootstrap: str | None) -> int:
         f"JSON: {args.json} on both sides; record cache {args.cache}"
         + ("; every record with a header" if args.headers else "")
     )
+    table: list[tuple[str, dict[str, float]]] = []
     for pipeline in args.pipelines:
         runs: list[tuple[str, Callable[[], dict[str, Any]]]] = [
             (f"{pipeline} python loop on dicts", partial(_floor_run, pipeline, data, loads, cache))
@@ -802,6 +881,10 @@ def _run(args: argparse.Namespace, bootstrap: str | None) -> int:
                     partial(_floor_run, pipeline, data, loads, cache, args.bootstrap, topic),
                 )
             )
+        if args.kafka_streams:
+            for threads in args.threads:
+                run = partial(run_kafka_streams, pipeline, data, threads, args.bootstrap, cache)
+                runs.append((f"{pipeline} Kafka Streams (Java) {threads} thread(s)", run))
         for style in args.style:
             for compiled in paths:
                 for threads in args.threads:
@@ -822,12 +905,47 @@ def _run(args: argparse.Namespace, bootstrap: str | None) -> int:
                     print(f"    CPU us/rec by thread: {result['by_thread']}", flush=True)
                 if args.thread_cpu and "load" in result:
                     print(f"    load: {result['load']}", flush=True)
+        medians = {
+            name: {key: statistics.median(row[key] for row in rows) for key in rows[0] if key in _MEDIANS}
+            for name, rows in results.items()
+        }
         if args.repeat > 1:
             print(f"medians of {args.repeat} runs:")
-            for name, rows in results.items():
-                median = {key: statistics.median(row[key] for row in rows) for key in ("rate", "cpu_us")}
+            for name, median in medians.items():
                 print(_result_line(name, median), flush=True)
+        table.extend((name, median) for name, median in medians.items())
+    if args.kafka_streams:
+        _print_table(table)
     return 0
+
+
+_MEDIANS = ("rate", "steady", "cpu_us", "cpu_steady_us")
+
+
+def _print_table(table: list[tuple[str, dict[str, float]]]) -> None:
+    """One table of every run (medians with --repeat): records/s, CPU us per record, and CPU per
+    record over Kafka Streams' with as many threads and over the confluent-kafka loop's; for the
+    streams runs also both after start-up (from the first processed record on: Kafka Streams' JIT
+    compiles most of its code in the first seconds), and the ratio of those."""
+    print()
+    print(
+        f"{'run':44} {'rec/s':>9} {'us CPU/rec':>10} {'x Kafka Streams':>15} {'x loop':>6}"
+        f" | after start-up: {'rec/s':>9} {'us CPU/rec':>10} {'x Kafka Streams':>15}"
+    )
+    for name, row in table:
+        pipeline = name.split()[0]
+        threads = name.rsplit(" ", 2)[-2] if name.endswith("thread(s)") else None
+        peer = next(
+            (r for n, r in table if n == f"{pipeline} Kafka Streams (Java) {threads} thread(s)"), None
+        )
+        loop = next((r for n, r in table if n == f"{pipeline} confluent-kafka loop"), None)
+        vs_peer = f"{row['cpu_us'] / peer['cpu_us']:.2f}" if peer else ""
+        vs_loop = f"{row['cpu_us'] / loop['cpu_us']:.2f}" if loop and "python loop" not in name else ""
+        line = f"{name:44} {row['rate']:>9,.0f} {row['cpu_us']:>10.2f} {vs_peer:>15} {vs_loop:>6}"
+        if "cpu_steady_us" in row:
+            steady_vs = f"{row['cpu_steady_us'] / peer['cpu_steady_us']:.2f}" if peer else ""
+            line += f" | {'':16} {row['steady']:>9,.0f} {row['cpu_steady_us']:>10.2f} {steady_vs:>15}"
+        print(line)
 
 
 def _floor_run(
@@ -870,6 +988,8 @@ def _result_line(name: str, result: dict[str, Any]) -> str:
     if "steady" in result:
         line += f" ({result['steady']:>10,.0f} after start-up)"
     line += f"  {result['cpu_us']:6.2f} us CPU/rec"
+    if "cpu_steady_us" in result:
+        line += f" ({result['cpu_steady_us']:6.2f} after start-up)"
     if "rss_before" in result:
         line += f"  RSS {result['rss_before']:,.0f} MB + {result['rss_growth']:,.0f} MB during the run"
     return line
