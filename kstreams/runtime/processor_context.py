@@ -95,6 +95,8 @@ class ProcessorContextImpl(ContextRouting, ProcessorContext[Any, Any]):
         self.record_context = RecordContext()
         # (exception, node name) of the innermost node a failure came from
         self._failed: tuple[BaseException, str] | None = None
+        # node name -> the one input topic feeding it (None: several), for forward_from
+        self._input_topics: dict[str, str | None] | None = None
 
     # ---- identity and configuration
 
@@ -162,13 +164,45 @@ class ProcessorContextImpl(ContextRouting, ProcessorContext[Any, Any]):
     def forward_from(
         self, node_name: str, record: Record[Any, Any], child_name: str | To | None = None
     ) -> None:
-        """Forward ``record`` to the children of ``node_name`` (as if that node forwarded it)."""
+        """Forward ``record`` to the children of ``node_name`` (as if that node forwarded it).
+
+        Outside record processing (a cache flushing at commit), the record goes with the position
+        of the input the node reads: Kafka forwards a flushed entry with the record context of the
+        record that last wrote it, which downstream sees (a suppress buffer counts its topic in
+        its byte bound). The cache keeps no topic per entry, so this is the topic of the one
+        source that feeds the node (none when several topics do), and the offset is unknown (-1)."""
         previous = self.node
         self.node = self._task.graph.nodes[node_name]
+        saved = self.record_context
+        if saved.topic is None:
+            topic = self._input_topic_of(node_name)
+            if topic is not None:
+                self.record_context = RecordContext(topic, self._task.task_id.partition, -1, saved.timestamp)
         try:
             self.forward(record, child_name)
         finally:
             self.node = previous
+            self.record_context = saved
+
+    def _input_topic_of(self, node_name: str) -> str | None:
+        """The one input topic of the task whose records reach ``node_name`` (None if several)."""
+        topics = self._input_topics
+        if topics is None:
+            topics = self._input_topics = {}
+        if node_name not in topics:
+            found: set[str] = set()
+            for topic, source in self._task.graph.sources_by_topic.items():
+                stack, seen = list(source.children), set()
+                while stack:
+                    node = stack.pop()
+                    if node.name == node_name:
+                        found.add(topic)
+                        break
+                    if node.name not in seen:
+                        seen.add(node.name)
+                        stack.extend(node.children)
+            topics[node_name] = found.pop() if len(found) == 1 else None
+        return topics[node_name]
 
     # ---- stores
 

@@ -3,21 +3,35 @@
 
 Each key holds one entry: the newest ``Change(new, old)`` of that key, the value the key had
 before it was first buffered (the *prior* value, what the suppressed table still shows), and the
-timestamp and headers of the record that brought the newest change. Entries are ordered by their
-*buffer time* (the window end or the record time, chosen by the suppress processor) and then by
-serialized key; a key updated while buffered keeps its place (Kafka's non-resetting semantics), so
-a rate limit cannot be dodged by updating a key again and again.
+record context (timestamp, headers, topic, partition, offset) of the record that brought the
+newest change. Entries are ordered by their *buffer time* (the window end or the record time,
+chosen by the suppress processor) and then by serialized key, bytes compared unsigned, as Kafka's
+buffer orders them; a key updated while buffered keeps its place (Kafka's non-resetting
+semantics), so a rate limit cannot be dodged by updating a key again and again.
+
+An entry's size, which ``BufferConfig.max_bytes`` bounds, is what Kafka's
+``InMemoryTimeOrderedKeyValueChangeBuffer`` counts: the buffer time (8), the serialized key, the
+prior, old and new values (the old one not again when it equals the prior one), and the record
+context's ``residentMemorySizeEstimate`` (timestamp 8, offset 8, partition 4, the topic name's
+length, each header's name length and value bytes). A buffer therefore fills at the same record
+as Kafka's.
 
 Guarantees: the changelog (``<application.id>-<store>-changelog``, compacted) is written at
 ``flush``, that is, at commit: the newest entry of every key changed since the last commit, and a
 tombstone for every key evicted since, so the tombstone of an emitted entry is in the same commit
 as the record emitted from it. Restoring the changelog rebuilds exactly the buffer of the last
-commit. The changelog value layout is kstreams' own (a version byte, buffer time, record
-timestamp, prior/old/new values, headers); Kafka's binary layout is not reproduced.
+commit. The changelog value is a version byte (2) followed by the body of Kafka's version 3
+layout (record context, prior value, old value or a marker that it equals the prior one, new
+value, buffer time); Kafka marks its version in a record header instead, which kstreams'
+changelog records do not carry. Version 1 values (kstreams 0.1: its own layout, keys with a type
+byte) are still read: a restored version-1 entry is written back in version 2 under its new key
+at the next flush, and its old key gets a tombstone.
 
-Keys are serialized with the key serde, windowed keys (``WindowedKey``) as their window and inner
-key, so the buffer serves windowed and plain tables alike. The store is used only by the thread
-holding its task (see ``kstreams.state.store``), so it has no lock.
+Keys are serialized as Kafka's suppress buffer serializes them with the table's key serde: a plain
+key as the key serde writes it; a windowed key (``WindowedKey``) as Kafka's windowed serializers
+do, the inner key's bytes then the window start for time (and sliding) windows, then end and start
+for sessions (``WindowedKeyFormat``, from the windowed aggregation upstream). The store is used
+only by the thread holding its task (see ``kstreams.state.store``), so it has no lock.
 """
 
 from __future__ import annotations
@@ -37,6 +51,7 @@ __all__ = [
     "BufferedRecord",
     "InMemoryTimeOrderedKeyValueBuffer",
     "TimeOrderedKeyValueBufferBuilder",
+    "WindowedKeyFormat",
 ]
 
 logger = logging.getLogger(__name__)
@@ -44,15 +59,33 @@ logger = logging.getLogger(__name__)
 # The minimum timestamp of an empty buffer: no buffer time reaches it.
 EMPTY_MIN_TIMESTAMP = (1 << 63) - 1
 
-_CHANGELOG_VERSION = 1
-_HEADER = struct.Struct(">Bqq")  # version, buffer time, record timestamp
+_CHANGELOG_VERSION = 2
+_LEGACY_VERSION = 1
+_VERSION = struct.Struct(">B")
+_LONG = struct.Struct(">q")
 _LENGTH = struct.Struct(">i")
-_WINDOW = struct.Struct(">qq")
-_PLAIN_KEY = b"\x00"
-_WINDOWED_KEY = b"\x01"
-# What Kafka counts for a buffered record's context besides its bytes: timestamp, offset and
-# partition (8 + 8 + 4), and the buffer time (8).
+_CONTEXT_HEAD = struct.Struct(">qq")  # record timestamp, offset
+_END_START = struct.Struct(">qq")
+# Kafka's BufferValue: an old value equal to the prior one is written as this length, not again.
+_OLD_IS_PRIOR = -2
+# Version 1 (kstreams' own layout): version, buffer time, record timestamp; keys with a type byte.
+_LEGACY_HEADER = struct.Struct(">Bqq")
+# A plain key's type byte was 0x00.
+_LEGACY_WINDOWED_KEY = b"\x01"
+# What Kafka counts for an entry besides its bytes: the buffer time (8), and the record context's
+# timestamp, offset and partition (8 + 8 + 4).
 _ENTRY_OVERHEAD = 28
+
+
+@dataclass(frozen=True, slots=True)
+class WindowedKeyFormat:
+    """How the buffer serializes a ``WindowedKey``: Kafka's ``SessionWindowedSerializer`` layout
+    (inner key, end, start) for sessions, else its ``TimeWindowedSerializer`` layout (inner key,
+    start), whose end is rebuilt from ``window_size_ms`` (the size of time windows, the time
+    difference of sliding windows)."""
+
+    session: bool
+    window_size_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +108,9 @@ class _Entry:
     new: bytes | None
     timestamp: int
     headers: Headers | None
+    topic: str | None
+    partition: int
+    offset: int
     size: int
 
 
@@ -92,75 +128,143 @@ def _read_optional(data: bytes, offset: int) -> tuple[bytes | None, int]:
     return bytes(data[offset : offset + length]), offset + length
 
 
-def _headers_size(headers: Headers | None) -> int:
-    if not headers:
-        return 0
-    return sum(len(name) + (len(value) if value is not None else 0) for name, value in headers)
+def _java_length(text: str) -> int:
+    """``String.toCharArray().length`` in Java: UTF-16 code units, what Kafka counts for names."""
+    return len(text.encode("utf-16-le")) // 2
 
 
-def _entry_size(key: bytes, prior: bytes | None, old: bytes | None, new: bytes | None, headers: Any) -> int:
-    size = _ENTRY_OVERHEAD + len(key) + _headers_size(headers)
-    # The prior value is usually the old one (the first buffering of a key): counted once then.
-    for part in (old, new) if prior is old else (prior, old, new):
-        if part is not None:
-            size += len(part)
+def _entry_size(
+    key: bytes,
+    prior: bytes | None,
+    old: bytes | None,
+    new: bytes | None,
+    headers: Headers | None,
+    topic: str | None,
+) -> int:
+    """Kafka's ``computeRecordSize`` of an entry (see the module docstring)."""
+    size = _ENTRY_OVERHEAD + len(key)
+    if topic is not None:
+        size += _java_length(topic)
+    for name, value in headers or ():
+        size += _java_length(name) + (len(value) if value is not None else 0)
+    if prior is not None:
+        size += len(prior)
+    # Kafka's BufferValue keeps one array for an old value equal to the prior one (the first
+    # buffering of a key): counted once.
+    if old is not None and old != prior:
+        size += len(old)
+    if new is not None:
+        size += len(new)
     return size
 
 
+def _make_entry(
+    key: bytes,
+    time: int,
+    prior: bytes | None,
+    old: bytes | None,
+    new: bytes | None,
+    timestamp: int,
+    headers: Headers | None,
+    topic: str | None,
+    partition: int,
+    offset: int,
+) -> _Entry:
+    size = _entry_size(key, prior, old, new, headers, topic)
+    return _Entry(time, prior, old, new, timestamp, headers, topic, partition, offset, size)
+
+
 def encode_entry(entry: _Entry) -> bytes:
-    """The changelog value of a buffered entry."""
-    parts = [
-        _HEADER.pack(_CHANGELOG_VERSION, entry.time, entry.timestamp),
-        _optional_bytes(entry.prior),
-        _optional_bytes(entry.old),
-        _optional_bytes(entry.new),
-    ]
+    """The changelog value of a buffered entry: version 2 (see the module docstring)."""
+    parts = [_VERSION.pack(_CHANGELOG_VERSION), _CONTEXT_HEAD.pack(entry.timestamp, entry.offset)]
+    # Kafka's record context always has a topic; a punctuation's forward has none here (-1).
+    parts.append(_optional_bytes(None if entry.topic is None else entry.topic.encode()))
+    parts.append(_LENGTH.pack(entry.partition))
     headers = entry.headers or []
+    # No headers is written as -1, which Kafka reads as empty headers.
     parts.append(_LENGTH.pack(len(headers) if entry.headers is not None else -1))
     for name, value in headers:
         parts.append(_optional_bytes(name.encode()))
         parts.append(_optional_bytes(value))
+    parts.append(_optional_bytes(entry.prior))
+    if entry.old is not None and entry.old == entry.prior:
+        parts.append(_LENGTH.pack(_OLD_IS_PRIOR))
+    else:
+        parts.append(_optional_bytes(entry.old))
+    parts.append(_optional_bytes(entry.new))
+    parts.append(_LONG.pack(entry.time))
     return b"".join(parts)
 
 
 def decode_entry(key: bytes, data: bytes) -> _Entry:
-    """A buffered entry from its changelog value (see ``encode_entry``)."""
-    version, time, timestamp = _HEADER.unpack_from(data, 0)
-    if version != _CHANGELOG_VERSION:
-        raise ProcessorStateException(
-            f"A suppression buffer changelog record has version {version}; this kstreams reads version "
-            f"{_CHANGELOG_VERSION}. Reset the application (or delete the changelog) to rebuild the buffer."
-        )
-    offset = _HEADER.size
+    """A buffered entry from its version 2 changelog value (see ``encode_entry``)."""
+    offset = _VERSION.size
+    timestamp, record_offset = _CONTEXT_HEAD.unpack_from(data, offset)
+    offset += _CONTEXT_HEAD.size
+    topic_bytes, offset = _read_optional(data, offset)
+    (partition,) = _LENGTH.unpack_from(data, offset)
+    offset += _LENGTH.size
+    headers, offset = _read_headers(data, offset)
+    prior, offset = _read_optional(data, offset)
+    (old_length,) = _LENGTH.unpack_from(data, offset)
+    if old_length == _OLD_IS_PRIOR:
+        old, offset = prior, offset + _LENGTH.size
+    else:
+        old, offset = _read_optional(data, offset)
+    new, offset = _read_optional(data, offset)
+    (time,) = _LONG.unpack_from(data, offset)
+    topic = None if topic_bytes is None else topic_bytes.decode()
+    return _make_entry(key, time, prior, old, new, timestamp, headers, topic, partition, record_offset)
+
+
+def _read_headers(data: bytes, offset: int) -> tuple[Headers | None, int]:
+    (count,) = _LENGTH.unpack_from(data, offset)
+    offset += _LENGTH.size
+    if count < 0:
+        return None, offset
+    headers: Headers = []
+    for _ in range(count):
+        name, offset = _read_optional(data, offset)
+        value, offset = _read_optional(data, offset)
+        headers.append(((name or b"").decode(), value))
+    return headers, offset
+
+
+def decode_legacy_entry(
+    data: bytes,
+) -> tuple[int, int, bytes | None, bytes | None, bytes | None, Headers | None]:
+    """(buffer time, record timestamp, prior, old, new, headers) of a version 1 changelog value."""
+    _, time, timestamp = _LEGACY_HEADER.unpack_from(data, 0)
+    offset = _LEGACY_HEADER.size
     prior, offset = _read_optional(data, offset)
     old, offset = _read_optional(data, offset)
     new, offset = _read_optional(data, offset)
-    (count,) = _LENGTH.unpack_from(data, offset)
-    offset += _LENGTH.size
-    headers: Headers | None = None
-    if count >= 0:
-        headers = []
-        for _ in range(count):
-            name, offset = _read_optional(data, offset)
-            value, offset = _read_optional(data, offset)
-            headers.append(((name or b"").decode(), value))
-    if prior == old:
-        prior = old  # one object again, so its size is counted once
-    return _Entry(time, prior, old, new, timestamp, headers, _entry_size(key, prior, old, new, headers))
+    headers, _ = _read_headers(data, offset)
+    return time, timestamp, prior, old, new, headers
 
 
 class InMemoryTimeOrderedKeyValueBuffer(StateStore):
     """The latest change per key, ordered by buffer time (see the module docstring).
 
-    ``key_serde`` and ``value_serde`` may be None until ``with_default_serdes`` binds the
-    application's defaults (the suppress processor does, at init).
+    ``key_serde`` (of plain keys, or of the keys inside windows) and ``value_serde`` may be None
+    until ``with_default_serdes`` binds the application's defaults (the suppress processor does,
+    at init). ``window_format`` says how windowed keys are written: a buffer without one holds
+    plain keys only.
     """
 
-    def __init__(self, name: str, key_serde: Any, value_serde: Any, logging_enabled: bool = True) -> None:
+    def __init__(
+        self,
+        name: str,
+        key_serde: Any,
+        value_serde: Any,
+        logging_enabled: bool = True,
+        window_format: WindowedKeyFormat | None = None,
+    ) -> None:
         self._name = name
         self.key_serde = key_serde
         self.value_serde = value_serde
         self.logging_enabled = logging_enabled
+        self.window_format = window_format
         self._index: dict[bytes, _Entry] = {}
         # (buffer time, key): entries whose key left the index or got a new time are stale and
         # skipped when they reach the top.
@@ -225,7 +329,8 @@ class InMemoryTimeOrderedKeyValueBuffer(StateStore):
         return len(self._index)
 
     def buffer_size(self) -> int:
-        """The bytes the buffer holds: keys, values and record contexts, as Kafka counts them."""
+        """The bytes the buffer holds: keys, values and record contexts, as Kafka counts them
+        (see the module docstring)."""
         return self._size
 
     def min_timestamp(self) -> int:
@@ -239,9 +344,23 @@ class InMemoryTimeOrderedKeyValueBuffer(StateStore):
             heapq.heappop(heap)
         return EMPTY_MIN_TIMESTAMP
 
-    def put(self, time: int, key: Any, new: Any, old: Any, timestamp: int, headers: Headers | None) -> None:
+    def put(
+        self,
+        time: int,
+        key: Any,
+        new: Any,
+        old: Any,
+        timestamp: int,
+        headers: Headers | None,
+        *,
+        topic: str | None = None,
+        partition: int = -1,
+        offset: int = -1,
+    ) -> None:
         """Buffer ``Change(new, old)`` of ``key`` from a record at ``timestamp``, at buffer ``time``
-        unless the key is buffered already (it then keeps its time and its prior value)."""
+        unless the key is buffered already (it then keeps its time and its prior value).
+        ``topic``, ``partition`` and ``offset`` are the record's context (counted in the size and
+        kept in the changelog, as Kafka does)."""
         key_bytes = self._serialize_key(key)
         old_bytes = self._serialize_value(old)
         new_bytes = self._serialize_value(new)
@@ -253,10 +372,11 @@ class InMemoryTimeOrderedKeyValueBuffer(StateStore):
             prior = buffered.prior
             time_kept = buffered.time
             self._size -= buffered.size
-        size = _entry_size(key_bytes, prior, old_bytes, new_bytes, headers)
-        entry = _Entry(time_kept, prior, old_bytes, new_bytes, timestamp, headers, size)
+        entry = _make_entry(
+            key_bytes, time_kept, prior, old_bytes, new_bytes, timestamp, headers, topic, partition, offset
+        )
         self._index[key_bytes] = entry
-        self._size += size
+        self._size += entry.size
         if buffered is None:
             heapq.heappush(self._heap, (time_kept, key_bytes))
         if self.logging_enabled:
@@ -299,31 +419,84 @@ class InMemoryTimeOrderedKeyValueBuffer(StateStore):
     def _restore(self, batch: list[tuple[bytes, bytes | None]]) -> None:
         for key, value in batch:
             key = bytes(key)
-            previous = self._index.pop(key, None)
-            if previous is not None:
-                self._size -= previous.size
+            self._remove(key)
             if value is None:
                 continue
-            entry = decode_entry(key, bytes(value))
-            self._index[key] = entry
-            self._size += entry.size
-            heapq.heappush(self._heap, (entry.time, key))
+            value = bytes(value)
+            (version,) = _VERSION.unpack_from(value, 0)
+            if version == _CHANGELOG_VERSION:
+                self._insert(key, decode_entry(key, value))
+            elif version == _LEGACY_VERSION:
+                self._restore_legacy(key, value)
+            else:
+                raise ProcessorStateException(
+                    f"A suppression buffer changelog record of {self._name} has version {version}; this "
+                    f"kstreams reads versions {_LEGACY_VERSION} and {_CHANGELOG_VERSION}. Reset the "
+                    "application (or delete the changelog) to rebuild the buffer."
+                )
+
+    def _restore_legacy(self, legacy_key: bytes, value: bytes) -> None:
+        """A version 1 entry under its version 2 key; both keys are marked dirty, so the next
+        flush writes the entry anew and a tombstone for the old key (which nothing else deletes
+        in the compacted changelog)."""
+        time, timestamp, prior, old, new, headers = decode_legacy_entry(value)
+        if legacy_key[:1] == _LEGACY_WINDOWED_KEY:
+            start, end = _END_START.unpack_from(legacy_key, 1)  # version 1 wrote start first
+            key = self._pack_window(legacy_key[1 + _END_START.size :], start, end)
+        else:
+            key = legacy_key[1:]
+        self._remove(key)
+        self._insert(key, _make_entry(key, time, prior, old, new, timestamp, headers, None, -1, -1))
+        if self.logging_enabled:
+            self._dirty[legacy_key] = timestamp
+            self._dirty[key] = timestamp
+
+    def _insert(self, key: bytes, entry: _Entry) -> None:
+        self._index[key] = entry
+        self._size += entry.size
+        heapq.heappush(self._heap, (entry.time, key))
+
+    def _remove(self, key: bytes) -> None:
+        # The heap's item of a removed key is skipped when it reaches the top (min_timestamp).
+        previous = self._index.pop(key, None)
+        if previous is not None:
+            self._size -= previous.size
 
     def _serialize_key(self, key: Any) -> bytes:
         if isinstance(key, WindowedKey):
             inner = self._serde("key").serialize(self._topic, key.key)
-            return _WINDOWED_KEY + _WINDOW.pack(key.start, key.end) + (inner or b"")
+            return self._pack_window(bytes(inner or b""), key.start, key.end)
         data = self._serde("key").serialize(self._topic, key)
         if data is None:
             raise ProcessorStateException(f"Suppression buffer {self._name} cannot hold a null key.")
-        return bytes(_PLAIN_KEY + data)
+        return bytes(data)
+
+    def _pack_window(self, inner: bytes, start: int, end: int) -> bytes:
+        window_format = self.window_format
+        if window_format is None:
+            raise ProcessorStateException(
+                f"Suppression buffer {self._name} got a windowed key, but its table was not found to "
+                "come from a windowed aggregation, so the buffer does not know how to write its "
+                "window: give the table a windowed key serde (WindowedSerdes) or suppress the "
+                "windowed aggregation's table itself."
+            )
+        if window_format.session:
+            return inner + _END_START.pack(end, start)
+        return inner + _LONG.pack(start)
 
     def _deserialize_key(self, data: bytes) -> Any:
         serde = self._serde("key")
-        if data[:1] == _WINDOWED_KEY:
-            start, end = _WINDOW.unpack_from(data, 1)
-            return WindowedKey(serde.deserialize(self._topic, data[1 + _WINDOW.size :]), start, end)
-        return serde.deserialize(self._topic, data[1:])
+        window_format = self.window_format
+        if window_format is None:
+            return serde.deserialize(self._topic, data)
+        if window_format.session:
+            split = len(data) - _END_START.size
+            end, start = _END_START.unpack_from(data, split)
+        else:
+            split = len(data) - _LONG.size
+            (start,) = _LONG.unpack_from(data, split)
+            end = start + window_format.window_size_ms
+        return WindowedKey(serde.deserialize(self._topic, data[:split]), start, end)
 
     def _serialize_value(self, value: Any) -> bytes | None:
         if value is None:
@@ -354,10 +527,17 @@ class TimeOrderedKeyValueBufferBuilder(StoreBuilder):
     """Builds one suppression buffer per task. Change-logged by default (a compacted changelog);
     caching does not apply to a buffer and is ignored, as in Kafka."""
 
-    def __init__(self, name: str, key_serde: Any = None, value_serde: Any = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        key_serde: Any = None,
+        value_serde: Any = None,
+        window_format: WindowedKeyFormat | None = None,
+    ) -> None:
         super().__init__(name)
         self.key_serde = key_serde
         self.value_serde = value_serde
+        self.window_format = window_format
 
     @property
     def store_type(self) -> str:
@@ -368,5 +548,5 @@ class TimeOrderedKeyValueBufferBuilder(StoreBuilder):
 
     def build(self) -> InMemoryTimeOrderedKeyValueBuffer:
         return InMemoryTimeOrderedKeyValueBuffer(
-            self.name, self.key_serde, self.value_serde, self.logging_enabled
+            self.name, self.key_serde, self.value_serde, self.logging_enabled, self.window_format
         )

@@ -16,7 +16,8 @@ stream, GT grouped table, WG windowed grouped stream):
         advance, diff, gap, grace}; emit "close" is EmitStrategy.onWindowClose
     count / reduce / aggregate {in, fn, store?} G->T, GT->T, WG->WT
     cogroup {ins, fns, windows?, store?} G,G..->T or WT
-    suppress {in, mode: close | limit, ms, max_records?} WT->WT (close), T->T or WT->WT (limit)
+    suppress {in, mode: close | limit, ms, max_records?, max_bytes?} WT->WT (close), T->T or WT->WT
+        (limit; a bounded buffer emits early when full)
     to_stream {in} T->S, WT->S (the key rendered "key@start/end")
     join / left_join {in, other, fn, windows?} S,T->S; S,S->S (windows {diff, grace, before?,
         after?}); T,T->T (store?)          outer_join: S,S->S and T,T->T

@@ -75,12 +75,14 @@ def _render_windowed(wk: Any, _value: Any) -> str:
 def _suppressed(node: dict[str, Any]) -> Suppressed:
     if node["mode"] == "close":
         return Suppressed.until_window_closes(BufferConfig.unbounded())
-    max_records = node.get("max_records")
-    buffer = (
-        BufferConfig.unbounded()
-        if max_records is None
-        else BufferConfig.max_records(max_records).emit_early_when_full()
-    )
+    max_records, max_bytes = node.get("max_records"), node.get("max_bytes")
+    buffer = BufferConfig.unbounded()
+    if max_records is not None:
+        buffer = buffer.with_max_records(max_records)
+    if max_bytes is not None:
+        buffer = buffer.with_max_bytes(max_bytes)
+    if max_records is not None or max_bytes is not None:
+        buffer = buffer.emit_early_when_full()
     return Suppressed.until_time_limit(node["ms"], buffer)
 
 

@@ -25,9 +25,10 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 from kstreams.errors import TopologyException
+from kstreams.state.time_ordered_buffer import WindowedKeyFormat
 from kstreams.topology.dsl import naming
 from kstreams.topology.dsl.parameters import Named, to_millis
-from kstreams.topology.dsl.windows import SessionWindows, SlidingWindows
+from kstreams.topology.dsl.windows import SessionWindows, SlidingWindows, TimeWindows
 
 if TYPE_CHECKING:
     from kstreams.topology.dsl.ktable import KTable
@@ -212,6 +213,39 @@ def _key_serde(table: KTable[Any, Any]) -> Any:
     return _upstream_key_serde(table._builder.topology.nodes, table.name, set())
 
 
+def _window_format(table: KTable[Any, Any]) -> WindowedKeyFormat | None:
+    """How the buffer of a windowed table writes its keys (as Kafka's windowed serializers do):
+    from the table's windowed key serde, else from the windowed aggregation upstream; None for a
+    table of plain keys."""
+    from kstreams.topology.dsl.windowed_serdes import SessionWindowedSerde, TimeWindowedSerde
+
+    serde = table._key_serde
+    if isinstance(serde, SessionWindowedSerde):
+        return WindowedKeyFormat(session=True)
+    if isinstance(serde, TimeWindowedSerde) and serde.window_size_ms is not None:
+        return WindowedKeyFormat(session=False, window_size_ms=serde.window_size_ms)
+    return _upstream_window_format(table._builder.topology.nodes, table.name, set())
+
+
+def _upstream_window_format(nodes: Mapping[str, Any], name: str, seen: set[str]) -> WindowedKeyFormat | None:
+    if name in seen:
+        return None
+    seen.add(name)
+    spec = nodes.get(name)
+    windows = getattr(getattr(spec, "supplier", None), "windows", None)
+    if isinstance(windows, SessionWindows):
+        return WindowedKeyFormat(session=True)
+    if isinstance(windows, SlidingWindows):
+        return WindowedKeyFormat(session=False, window_size_ms=windows.time_difference_ms)
+    if isinstance(windows, TimeWindows):
+        return WindowedKeyFormat(session=False, window_size_ms=windows.size_ms)
+    for parent in getattr(spec, "predecessors", ()):
+        found = _upstream_window_format(nodes, parent, seen)
+        if found is not None:
+            return found
+    return None
+
+
 def _table_key_serde(table: KTable[Any, Any]) -> Any:
     if table._key_serde is not None:
         return table._key_serde
@@ -264,7 +298,9 @@ def suppress_table(table: KTable[Any, Any], suppressed: Suppressed) -> KTable[An
     store_name = f"{suppressed.name}-store" if suppressed.name is not None else None
     store_name = store_name or builder.new_store_name(naming.KTABLE_SUPPRESS)
     config = suppressed.buffer_config
-    store = TimeOrderedKeyValueBufferBuilder(store_name, _key_serde(table), table._value_serde)
+    store = TimeOrderedKeyValueBufferBuilder(
+        store_name, _key_serde(table), table._value_serde, _window_format(table)
+    )
     if config.logging_enabled:
         store.with_logging_enabled(config.log_config)
     else:

@@ -1,8 +1,14 @@
-"""The suppression buffer: time order, non-resetting updates, prior values, size accounting,
-change-logging at flush (values and tombstones) and restore from the changelog."""
+"""The suppression buffer: time order (then serialized key, as Kafka's), non-resetting updates,
+prior values, size accounting as Kafka's, change-logging at flush (values and tombstones), restore
+from the changelog, and the version 1 changelog of kstreams 0.1."""
 
 from __future__ import annotations
 
+import struct
+
+import pytest
+
+from kstreams.errors import ProcessorStateException
 from kstreams.serdes import Serdes
 from kstreams.state.store import WindowedKey
 from kstreams.state.time_ordered_buffer import (
@@ -10,15 +16,18 @@ from kstreams.state.time_ordered_buffer import (
     BufferedRecord,
     InMemoryTimeOrderedKeyValueBuffer,
     TimeOrderedKeyValueBufferBuilder,
+    WindowedKeyFormat,
 )
 
 S = Serdes.string()
 L = Serdes.long()
+SESSIONS = WindowedKeyFormat(session=True)
+TUMBLING_10 = WindowedKeyFormat(session=False, window_size_ms=10)
 
 
-def _buffer(make_context, logging_enabled: bool = True):  # type: ignore[no-untyped-def]
+def _buffer(make_context, logging_enabled: bool = True, window_format=None):  # type: ignore[no-untyped-def]
     context = make_context()
-    buffer = InMemoryTimeOrderedKeyValueBuffer("buf", S, L, logging_enabled)
+    buffer = InMemoryTimeOrderedKeyValueBuffer("buf", S, L, logging_enabled, window_format)
     buffer.init(context, buffer)
     return buffer, context
 
@@ -53,21 +62,62 @@ def test_prior_value_is_the_value_from_before_the_key_was_buffered(make_context)
     assert buffer.prior_value_for_buffered("b") == (False, None)
 
 
-def test_windowed_keys_round_trip(make_context):
-    buffer, _ = _buffer(make_context)
-    buffer.put(100, WindowedKey("a", 0, 100), 3, 2, 90, None)
-    assert _drain(buffer) == [BufferedRecord(WindowedKey("a", 0, 100), 3, 2, 90, None)]
+def test_windowed_keys_round_trip_in_kafkas_windowed_key_layouts(make_context):
+    sessions, context = _buffer(make_context, window_format=SESSIONS)
+    sessions.put(100, WindowedKey("a", 0, 100), 3, 2, 90, None)
+    sessions.flush()
+    # SessionWindowedSerializer: inner key, end, start.
+    assert context.changelog[0][1] == b"a" + struct.pack(">qq", 100, 0)
+    assert _drain(sessions) == [BufferedRecord(WindowedKey("a", 0, 100), 3, 2, 90, None)]
+    windows, context = _buffer(make_context, window_format=TUMBLING_10)
+    windows.put(10, WindowedKey("a", 0, 10), 3, 2, 9, None)
+    windows.flush()
+    # TimeWindowedSerializer: inner key, start; the end comes back from the window size.
+    assert context.changelog[0][1] == b"a" + struct.pack(">q", 0)
+    assert _drain(windows) == [BufferedRecord(WindowedKey("a", 0, 10), 3, 2, 9, None)]
 
 
-def test_size_counts_keys_values_and_context(make_context):
+def test_a_windowed_key_without_a_window_format_is_refused(make_context):
     buffer, _ = _buffer(make_context)
-    buffer.put(1, "a", 1, None, 1, None)
+    with pytest.raises(ProcessorStateException, match="does not know how to write its window"):
+        buffer.put(100, WindowedKey("a", 0, 100), 3, 2, 90, None)
+
+
+def test_entries_of_equal_time_leave_in_serialized_key_order(make_context):
+    # Kafka's buffer sorts by time, then by the serialized key's bytes: "ab..." before "d...",
+    # whatever the windows (suppress-equal-time-order).
+    buffer, _ = _buffer(make_context, window_format=SESSIONS)
+    buffer.put(2, WindowedKey("d", 0, 2), 2, None, 2, None)
+    buffer.put(2, WindowedKey("ab", 2, 2), 1, None, 2, None)
+    buffer.put(2, WindowedKey("d", 0, 0), None, 1, 2, None)
+    assert [r.key for r in _drain(buffer)] == [
+        WindowedKey("ab", 2, 2),
+        WindowedKey("d", 0, 0),
+        WindowedKey("d", 0, 2),
+    ]
+
+
+def test_size_counts_what_kafkas_resident_memory_size_estimate_counts(make_context):
+    buffer, _ = _buffer(make_context)
+    # buffer time 8 + key 1 + new value 8 + context (timestamp 8, offset 8, partition 4, topic 5)
+    buffer.put(1, "a", 1, None, 1, None, topic="input", partition=0, offset=3)
+    assert buffer.buffer_size() == 8 + 1 + 8 + 8 + 8 + 4 + 5
+    # An update: the prior value (None) stays, the old value (8) is counted, headers too (name
+    # length and value bytes).
+    buffer.put(1, "a", 2, 1, 2, [("h1", b"xyz"), ("h2", None)], topic="input", partition=0, offset=4)
+    updated = 28 + 1 + 8 + 8 + 5 + (2 + 3) + 2
+    assert buffer.buffer_size() == updated
+    # First buffering with an old value: prior and old are one value, counted once.
+    buffer.put(1, "b", 2, 1, 2, None, topic="input")
+    assert buffer.buffer_size() == updated + 28 + 1 + 8 + 8 + 5
+
+
+def test_an_update_whose_old_value_equals_the_prior_counts_it_once(make_context):
+    buffer, _ = _buffer(make_context)
+    buffer.put(1, "a", 5, 4, 1, None)
     first = buffer.buffer_size()
-    assert first > 0
-    buffer.put(1, "a", 2, 1, 1, None)  # an old value now, and a prior (None)
-    assert buffer.buffer_size() == first + 8
-    buffer.put(1, "bb", 1, None, 1, None)
-    assert buffer.buffer_size() == first + 8 + first + 1
+    buffer.put(1, "a", 4, 4, 2, None)  # old == prior by value: Kafka keeps one array
+    assert buffer.buffer_size() == first
 
 
 def test_changelog_is_written_at_flush_with_tombstones_for_evicted_keys(make_context):
@@ -78,13 +128,13 @@ def test_changelog_is_written_at_flush_with_tombstones_for_evicted_keys(make_con
     assert context.changelog == []
     buffer.flush()
     assert [(name, key, value is None, ts) for name, key, value, ts in context.changelog] == [
-        ("buf", b"\x00a", False, 11),
-        ("buf", b"\x00b", False, 20),
+        ("buf", b"a", False, 11),
+        ("buf", b"b", False, 20),
     ]
     context.changelog.clear()
     buffer.evict_while(lambda: buffer.min_timestamp() <= 10, lambda evicted: None)
     buffer.flush()
-    assert context.changelog == [("buf", b"\x00a", None, 11)]
+    assert context.changelog == [("buf", b"a", None, 11)]
     context.changelog.clear()
     buffer.flush()
     assert context.changelog == []
@@ -92,7 +142,8 @@ def test_changelog_is_written_at_flush_with_tombstones_for_evicted_keys(make_con
 
 def test_restore_rebuilds_the_buffer_of_the_last_flush(make_context):
     buffer, context = _buffer(make_context)
-    buffer.put(10, "a", 2, 1, 12, [("h", None)])
+    buffer.put(10, "a", 2, 1, 12, [("h", None)], topic="in", partition=0, offset=7)
+    buffer.put(10, "a", 3, 2, 13, [("h", None)], topic="in", partition=0, offset=8)
     buffer.put(5, "b", 7, None, 5, None)
     buffer.put(30, "c", 1, None, 30, None)
     buffer.flush()
@@ -106,9 +157,56 @@ def test_restore_rebuilds_the_buffer_of_the_last_flush(make_context):
     assert restored.buffer_size() == size
     assert restored.prior_value_for_buffered("a") == (True, 1)
     assert _drain(restored) == [
-        BufferedRecord("a", 2, 1, 12, [("h", None)]),
+        BufferedRecord("a", 3, 2, 13, [("h", None)]),
         BufferedRecord("c", 1, None, 30, None),
     ]
+
+
+def _version_1_value(
+    time: int, timestamp: int, prior: bytes | None, old: bytes | None, new: bytes | None
+) -> bytes:
+    def optional(data: bytes | None) -> bytes:
+        return struct.pack(">i", -1) if data is None else struct.pack(">i", len(data)) + data
+
+    return (
+        struct.pack(">Bqq", 1, time, timestamp)
+        + optional(prior)
+        + optional(old)
+        + optional(new)
+        + b"\xff" * 4
+    )
+
+
+ONE, TWO = struct.pack(">q", 1), struct.pack(">q", 2)
+
+
+def test_a_version_1_changelog_is_restored_and_rewritten_under_its_new_keys(make_context):
+    buffer, context = _buffer(make_context)
+    context.registered["buf"]([(b"\x00a", _version_1_value(10, 12, ONE, ONE, TWO))])  # type byte, key
+    assert buffer.num_records() == 1
+    assert buffer.prior_value_for_buffered("a") == (True, 1)
+    buffer.flush()
+    written = {key: value for _, key, value, _ in context.changelog}
+    assert written[b"\x00a"] is None  # the old key goes
+    assert written[b"a"] is not None and written[b"a"][:1] == b"\x02"
+    assert _drain(buffer) == [BufferedRecord("a", 2, 1, 12, None)]
+
+
+def test_a_version_1_windowed_entry_is_restored_under_kafkas_windowed_key(make_context):
+    buffer, context = _buffer(make_context, window_format=SESSIONS)
+    legacy = b"\x01" + struct.pack(">qq", 0, 5) + b"w"  # type byte, start, end, inner key
+    context.registered["buf"]([(legacy, _version_1_value(5, 5, None, None, ONE))])
+    buffer.flush()
+    written = {key: value for _, key, value, _ in context.changelog}
+    assert written[legacy] is None
+    assert written[b"w" + struct.pack(">qq", 5, 0)] is not None
+    assert _drain(buffer) == [BufferedRecord(WindowedKey("w", 0, 5), 1, None, 5, None)]
+
+
+def test_an_unknown_changelog_version_is_a_clear_error(make_context):
+    _, context = _buffer(make_context)
+    with pytest.raises(ProcessorStateException, match="reads versions 1 and 2"):
+        context.registered["buf"]([(b"a", b"\x07" + b"\x00" * 40)])
 
 
 def test_logging_disabled_buffer_neither_registers_nor_logs(make_context):

@@ -7,7 +7,8 @@ minus the suppress duration. The buffer time is the window's end (``WindowedKey.
 ``until_window_closes``, whose duration is the window aggregation's grace (gap plus grace for
 sessions), and the record's timestamp for ``until_time_limit``, whose duration is the limit.
 
-When the buffer holds more than ``max_records`` keys or ``max_bytes`` bytes, it either emits its
+When the buffer holds more than ``max_records`` keys or ``max_bytes`` bytes (counted as Kafka
+counts them, record context included: see ``kstreams.state.time_ordered_buffer``), it either emits its
 oldest entries early until it fits again, or fails with a ``StreamsException`` that stops the
 application (``shutdown_when_full``).
 
@@ -106,7 +107,22 @@ class KTableSuppressProcessor(Processor[Any, Any, Any, Any]):
             buffer_time = record.key.end
         else:
             buffer_time = record.timestamp
-        self.buffer.put(buffer_time, record.key, new, old, record.timestamp, record.headers)
+        metadata = self.context.record_metadata()
+        if metadata is None:  # forwarded from a punctuation: no record context
+            topic, partition, offset = None, -1, -1
+        else:
+            topic, partition, offset = metadata.topic, metadata.partition, metadata.offset
+        self.buffer.put(
+            buffer_time,
+            record.key,
+            new,
+            old,
+            record.timestamp,
+            record.headers,
+            topic=topic,
+            partition=partition,
+            offset=offset,
+        )
         self._enforce_constraints()
 
     def _enforce_constraints(self) -> None:

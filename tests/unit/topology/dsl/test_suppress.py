@@ -14,6 +14,7 @@ from kstreams.state.store import WindowedKey
 from kstreams.topology import (
     BufferConfig,
     Consumed,
+    Grouped,
     Materialized,
     Produced,
     SessionWindows,
@@ -399,3 +400,71 @@ def test_until_window_closes_after_a_cogrouped_windowed_aggregate(drive, session
     driver.create_input_topic("clicks", S, S).pipe_input("z", "c", timestamp=1000)
     z_window = 50 if session else 0
     assert sorted(out.read_key_values_to_list()) == [("k@0", "cV"), (f"z@{z_window}", "c")]
+
+
+def test_bytes_limit_counts_what_kafka_counts_and_emits_early(drive):
+    """Kafka's SuppressScenarioTest.shouldSuppressIntermediateEventsWithBytesLimit, with Kafka's
+    test driver application id: an entry counts its key, values, the repartition topic's name and
+    fixed overheads (a little over 100 bytes), so a second key fills a 200-byte buffer."""
+    builder = StreamsBuilder()
+    counts = (
+        builder.table(
+            "input",
+            Consumed.with_(S, S),
+            Materialized.with_(S, S).with_caching_disabled().with_logging_disabled(),
+        )
+        .group_by(lambda k, v: (v, k), Grouped.with_(S, S))
+        .count()
+    )
+    counts.suppress(
+        Suppressed.until_time_limit((1 << 63) - 1, BufferConfig.max_bytes(200).emit_early_when_full())
+    ).to_stream().to("output-suppressed", Produced.with_(S, L))
+    counts.to_stream().to("output-raw", Produced.with_(S, L))
+    driver = drive(builder.build(), application_id="dummy-topology-test-driver-app-id")
+    source = driver.create_input_topic("input", S, S)
+    raw = driver.create_output_topic("output-raw", S, L)
+    suppressed = driver.create_output_topic("output-suppressed", S, L)
+    source.pipe_input("k1", "v1", timestamp=0)
+    source.pipe_input("k1", "v2", timestamp=1)
+    source.pipe_input("k2", "v1", timestamp=2)
+    assert [(r.key, r.value, r.timestamp) for r in raw.read_records_to_list()] == [
+        ("v1", 1, 0),
+        ("v1", 0, 1),
+        ("v2", 1, 1),
+        ("v1", 1, 2),
+    ]
+    # Consecutive updates of v1 collapse into the latter; the last update stays buffered.
+    assert [(r.key, r.value, r.timestamp) for r in suppressed.read_records_to_list()] == [
+        ("v1", 0, 1),
+        ("v2", 1, 1),
+    ]
+    source.pipe_input("x", "x", timestamp=3)
+    assert [(r.key, r.value, r.timestamp) for r in raw.read_records_to_list()] == [("x", 1, 3)]
+    assert [(r.key, r.value, r.timestamp) for r in suppressed.read_records_to_list()] == [("v1", 1, 2)]
+
+
+def test_equal_time_sessions_leave_in_kafkas_serialized_key_order(drive):
+    """suppress-equal-time-order: Kafka's buffer orders entries of equal time by the session key's
+    bytes (inner key, end, start), so "ab" goes before "d"."""
+    builder = StreamsBuilder()
+    (
+        builder.stream("in", Consumed.with_(S, S))
+        .group_by_key()
+        .windowed_by(
+            SessionWindows.of_inactivity_gap_and_grace(timedelta(milliseconds=2), timedelta(milliseconds=20))
+        )
+        .count()
+        .suppress(Suppressed.until_time_limit(timedelta(milliseconds=10), BufferConfig.unbounded()))
+        .to_stream()
+        .map(lambda window, count: (f"{window.key}@{window.start}/{window.end}", count))
+        .to("out", Produced.with_(S, L))
+    )
+    driver = drive(builder.build(), statestore_cache_max_bytes=0)
+    source = driver.create_input_topic("in", S, S)
+    for key, value, timestamp in [("d", None, 0), ("d", "q", 2), ("ab", "z", 2), ("d", None, 22)]:
+        source.pipe_input(key, value, timestamp=timestamp)
+    assert driver.create_output_topic("out", S, L).read_key_values_to_list() == [
+        ("d@0/0", None),
+        ("ab@2/2", 1),
+        ("d@0/2", 2),
+    ]

@@ -282,10 +282,20 @@ final class SpecTopology {
         if ("close".equals(text(node, "mode"))) {
             return Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded());
         }
-        JsonNode max = node.get("max_records");
-        Suppressed.BufferConfig buffer = max == null || max.isNull()
-                ? Suppressed.BufferConfig.unbounded()
-                : Suppressed.BufferConfig.maxRecords(max.asLong()).emitEarlyWhenFull();
+        JsonNode maxRecords = node.get("max_records");
+        JsonNode maxBytes = node.get("max_bytes");
+        boolean records = maxRecords != null && !maxRecords.isNull();
+        boolean bytes = maxBytes != null && !maxBytes.isNull();
+        Suppressed.BufferConfig buffer = Suppressed.BufferConfig.unbounded();
+        if (records) {
+            buffer = buffer.withMaxRecords(maxRecords.asLong());
+        }
+        if (bytes) {
+            buffer = buffer.withMaxBytes(maxBytes.asLong());
+        }
+        if (records || bytes) {
+            buffer = buffer.emitEarlyWhenFull();
+        }
         return Suppressed.untilTimeLimit(ms(node, "ms"), buffer);
     }
 
