@@ -18,8 +18,12 @@ coordinator went away during the transaction (librdkafka issue #5456; seen here 
 restarts). It therefore runs on a helper thread: if it has not returned a few seconds after its
 timeout, the producer is given up with ``FatalClientError`` (the runtime replaces it, and the new
 producer's ``init_transactions`` fences the stuck one), and ``close`` leaves the stuck handle alone.
-Its timeout is at most the producer's ``transaction.timeout.ms``: by then the broker aborts the
-transaction anyway, so waiting longer for its offsets only keeps the application stalled.
+Its timeout is at most the producer's ``transaction.timeout.ms``, and when it times out the
+producer is given up too (``FatalClientError``): its transaction has outlived its timeout, so the
+broker aborts it and fences the producer's epoch anyway, and a producer that lost its coordinators
+during a broker outage would hang in its next ``send_offsets_to_transaction`` (librdkafka #5511:
+it keeps a coordinator that it no longer connects to), where a new producer finds them afresh.
+A producer given up that way is released without further calls (see ``close``).
 
 Threads: one thread at a time uses a producer (the port's rule); the helper thread of a bounded
 call only runs the one librdkafka call.
@@ -173,6 +177,7 @@ class KafkaProducer:
         self._in_transaction = False
         self._closed = False
         self._hung: str | None = None  # the call that never returned (see the module docstring)
+        self._given_up: str | None = None  # why the producer is not to be used any more
 
     def send(self, topic: str, partition: int, batch: RecordBatch) -> None:
         self._check_usable()
@@ -288,14 +293,25 @@ class KafkaProducer:
         owner = self._members.owner_of(group_id, list(offsets))
         metadata = owner.group_metadata() if owner is not None else self._group_only_metadata(group_id)
         positions = [KafkaTopicPartition(tp.topic, tp.partition, offset) for tp, offset in offsets.items()]
-        self._call_bounded(
-            f"Sending offsets of group {group_id!r} to the transaction",
-            self._offsets_timeout,
-            self._producer.send_offsets_to_transaction,
-            positions,
-            metadata,
-            self._offsets_timeout,
-        )
+        what = f"Sending offsets of group {group_id!r} to the transaction"
+        try:
+            self._call_bounded(
+                what,
+                self._offsets_timeout,
+                self._producer.send_offsets_to_transaction,
+                positions,
+                metadata,
+                self._offsets_timeout,
+            )
+        except ClusterError as exc:
+            if not _timed_out(exc.__cause__):
+                raise
+            self._given_up = f"{what} timed out"
+            raise FatalClientError(
+                f"{exc}. This producer may keep coordinators it lost (librdkafka #5511), and the "
+                "broker aborts its transaction once it outlives transaction.timeout.ms: give it up "
+                "and create a new one."
+            ) from exc
 
     def commit_transaction(self) -> None:
         self._require_transactional("commit_transaction")
@@ -329,6 +345,16 @@ class KafkaProducer:
                 self._transactional_id,
                 self._hung,
             )
+            return
+        if self._given_up is not None:
+            # Every call would wait for coordinators it lost; its transaction is aborted by the
+            # broker. Destroying the handle can block: the last reference goes on a thread.
+            self._closed = True
+            logger.info("Releasing producer %s: %s", self._transactional_id, self._given_up)
+            threading.Thread(
+                target=_release, args=(self._producer,), name="kstreams-producer-release", daemon=True
+            ).start()
+            self._producer = None
             return
         if self._in_transaction:
             try:
@@ -435,5 +461,20 @@ class KafkaProducer:
     def _check_usable(self) -> None:
         if self._hung is not None:
             raise FatalClientError(f"The producer is unusable: {self._hung} never returned; create a new one")
+        if self._given_up is not None:
+            raise FatalClientError(f"The producer is given up: {self._given_up}; create a new one")
         if self._closed:
             raise ClusterError("The producer is closed: create a new one")
+
+
+def _timed_out(exc: BaseException | None) -> bool:
+    """Whether a confluent-kafka exception is librdkafka's own request timeout."""
+    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+    return isinstance(error, KafkaError) and error.code() == KafkaError._TIMED_OUT
+
+
+def _release(producer: Any) -> None:
+    """Runs on a thread of its own: destroys a given-up producer (kstreams' sender at once, a
+    confluent-kafka Producer when this last reference goes)."""
+    if hasattr(producer, "send_batch"):
+        producer.close()

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, KafkaException
 
 from kstreams.cluster.kafka_producer import DeliveryFailures, KafkaProducer
-from kstreams.cluster.port import ClusterError, FatalClientError
+from kstreams.cluster.port import ClusterError, FatalClientError, TopicPartition
 
 
 class AcknowledgingProducer:
@@ -48,3 +48,55 @@ def test_other_delivery_failures_stay_what_they_are() -> None:
     with pytest.raises(ClusterError) as raised:
         producer.flush()
     assert not isinstance(raised.value, FatalClientError)
+
+
+class CoordinatorLostProducer:
+    """A transactional librdkafka producer whose coordinators went away with a broker."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def send_offsets_to_transaction(self, positions: Any, metadata: Any, timeout: float) -> None:
+        self.calls.append(f"send_offsets_to_transaction({timeout:g})")
+        raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "Failed to add offsets to transaction"))
+
+    def begin_transaction(self) -> None:
+        self.calls.append("begin_transaction")
+
+    def abort_transaction(self, timeout: float) -> None:
+        self.calls.append("abort_transaction")
+
+    def flush(self, timeout: float) -> int:
+        self.calls.append("flush")
+        return 0
+
+
+class NoMembers:
+    def owner_of(self, group_id: str, partitions: Any) -> None:
+        return None
+
+
+def test_timed_out_offsets_give_the_producer_up_without_further_calls() -> None:
+    # After a broker outage a producer that timed out sending offsets may keep coordinators it
+    # lost, and its next send_offsets_to_transaction can hang (librdkafka #5511): replaced, and
+    # never called again, not even to abort or flush on close.
+    client = CoordinatorLostProducer()
+    delivery = DeliveryFailures()
+    producer = KafkaProducer(
+        client,  # type: ignore[arg-type]
+        None,  # type: ignore[arg-type]
+        NoMembers(),  # type: ignore[arg-type]
+        lambda group: None,
+        delivery=delivery,
+        transactional_id="app-1",
+        timeout=30.0,
+        transaction_timeout=10.0,
+    )
+    producer.begin_transaction()
+    with pytest.raises(FatalClientError, match="create a new one"):
+        producer.send_offsets_to_transaction({TopicPartition("in", 0): 5}, "app")
+    assert client.calls == ["begin_transaction", "send_offsets_to_transaction(10)"]
+    with pytest.raises(FatalClientError):
+        producer.abort_transaction()
+    producer.close()
+    assert client.calls == ["begin_transaction", "send_offsets_to_transaction(10)"]
