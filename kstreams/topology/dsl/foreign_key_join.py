@@ -214,13 +214,16 @@ def foreign_key_join(
     left._enable_sending_old_values()
     left_getter = left._value_getter_supplier()
     right_getter = right._value_getter_supplier()
-    subscription_serde = SubscriptionWrapperSerde(left._key_serde)
-    response_serde = ResponseWrapperSerde(right._value_serde)
-    combined_key_serde = CombinedKeySerde(right._key_serde, left._key_serde)
-
     subscription_topic = (
         _named(builder, base, "-subscription-registration", naming.FK_SUBSCRIPTION_REGISTRATION)
         + naming.FK_JOIN_TOPIC_SUFFIX
+    )
+    # Kafka's pseudo topics for the serdes of the keys inside subscriptions and combined keys,
+    # and of the value hash (the serdes put the application id in front when bound).
+    subscription_serde = SubscriptionWrapperSerde(left._key_serde, subscription_topic + "-pk")
+    response_serde = ResponseWrapperSerde(right._value_serde)
+    combined_key_serde = CombinedKeySerde(
+        right._key_serde, left._key_serde, subscription_topic + "-fk", subscription_topic + "-pk"
     )
     topology = builder.topology
     topology.add_internal_topic(subscription_topic)

@@ -17,6 +17,14 @@ Wire formats (ours; a version byte leads each so the format can grow):
 
 Inner serdes may be None (the DSL was given none); the processors bind them to the application's
 default serdes at init (``bind_defaults``), before a record flows.
+
+The topics the inner serdes are called with are Kafka's, so a serde that depends on the topic (a
+Schema Registry subject) sees what it sees under Kafka Streams: the primary key, inside a
+subscription and inside a combined key, with the pseudo topic
+``<app>-<subscription registration topic>-pk``; the foreign key inside a combined key (the
+subscription store, its prefix scans) with ``<app>-<subscription registration topic>-fk``. The
+foreign value inside a response is written with the topic the response itself is written to.
+The pseudo topics get the application id when the serdes are bound (``bind_defaults``).
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ __all__ = [
     "SubscriptionResponseWrapper",
     "SubscriptionWrapper",
     "SubscriptionWrapperSerde",
+    "pseudo_topic",
     "value_hash",
 ]
 
@@ -103,6 +112,14 @@ class SubscriptionResponseWrapper:
     primary_partition: int | None
 
 
+def pseudo_topic(configs: Mapping[str, Any], topic: str, unbound: str) -> str:
+    """``topic`` (an internal topic name, or a pseudo topic derived from one) with the application
+    id of ``configs`` in front, as Kafka names internal topics; ``unbound`` when ``configs`` have
+    no application id (a serde configured from a partial config keeps what it was bound to)."""
+    application_id = configs.get("application.id")
+    return unbound if application_id is None else f"{application_id}-{topic}"
+
+
 def _default(serde: Any, configs: Mapping[str, Any], key: str, what: str) -> Any:
     if serde is not None:
         return serde
@@ -142,23 +159,28 @@ class _BoundSerde(abc.ABC):
 
 
 class SubscriptionWrapperSerde(_BoundSerde):
-    """Writes ``SubscriptionWrapper``s; ``primary_key_serde`` is the left table's key serde."""
+    """Writes ``SubscriptionWrapper``s; ``primary_key_serde`` is the left table's key serde, called
+    with ``primary_key_topic`` (application id in front once bound), whatever topic the
+    subscription goes to."""
 
     name = "subscription-wrapper"
 
-    def __init__(self, primary_key_serde: Any) -> None:
+    def __init__(self, primary_key_serde: Any, primary_key_topic: str) -> None:
         self.primary_key_serde = primary_key_serde
+        self._primary_key_topic_name = primary_key_topic
+        self.primary_key_topic = primary_key_topic
 
     def bind_defaults(self, configs: Mapping[str, Any]) -> None:
         self.primary_key_serde = _default(
             self.primary_key_serde, configs, "default.key.serde", "the left table's keys"
         )
+        self.primary_key_topic = pseudo_topic(configs, self._primary_key_topic_name, self.primary_key_topic)
 
     def serialize(self, topic: str | None, data: Any) -> bytes | None:
         if data is None:
             return None
         self._check(data, SubscriptionWrapper, topic)
-        key = self.primary_key_serde.serialize(topic, data.primary_key) or b""
+        key = self.primary_key_serde.serialize(self.primary_key_topic, data.primary_key) or b""
         partition = -1 if data.primary_partition is None else data.primary_partition
         header = _HEADER.pack(
             _VERSION, int(data.instruction), data.hash is not None, data.hash or _NO_HASH, partition
@@ -179,7 +201,7 @@ class SubscriptionWrapperSerde(_BoundSerde):
         return SubscriptionWrapper(
             hash_bytes if has_hash else None,
             Instruction(instruction),
-            self.primary_key_serde.deserialize(topic, data[_HEADER.size :]),
+            self.primary_key_serde.deserialize(self.primary_key_topic, data[_HEADER.size :]),
             None if partition < 0 else partition,
         )
 
@@ -231,13 +253,20 @@ class ResponseWrapperSerde(_BoundSerde):
 
 
 class CombinedKeySerde(_BoundSerde):
-    """Writes ``CombinedKey``s so that keys of one foreign key share a prefix (``prefix``)."""
+    """Writes ``CombinedKey``s so that keys of one foreign key share a prefix (``prefix``). The
+    foreign key's serde is called with ``foreign_key_topic``, the primary key's with
+    ``primary_key_topic`` (application id in front once bound), whatever store or topic the key
+    is for (Kafka's CombinedKeySchema)."""
 
     name = "combined-key"
 
-    def __init__(self, foreign_key_serde: Any, primary_key_serde: Any) -> None:
+    def __init__(
+        self, foreign_key_serde: Any, primary_key_serde: Any, foreign_key_topic: str, primary_key_topic: str
+    ) -> None:
         self.foreign_key_serde = foreign_key_serde
         self.primary_key_serde = primary_key_serde
+        self._topic_names = (foreign_key_topic, primary_key_topic)
+        self.foreign_key_topic, self.primary_key_topic = foreign_key_topic, primary_key_topic
 
     def bind_defaults(self, configs: Mapping[str, Any]) -> None:
         self.foreign_key_serde = _default(
@@ -246,18 +275,21 @@ class CombinedKeySerde(_BoundSerde):
         self.primary_key_serde = _default(
             self.primary_key_serde, configs, "default.key.serde", "the left table's keys"
         )
+        foreign, primary = self._topic_names
+        self.foreign_key_topic = pseudo_topic(configs, foreign, self.foreign_key_topic)
+        self.primary_key_topic = pseudo_topic(configs, primary, self.primary_key_topic)
 
-    def prefix(self, topic: str | None, foreign_key: Any) -> bytes:
+    def prefix(self, foreign_key: Any) -> bytes:
         """The bytes every combined key of ``foreign_key`` starts with."""
-        fk = self.foreign_key_serde.serialize(topic, foreign_key) or b""
+        fk = self.foreign_key_serde.serialize(self.foreign_key_topic, foreign_key) or b""
         return _LENGTH.pack(len(fk)) + fk
 
     def serialize(self, topic: str | None, data: Any) -> bytes | None:
         if data is None:
             return None
         self._check(data, CombinedKey, topic)
-        return self.prefix(topic, data.foreign_key) + (
-            self.primary_key_serde.serialize(topic, data.primary_key) or b""
+        return self.prefix(data.foreign_key) + (
+            self.primary_key_serde.serialize(self.primary_key_topic, data.primary_key) or b""
         )
 
     def deserialize(self, topic: str | None, data: bytes | None) -> CombinedKey | None:
@@ -266,6 +298,6 @@ class CombinedKeySerde(_BoundSerde):
         (length,) = _LENGTH.unpack_from(data)
         start = _LENGTH.size
         return CombinedKey(
-            self.foreign_key_serde.deserialize(topic, data[start : start + length]),
-            self.primary_key_serde.deserialize(topic, data[start + length :]),
+            self.foreign_key_serde.deserialize(self.foreign_key_topic, data[start : start + length]),
+            self.primary_key_serde.deserialize(self.primary_key_topic, data[start + length :]),
         )

@@ -36,6 +36,7 @@ from kstreams.topology.dsl.foreign_key_serdes import (
     SubscriptionResponseWrapper,
     SubscriptionWrapper,
     SubscriptionWrapperSerde,
+    pseudo_topic,
     value_hash,
 )
 from kstreams.topology.dsl.processors.store_access import get_store
@@ -56,15 +57,19 @@ logger = logging.getLogger(__name__)
 
 class ValueHasher:
     """Hashes left values through the left table's value serde (the default when it has none), so
-    both ends of the join compute the same hash for the same value."""
+    both ends of the join compute the same hash for the same value. The serde is called with
+    Kafka's pseudo topic ``<app>-<subscription registration topic>-vh`` (``topic`` is given
+    without the application id, which ``bind`` puts in front)."""
 
     def __init__(self, value_serde: Any, topic: str) -> None:
         self.value_serde = value_serde
+        self._topic_name = topic
         self.topic = topic
 
     def bind(self, context: ProcessorContext[Any, Any]) -> None:
         if self.value_serde is None:
             self.value_serde = serde_from_config(context.app_configs, "default.value.serde")
+        self.topic = pseudo_topic(context.app_configs, self._topic_name, self.topic)
 
     def __call__(self, value: Any) -> bytes | None:
         if value is None:
@@ -281,7 +286,7 @@ class _ForeignTableJoin(_Init):
         if record.key is None:
             return
         change: Change[Any] = record.value
-        prefix = self.spec.key_serde.prefix(None, record.key)
+        prefix = self.spec.key_serde.prefix(record.key)
         # Collected first: forwarding must not run while the store's iterator is open.
         subscribers = list(self.store.prefix_scan(prefix))
         for key, stored in subscribers:

@@ -206,18 +206,97 @@ def test_join_overloads_are_told_apart_and_bad_calls_say_what_to_pass() -> None:
 def test_wrapper_serdes_round_trip() -> None:
     digest = value_hash(b"v")
     subscription = SubscriptionWrapper(digest, Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE, "o1", 2)
-    serde = SubscriptionWrapperSerde(S)
+    serde = SubscriptionWrapperSerde(S, "reg-topic-pk")
     assert serde.deserialize("t", serde.serialize("t", subscription)) == subscription
     response = SubscriptionResponseWrapper(None, None, None)
     response_serde = ResponseWrapperSerde(J)
     assert response_serde.deserialize("t", response_serde.serialize("t", response)) == response
     full = SubscriptionResponseWrapper(digest, {"name": "x"}, 0)
     assert response_serde.deserialize("t", response_serde.serialize("t", full)) == full
-    keys = CombinedKeySerde(S, S)
+    keys = CombinedKeySerde(S, S, "reg-topic-fk", "reg-topic-pk")
     data = keys.serialize("t", CombinedKey("p1", "o1"))
-    assert data is not None and data.startswith(keys.prefix("t", "p1"))
-    assert not data.startswith(keys.prefix("t", "p"))
+    assert data is not None and data.startswith(keys.prefix("p1"))
+    assert not data.startswith(keys.prefix("p"))
     assert keys.deserialize("t", data) == CombinedKey("p1", "o1")
+
+
+class TopicRecordingSerde:
+    """A string serde that notes every (what, operation, topic) it is called with, as a Schema
+    Registry serde would derive its subject from the topic."""
+
+    def __init__(self, what: str, seen: set[tuple[str, str, str | None]]) -> None:
+        self.what, self.seen = what, seen
+
+    def serialize(self, topic: str | None, data: Any) -> bytes | None:
+        self.seen.add((self.what, "ser", topic))
+        return S.serialize(topic, data)
+
+    def deserialize(self, topic: str | None, data: bytes | None) -> Any:
+        self.seen.add((self.what, "de", topic))
+        return S.deserialize(topic, data)
+
+    def serializer(self) -> TopicRecordingSerde:
+        return self
+
+    def deserializer(self) -> TopicRecordingSerde:
+        return self
+
+
+@pytest.mark.parametrize("left_join", [False, True], ids=["join", "left_join"])
+def test_serdes_are_called_with_kafkas_topic_names(drive: Any, left_join: bool) -> None:
+    """What Kafka Streams 4.1 calls the tables' serdes with in the same join (recorded with a
+    recording serde on its TopologyTestDriver): the subscription registration topic for foreign
+    keys and its ``-fk``/``-pk``/``-vh`` pseudo topics, the response topic for primary keys and
+    foreign values, all with the application id; never None, never a subscription store changelog."""
+    seen: set[tuple[str, str, str | None]] = set()
+    builder = StreamsBuilder()
+    left = builder.table(
+        "left", Consumed.with_(TopicRecordingSerde("left key", seen), TopicRecordingSerde("left value", seen))
+    )
+    right = builder.table(
+        "right",
+        Consumed.with_(TopicRecordingSerde("right key", seen), TopicRecordingSerde("right value", seen)),
+    )
+    join = left.left_join if left_join else left.join
+    join(right, lambda v: v.split("-")[0], lambda a, b: f"{a}+{b}").to_stream().to(
+        "out", Produced.with_(S, S)
+    )
+    driver = drive(builder.build(), application_id="app")
+    lefts, rights = driver.create_input_topic("left", S, S), driver.create_input_topic("right", S, S)
+    rights.pipe_input("f1", "F1")
+    lefts.pipe_input("p1", "f1-x")
+    lefts.pipe_input("p1", "f2-y")
+    rights.pipe_input("f2", "F2")
+    lefts.pipe_input("p1", None)
+    rights.pipe_input("f1", None)
+    assert driver.create_output_topic("out", S, S).read_key_values_to_list() == [
+        ("p1", "f1-x+F1"),
+        ("p1", "f2-y+None" if left_join else None),
+        ("p1", "f2-y+F2"),
+        ("p1", None),
+    ]
+    registration = "app-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000006-topic"
+    response = "app-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-0000000014-topic"
+    join_topics = (
+        {t for _, _, t in seen} - {"left", "right"} - {t for _, _, t in seen if t and t.endswith("changelog")}
+    )
+    assert join_topics == {
+        registration,
+        f"{registration}-pk",
+        f"{registration}-fk",
+        f"{registration}-vh",
+        response,
+    }
+    assert ("left key", "ser", f"{registration}-pk") in seen
+    assert ("left key", "ser", response) in seen
+    assert ("left value", "ser", f"{registration}-vh") in seen
+    assert ("right key", "ser", registration) in seen and ("right key", "ser", f"{registration}-fk") in seen
+    assert ("right value", "ser", response) in seen and ("right value", "de", response) in seen
+    # Only the tables' own changelogs: the subscription store's keys go through the pseudo topics.
+    assert {t for _, _, t in seen if t and t.endswith("changelog")} == {
+        "app-left-STATE-STORE-0000000000-changelog",
+        "app-right-STATE-STORE-0000000003-changelog",
+    }
 
 
 # --- KafkaStreams on both cluster adapters --------------------------------------------------
