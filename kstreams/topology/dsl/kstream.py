@@ -14,8 +14,10 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
+from kstreams.errors import TopologyException
 from kstreams.topology.dsl import naming
 from kstreams.topology.dsl.internal_builder import InternalStreamsBuilder
+from kstreams.topology.dsl.materialize import plain_key_value_store_builder
 from kstreams.topology.dsl.parameters import (
     Grouped,
     Joined,
@@ -23,6 +25,7 @@ from kstreams.topology.dsl.parameters import (
     Named,
     Produced,
     Repartitioned,
+    StoreType,
     StreamJoined,
     leading_options,
     named_as,
@@ -38,7 +41,11 @@ from kstreams.topology.dsl.processors.stateless import (
     PeekSupplier,
     SelectKeySupplier,
 )
-from kstreams.topology.dsl.processors.stream_table_join import StreamTableJoinSupplier
+from kstreams.topology.dsl.processors.stream_table_join import (
+    BufferKeySerde,
+    StreamRecordSerde,
+    StreamTableJoinSupplier,
+)
 from kstreams.topology.dsl.windows import JoinWindows
 
 if TYPE_CHECKING:
@@ -756,14 +763,71 @@ class KStream(Generic[K, V]):
             )
         name = self._builder.name_or_generate(joined.name, naming.LEFTJOIN if left else naming.JOIN)
         getter = table._value_getter_supplier()
-        self._builder.add_processor(
-            name, StreamTableJoinSupplier(getter, joiner, left, with_key), stream._name
-        )
+        key_serde = joined.key_serde if joined.key_serde is not None else stream._key_serde
+        if joined.grace_period_ms is None:
+            supplier = StreamTableJoinSupplier(getter, joiner, left, with_key)
+            buffer_builder = None
+        else:
+            value_serde = joined.value_serde if joined.value_serde is not None else stream._value_serde
+            supplier, buffer_builder = self._grace_period_join(
+                name, table, getter, joiner, left, with_key, joined.grace_period_ms, key_serde, value_serde
+            )
+        self._builder.add_processor(name, supplier, stream._name)
+        if buffer_builder is not None:
+            self._builder.add_store(buffer_builder, name)  # first, as Kafka's describe() lists it
         self._builder.connect_stores(name, getter.store_names())
         sources = stream._source_nodes | table._source_nodes
         self._builder.copartition(sources)
-        key_serde = joined.key_serde if joined.key_serde is not None else stream._key_serde
         return KStream(self._builder, name, key_serde, None, False, sources)
+
+    def _grace_period_join(
+        self,
+        name: str,
+        table: KTable[Any, Any],
+        getter: Any,
+        joiner: Callable[..., Any],
+        left: bool,
+        with_key: bool,
+        grace_ms: int,
+        key_serde: Any,
+        value_serde: Any,
+    ) -> tuple[StreamTableJoinSupplier, Any]:
+        """The processor and buffer store of a stream-table join with a grace period (KIP-923),
+        after Kafka's checks: the table is versioned, and keeps history for the grace period."""
+        if getattr(getter, "get_as_of", None) is None:
+            raise TopologyException(
+                f"KTable must be versioned to use a grace period in a stream table join: join {name} "
+                f"has a grace period of {grace_ms} ms, and table {table._name} is not kept in a versioned "
+                "store. Materialize it with Stores.persistent_versioned_key_value_store(...), or drop "
+                "the grace period."
+            )
+        store_builders = self._builder.topology.store_builders
+        for store_name in getter.store_names():
+            retention = getattr(
+                getattr(store_builders.get(store_name), "supplier", None), "history_retention_ms", None
+            )
+            if retention is not None and grace_ms > retention:
+                raise TopologyException(
+                    f"History retention must be at least grace period: join {name} has a grace period "
+                    f"of {grace_ms} ms, and versioned store {store_name} keeps {retention} ms of history. "
+                    "Shorten the grace period or lengthen the history retention."
+                )
+        serdes = (BufferKeySerde(key_serde), StreamRecordSerde(value_serde))
+        buffer_name = f"{name}-Buffer"
+        # In RocksDB and logged, as Kafka's RocksDBTimeOrderedKeyValueBuffer.
+        buffer_builder = plain_key_value_store_builder(
+            buffer_name, serdes[0], serdes[1], store_type=StoreType.ROCKS_DB
+        )
+        supplier = StreamTableJoinSupplier(
+            getter,
+            joiner,
+            left,
+            with_key,
+            grace_ms=grace_ms,
+            buffer_store_name=buffer_name,
+            buffer_serdes=serdes,
+        )
+        return supplier, buffer_builder
 
 
 def _named_before_stores(

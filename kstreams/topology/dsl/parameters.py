@@ -300,16 +300,34 @@ class Materialized:
 
 @dataclass(frozen=True)
 class Joined:
-    """Serdes and name of a stream-table join (the stream side's serdes feed a repartition)."""
+    """Serdes, name and grace period of a stream-table join (the stream side's serdes feed a
+    repartition, and the grace period's buffer).
+
+    ``with_grace_period(g)`` (KIP-923) holds each stream record back until stream time has passed
+    its timestamp by ``g``, then joins it with the versioned table as of its timestamp, so a table
+    update up to ``g`` late still meets the stream records it should. The table must be versioned
+    with a history retention of at least ``g``.
+    """
 
     key_serde: Any = None
     value_serde: Any = None
     other_value_serde: Any = None
     name: str | None = None
+    grace_period_ms: int | None = None
 
     @staticmethod
-    def with_(key_serde: Any = None, value_serde: Any = None, other_value_serde: Any = None) -> Joined:
-        return Joined(key_serde, value_serde, other_value_serde)
+    def with_(
+        key_serde: Any = None,
+        value_serde: Any = None,
+        other_value_serde: Any = None,
+        name: str | None = None,
+        grace_period: timedelta | int | None = None,
+    ) -> Joined:
+        joined = Joined(key_serde, value_serde, other_value_serde, _check_name(name, "Joined name"))
+        return joined if grace_period is None else joined.with_grace_period(grace_period)
+
+    def with_grace_period(self, grace_period: timedelta | int) -> Joined:
+        return replace(self, grace_period_ms=to_millis(grace_period, "Joined grace period"))
 
     @staticmethod
     def as_(name: str) -> Joined:
