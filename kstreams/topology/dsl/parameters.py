@@ -203,6 +203,11 @@ class Repartitioned:
     def number_of_partitions_(partitions: int) -> Repartitioned:
         return Repartitioned().with_number_of_partitions(partitions)
 
+    @staticmethod
+    def stream_partitioner(partitioner: Any) -> Repartitioned:
+        """Kafka's ``Repartitioned.streamPartitioner(partitioner)``."""
+        return Repartitioned(partitioner=partitioner)
+
     def with_name(self, name: str) -> Repartitioned:
         return replace(self, name=_check_name(name, "Repartitioned name"))
 
