@@ -75,6 +75,8 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+# Metric groups whose metrics are per task: dropped when the task leaves this client.
+_TASK_GROUPS = ("stream-task-metrics", "stream-processor-node-metrics")
 
 
 class StreamsUncaughtExceptionResponse(enum.Enum):
@@ -656,7 +658,8 @@ class KafkaStreams:
 
     def metrics(self) -> dict[MetricName, float]:
         """Every metric of the client, by Kafka Streams' names: stream-metrics (client),
-        stream-thread-metrics, stream-task-metrics (tasks running here now),
+        stream-thread-metrics, stream-task-metrics and stream-processor-node-metrics (KIP-613's
+        record-e2e-latency-avg/min/max of source and sink nodes; tasks running here now),
         stream-record-cache-metrics, stream-state-updater-metrics, with autoscaling
         stream-subtopology-metrics and stream-client-metrics, and with ``metrics.recording.level``
         DEBUG or TRACE stream-state-metrics (each open store's operation rates and latencies in ns;
@@ -667,9 +670,7 @@ class KafkaStreams:
             with self._sensors_lock:
                 for gone in [t for t in self._task_sensors if str(t) not in live]:
                     del self._task_sensors[gone]
-            self._metrics.remove(
-                lambda m: m.group == "stream-task-metrics" and m.tags.get("task-id") not in live
-            )
+            self._metrics.remove(lambda m: m.group in _TASK_GROUPS and m.tags.get("task-id") not in live)
         return self._metrics.snapshot()
 
     @property

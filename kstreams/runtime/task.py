@@ -35,6 +35,7 @@ from kstreams.errors import ProcessorStateException, StreamsException
 from kstreams.processor import PunctuationType, Punctuator, Record, TaskId
 from kstreams.runtime.compiled.compiler import CompiledSource, compile_segments
 from kstreams.runtime.compiled.steps import KEYS, VALUES, decode_whole_column
+from kstreams.runtime.e2e_latency import E2ELatencySensor
 from kstreams.runtime.processor_context import ProcessorContextImpl, PunctuationSchedule
 from kstreams.runtime.record_context import RecordContext
 from kstreams.runtime.record_errors import RecordErrors, handler_decision
@@ -111,6 +112,8 @@ class StreamTask:
         self._initialized = False
         self._processors_initialized = False
         self._closed = False
+        # KIP-613 record-e2e-latency of each source node, by source topic (None: no metrics)
+        self._source_e2e: dict[str, E2ELatencySensor] | None = None
 
     def __repr__(self) -> str:
         return f"StreamTask({self.task_id}, partitions={[str(p) for p in self.partitions]})"
@@ -122,6 +125,7 @@ class StreamTask:
         if self._initialized:
             return
         graph = self.subtopology.create_graph()
+        self._register_e2e_latency(graph)
         graph.bind(self.context, self.collector, self.partition_count, self.task_id.partition)
         self.graph = graph
         for node in graph.processor_nodes:
@@ -292,12 +296,38 @@ class StreamTask:
     def _next_stream_due(self, due: int) -> None:
         self.context.next_stream_due = due
 
+    def _register_e2e_latency(self, graph: ProcessorGraph) -> None:
+        """KIP-613's record-e2e-latency sensors of the graph's sinks (the source nodes' are made
+        when their first batch comes, as pattern sources' topics are known only then)."""
+        if self.metrics is None:
+            return
+        self._source_e2e = {}
+        for sink in graph.sink_nodes:
+            sink.e2e_latency = self._e2e_sensor(sink.name)
+
+    def _e2e_sensor(self, node_name: str) -> E2ELatencySensor:
+        assert self.metrics is not None
+        sensor = E2ELatencySensor()
+        tags = {
+            "client-id": self.client_id or "",
+            "task-id": str(self.task_id),
+            "processor-node-id": node_name,
+        }
+        sensor.register(self.metrics, tags)
+        return sensor
+
     def process(self, tp: TopicPartition, batch: Any) -> int:
         """Run a batch of one input partition through the graph; returns the records processed
         (records the deserialization handler skipped are consumed but not counted)."""
         n = len(batch)
         if n == 0:
             return 0
+        sources = self._source_e2e
+        if sources is not None:
+            sensor = sources.get(tp.topic)
+            if sensor is None:
+                sensor = sources[tp.topic] = self._e2e_sensor(self.graph.source_for(tp.topic).name)
+            sensor.record_timestamps(batch.timestamps_array())
         segment = self._segments.get(tp.topic)
         if (
             segment is not None

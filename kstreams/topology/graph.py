@@ -148,6 +148,7 @@ class SinkNode(_Node):
         "_partition",
         "_partition_count",
         "_value_serialize",
+        "e2e_latency",
         "key_serializer",
         "on_serialization_error",
         "topic",
@@ -180,6 +181,8 @@ class SinkNode(_Node):
         self.on_serialization_error: Callable[[str, Any, Exception, bool], bool] | None = None
         # ``process(record)``: the sink's own, or once bound a C sender that falls back to it
         self.process: Callable[[Any], None] = self.send_record
+        # KIP-613's record-e2e-latency sensor of this sink (set by the task before bind; None: off)
+        self.e2e_latency: Any = None
 
     def add_child(self, child: Any) -> None:
         raise StreamsException(f"Sink {self.name} cannot have children.")
@@ -206,6 +209,14 @@ class SinkNode(_Node):
                 self.topic, key_kind, value_kind, partition_count, collector, self.send_record
             )
             self.process = sender.process
+        if self.e2e_latency is not None:
+            send, record, now_ms = self.process, self.e2e_latency.record, self.e2e_latency.now_ms
+
+            def process(rec: Any) -> None:
+                record(now_ms() - rec.timestamp)
+                send(rec)
+
+            self.process = process
 
     def send_record(self, record: Any) -> None:
         """Serialize ``record``, choose its partition and hand it to the record collector."""
@@ -316,6 +327,8 @@ class SinkNode(_Node):
         """Send a batch whose keys and values are already in the sink's serialized form, split by
         Kafka's default partitioner (null keys round robin). Only for a sink that ``sends_batches``."""
         topic = self._batch_topic()
+        if self.e2e_latency is not None:
+            self.e2e_latency.record_timestamps(batch.timestamps_array())
         parts, self._next_round_robin = kernels.split_partitions(
             batch, self._partition_count(topic), self._next_round_robin
         )
