@@ -88,6 +88,24 @@ def _join_spec(op: str, left: dict[str, Any], right: dict[str, Any], **params: A
     return {"nodes": nodes}
 
 
+def _windowed_join_spec(op: str, windows: dict[str, Any], *, left_agg: str = "reduce") -> dict[str, Any]:
+    """Two windowed aggregations, of in-a and of in-b, joined on their windowed keys."""
+    nodes: list[dict[str, Any]] = []
+    for side, topic, agg in (("l", "in-a", left_agg), ("r", "in-b", "count")):
+        nodes += [
+            {"id": f"{side}0", "op": "stream", "topic": topic},
+            {"id": f"{side}1", "op": "group_by_key", "in": f"{side}0"},
+            {"id": f"{side}2", "op": "windowed_by", "in": f"{side}1", "windows": windows},
+            {"id": side, "op": agg, "in": f"{side}2", **({"fn": "concat"} if agg == "reduce" else {})},
+        ]
+    nodes += [
+        {"id": "j", "op": op, "in": "l", "other": "r", "fn": "pair"},
+        {"id": "s", "op": "to_stream", "in": "j"},
+        {"id": "sink", "op": "to", "in": "s", "topic": "out"},
+    ]
+    return {"nodes": nodes}
+
+
 LEFT = records("in-a", "a:l1@1 b:l2@3 a:l3@8 c:l4@9 -:l5@10 a:l6@20 b:l7@40")
 RIGHT = records("in-b", "a:r1@2 a:r2@6 b:r3@12 c:-@9 a:r4@22 d:r5@30 b:r6@41")
 TABLE_RIGHT = records("in-t", "a:t1@0 b:t2@5 a:-@15 a:t3@21 c:t4@8")
@@ -440,6 +458,29 @@ CATALOGUE: list[Case] = [
         "stream-stream-outer-join-late-headers",
         _join_spec("outer_join", STREAM, {"op": "stream", "topic": "in-b"}, windows={"diff": 5, "grace": 10}),
         records("in-a", "d:xz@23") + records("in-b", "a:q@41#h=2"),
+    ),
+    # Kafka's KStreamWindowAggregateTest.testJoin (hopping windows of 10 advancing by 5), and
+    # the other joins and window types: windowed tables join on their windowed keys.
+    _case(
+        "hopping-windowed-table-join",
+        _windowed_join_spec("join", {"type": "hopping", "size": 10, "advance": 5, "grace": 100}),
+        records("in-a", "A:1@0 B:2@1 C:3@2 D:4@3 A:1@9 A:1@5 B:2@6 D:4@7 B:2@8 C:3@9")
+        + records("in-b", "A:a@0 B:b@1 C:c@2 D:d@20 A:a@20 A:a@5 B:b@6 D:d@7 D:d@18 A:a@21"),
+    ),
+    _case(
+        "tumbling-windowed-table-left-join",
+        _windowed_join_spec("left_join", {"type": "tumbling", "size": 10, "grace": 5}),
+        _merge_by_ts(LEFT, RIGHT),
+    ),
+    _case(
+        "sliding-windowed-table-outer-join",
+        _windowed_join_spec("outer_join", {"type": "sliding", "diff": 5, "grace": 10}),
+        _merge_by_ts(LEFT, RIGHT),
+    ),
+    _case(
+        "session-windowed-table-outer-join",
+        _windowed_join_spec("outer_join", {"type": "session", "gap": 3, "grace": 10}, left_agg="count"),
+        _merge_by_ts(LEFT, RIGHT),
     ),
     _case(
         "table-table-inner-join",

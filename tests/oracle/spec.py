@@ -20,7 +20,7 @@ stream, GT grouped table, WG windowed grouped stream):
         (limit; a bounded buffer emits early when full)
     to_stream {in} T->S, WT->S (the key rendered "key@start/end")
     join / left_join {in, other, fn, windows?} S,T->S; S,S->S (windows {diff, grace, before?,
-        after?}); T,T->T (store?)          outer_join: S,S->S and T,T->T
+        after?}); T,T->T (store?); WT,WT->WT      outer_join: S,S->S, T,T->T and WT,WT->WT
     to {in, topic} S
 
 Keys are strings, values strings ("s") or longs ("l"); ``normalize`` fills each node's value
@@ -154,6 +154,8 @@ def kinds(spec: Spec) -> dict[str, Kind]:
                 out[nid] = Kind("stream")
             elif (left, right) == ("table", "table"):
                 out[nid] = Kind("table")
+            elif (left, right) == ("wtable", "wtable") and not node.get("store"):
+                out[nid] = Kind("wtable")
             else:
                 raise ValueError(f"{op} of {left} and {right}")
         elif op == "to":

@@ -36,7 +36,13 @@ from kstreams.topology.dsl.materialize import (
 )
 from kstreams.topology.dsl.parameters import Materialized, Named, aggregation_store_and_name
 from kstreams.topology.dsl.processors.aggregate import StreamAggregateSupplier, WindowedAggregateSupplier
-from kstreams.topology.dsl.processors.table import StoreValueGetterSupplier, TableMergeSupplier
+from kstreams.topology.dsl.processors.table import (
+    SessionStoreValueGetterSupplier,
+    StoreValueGetterSupplier,
+    TableMergeSupplier,
+    ValueGetterSupplier,
+    WindowStoreValueGetterSupplier,
+)
 from kstreams.topology.dsl.windowed_serdes import SessionWindowedSerde
 from kstreams.topology.dsl.windows import SessionWindows, SlidingWindows, TimeWindows
 
@@ -118,8 +124,7 @@ class _Cogroup:
             value_serde,
             sources,
             merge_supplier,
-            # A windowed table's keys are windows: it cannot be looked up by key.
-            StoreValueGetterSupplier(store_name) if isinstance(windowing, _Unwindowed) else None,
+            windowing.value_getter(store_name),
             queryable_store_name=materialized.store_name,
         )
 
@@ -147,6 +152,11 @@ class _Windowing(abc.ABC):
         """The result table's key serde (windowed keys have none of their own)."""
         return None
 
+    def value_getter(self, store_name: str) -> ValueGetterSupplier:
+        """How the result table is looked up: by window, in its window store (a join of two
+        windowed tables looks up the other's rows by windowed key)."""
+        return WindowStoreValueGetterSupplier(store_name)
+
 
 class _Unwindowed(_Windowing):
     def supplier(
@@ -168,6 +178,9 @@ class _Unwindowed(_Windowing):
 
     def table_key_serde(self, key_serde: Any) -> Any:
         return key_serde
+
+    def value_getter(self, store_name: str) -> ValueGetterSupplier:
+        return StoreValueGetterSupplier(store_name)
 
 
 class _Windowed(_Windowing):
@@ -245,6 +258,9 @@ class _Session(_Windowing):
     def table_key_serde(self, key_serde: Any) -> Any:
         # Kafka's session table carries the session-windowed serde of the key's serde.
         return SessionWindowedSerde(key_serde) if key_serde is not None else None
+
+    def value_getter(self, store_name: str) -> ValueGetterSupplier:
+        return SessionStoreValueGetterSupplier(store_name)
 
 
 def _named(builder: Any, base: str | None, suffix: str, prefix: str) -> str:

@@ -34,7 +34,7 @@ from kstreams.topology.dsl.processors.aggregate import (
     count_initializer,
 )
 from kstreams.topology.dsl.processors.emit_position import emit_position_store_builder
-from kstreams.topology.dsl.processors.table import StoreValueGetterSupplier
+from kstreams.topology.dsl.processors.table import StoreValueGetterSupplier, WindowStoreValueGetterSupplier
 from kstreams.topology.dsl.session_windowed import SessionWindowedKStream
 from kstreams.topology.dsl.windows import SessionWindows, SlidingWindows, TimeWindows
 
@@ -144,7 +144,8 @@ class _Grouping(Generic[KT, K, V]):
         builder.add_store(store_builder, processor)
         if position_builder is not None:
             builder.add_store(position_builder, processor)
-        # A windowed table's keys are windows: no key serde of its own, no lookup by key.
+        # A windowed table's keys are windows: no key serde of its own; it is looked up by its
+        # windowed keys (a join of two windowed tables).
         keyed = isinstance(supplier, StreamAggregateSupplier)
         return KTable(
             builder,
@@ -153,7 +154,7 @@ class _Grouping(Generic[KT, K, V]):
             value_serde,
             sources,
             supplier,
-            StoreValueGetterSupplier(store_name) if keyed else None,
+            StoreValueGetterSupplier(store_name) if keyed else WindowStoreValueGetterSupplier(store_name),
             queryable_store_name=materialized.store_name,
         )
 

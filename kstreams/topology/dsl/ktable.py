@@ -119,8 +119,8 @@ class KTable(Generic[K, V]):
         if self._getter is None:
             if self._getter_factory is None:
                 raise TopologyException(
-                    f"Table {self._name} cannot be looked up by key (a windowed table's keys are windows): "
-                    "join or query it through to_stream() and a new table instead."
+                    f"Table {self._name} cannot be looked up by key (its processor keeps no view of its "
+                    "rows): join or query it through to_stream() and a new table instead."
                 )
             self._getter = self._getter_factory()
         return self._getter

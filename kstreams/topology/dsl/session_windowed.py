@@ -37,6 +37,7 @@ from kstreams.topology.dsl.processors.session_aggregate import (
     SessionAggregateSupplier,
     count_merger,
 )
+from kstreams.topology.dsl.processors.table import SessionStoreValueGetterSupplier
 from kstreams.topology.dsl.windowed_serdes import SessionWindowedSerde
 from kstreams.topology.dsl.windows import SessionWindows
 
@@ -182,8 +183,8 @@ class SessionWindowedKStream(Generic[K, V]):
             value_serde,
             sources,
             supplier,
-            # A session table's keys are sessions: it cannot be looked up by key.
-            None,
+            # A session table's keys are sessions: it is looked up by session.
+            SessionStoreValueGetterSupplier(store_name),
             queryable_store_name=materialized.store_name,
         )
 

@@ -19,7 +19,9 @@ from collections.abc import Callable
 from typing import Any
 
 from kstreams._native.per_record import ToStreamCore
+from kstreams.errors import StreamsException
 from kstreams.processor import Processor, ProcessorContext, Record
+from kstreams.state.store import WindowedKey
 from kstreams.state.value_and_timestamp import ValueAndTimestamp
 from kstreams.topology.dsl.processors.forwarding import ChangeForwarder
 from kstreams.topology.dsl.processors.store_access import get_store, record_access
@@ -29,6 +31,7 @@ __all__ = [
     "FilterValueGetterSupplier",
     "JoinValueGetterSupplier",
     "MapValuesGetterSupplier",
+    "SessionStoreValueGetterSupplier",
     "StoreValueGetterSupplier",
     "TableFilterSupplier",
     "TableJoinSupplier",
@@ -38,6 +41,7 @@ __all__ = [
     "TableToStreamSupplier",
     "ValueGetter",
     "ValueGetterSupplier",
+    "WindowStoreValueGetterSupplier",
 ]
 
 logger = logging.getLogger(__name__)
@@ -101,6 +105,58 @@ class StoreValueGetterSupplier(ValueGetterSupplier):
 
     def get(self, context: ProcessorContext[Any, Any]) -> ValueGetter:
         return get_store(context, self.store_name).get  # type: ignore[no-any-return]
+
+
+def _check_windowed(key: Any, store_name: str) -> None:
+    if not isinstance(key, WindowedKey):
+        raise StreamsException(
+            f"The windowed table of store {store_name} is looked up by windowed key (WindowedKey), "
+            f"got the key {key!r}: join a windowed table with a windowed table, or with a stream "
+            "whose keys are windows (such as another windowed table's to_stream())."
+        )
+
+
+class WindowStoreValueGetterSupplier(ValueGetterSupplier):
+    """Reads a time- or sliding-windowed table's window store: the row of ``WindowedKey(key,
+    start, end)`` is the window of ``key`` starting at ``start`` (Kafka's windowed aggregation
+    view), so windowed tables join and are looked up on their windowed keys."""
+
+    def __init__(self, store_name: str) -> None:
+        self.store_name = store_name
+
+    def store_names(self) -> tuple[str, ...]:
+        return (self.store_name,)
+
+    def get(self, context: ProcessorContext[Any, Any]) -> ValueGetter:
+        store = get_store(context, self.store_name)
+
+        def get(window: WindowedKey[Any]) -> ValueAndTimestamp[Any] | None:
+            _check_windowed(window, self.store_name)
+            return store.fetch(window.key, window.start)  # type: ignore[no-any-return]
+
+        return get
+
+
+class SessionStoreValueGetterSupplier(ValueGetterSupplier):
+    """Reads a session-windowed table's session store: the row of ``WindowedKey(key, start, end)``
+    is that session's aggregate, stamped with the session's end (Kafka's session aggregation
+    view, whose store keeps no timestamps)."""
+
+    def __init__(self, store_name: str) -> None:
+        self.store_name = store_name
+
+    def store_names(self) -> tuple[str, ...]:
+        return (self.store_name,)
+
+    def get(self, context: ProcessorContext[Any, Any]) -> ValueGetter:
+        store = get_store(context, self.store_name)
+
+        def get(session: WindowedKey[Any]) -> ValueAndTimestamp[Any] | None:
+            _check_windowed(session, self.store_name)
+            aggregate = store.fetch_session(session.key, session.start, session.end)
+            return None if aggregate is None else ValueAndTimestamp.make(aggregate, session.end)
+
+        return get
 
 
 class FilterValueGetterSupplier(ValueGetterSupplier):

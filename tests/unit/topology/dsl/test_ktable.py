@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from kstreams.errors import TopologyException
+from kstreams.errors import StreamsException
 from kstreams.serdes import Serdes
 from kstreams.topology import (
     Consumed,
@@ -129,11 +129,15 @@ def test_table_source_names_follow_kafka():
     assert list(builder.build().nodes) == ["rows", "rows-table-source"]
 
 
-def test_windowed_table_cannot_be_joined_by_key():
+def test_a_windowed_table_is_looked_up_by_windowed_key_only(drive):
+    # Kafka joins a windowed table with a stream of windowed keys; a plain key is a mistake that
+    # only the first record shows (Java's types catch it at compile time).
     builder = StreamsBuilder()
     windowed = builder.stream("in").group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(10)).count()
-    with pytest.raises(TopologyException, match="windowed"):
-        builder.stream("other").join(windowed, lambda a, b: a)
+    builder.stream("other").join(windowed, lambda a, b: a).to("out")
+    driver = drive(builder.build())
+    with pytest.raises(StreamsException, match="looked up by windowed key"):
+        driver.create_input_topic("other", S, S).pipe_input("k", "v", timestamp=1)
 
 
 def test_aggregation_table_can_be_filtered_and_joined(drive):

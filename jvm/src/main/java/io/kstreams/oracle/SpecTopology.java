@@ -347,6 +347,7 @@ final class SpecTopology {
                 default -> t.outerJoin(other, joiner, mat);
             };
         }
-        return new Handle("table", out, vtype);
+        // A join of two windowed tables is a windowed table (its keys are the windows).
+        return new Handle(left.kind, out, vtype);
     }
 }
