@@ -52,6 +52,11 @@ logger = logging.getLogger(__name__)
 
 # The least time between two replacements of an admin client that stopped answering.
 RENEW_INTERVAL_S = 10.0
+# Errors of a request that reached no broker, or no leader: the cluster is away (or a topic has
+# no leader yet, which renews the client at most once a RENEW_INTERVAL_S, harmlessly).
+_UNREACHABLE = frozenset(
+    {KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._TIMED_OUT, KafkaError._NOENT}
+)
 # The first pause before asking again for partitions without a known leader (it doubles, to 1 s).
 _LEADER_BACKOFF_S = 0.05
 
@@ -65,9 +70,12 @@ class KafkaAdmin:
     """An ``Admin`` over one confluent-kafka AdminClient. ``timeout`` bounds each request (s).
 
     An AdminClient whose broker connection went away during a broker restart can stop answering
-    for good (every DescribeGroups times out, while a new client is answered at once). So when a
-    request gets no answer in time and ``renew`` is given, the next request goes to a new client
-    made by ``renew`` (at most one every ``RENEW_INTERVAL_S``, so an outage does not churn)."""
+    for good (every DescribeGroups times out, while a new client is answered at once: librdkafka
+    #5511, it keeps a group coordinator it no longer connects to). So when ``renew`` is given, a
+    request that gets no answer in time, or one that finds the cluster unreachable (the client
+    then may be keeping such a coordinator), makes the next request go to a new client made by
+    ``renew``, at most one every ``RENEW_INTERVAL_S`` so that an outage does not churn: a client
+    made during an outage knows no coordinator yet and looks them up afresh once it is over."""
 
     def __init__(
         self, client: AdminClient, timeout: float = 30.0, renew: Callable[[], AdminClient] | None = None
@@ -76,11 +84,16 @@ class KafkaAdmin:
         self._timeout = timeout
         self._renew = renew
         self._renewed_at = time.monotonic()
+        # Set (from any thread, also librdkafka's) when a request found the cluster unreachable.
+        self._stale = False
         # Guards the swap of _client: requests come from the polling thread and helper callers.
         self._lock = threading.Lock()
 
     def _no_answer(self) -> None:
         """A request timed out: replace the client, if a new one may be made now."""
+        self._replace("The admin client got no answer in time", logging.WARNING)
+
+    def _replace(self, why: str, level: int) -> None:
         if self._renew is None:
             return
         with self._lock:
@@ -88,10 +101,23 @@ class KafkaAdmin:
             if now - self._renewed_at < RENEW_INTERVAL_S:
                 return
             self._renewed_at = now
+            self._stale = False
             old, self._client = self._client, self._renew()
-        logger.warning("The admin client got no answer in time: continuing with a new admin client")
+        logger.log(level, "%s: continuing with a new admin client", why)
         # Destroying a wedged librdkafka handle can block: let the last reference go elsewhere.
         threading.Thread(target=_release, args=(old,), name="kstreams-admin-release", daemon=True).start()
+
+    def _use(self) -> AdminClient:
+        """The client for the next request: a new one after the cluster was found unreachable."""
+        if self._stale:
+            self._replace("The cluster was unreachable", logging.INFO)
+        return self._client
+
+    def _observe(self, exc: BaseException | None) -> None:
+        """Note a failed request: one that found no broker or leader makes the client suspect."""
+        code = getattr(kafka_error_of(exc), "code", lambda: None)() if exc is not None else None
+        if code in _UNREACHABLE:
+            self._stale = True
 
     def _result(self, future: Future, timeout: float) -> Any:
         """A request's answer; no answer in time is librdkafka's own timeout error (retriable), so
@@ -103,6 +129,9 @@ class KafkaAdmin:
             raise KafkaException(
                 KafkaError(KafkaError._TIMED_OUT, f"no answer within {timeout:g}s")
             ) from None
+        except KafkaException as exc:
+            self._observe(exc)
+            raise
 
     # Topics
 
@@ -115,7 +144,7 @@ class KafkaAdmin:
             NewTopic(name, partitions, replication_factor, config={k: str(v) for k, v in config.items()})
             for name, (partitions, config) in topics.items()
         ]
-        futures = self._client.create_topics(
+        futures = self._use().create_topics(
             new, operation_timeout=self._timeout, request_timeout=self._timeout
         )
         existing: str | None = None
@@ -166,10 +195,11 @@ class KafkaAdmin:
     def partition_counts(self) -> dict[str, int]:
         """{topic: partition count} of every non-internal topic, from one full metadata listing."""
         try:
-            metadata = self._client.list_topics(timeout=self._timeout)
+            metadata = self._use().list_topics(timeout=self._timeout)
         except KafkaException as exc:
             if getattr(kafka_error_of(exc), "code", lambda: None)() == KafkaError._TIMED_OUT:
                 self._no_answer()
+            self._observe(exc)
             raise cluster_error("Listing the cluster's topics", exc) from exc
         return {
             name: len(topic.partitions)
@@ -181,14 +211,14 @@ class KafkaAdmin:
         """A full metadata listing, for what it updates in librdkafka's metadata cache; a failure
         is left to the request that follows."""
         try:
-            self._client.list_topics(timeout=self._timeout)
+            self._use().list_topics(timeout=self._timeout)
         except KafkaException as exc:
             logger.debug("Refreshing the cluster's metadata failed: %s", exc)
 
     def delete_topics(self, names: Sequence[str]) -> None:
         if not names:
             return
-        futures = self._client.delete_topics(
+        futures = self._use().delete_topics(
             list(names), operation_timeout=self._timeout, request_timeout=self._timeout
         )
         missing: str | None = None
@@ -222,7 +252,7 @@ class KafkaAdmin:
             for key, value in config.items()
         ]
         resource = ConfigResource(ConfigResource.Type.TOPIC, name, incremental_configs=entries)
-        futures = self._client.incremental_alter_configs([resource], request_timeout=self._timeout)
+        futures = self._use().incremental_alter_configs([resource], request_timeout=self._timeout)
         self._wait_all(futures, f"Altering the configs {dict(config)} of topic {name!r}")
 
     def create_partitions(self, counts: Mapping[str, int]) -> None:
@@ -235,7 +265,7 @@ class KafkaAdmin:
                     f"Cannot set the partition count of topic {name!r} to {count}: it has {current[name]} "
                     "and partitions can only be added"
                 )
-        futures = self._client.create_partitions(
+        futures = self._use().create_partitions(
             [NewPartitions(name, count) for name, count in counts.items()],
             operation_timeout=self._timeout,
             request_timeout=self._timeout,
@@ -263,14 +293,16 @@ class KafkaAdmin:
         """Ask for the end offset of one partition without waiting: a future of the
         ListOffsets result, whose ``.offset`` is the end (read_uncommitted)."""
         level = _ISOLATION["read_uncommitted"]
-        return next(iter(self._offset_futures([partition], OffsetSpec.latest(), level).values()))
+        future = next(iter(self._offset_futures([partition], OffsetSpec.latest(), level).values()))
+        future.add_done_callback(lambda done: self._observe(done.exception()))
+        return future
 
     def delete_records(self, before: Mapping[TopicPartition, int]) -> None:
         """Advance log start offsets; -1 means "up to the end", as in Kafka's DeleteRecords."""
         if not before:
             return
         request = [KafkaTopicPartition(tp.topic, tp.partition, offset) for tp, offset in before.items()]
-        futures = self._client.delete_records(
+        futures = self._use().delete_records(
             request, request_timeout=self._timeout, operation_timeout=self._timeout
         )
         self._wait_all(futures, f"Deleting records before {_offsets_text(before)}")
@@ -283,7 +315,7 @@ class KafkaAdmin:
         request = ConsumerGroupTopicPartitions(
             group_id, [KafkaTopicPartition(tp.topic, tp.partition) for tp in partitions]
         )
-        futures = self._client.list_consumer_group_offsets([request], request_timeout=self._timeout)
+        futures = self._use().list_consumer_group_offsets([request], request_timeout=self._timeout)
         try:
             result = self._result(futures[group_id], self._timeout)
         except KafkaException as exc:
@@ -313,7 +345,7 @@ class KafkaAdmin:
         request = ConsumerGroupTopicPartitions(
             group_id, [KafkaTopicPartition(tp.topic, tp.partition, offset) for tp, offset in offsets.items()]
         )
-        futures = self._client.alter_consumer_group_offsets([request], request_timeout=self._timeout)
+        futures = self._use().alter_consumer_group_offsets([request], request_timeout=self._timeout)
         try:
             result = self._result(futures[group_id], self._timeout)
         except KafkaException as exc:
@@ -344,7 +376,7 @@ class KafkaAdmin:
             KafkaTopicPartition(tp.topic, tp.partition): OffsetSpec.for_timestamp(ts)
             for tp, ts in timestamps.items()
         }
-        futures = self._client.list_offsets(request, isolation_level=level, request_timeout=self._timeout)
+        futures = self._use().list_offsets(request, isolation_level=level, request_timeout=self._timeout)
         result: dict[TopicPartition, int] = {}
         missing: list[TopicPartition] = []
         for ktp, future in futures.items():
@@ -370,7 +402,7 @@ class KafkaAdmin:
         holds it (members of a rebalance in progress have none yet); {} for an unknown group.
         ``timeout`` bounds the wait (default: the admin's)."""
         wait = self._timeout if timeout is None else timeout
-        futures = self._client.describe_consumer_groups([group_id], request_timeout=wait)
+        futures = self._use().describe_consumer_groups([group_id], request_timeout=wait)
         try:
             description = self._result(futures[group_id], wait)
         except KafkaException as exc:
@@ -390,7 +422,7 @@ class KafkaAdmin:
         self, partitions: Sequence[TopicPartition], spec: OffsetSpec, level: IsolationLevel
     ) -> dict[KafkaTopicPartition, Future]:
         request = {KafkaTopicPartition(tp.topic, tp.partition): spec for tp in partitions}
-        return self._client.list_offsets(  # type: ignore[no-any-return]
+        return self._use().list_offsets(  # type: ignore[no-any-return]
             request, isolation_level=level, request_timeout=self._timeout
         )
 
@@ -432,7 +464,7 @@ class KafkaAdmin:
         if not names:
             return {}
         resources = [ConfigResource(ConfigResource.Type.TOPIC, name) for name in names]
-        futures = self._client.describe_configs(resources, request_timeout=self._timeout)
+        futures = self._use().describe_configs(resources, request_timeout=self._timeout)
         result: dict[str, dict[str, str]] = {}
         for resource, future in futures.items():
             try:
