@@ -99,6 +99,8 @@ class _Grouping(Generic[KT, K, V]):
     ) -> KTable[KT, V]:
         """Per key (and window), ``reducer(aggregate, value)`` over the records (the first value
         starts it)."""
+        if not callable(reducer):
+            raise TypeError(f"reduce() needs a reducer(aggregate, value) function, got {reducer!r}.")
         mat, name = aggregation_store_and_name(materialized, named, "reduce()")
         return self._aggregate("reduce", naming.REDUCE, mat, name, None, reducer, self._value_serde)
 
@@ -110,6 +112,9 @@ class _Grouping(Generic[KT, K, V]):
         named: Named | str | Materialized | None = None,
     ) -> KTable[KT, VA]:
         """Per key (and window), ``aggregator(key, value, aggregate)`` starting from ``initializer()``."""
+        for what, function in (("initializer", initializer), ("aggregator", aggregator)):
+            if not callable(function):
+                raise TypeError(f"aggregate() needs a callable {what}, got {function!r}.")
         mat, name = aggregation_store_and_name(materialized, named, "aggregate()")
         return self._aggregate("aggregate", naming.AGGREGATE, mat, name, initializer, aggregator, None)
 
