@@ -58,10 +58,15 @@ def compile_bench() -> str:
 
 
 class KafkaStreamsPeer:
-    """One pipeline on Kafka Streams in a child JVM; its stderr goes to a temporary log file."""
+    """One pipeline on Kafka Streams in a child JVM; its stderr goes to a temporary log file.
 
-    def __init__(self, pipeline: str, inp: str, out: str, props: dict[str, Any]) -> None:
-        classpath = compile_bench()
+    ``command`` runs another program that speaks BenchMain's protocol instead (bench/e2e_latency.py
+    runs kstreams and the confluent-kafka loop so, each in a process of its own)."""
+
+    def __init__(
+        self, pipeline: str, inp: str, out: str, props: dict[str, Any], command: list[str] | None = None
+    ) -> None:
+        command = command or ["java", *JVM_OPTIONS, "-cp", compile_bench(), MAIN_CLASS]
         self._dir = tempfile.TemporaryDirectory(prefix="kstreams-bench-jvm-")
         work = Path(self._dir.name)
         properties = work / "streams.properties"
@@ -70,7 +75,7 @@ class KafkaStreamsPeer:
         self.log_path = work / "jvm.log"
         self._log: IO[bytes] = open(self.log_path, "wb")  # closed by close()
         self.process = subprocess.Popen(
-            ["java", *JVM_OPTIONS, "-cp", classpath, MAIN_CLASS, pipeline, inp, out, str(properties)],
+            [*command, pipeline, inp, out, str(properties)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._log,

@@ -35,7 +35,9 @@ def test_source_and_sink_nodes_report_wall_clock_minus_record_timestamp(tmp_path
     cluster.create_topic("out", 2)
     builder = StreamsBuilder()
     s = Serdes.string()
-    builder.stream("in", Consumed.with_(s, s)).filter(lambda k, v: v != "drop").to("out", Produced.with_(s, s))
+    builder.stream("in", Consumed.with_(s, s)).filter(lambda k, v: v != "drop").to(
+        "out", Produced.with_(s, s)
+    )
     streams = KafkaStreams(
         builder.build(),
         {"application.id": "e2e", "state.dir": str(tmp_path), "processing.compiled": compiled},
