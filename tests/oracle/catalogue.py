@@ -522,3 +522,133 @@ CATALOGUE.append(
         difference="session-aggregate-headers",
     )
 )
+
+# --- foreign-key joins, global tables, versioned tables, processors with stores
+FK_LEFT = records(
+    "in-t", "a:x-1@1 b:y-2@2 c:x-3@3 a:y-4@5 b:-@6 d:z-5@7 e:@9 c:-@12 f:w-6@13 d:x-7@15 a:x-8@17"
+)
+FK_RIGHT = records("in-u", "x:X1@0 y:Y1@4 x:X2@8 y:-@10 z:Z1@11 w:W1@14 x:-@16 y:Y2@18")
+GLOBAL_EVENTS = _merge_by_ts(
+    records("in-g", "x:G1@0 y:G2@3 x:-@5 z:G3@9"),
+    records("in-a", "a:xa@1 b:yb@2 c:yc@4 d:xd@6 -:ze@7 e:-@8 f:zf@10 g:@11"),
+)
+VERSIONED_EVENTS = _merge_by_ts(
+    records("in-t", "a:t1@10 b:u1@11 a:t2@20 a:-@30 b:u2@34"),
+    records("in-a", "a:s1@12 b:s2@13 a:s3@15 a:s4@25 a:s5@31 b:s6@35 c:s7@36"),
+)
+# Out of order on the versioned table: older versions than the latest reach the store only.
+VERSIONED_LATE = records("in-t", "a:t0@5 a:t3@14 b:u0@2 a:t4@22")
+STREAM_AFTER_LATE = records("in-a", "a:s8@6 a:s9@15 a:s10@23 b:s11@12")
+
+
+def _fk_spec(op: str, extractor: str, store: str | None = None) -> dict[str, Any]:
+    join: dict[str, Any] = {
+        "id": "j",
+        "op": op,
+        "in": "l",
+        "other": "r",
+        "extractor": extractor,
+        "fn": "pair",
+    }
+    if store:
+        join["store"] = store
+    return {
+        "nodes": [
+            {"id": "l", "op": "table", "topic": "in-t", "store": "left"},
+            {"id": "r", "op": "table", "topic": "in-u", "store": "right"},
+            join,
+            {"id": "s", "op": "to_stream", "in": "j"},
+            {"id": "sink", "op": "to", "in": "s", "topic": "out"},
+        ]
+    }
+
+
+def _global_spec(op: str) -> dict[str, Any]:
+    return {
+        "nodes": [
+            {"id": "a", "op": "stream", "topic": "in-a"},
+            {"id": "g", "op": "global_table", "topic": "in-g", "store": "global"},
+            {"id": "j", "op": op, "in": "a", "other": "g", "key_fn": "value_head", "fn": "pair"},
+            {"id": "sink", "op": "to", "in": "j", "topic": "out"},
+        ]
+    }
+
+
+VERSIONED_TABLE = {"op": "table", "topic": "in-t", "store": "versions", "versioned": 100}
+
+CATALOGUE.extend(
+    [
+        _case(
+            "fk-inner-join", _fk_spec("fk_join", "before_dash", store="fk"), _merge_by_ts(FK_LEFT, FK_RIGHT)
+        ),
+        _case("fk-left-join", _fk_spec("fk_left_join", "before_dash"), _merge_by_ts(FK_LEFT, FK_RIGHT)),
+        # value_head of "" is a null foreign key: the inner join drops the row, the left join keeps it.
+        _case(
+            "fk-inner-join-null-foreign-key",
+            _fk_spec("fk_join", "value_head"),
+            _merge_by_ts(FK_LEFT, FK_RIGHT),
+        ),
+        _case(
+            "fk-left-join-null-foreign-key",
+            _fk_spec("fk_left_join", "value_head", store="fk"),
+            _merge_by_ts(FK_LEFT, FK_RIGHT),
+        ),
+        _case(
+            "fk-left-join-without-cache",
+            _fk_spec("fk_left_join", "before_dash"),
+            _merge_by_ts(FK_LEFT, FK_RIGHT),
+            config={"cache_bytes": 0},
+        ),
+        _case("global-table-join", _global_spec("join"), GLOBAL_EVENTS),
+        _case("global-table-left-join", _global_spec("left_join"), GLOBAL_EVENTS),
+        _case(
+            "versioned-stream-table-join",
+            _join_spec("join", STREAM, VERSIONED_TABLE),
+            VERSIONED_EVENTS + VERSIONED_LATE + STREAM_AFTER_LATE,
+        ),
+        _case(
+            "versioned-stream-table-left-join",
+            _join_spec("left_join", STREAM, VERSIONED_TABLE),
+            VERSIONED_EVENTS + VERSIONED_LATE + STREAM_AFTER_LATE,
+        ),
+        # With a grace period, stream records wait until stream time passes them by the grace
+        # period, so a late table version still reaches the stream records it precedes.
+        _case(
+            "versioned-stream-table-join-with-grace",
+            _join_spec("join", STREAM, VERSIONED_TABLE, grace=10),
+            VERSIONED_EVENTS + VERSIONED_LATE + STREAM_AFTER_LATE,
+        ),
+        _case(
+            "versioned-stream-table-left-join-with-grace",
+            _join_spec("left_join", STREAM, VERSIONED_TABLE, grace=5),
+            _merge_by_ts(VERSIONED_EVENTS, VERSIONED_LATE) + STREAM_AFTER_LATE,
+        ),
+        _case(
+            "versioned-table-to-stream",
+            chain(VERSIONED_TABLE, ("to_stream", {})),
+            records("in-t", "a:t1@10 b:u1@11 a:t0@5 a:t2@20 b:-@3 a:-@30 a:t3@25 b:u2@34"),
+            difference="versioned-table-out-of-order",
+        ),
+        _case(
+            "process-values-running-count",
+            chain(STREAM, ("process_values", {"fn": "running_count", "store": "running"})),
+            EVENTS,
+        ),
+        _case(
+            "process-stream-time-punctuation",
+            chain(STREAM, ("process", {"fn": "flush_every_10", "store": "buffer"})),
+            EVENTS,
+        ),
+        _case(
+            "process-values-then-count",
+            chain(
+                STREAM,
+                ("process_values", {"fn": "running_count", "store": "running"}),
+                ("group_by_key", {}),
+                ("reduce", {"fn": "sum", "store": "sums"}),
+                ("to_stream", {}),
+            ),
+            EVENTS,
+        ),
+    ]
+)

@@ -13,15 +13,27 @@ from collections.abc import Callable
 from typing import Any
 
 from kstreams import KeyValue
+from kstreams.processor import (
+    FixedKeyProcessor,
+    FixedKeyProcessorContext,
+    FixedKeyRecord,
+    Processor,
+    ProcessorContext,
+    PunctuationType,
+    Record,
+)
 
 __all__ = [
     "AGGREGATORS",
+    "FIXED_KEY_PROCESSORS",
     "FLAT_KEY_VALUE_MAPPERS",
     "FLAT_VALUE_MAPPERS",
+    "FOREIGN_KEY_EXTRACTORS",
     "JOINERS",
     "KEY_MAPPERS",
     "KEY_VALUE_MAPPERS",
     "PREDICATES",
+    "PROCESSORS",
     "REDUCERS",
     "TABLE_REDUCERS",
     "VALUE_MAPPERS",
@@ -146,4 +158,69 @@ AGGREGATORS: dict[str, Aggregation] = {
 
 JOINERS: dict[str, Callable[[Any, Any], str]] = {
     "pair": lambda left, right: render(left) + "|" + render(right),
+}
+
+# A foreign-key join's extractor: the other table's key from this table's value.
+FOREIGN_KEY_EXTRACTORS: dict[str, Callable[[Any], Any]] = {
+    "value_head": lambda v: None if v is None else _head(render(v)),
+    "before_dash": lambda v: None if v is None else render(v).split("-")[0],
+}
+
+
+class RunningCount(FixedKeyProcessor[str, Any, int]):
+    """process_values "running_count": counts each key's records in its store (key -> long) and
+    forwards the count; a null key is forwarded with count 0 and not stored (a store takes no
+    null key)."""
+
+    def __init__(self, store: str) -> None:
+        self._store_name = store
+
+    def init(self, context: FixedKeyProcessorContext[str, int]) -> None:
+        self._context = context
+        self._store = context.get_state_store(self._store_name)
+
+    def process(self, record: FixedKeyRecord[str, Any]) -> None:
+        if record.key is None:
+            self._context.forward(record.with_value(0))
+            return
+        count = (self._store.get(record.key) or 0) + 1
+        self._store.put(record.key, count)
+        self._context.forward(record.with_value(count))
+
+
+class FlushOnStreamTime(Processor[str, Any, str, str]):
+    """process "flush_every_10": keeps each key's latest value (rendered) in its store (key ->
+    string), and every 10 ms of stream time forwards every stored row in key order, stamped
+    with the punctuation's time, then empties the store. A null key is dropped; a null value
+    deletes the key's row."""
+
+    INTERVAL_MS = 10
+
+    def __init__(self, store: str) -> None:
+        self._store_name = store
+
+    def init(self, context: ProcessorContext[str, str]) -> None:
+        self._context = context
+        self._store = context.get_state_store(self._store_name)
+        context.schedule(self.INTERVAL_MS, PunctuationType.STREAM_TIME, self._flush)
+
+    def process(self, record: Record[str, Any]) -> None:
+        if record.key is None:
+            return
+        self._store.put(record.key, None if record.value is None else render(record.value))
+
+    def _flush(self, timestamp: int) -> None:
+        rows = list(self._store.all())
+        for key, value in rows:
+            self._context.forward(Record(key, value, timestamp))
+        for key, _value in rows:
+            self._store.delete(key)
+
+
+# A processor's supplier from its store name, and the type of the values it forwards and stores.
+FIXED_KEY_PROCESSORS: dict[str, tuple[Callable[[str], Callable[[], Any]], str]] = {
+    "running_count": (lambda store: lambda: RunningCount(store), "l"),
+}
+PROCESSORS: dict[str, tuple[Callable[[str], Callable[[], Any]], str]] = {
+    "flush_every_10": (lambda store: lambda: FlushOnStreamTime(store), "s"),
 }

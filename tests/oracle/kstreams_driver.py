@@ -27,6 +27,8 @@ def _store_rows(driver: TopologyTestDriver, store: dict[str, str]) -> list[list[
     if kind == "kv":
         kv = driver.get_timestamped_key_value_store(name)
         return [[k, vt.value, vt.timestamp] for k, vt in kv.all()]
+    if kind == "plain":
+        return [[k, v] for k, v in driver.get_key_value_store(name).all()]
     if kind == "window":
         ws = driver.get_timestamped_window_store(name)
         return [[[wk.key, wk.start, wk.end], vt.value, vt.timestamp] for wk, vt in ws.all()]

@@ -11,7 +11,8 @@ that partition's records alone: a task of the runtime is exactly such a run. Wha
   per-task stores.
 
 Only cases where this holds by Kafka's semantics run here (``eligible``): no step that rekeys
-(a repartition topic merges the tasks' outputs in broker order), no wall-clock punctuation, no
+(a repartition topic merges the tasks' outputs in broker order) or joins by foreign key, no
+global table (its thread updates it in an order of its own), no wall-clock punctuation, no
 suppress byte bound (it counts topic names, which differ here), and where a task reads two
 topics, input whose pipe order is the order by timestamp that the runtime picks records in.
 Timestamps are shifted near now (by a multiple of every window size the cases use) so the
@@ -40,7 +41,18 @@ PARTITIONS = 3
 # lcm(1..16) * 1000: divisible by every window size, advance and gap the cases use, so windows
 # keep their alignment when the case moves near now.
 _ALIGNMENT_MS = 720_720_000
-_REKEYING_OPS = {"map", "select_key", "flat_map", "repartition", "group_by"}
+# Steps whose records reach a task from other tasks (a repartition or subscription topic) or
+# from the global thread, in an order no single partition's input decides.
+_CROSS_TASK_OPS = {
+    "map",
+    "select_key",
+    "flat_map",
+    "repartition",
+    "group_by",
+    "fk_join",
+    "fk_left_join",
+    "global_table",
+}
 _MAX_TS = 2**62
 
 Answer = dict[str, Any]
@@ -54,7 +66,7 @@ def eligible(case: dict[str, Any]) -> bool:
     spec = normalize(case["spec"])
     if case.get("difference") or any("wall" in e for e in case["input"]):
         return False
-    if any(n["op"] in _REKEYING_OPS for n in spec["nodes"]):
+    if any(n["op"] in _CROSS_TASK_OPS for n in spec["nodes"]):
         return False
     if any(n["op"] == "suppress" and n.get("max_bytes") for n in spec["nodes"]):
         return False
@@ -209,7 +221,9 @@ def store_rows(streams: KafkaStreams, case: dict[str, Any]) -> Answer:
     rows: Answer = {}
     for s in stores(normalize(case["spec"])):
         name, kind = s["name"], s["kind"]
-        if kind == "kv":
+        if kind == "plain":
+            rows[name] = [[k, v] for k, v in streams.store(name).all()]
+        elif kind == "kv":
             view = streams.store(name, timestamped=True)
             rows[name] = [[k, vt.value, vt.timestamp] for k, vt in view.all()]
         elif kind == "window":

@@ -5,7 +5,9 @@ A spec is ``{"nodes": [...]}``, a list of DSL steps in build order; each node is
 (``fn``). Ops, with what they read and give (S stream, T table, WT windowed table, G grouped
 stream, GT grouped table, WG windowed grouped stream):
 
-    stream {topic} -> S                 table {topic, store?} -> T
+    stream {topic} -> S                 table {topic, store?, versioned?} -> T (versioned: the
+        history retention in ms of a versioned store named ``store``, which it then needs)
+    global_table {topic, store?} -> GKT
     filter / filter_not {in, fn} S->S, T->T
     map_values {in, fn} S->S, T->T      map {in, fn} S->S          select_key {in, fn} S->S
     flat_map_values {in, fn} S->S       flat_map {in, fn} S->S     merge {in, other} S,S->S
@@ -21,6 +23,12 @@ stream, GT grouped table, WG windowed grouped stream):
     to_stream {in} T->S, WT->S (the key rendered "key@start/end")
     join / left_join {in, other, fn, windows?} S,T->S; S,S->S (windows {diff, grace, before?,
         after?}); T,T->T (store?); WT,WT->WT      outer_join: S,S->S, T,T->T and WT,WT->WT
+    fk_join / fk_left_join {in, other, extractor, fn, store?} T,T->T (foreign-key join; the
+        extractor from FOREIGN_KEY_EXTRACTORS)
+    join / left_join {in, other, key_fn, fn} S,GKT->S (key_fn a KEY_MAPPERS entry); a join of a
+        stream with a versioned table may have a "grace" (ms, Joined.withGracePeriod)
+    process_values {in, fn, store} S->S (FIXED_KEY_PROCESSORS; the store is the processor's own
+        key-value store)                process {in, fn, store} S->S (PROCESSORS, likewise)
     to {in, topic} S
 
 Keys are strings, values strings ("s") or longs ("l"); ``normalize`` fills each node's value
@@ -36,9 +44,11 @@ from typing import Any
 
 from tests.oracle.functions import (
     AGGREGATORS,
+    FIXED_KEY_PROCESSORS,
     FLAT_KEY_VALUE_MAPPERS,
     FLAT_VALUE_MAPPERS,
     KEY_VALUE_MAPPERS,
+    PROCESSORS,
     VALUE_MAPPERS,
 )
 
@@ -66,7 +76,7 @@ class Kind:
     """What a node gives: its shape and, for windowed ones, the window type."""
 
     def __init__(self, shape: str, windows: str | None = None) -> None:
-        self.shape = shape  # stream | table | wtable | grouped | gtable | wgrouped
+        self.shape = shape  # stream | table | wtable | grouped | gtable | wgrouped | global
         self.windows = windows  # tumbling | hopping | sliding | session
 
     def __repr__(self) -> str:
@@ -89,7 +99,19 @@ def kinds(spec: Spec) -> dict[str, Kind]:
         if op == "stream":
             out[nid] = Kind("stream")
         elif op == "table":
+            if node.get("versioned") is not None and not node.get("store"):
+                raise ValueError("a versioned table needs a store name")
             out[nid] = Kind("table")
+        elif op == "global_table":
+            out[nid] = Kind("global")
+        elif op in ("fk_join", "fk_left_join"):
+            if (of(node).shape, of(node, "other").shape) != ("table", "table"):
+                raise ValueError(f"{op} needs two tables")
+            out[nid] = Kind("table")
+        elif op in ("process_values", "process"):
+            if of(node).shape != "stream" or not node.get("store"):
+                raise ValueError(f"{op} needs a stream and a store")
+            out[nid] = Kind("stream")
         elif op in ("filter", "filter_not", "map_values"):
             kind = of(node)
             if kind.shape not in ("stream", "table"):
@@ -148,7 +170,7 @@ def kinds(spec: Spec) -> dict[str, Kind]:
             out[nid] = Kind("stream")
         elif op in ("join", "left_join", "outer_join"):
             left, right = of(node).shape, of(node, "other").shape
-            if (left, right) == ("stream", "table") and op != "outer_join":
+            if (left, right) in (("stream", "table"), ("stream", "global")) and op != "outer_join":
                 out[nid] = Kind("stream")
             elif (left, right) == ("stream", "stream"):
                 out[nid] = Kind("stream")
@@ -169,13 +191,17 @@ def kinds(spec: Spec) -> dict[str, Kind]:
 def _vtype(node: Node, types: dict[str, str]) -> str | None:
     op = node["op"]
     fn: str = node.get("fn") or ""
-    if op in ("stream", "table"):
+    if op in ("stream", "table", "global_table"):
         return "s"
+    if op == "process_values":
+        return FIXED_KEY_PROCESSORS[fn][1]
+    if op == "process":
+        return PROCESSORS[fn][1]
     if op == "to":
         return None
     if op == "count":
         return "l"
-    if op in ("join", "left_join", "outer_join"):
+    if op in ("join", "left_join", "outer_join", "fk_join", "fk_left_join"):
         return "s"
     if op == "aggregate":
         return AGGREGATORS[fn].vtype
@@ -233,7 +259,9 @@ def sinks(spec: Spec) -> dict[str, str]:
 
 
 def stores(spec: Spec) -> list[dict[str, str]]:
-    """The named stores of the spec: name, kind (kv, window or session) and value type."""
+    """The named stores of the spec: name, kind (kv, window or session: the DSL's timestamped
+    stores; plain: a processor's own key-value store) and value type. Versioned stores are left
+    out."""
     shapes = kinds(spec)
     out = []
     for node in spec["nodes"]:
@@ -241,7 +269,9 @@ def stores(spec: Spec) -> list[dict[str, str]]:
         if not name:
             continue
         kind = shapes[node["id"]]
-        store_kind = "kv"
+        if node["op"] == "table" and node.get("versioned") is not None:
+            continue  # a versioned store has no range query to read it whole with
+        store_kind = "plain" if node["op"] in ("process", "process_values") else "kv"
         if kind.shape == "wtable":
             store_kind = "session" if kind.windows == "session" else "window"
         out.append({"name": name, "kind": store_kind, "vtype": node["vtype"]})
@@ -250,7 +280,7 @@ def stores(spec: Spec) -> list[dict[str, str]]:
 
 def source_topics(spec: Spec) -> dict[str, str]:
     """Each source topic and whether a stream or a table reads it."""
-    return {n["topic"]: n["op"] for n in spec["nodes"] if n["op"] in ("stream", "table")}
+    return {n["topic"]: n["op"] for n in spec["nodes"] if n["op"] in ("stream", "table", "global_table")}
 
 
 def families(spec: Spec) -> set[str]:
@@ -267,6 +297,8 @@ def families(spec: Spec) -> set[str]:
             out.add(f"{op}:{kind.shape}" + (f":{kind.windows}" if kind.windows else ""))
             if kind.windows == "session":
                 out.add("aggregate:session")
+        elif op == "table" and node.get("versioned") is not None:
+            out.add("table:versioned")
         elif op in ("join", "left_join", "outer_join"):
             pair = f"{shapes[node['in']].shape}-{shapes[node['other']].shape}"
             out.add(f"{op}:{pair}")

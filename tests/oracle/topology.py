@@ -21,6 +21,7 @@ from kstreams import (
     Serdes,
     SessionWindows,
     SlidingWindows,
+    Stores,
     StreamJoined,
     StreamsBuilder,
     Suppressed,
@@ -30,12 +31,15 @@ from kstreams.topology import Branched
 from kstreams.topology.topology import Topology
 from tests.oracle.functions import (
     AGGREGATORS,
+    FIXED_KEY_PROCESSORS,
     FLAT_KEY_VALUE_MAPPERS,
     FLAT_VALUE_MAPPERS,
+    FOREIGN_KEY_EXTRACTORS,
     JOINERS,
     KEY_MAPPERS,
     KEY_VALUE_MAPPERS,
     PREDICATES,
+    PROCESSORS,
     REDUCERS,
     TABLE_REDUCERS,
     VALUE_MAPPERS,
@@ -104,7 +108,30 @@ def build_topology(spec: Spec) -> Topology:
         if op == "stream":
             out = builder.stream(node["topic"], Consumed.with_(string, string))
         elif op == "table":
-            out = builder.table(node["topic"], Consumed.with_(string, string), _materialized(store, "s"))
+            mat = _materialized(store, "s")
+            if node.get("versioned") is not None:
+                supplier = Stores.persistent_versioned_key_value_store(store, node["versioned"])
+                mat = Materialized.as_(supplier).with_key_serde(string).with_value_serde(string)
+            out = builder.table(node["topic"], Consumed.with_(string, string), mat)
+        elif op == "global_table":
+            out = builder.global_table(
+                node["topic"], Consumed.with_(string, string), _materialized(store, "s")
+            )
+        elif op in ("fk_join", "fk_left_join"):
+            extractor, joiner = FOREIGN_KEY_EXTRACTORS[node["extractor"]], JOINERS[fn]
+            call = src.join if op == "fk_join" else src.left_join
+            other = nodes[node["other"]]
+            out = (
+                call(other, extractor, joiner, _materialized(store, vtype))
+                if store
+                else call(other, extractor, joiner)
+            )
+        elif op in ("process_values", "process"):
+            supplier, _ = (FIXED_KEY_PROCESSORS if op == "process_values" else PROCESSORS)[fn]
+            builder.add_state_store(
+                Stores.key_value_store_builder(Stores.in_memory_key_value_store(store), string, serde(vtype))
+            )
+            out = (src.process_values if op == "process_values" else src.process)(supplier(store), store)
         elif op in ("filter", "filter_not"):
             predicate = PREDICATES[fn][0]
             out = src.filter(predicate) if op == "filter" else src.filter_not(predicate)
@@ -212,8 +239,13 @@ def _join(
     joiner = JOINERS[node["fn"]]
     string = Serdes.string()
     left_shape, right_shape = shapes[node["in"]].shape, shapes[node["other"]].shape
+    if right_shape == "global":
+        key_fn = KEY_MAPPERS[node["key_fn"]][0]
+        return left.join(right, key_fn, joiner) if op == "join" else left.left_join(right, key_fn, joiner)
     if left_shape == "stream" and right_shape == "table":
         joined = Joined.with_(string, serde(left_type), serde(right_type))
+        if node.get("grace") is not None:
+            joined = joined.with_grace_period(node["grace"])
         return left.join(right, joiner, joined) if op == "join" else left.left_join(right, joiner, joined)
     if left_shape == "stream":
         w = node["windows"]

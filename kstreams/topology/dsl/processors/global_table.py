@@ -9,10 +9,10 @@ The join runs in stream tasks and reads the global store, which holds every part
 table's topic, so the stream needs no repartition and no co-partitioning: ``key_selector(key,
 value)`` maps each stream record to the table key to look up, and ``joiner(stream_value,
 table_value)`` makes the result, which keeps the stream record's key and timestamp. As in Kafka's
-KStreamKTableJoinProcessor (KIP-962): a record with a null value is dropped; so is one whose
-selected key is null, except that a left join still joins a record with a null stream key
-(and a non-null value) with None. An inner join drops records without a table row; a left join
-joins them with None. Table updates never produce output.
+KStreamKTableJoinProcessor (KIP-962, as Kafka Streams 4.1 answers): a record with a null value
+is dropped; so is one whose selected key is null in an inner join, while a left join joins it
+with None (whatever its stream key). An inner join drops records without a table row; a left
+join joins them with None. Table updates never produce output.
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ class _StreamGlobalTableJoin(Processor[Any, Any, Any, Any]):
             logger.debug("Skipping a record with a null value in a stream-global table join.")
             return
         table_key = spec.key_selector(record.key, record.value)
-        if table_key is None and not (spec.left and record.key is None):
+        if table_key is None and not spec.left:
             logger.debug("Skipping a record whose key selector returned None in a stream-global table join.")
             return
         stored = None if table_key is None else self.table.get(table_key)

@@ -41,7 +41,7 @@ import org.apache.kafka.streams.test.TestRecord;
  *
  * <p>A case: {"spec": {"nodes": [...]}, "config": {"cache_bytes": N}, "wall_clock_start": ms,
  * "input": [{"topic", "key", "value", "ts", "headers": [[k, v]]} | {"wall": ms}],
- * "sinks": {topic: "s"|"l"}, "stores": [{"name", "kind": "kv"|"window"|"session", "vtype"}]}.
+ * "sinks": {topic: "s"|"l"}, "stores": [{"name", "kind": "kv"|"window"|"session"|"plain", "vtype"}]}.
  * The answer: {"outputs": {topic: [{"key", "value", "ts", "headers"}]}, "stores": {name: rows},
  * "error": null or what Kafka Streams threw}. Rows: kv [key, value, ts]; window [[key, start,
  * end], value, ts]; session [[key, start, end], value], each in its store's iteration order.
@@ -204,6 +204,11 @@ public final class OracleMain {
                             driver.<String, Object>getTimestampedKeyValueStore(name).all()) {
                         it.forEachRemaining(kv -> rows.addArray().add(kv.key)
                                 .add(value(kv.value.value())).add(kv.value.timestamp()));
+                    }
+                }
+                case "plain" -> {
+                    try (KeyValueIterator<String, Object> it = driver.<String, Object>getKeyValueStore(name).all()) {
+                        it.forEachRemaining(kv -> rows.addArray().add(kv.key).add(value(kv.value)));
                     }
                 }
                 case "window" -> {

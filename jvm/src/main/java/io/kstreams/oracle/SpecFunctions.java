@@ -3,6 +3,7 @@ package io.kstreams.oracle;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.function.Function;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.kstream.Aggregator;
 import org.apache.kafka.streams.kstream.Initializer;
@@ -222,5 +223,17 @@ final class SpecFunctions {
             throw new IllegalArgumentException("unknown joiner " + name);
         }
         return (l, r) -> render(l) + "|" + render(r);
+    }
+
+    /** A foreign-key join's extractor: the other table's key from this table's value. */
+    static Function<Object, String> foreignKeyExtractor(String name) {
+        switch (name) {
+            case "value_head":
+                return v -> v == null ? null : head(render(v));
+            case "before_dash":
+                return v -> v == null ? null : render(v).split("-", -1)[0];
+            default:
+                throw new IllegalArgumentException("unknown foreign-key extractor " + name);
+        }
     }
 }

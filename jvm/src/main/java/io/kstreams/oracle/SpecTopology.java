@@ -14,6 +14,7 @@ import org.apache.kafka.streams.kstream.BranchedKStream;
 import org.apache.kafka.streams.kstream.CogroupedKStream;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.EmitStrategy;
+import org.apache.kafka.streams.kstream.GlobalKTable;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.JoinWindows;
 import org.apache.kafka.streams.kstream.Joined;
@@ -35,6 +36,7 @@ import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.SessionStore;
+import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.state.WindowStore;
 
 /**
@@ -97,9 +99,42 @@ final class SpecTopology {
         switch (op) {
             case "stream" -> nodes.put(id, new Handle("stream",
                     builder.stream(text(node, "topic"), Consumed.with(STRING, STRING)), "s"));
-            case "table" -> nodes.put(id, new Handle("table", builder.table(text(node, "topic"),
+            case "table" -> {
+                Materialized mat = materialized(store, "s");
+                if (node.hasNonNull("versioned")) {
+                    mat = Materialized.as(Stores.persistentVersionedKeyValueStore(store, ms(node, "versioned")));
+                    mat = mat.withKeySerde(STRING).withValueSerde(STRING);
+                }
+                nodes.put(id, new Handle("table", builder.table(text(node, "topic"),
+                        Consumed.with(STRING, STRING), mat), "s"));
+            }
+            case "global_table" -> nodes.put(id, new Handle("global", builder.globalTable(text(node, "topic"),
                     Consumed.with(STRING, STRING),
                     (Materialized<String, String, KeyValueStore<Bytes, byte[]>>) materialized(store, "s")), "s"));
+            case "fk_join", "fk_left_join" -> {
+                KTable t = (KTable) in(node, "in").obj;
+                KTable other = (KTable) in(node, "other").obj;
+                var extractor = SpecFunctions.foreignKeyExtractor(text(node, "extractor"));
+                var joiner = SpecFunctions.joiner(fn);
+                boolean left = op.equals("fk_left_join");
+                KTable out;
+                if (store == null) {
+                    out = left ? t.leftJoin(other, extractor, joiner) : t.join(other, extractor, joiner);
+                } else {
+                    Materialized mat = materialized(store, vtype);
+                    out = left ? t.leftJoin(other, extractor, joiner, mat) : t.join(other, extractor, joiner, mat);
+                }
+                nodes.put(id, new Handle("table", out, vtype));
+            }
+            case "process_values", "process" -> {
+                builder.addStateStore(Stores.keyValueStoreBuilder(Stores.inMemoryKeyValueStore(store), STRING,
+                        serde(vtype)));
+                KStream s = (KStream) in(node, "in").obj;
+                KStream out = op.equals("process_values")
+                        ? s.processValues(SpecProcessors.fixedKey(fn, store), store)
+                        : s.process(SpecProcessors.processor(fn, store), store);
+                nodes.put(id, new Handle("stream", out, vtype));
+            }
             case "filter", "filter_not" -> {
                 Handle h = in(node, "in");
                 boolean not = op.equals("filter_not");
@@ -303,9 +338,19 @@ final class SpecTopology {
         Handle left = in(node, "in");
         Handle right = in(node, "other");
         var joiner = SpecFunctions.joiner(text(node, "fn"));
+        if (right.kind.equals("global")) {
+            KStream s = (KStream) left.obj;
+            GlobalKTable g = (GlobalKTable) right.obj;
+            var keyFn = SpecFunctions.keyMapper(text(node, "key_fn"));
+            KStream out = op.equals("join") ? s.join(g, keyFn, joiner) : s.leftJoin(g, keyFn, joiner);
+            return new Handle("stream", out, vtype);
+        }
         if (left.kind.equals("stream") && right.kind.equals("table")) {
             KStream s = (KStream) left.obj;
             Joined joined = Joined.with(STRING, serde(left.vtype), serde(right.vtype));
+            if (node.hasNonNull("grace")) {
+                joined = joined.withGracePeriod(ms(node, "grace"));
+            }
             KStream out = op.equals("join")
                     ? s.join((KTable) right.obj, joiner, joined)
                     : s.leftJoin((KTable) right.obj, joiner, joined);
