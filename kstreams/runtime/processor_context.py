@@ -262,9 +262,17 @@ class ProcessorContextImpl(ContextRouting, ProcessorContext[Any, Any]):
     def register(self, store: StateStore, restore_callback: RestoreCallback) -> None:
         self._task.register_store(store, restore_callback)
 
-    def log_change(self, store_name: str, key: bytes, value: bytes | None, timestamp: int) -> None:
+    def log_change(
+        self,
+        store_name: str,
+        key: bytes,
+        value: bytes | None,
+        timestamp: int,
+        headers: list[tuple[str, bytes | None]] | None = None,
+    ) -> None:
         task = self._task
-        task.collector.send(self._changelog(store_name), task.task_id.partition, key, value, timestamp)
+        topic = self._changelog(store_name)
+        task.collector.send(topic, task.task_id.partition, key, value, timestamp, headers)
 
     def change_logger(self, store_name: str) -> ChangelogSender:
         """``log_change`` for one store as a callable of (key, value, timestamp) that goes

@@ -23,6 +23,7 @@ import heapq
 import itertools
 import logging
 import os
+import struct
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
@@ -52,6 +53,7 @@ __all__ = ["ProcessorContextImpl", "StreamTask"]
 logger = logging.getLogger(__name__)
 
 _NEVER = NEVER_DUE  # a due time no stream time reaches
+_TIMESTAMP = struct.Struct(">q")
 
 
 class StreamTask:
@@ -615,6 +617,8 @@ class StreamTask:
             return  # not logged: nothing to restore from
         tp = TopicPartition(topic, self.task_id.partition)
         self._changelog_stores[tp] = store
+        if getattr(store, "timestamped", False) and not getattr(restore_callback, "with_timestamps", False):
+            restore_callback = _timestamps_restored(restore_callback)
         self._restore_callbacks[tp] = restore_callback
 
     def get_store(self, name: str) -> StateStore:
@@ -623,6 +627,20 @@ class StreamTask:
 
     def store_names(self) -> list[str]:
         return list(self.graph.stores)
+
+
+def _timestamps_restored(restore_callback: RestoreCallback) -> RestoreCallback:
+    """The restore callback of a timestamped store, whose changelog holds plain values stamped
+    with their timestamps (Kafka's format, ``kstreams.state.changelogging``): each value gets its
+    record's timestamp back in front, as Kafka's ``RecordConverters.rawValueToTimestampedValue``
+    puts it, before the store below takes it."""
+    pack = _TIMESTAMP.pack
+
+    def restore(records: list[tuple[bytes, bytes | None, int]]) -> None:
+        restore_callback([(k, None if v is None else pack(ts) + v) for k, v, ts in records])  # type: ignore[arg-type]
+
+    restore.with_timestamps = True  # type: ignore[attr-defined]
+    return restore  # type: ignore[return-value]
 
 
 def _failed_at(position: RecordContext | None) -> tuple[str, int, int] | None:

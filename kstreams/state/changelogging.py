@@ -7,6 +7,13 @@ processed, or, for writes a cache flushes, the timestamp the cache kept with the
 
 Window changelog keys are (record key, window start, sequence number), Kafka's layout; the sequence
 number is 0 unless the store retains duplicates. Session changelog keys are (record key, end, start).
+
+A timestamped store (``kstreams.state.timestamped``) holds an 8-byte timestamp before each value;
+its changelog holds what Kafka's ``ChangeLoggingTimestampedKeyValueBytesStore`` and
+``ChangeLoggingTimestampedWindowBytesStore`` write: the plain value, in a record stamped with the
+value's timestamp (``ChangelogSender.split_timestamps``). Restoring puts the record's timestamp back
+in front (``Task.register_store``). So a changelog Kafka Streams wrote restores a kstreams store,
+and the reverse.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from kstreams.state.store import (
     WindowedKey,
     WindowStore,
 )
+from kstreams.state.value_and_timestamp import TIMESTAMP_BYTES
 from kstreams.state.window_key_schema import changelog_key, session_key
 
 if TYPE_CHECKING:
@@ -47,6 +55,21 @@ def change_pairs(changes: RecordBatch) -> Iterator[tuple[bytes, bytes | None]]:
     as they are consumed: a list of them would be thousands of objects per batch for the garbage
     collector to count and scan."""
     return zip(changes.keys(), changes.values(), strict=True)  # type: ignore[arg-type]  # keys are never null
+
+
+def _split_timestamps(
+    log_change: Callable[[str, bytes, bytes | None, int], None],
+) -> Callable[[str, bytes, bytes | None, int], None]:
+    """``log_change`` of a context without a ``ChangelogSender``, for a timestamped store: each
+    value logged without its timestamp, in a record stamped with it (``ChangelogSender``)."""
+
+    def log(store_name: str, key: bytes, value: bytes | None, timestamp: int) -> None:
+        if value is not None:
+            timestamp = int.from_bytes(value[:TIMESTAMP_BYTES], "big", signed=True)
+            value = value[TIMESTAMP_BYTES:]
+        log_change(store_name, key, value, timestamp)
+
+    return log
 
 
 class SequencedWindowStore(Protocol):
@@ -82,17 +105,32 @@ class _ChangeLogging(StoreLayer):
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         # A task's context hands out a sender bound to the changelog partition: no lookups per write.
         change_logger = getattr(context, "change_logger", None)
+        timestamped = bool(getattr(root, "timestamped", False))
         if change_logger is not None:
             sender = self._sender = change_logger(self._store_name)
+            if timestamped:
+                sender.split_timestamps()
             self._send_change, self._log_current = sender, sender.log
+            self._log_changes = context.log_changes if not timestamped else self._send_batch
         else:
             self._sender = None
-            log_change, name = context.log_change, self._store_name
+            log_change: Callable[[str, bytes, bytes | None, int], None] = context.log_change
+            name = self._store_name
             current_timestamp = context.current_timestamp
+            if timestamped:
+                log_change = _split_timestamps(log_change)
             self._send_change = lambda key, value, timestamp: log_change(name, key, value, timestamp)
             self._log_current = lambda key, value: log_change(name, key, value, current_timestamp())
-        self._log_changes = context.log_changes
+            self._log_changes = context.log_changes if not timestamped else self._send_each
         self.wrapped.init(context, root)
+
+    def _send_batch(self, store_name: str, changes: RecordBatch) -> None:
+        assert self._sender is not None
+        self._sender.send_batch(changes)
+
+    def _send_each(self, store_name: str, changes: RecordBatch) -> None:
+        for i in range(len(changes)):
+            self._send_change(changes.key(i), changes.value(i), changes.timestamp(i))  # type: ignore[arg-type]
 
     def _log(self, key: bytes, value: bytes | None, timestamp: int | None) -> None:
         if timestamp is None:

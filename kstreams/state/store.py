@@ -97,8 +97,17 @@ class StateStoreContext(Protocol):
     def register(self, store: StateStore, restore_callback: RestoreCallback) -> None:
         """Register a store's inner layer so the state updater can restore it from its changelog."""
 
-    def log_change(self, store_name: str, key: bytes, value: bytes | None, timestamp: int) -> None:
-        """Send a change of a logged store to its changelog partition (through the record collector)."""
+    def log_change(
+        self,
+        store_name: str,
+        key: bytes,
+        value: bytes | None,
+        timestamp: int,
+        headers: list[tuple[str, bytes | None]] | None = None,
+    ) -> None:
+        """Send a change of a logged store to its changelog partition (through the record
+        collector), with ``headers`` where the store's changelog format has them (Kafka's suppress
+        buffer marks its version in one)."""
 
     def log_changes(self, store_name: str, changes: RecordBatch) -> None:
         """Send a batch of changes of a logged store (keys, values or None, timestamps) to its

@@ -20,12 +20,16 @@ Guarantees: the changelog (``<application.id>-<store>-changelog``, compacted) is
 ``flush``, that is, at commit: the newest entry of every key changed since the last commit, and a
 tombstone for every key evicted since, so the tombstone of an emitted entry is in the same commit
 as the record emitted from it. Restoring the changelog rebuilds exactly the buffer of the last
-commit. The changelog value is a version byte (2) followed by the body of Kafka's version 3
-layout (record context, prior value, old value or a marker that it equals the prior one, new
-value, buffer time); Kafka marks its version in a record header instead, which kstreams'
-changelog records do not carry. Version 1 values (kstreams 0.1: its own layout, keys with a type
-byte) are still read: a restored version-1 entry is written back in version 2 under its new key
-at the next flush, and its old key gets a tombstone.
+commit. The changelog record is Kafka's version 3: its value the record context, prior value,
+old value or a marker that it equals the prior one, new value and buffer time, its header ``v``
+the version (one byte, 3), so Kafka Streams restores a buffer kstreams wrote and the reverse.
+Restoring tells the versions apart by the value's first byte (restore callbacks see no headers):
+a version 3 value begins with the record timestamp, whose first byte is 0 for every timestamp
+before the year 10^6 (and 0xff for -1); kstreams' earlier values begin with their version byte, 1
+or 2. Version 2 values (kstreams 0.2: a version byte then the version 3 body) and version 1 values
+(kstreams 0.1: its own layout, keys with a type byte) are still read: a restored entry of either is
+written back in version 3 at the next flush (a version 1 entry under its new key, its old key
+getting a tombstone).
 
 Keys are serialized as Kafka's suppress buffer serializes them with the table's key serde: a plain
 key as the key serde writes it; a windowed key (``WindowedKey``) as Kafka's windowed serializers
@@ -59,8 +63,11 @@ logger = logging.getLogger(__name__)
 # The minimum timestamp of an empty buffer: no buffer time reaches it.
 EMPTY_MIN_TIMESTAMP = (1 << 63) - 1
 
-_CHANGELOG_VERSION = 2
+# kstreams 0.2's layout: this version byte, then Kafka's version 3 body.
+_KSTREAMS_V2 = 2
 _LEGACY_VERSION = 1
+# Kafka's header of a version 3 buffer changelog record (InMemoryTimeOrderedKeyValueChangeBuffer).
+_KAFKA_V3_HEADERS = [("v", b"\x03")]
 _VERSION = struct.Struct(">B")
 _LONG = struct.Struct(">q")
 _LENGTH = struct.Struct(">i")
@@ -175,8 +182,8 @@ def _make_entry(
 
 
 def encode_entry(entry: _Entry) -> bytes:
-    """The changelog value of a buffered entry: version 2 (see the module docstring)."""
-    parts = [_VERSION.pack(_CHANGELOG_VERSION), _CONTEXT_HEAD.pack(entry.timestamp, entry.offset)]
+    """The changelog value of a buffered entry: Kafka's version 3 (see the module docstring)."""
+    parts = [_CONTEXT_HEAD.pack(entry.timestamp, entry.offset)]
     # Kafka's record context always has a topic; a punctuation's forward has none here (-1).
     parts.append(_optional_bytes(None if entry.topic is None else entry.topic.encode()))
     parts.append(_LENGTH.pack(entry.partition))
@@ -196,9 +203,9 @@ def encode_entry(entry: _Entry) -> bytes:
     return b"".join(parts)
 
 
-def decode_entry(key: bytes, data: bytes) -> _Entry:
-    """A buffered entry from its version 2 changelog value (see ``encode_entry``)."""
-    offset = _VERSION.size
+def decode_entry(key: bytes, data: bytes, offset: int = 0) -> _Entry:
+    """A buffered entry from its version 3 changelog value (see ``encode_entry``) starting at
+    ``offset`` (1 in a kstreams version 2 value, after its version byte)."""
     timestamp, record_offset = _CONTEXT_HEAD.unpack_from(data, offset)
     offset += _CONTEXT_HEAD.size
     topic_bytes, offset = _read_optional(data, offset)
@@ -274,7 +281,7 @@ class InMemoryTimeOrderedKeyValueBuffer(StateStore):
         self._dirty: dict[bytes, int] = {}
         self._size = 0
         self._topic = name
-        self._log_change: Callable[[str, bytes, bytes | None, int], None] | None = None
+        self._log_change: Callable[..., None] | None = None
         self._open = False
 
     # ------------------------------------------------------------------ StateStore
@@ -306,7 +313,7 @@ class InMemoryTimeOrderedKeyValueBuffer(StateStore):
             if entry is None:
                 log(self._name, key, None, timestamp)
             else:
-                log(self._name, key, encode_entry(entry), entry.timestamp)
+                log(self._name, key, encode_entry(entry), entry.timestamp, headers=_KAFKA_V3_HEADERS)
         self._dirty.clear()
 
     def close(self) -> None:
@@ -423,17 +430,24 @@ class InMemoryTimeOrderedKeyValueBuffer(StateStore):
             if value is None:
                 continue
             value = bytes(value)
-            (version,) = _VERSION.unpack_from(value, 0)
-            if version == _CHANGELOG_VERSION:
-                self._insert(key, decode_entry(key, value))
-            elif version == _LEGACY_VERSION:
-                self._restore_legacy(key, value)
-            else:
+            (first,) = _VERSION.unpack_from(value, 0)
+            try:
+                if first == _LEGACY_VERSION:
+                    self._restore_legacy(key, value)
+                    continue
+                if first == _KSTREAMS_V2:
+                    entry = decode_entry(key, value, _VERSION.size)
+                    if self.logging_enabled:
+                        self._dirty[key] = entry.timestamp  # written again in version 3
+                else:
+                    entry = decode_entry(key, value)
+            except (struct.error, UnicodeDecodeError) as exc:
                 raise ProcessorStateException(
-                    f"A suppression buffer changelog record of {self._name} has version {version}; this "
-                    f"kstreams reads versions {_LEGACY_VERSION} and {_CHANGELOG_VERSION}. Reset the "
+                    f"A suppression buffer changelog record of {self._name} cannot be read ({exc}): this "
+                    "kstreams reads Kafka's version 3 and kstreams' versions 1 and 2. Reset the "
                     "application (or delete the changelog) to rebuild the buffer."
-                )
+                ) from exc
+            self._insert(key, entry)
 
     def _restore_legacy(self, legacy_key: bytes, value: bytes) -> None:
         """A version 1 entry under its version 2 key; both keys are marked dirty, so the next

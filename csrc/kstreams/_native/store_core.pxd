@@ -12,6 +12,7 @@ cdef class ChangelogSender:
     cdef str _topic
     cdef int32_t _partition
     cdef object _context
+    cdef bint _split_timestamps
 
     cdef int _send(self, object key, object value, int64_t timestamp) except -1
     cdef int _log(self, object key, object value) except -1

@@ -8,7 +8,8 @@ the changelog send. Here they are C, and the layers' Python methods call them:
 
 - ``ChangelogSender``: a change-logging layer's way to its changelog partition (the task's record
   collector, the changelog topic and the task's partition, bound once). A change it logs carries
-  the current record's timestamp, read from the task's context.
+  the current record's timestamp, read from the task's context; a timestamped store's change
+  carries its value's own timestamp instead, and the value without it (Kafka's changelog format).
 - ``BufferedDatabase``: the point read and write of a database whose writes wait in a dict until
   they are written as one batch (a RocksDB database: ``kstreams.state.rocksdb``). Reads see
   buffered writes first.
@@ -53,7 +54,14 @@ cdef class ChangelogSender:
     ``sender(key, value, timestamp)`` sends one change (value None: a tombstone);
     ``sender.log(key, value)`` sends it with the timestamp of the record the task's ``context`` is
     processing (``context.record_context.timestamp``), as a change-logging layer does on a put.
-    Keys and values are bytes. Changelog records carry no headers."""
+    Keys and values are bytes. Changelog records carry no headers.
+
+    After ``split_timestamps()`` (the sender of a timestamped store, whose values are an 8-byte
+    big-endian timestamp then the value's bytes) a value goes out as Kafka's
+    ``ChangeLoggingTimestampedKeyValueBytesStore`` logs it: the plain value, in a record stamped
+    with the value's timestamp; a tombstone keeps the timestamp it is given. Restoring puts the
+    record's timestamp back in front (``Task.register_store``), so Kafka Streams and kstreams read
+    each other's changelogs."""
 
     def __init__(self, RecordCollector collector not None, str topic not None, int32_t partition,
                  context):
@@ -61,6 +69,24 @@ cdef class ChangelogSender:
         self._topic = topic
         self._partition = partition
         self._context = context
+        self._split_timestamps = False
+
+    def split_timestamps(self):
+        """Log the values of a timestamped store in Kafka's changelog format (see the class)."""
+        self._split_timestamps = True
+
+    @property
+    def splits_timestamps(self):
+        return self._split_timestamps
+
+    def send_batch(self, batch):
+        """Send a batch of changes (key, value or None, timestamp), each as ``sender(...)`` would."""
+        cdef Py_ssize_t i
+        if not self._split_timestamps:
+            self._collector.send_batch(self._topic, self._partition, batch)
+            return
+        for i in range(len(batch)):
+            self._send(batch.key(i), batch.value(i), batch.timestamp(i))
 
     @property
     def topic(self):
@@ -78,6 +104,16 @@ cdef class ChangelogSender:
         self._log(key, value)
 
     cdef int _send(self, object key, object value, int64_t timestamp) except -1:
+        cdef bytes timestamped
+        if self._split_timestamps and value is not None:
+            timestamped = bytes(value)
+            if PyBytes_GET_SIZE(timestamped) < 8:
+                raise ValueError(
+                    f"A change of a timestamped store for changelog {self._topic} has a value of "
+                    f"{PyBytes_GET_SIZE(timestamped)} bytes: it must start with an 8-byte timestamp"
+                )
+            timestamp = read_be64(PyBytes_AS_STRING(timestamped))
+            value = timestamped[8:]
         return self._collector.c_send_bytes(self._topic, self._partition, key, value, timestamp, None)
 
     cdef int _log(self, object key, object value) except -1:

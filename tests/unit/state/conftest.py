@@ -32,6 +32,7 @@ class RecordingContext:
         self.timestamp = 0
         self.registered: dict[str, Callable[[list[tuple[bytes, bytes | None]]], None]] = {}
         self.changelog: list[tuple[str, bytes, bytes | None, int]] = []
+        self.changelog_headers: list[Any] = []
 
     def state_dir(self) -> str:
         self._state_dir.mkdir(parents=True, exist_ok=True)
@@ -42,8 +43,11 @@ class RecordingContext:
     ) -> None:
         self.registered[store.name] = restore_callback
 
-    def log_change(self, store_name: str, key: bytes, value: bytes | None, timestamp: int) -> None:
+    def log_change(
+        self, store_name: str, key: bytes, value: bytes | None, timestamp: int, headers: Any = None
+    ) -> None:
         self.changelog.append((store_name, key, value, timestamp))
+        self.changelog_headers.append(headers)
 
     def log_changes(self, store_name: str, changes: Any) -> None:
         for key, value, timestamp, *_ in changes:

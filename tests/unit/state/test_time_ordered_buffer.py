@@ -1,6 +1,7 @@
 """The suppression buffer: time order (then serialized key, as Kafka's), non-resetting updates,
 prior values, size accounting as Kafka's, change-logging at flush (values and tombstones), restore
-from the changelog, and the version 1 changelog of kstreams 0.1."""
+from the changelog, Kafka's version 3 changelog (a record Kafka Streams wrote), and the version 1
+and 2 changelogs of kstreams 0.1 and 0.2."""
 
 from __future__ import annotations
 
@@ -188,7 +189,8 @@ def test_a_version_1_changelog_is_restored_and_rewritten_under_its_new_keys(make
     buffer.flush()
     written = {key: value for _, key, value, _ in context.changelog}
     assert written[b"\x00a"] is None  # the old key goes
-    assert written[b"a"] is not None and written[b"a"][:1] == b"\x02"
+    # In Kafka's version 3: no version byte, the record context's timestamp first.
+    assert written[b"a"] is not None and written[b"a"][:8] == struct.pack(">q", 12)
     assert _drain(buffer) == [BufferedRecord("a", 2, 1, 12, None)]
 
 
@@ -203,10 +205,60 @@ def test_a_version_1_windowed_entry_is_restored_under_kafkas_windowed_key(make_c
     assert _drain(buffer) == [BufferedRecord(WindowedKey("w", 0, 5), 1, None, 5, None)]
 
 
-def test_an_unknown_changelog_version_is_a_clear_error(make_context):
+def test_an_unreadable_changelog_value_is_a_clear_error(make_context):
     _, context = _buffer(make_context)
-    with pytest.raises(ProcessorStateException, match="reads versions 1 and 2"):
-        context.registered["buf"]([(b"a", b"\x07" + b"\x00" * 40)])
+    with pytest.raises(
+        ProcessorStateException, match="reads Kafka's version 3 and kstreams' versions 1 and 2"
+    ):
+        context.registered["buf"]([(b"a", b"\x00" * 12)])
+
+
+# A record Kafka Streams 4.1.1 wrote to a suppress buffer changelog (HandoverApp, a 10 s window of
+# String keys and values): key p0@1700000000000; header v = 3; context (timestamp, offset 0, the
+# repartition topic, partition 0, no headers), prior "" (the aggregation's initializer, which Kafka
+# sends as the old value of a window's first update), old equal to prior (-2), new "u0", buffer time
+# 1700000010000.
+_KAFKA_V3_KEY = b"p0" + struct.pack(">q", 1_700_000_000_000)
+_KAFKA_V3_VALUE = bytes.fromhex(
+    "0000018bcfe568000000000000000000000000376a312d4b53545245414d2d4147475245474154452d53544154452d"
+    "53544f52452d303030303030303030392d7265706172746974696f6e000000000000000000000000fffffffe000000"
+    "0275300000018bcfe58f10"
+)
+
+
+def test_a_buffer_kafka_streams_wrote_is_restored(make_context):
+    context = make_context()
+    windows = WindowedKeyFormat(session=False, window_size_ms=10_000)
+    buffer = InMemoryTimeOrderedKeyValueBuffer("buf", S, S, True, windows)
+    buffer.init(context, buffer)
+    context.registered["buf"]([(_KAFKA_V3_KEY, _KAFKA_V3_VALUE)])
+    assert buffer.min_timestamp() == 1_700_000_010_000
+    start = 1_700_000_000_000
+    assert _drain(buffer) == [BufferedRecord(WindowedKey("p0", start, start + 10_000), "u0", "", start, [])]
+
+
+def test_the_changelog_is_kafkas_version_3_with_its_version_header(make_context):
+    buffer, context = _buffer(make_context)
+    buffer.put(10, "a", 2, 1, 12, None, topic="in", partition=0, offset=7)
+    buffer.flush()
+    assert context.changelog_headers == [[("v", b"\x03")]]
+    ((_, key, value, _),) = context.changelog
+    assert key == b"a" and value is not None
+    assert value[:16] == struct.pack(">qq", 12, 7)  # no version byte: the record context first
+    assert value[-8:] == struct.pack(">q", 10)  # the buffer time last
+
+
+def test_a_kstreams_version_2_value_is_restored_and_rewritten_in_version_3(make_context):
+    buffer, context = _buffer(make_context)
+    buffer.put(10, "a", 2, 1, 12, None, topic="in", partition=0, offset=7)
+    buffer.flush()
+    ((_, key, value, _),) = context.changelog
+    assert value is not None
+    restored, new_context = _buffer(make_context)
+    new_context.registered["buf"]([(key, b"\x02" + value)])
+    restored.flush()
+    assert [(k, v) for _, k, v, _ in new_context.changelog] == [(key, value)]
+    assert _drain(restored) == [BufferedRecord("a", 2, 1, 12, None)]
 
 
 def test_logging_disabled_buffer_neither_registers_nor_logs(make_context):
