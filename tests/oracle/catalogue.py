@@ -398,7 +398,6 @@ CATALOGUE: list[Case] = [
         "table-filter",
         chain(TABLE, ("filter", {"fn": "key_is_a"}), ("to_stream", {})),
         TABLE_EVENTS,
-        difference="table-filter-tombstone",
     ),
     _case(
         "table-group-by-count",

@@ -26,12 +26,6 @@ DIFFERENCES: dict[str, Difference] = {
     d.id: d
     for d in [
         Difference(
-            "table-filter-tombstone",
-            frozenset({"filter:table", "filter_not:table"}),
-            "KTable.filter/filter_not of a materialized table forwards a tombstone for a row it drops "
-            "that was never in its result; Kafka Streams forwards nothing",
-        ),
-        Difference(
             "table-join-absent-tombstone",
             frozenset({"left_join:table-table", "outer_join:table-table"}),
             "with caching disabled, a table-table left/outer join forwards a tombstone when a key "

@@ -136,6 +136,21 @@ class KTable(Generic[K, V]):
         for parent in self._parents:
             parent._enable_sending_old_values()
 
+    def _sends_old_values_unforced(self) -> bool:
+        """Whether this table's updates can carry each row's previous value without materializing
+        anything (Kafka's ``enableSendingOldValues(forceMaterialization=false)``): a table kept in
+        a key-value store always sends them (its processor reads them from the store); a table
+        computed from such tables is made to send them too."""
+        if isinstance(self._getter, StoreValueGetterSupplier):
+            return True
+        if not self._parents or not self._old_value_suppliers:
+            return False
+        if not all(parent._sends_old_values_unforced() for parent in self._parents):
+            return False
+        for supplier in self._old_value_suppliers:
+            supplier.send_old_values = True
+        return True
+
     def _store_for(
         self, materialized: Materialized | None, prefix: str, value_serde_default: Any = None
     ) -> tuple[str, Any, Any] | None:
@@ -238,7 +253,7 @@ class KTable(Generic[K, V]):
         materialized: Materialized | None,
         named: Named | str | None,
     ) -> KTable[K, V]:
-        return self._derive(
+        filtered = self._derive(
             naming.KTABLE_FILTER,
             named,
             materialized,
@@ -247,6 +262,11 @@ class KTable(Generic[K, V]):
             self._value_serde,
             self._value_serde,
         )
+        # Kafka's KTableFilter: when this table sends old values anyway, the filter sees that a
+        # row it drops was not in its result before either, and forwards no tombstone for it.
+        if self._sends_old_values_unforced():
+            filtered._supplier.send_old_values = True
+        return filtered
 
     @overload
     def map_values(

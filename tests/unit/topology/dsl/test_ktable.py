@@ -200,3 +200,20 @@ def test_a_table_join_takes_kafka_s_named_then_materialized(drive):
     driver.create_input_topic("right", S, S).pipe_input("k", "b")
     assert driver.get_key_value_store("joined").get("k") == "ab"
     assert _updates(driver) == [("k", "ab")]
+
+
+def test_filter_of_a_stored_table_forwards_nothing_for_a_row_it_never_held(drive):
+    # table-filter-tombstone: as Kafka's KTableFilter, the filter takes the stored parent's old
+    # values, so a row dropped now and before is no news downstream; a row it held is deleted.
+    builder = StreamsBuilder()
+    table = builder.table("in-t", Materialized.as_("source"))
+    table.filter(lambda key, value: key == "a").to_stream().to("out")
+    driver = drive(builder.build())
+    source = driver.create_input_topic("in-t", S, S)
+    out = driver.create_output_topic("out", S, S)
+    source.pipe_input("d", "xz", timestamp=7)
+    assert out.read_key_values_to_list() == []
+    source.pipe_input("a", "x", timestamp=8)
+    source.pipe_input("a", None, timestamp=9)
+    source.pipe_input("a", None, timestamp=10)  # not held any more: nothing
+    assert out.read_key_values_to_list() == [("a", "x"), ("a", None)]
