@@ -62,6 +62,12 @@ def _head(s: str | None) -> str | None:
     return s[0] if s else None
 
 
+def _len_letter(v: Any) -> str | None:
+    """ "a" for a value of length 1, "b" for 2...: a key of the generator's from any value."""
+    n = len(render(v))
+    return chr(ord("a") + n - 1) if n else None
+
+
 PREDICATES: dict[str, tuple[Callable[[Any, Any], bool], frozenset[str]]] = {
     "key_even": (lambda k, v: bool(k) and ord(k[0]) % 2 == 0, ANY),
     "key_null": (lambda k, v: k is None, ANY),
@@ -84,6 +90,7 @@ KEY_MAPPERS: dict[str, tuple[Callable[[Any, Any], Any], frozenset[str]]] = {
     "key_upper": (lambda k, v: None if k is None else k.upper(), ANY),
     "const_all": (lambda k, v: "all", ANY),
     "key_len": (lambda k, v: None if k is None else str(len(k)), ANY),
+    "value_len_letter": (lambda k, v: None if v is None else _len_letter(v), ANY),
 }
 
 KEY_VALUE_MAPPERS: dict[str, tuple[Callable[[Any, Any], KeyValue[Any, Any]], Types]] = {
@@ -164,6 +171,7 @@ JOINERS: dict[str, Callable[[Any, Any], str]] = {
 FOREIGN_KEY_EXTRACTORS: dict[str, Callable[[Any], Any]] = {
     "value_head": lambda v: None if v is None else _head(render(v)),
     "before_dash": lambda v: None if v is None else render(v).split("-")[0],
+    "len_letter": lambda v: None if v is None else _len_letter(v),
 }
 
 

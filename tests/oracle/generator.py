@@ -2,7 +2,8 @@
 
 ``generate_case(rng, exclude)`` draws a topology from one of a few templates (a stateless chain,
 an aggregation with optional windows and suppression, a table pipeline, the three join kinds,
-a cogroup, a stream turned table), with functions chosen to fit the value types, and an input
+foreign-key and global-table joins, a cogroup, a stream turned table, a processor with a store),
+with functions chosen to fit the value types, and an input
 with out-of-order timestamps, duplicates, null keys and values, tombstones, records late past
 grace, bursts on one key, headers and wall-clock advances. ``exclude`` names step families
 (``spec.families``) to leave out, so the cases test everything but the known differences; a
@@ -17,11 +18,14 @@ from typing import Any
 
 from tests.oracle.functions import (
     AGGREGATORS,
+    FIXED_KEY_PROCESSORS,
     FLAT_KEY_VALUE_MAPPERS,
     FLAT_VALUE_MAPPERS,
+    FOREIGN_KEY_EXTRACTORS,
     KEY_MAPPERS,
     KEY_VALUE_MAPPERS,
     PREDICATES,
+    PROCESSORS,
     REDUCERS,
     TABLE_REDUCERS,
     VALUE_MAPPERS,
@@ -311,6 +315,53 @@ def _template_to_table(b: _SpecBuilder) -> None:
     _sink(b, stream, vtype)
 
 
+def _template_foreign_key_join(b: _SpecBuilder) -> None:
+    rng = b.rng
+    left = b.add("table", "s", topic="in-t", **({"store": b.store()} if rng.random() < 0.5 else {}))
+    right = b.add("table", "s", topic="in-u", **({"store": b.store()} if rng.random() < 0.5 else {}))
+    params: dict[str, Any] = {
+        "in": left,
+        "other": right,
+        "extractor": rng.choice(list(FOREIGN_KEY_EXTRACTORS)),
+        "fn": "pair",
+    }
+    store = b.store()
+    if store and rng.random() < 0.5:
+        params["store"] = store
+    joined = b.add(rng.choice(["fk_join", "fk_left_join"]), "s", **params)
+    stream = b.add("to_stream", "s", **{"in": joined})
+    _sink(b, stream, "s")
+
+
+def _template_global_table_join(b: _SpecBuilder) -> None:
+    rng = b.rng
+    ref = b.add("stream", "s", topic="in-a")
+    ref, vtype = _stateless(b, ref, "s", rng.choice([0, 1]))
+    store = b.store()
+    table = b.add("global_table", "s", topic="in-g", **({"store": store} if store else {}))
+    key_fn = b.pick(KEY_MAPPERS, vtype) or "const_all"
+    params = {"in": ref, "other": table, "key_fn": key_fn, "fn": "pair"}
+    joined = b.add(rng.choice(["join", "left_join"]), "s", **params)
+    _sink(b, joined, "s")
+
+
+def _template_processor(b: _SpecBuilder) -> None:
+    rng = b.rng
+    ref = b.add("stream", "s", topic="in-a")
+    ref, vtype = _stateless(b, ref, "s", rng.choice([0, 1]))
+    b.stores += 1
+    store = f"store-{b.stores}"
+    if rng.random() < 0.5:
+        fn = rng.choice(list(FIXED_KEY_PROCESSORS))
+        ref = b.add("process_values", FIXED_KEY_PROCESSORS[fn][1], **{"in": ref, "fn": fn, "store": store})
+        vtype = FIXED_KEY_PROCESSORS[fn][1]
+    else:
+        fn = rng.choice(list(PROCESSORS))
+        ref = b.add("process", PROCESSORS[fn][1], **{"in": ref, "fn": fn, "store": store})
+        vtype = PROCESSORS[fn][1]
+    _sink(b, ref, vtype)
+
+
 TEMPLATES = [
     (_template_stateless, 3),
     (_template_aggregation, 6),
@@ -320,6 +371,9 @@ TEMPLATES = [
     (_template_table_table_join, 2),
     (_template_cogroup, 1),
     (_template_to_table, 1),
+    (_template_foreign_key_join, 1),
+    (_template_global_table_join, 1),
+    (_template_processor, 1),
 ]
 
 
@@ -364,7 +418,7 @@ def generate_case(rng: random.Random, exclude: Collection[str] = ()) -> dict[str
         used = families(spec)
         if used & set(exclude):
             continue
-        topics = sorted({n["topic"] for n in b.nodes if n["op"] in ("stream", "table")})
+        topics = sorted({n["topic"] for n in b.nodes if n["op"] in ("stream", "table", "global_table")})
         case: dict[str, Any] = {"spec": spec, "input": _input(rng, topics)}
         if {f"headers:{f}" for f in used} & set(exclude):
             for event in case["input"]:

@@ -299,10 +299,12 @@ def families(spec: Spec) -> set[str]:
                 out.add("aggregate:session")
         elif op == "table" and node.get("versioned") is not None:
             out.add("table:versioned")
+        elif op == "process" and any(n["op"] in _REKEYING for n in spec["nodes"]):
+            out.add("process:rekeyed")  # a stream-time punctuation after a repartition
         elif op in ("join", "left_join", "outer_join"):
             pair = f"{shapes[node['in']].shape}-{shapes[node['other']].shape}"
             out.add(f"{op}:{pair}")
-            if pair == "stream-table" and any(n["op"] in _REKEYING for n in spec["nodes"]):
+            if pair in ("stream-table", "stream-global") and any(n["op"] in _REKEYING for n in spec["nodes"]):
                 out.add(f"{op}:{pair}:rekeyed")  # a repartition upstream (over-approximated)
             windows = node.get("windows") or {}
             if windows.get("before") is not None or windows.get("after") is not None:

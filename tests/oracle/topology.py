@@ -114,8 +114,11 @@ def build_topology(spec: Spec) -> Topology:
                 mat = Materialized.as_(supplier).with_key_serde(string).with_value_serde(string)
             out = builder.table(node["topic"], Consumed.with_(string, string), mat)
         elif op == "global_table":
-            out = builder.global_table(
-                node["topic"], Consumed.with_(string, string), _materialized(store, "s")
+            consumed = Consumed.with_(string, string)
+            out = (
+                builder.global_table(node["topic"], consumed, _materialized(store, "s"))
+                if store
+                else builder.global_table(node["topic"], consumed)
             )
         elif op in ("fk_join", "fk_left_join"):
             extractor, joiner = FOREIGN_KEY_EXTRACTORS[node["extractor"]], JOINERS[fn]

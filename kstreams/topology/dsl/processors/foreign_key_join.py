@@ -144,24 +144,26 @@ class _SubscriptionSend(_Init):
             elif new is not None:
                 self._send(record, new_fk, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE, digest)
             return
-        if old is not None:
-            if new is None:
+        # Inner join, as Kafka Streams 4.1's SubscriptionSendProcessorSupplier: a row whose old
+        # foreign key was None never subscribed, so it counts as an insert.
+        if new is not None:
+            if new_fk is None:
+                logger.debug("Skipping a left row of key %r: its foreign key is None.", record.key)
                 if old_fk is not None:
+                    # The row no longer joins: unsubscribe, and delete the result it may have had.
                     self._send(record, old_fk, Instruction.DELETE_KEY_AND_PROPAGATE, digest)
                 return
             if old_fk is not None and old_fk != new_fk:
-                # The row moved: leave the old foreign key's subscribers without emitting there.
+                # The row moved: leave the old foreign key's subscribers without emitting there,
+                # and emit even without a foreign row, since the result joined before must go.
                 self._send(record, old_fk, Instruction.DELETE_KEY_NO_PROPAGATE, digest)
-            if new_fk is None:
-                logger.debug("Skipping a left row of key %r: its foreign key is None.", record.key)
-                return
-            # Emit even without a foreign row: the result joined before must be replaced.
-            self._send(record, new_fk, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE, digest)
-        elif new is not None:
-            if new_fk is None:
-                logger.debug("Skipping a left row of key %r: its foreign key is None.", record.key)
-                return
-            self._send(record, new_fk, Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE, digest)
+                self._send(record, new_fk, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE, digest)
+            else:
+                # An insert, or an update on the same foreign key: without a foreign row the row
+                # did not join before either, so there is no result to delete.
+                self._send(record, new_fk, Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE, digest)
+        elif old_fk is not None:
+            self._send(record, old_fk, Instruction.DELETE_KEY_AND_PROPAGATE, digest)
 
 
 # --- right side: the subscription store and the answers ----------------------------------

@@ -38,6 +38,12 @@ final class SpecFunctions {
         return s == null || s.isEmpty() ? null : s.substring(0, 1);
     }
 
+    /** "a" for a value of length 1, "b" for 2...: a key of the generator's from any value. */
+    private static String lenLetter(Object v) {
+        int n = render(v).length();
+        return n == 0 ? null : String.valueOf((char) ('a' + n - 1));
+    }
+
     static Predicate<String, Object> predicate(String name) {
         switch (name) {
             case "key_even":
@@ -84,6 +90,8 @@ final class SpecFunctions {
                 return (k, v) -> "all";
             case "key_len":
                 return (k, v) -> k == null ? null : String.valueOf(k.length());
+            case "value_len_letter":
+                return (k, v) -> v == null ? null : lenLetter(v);
             default:
                 throw new IllegalArgumentException("unknown key mapper " + name);
         }
@@ -232,6 +240,8 @@ final class SpecFunctions {
                 return v -> v == null ? null : head(render(v));
             case "before_dash":
                 return v -> v == null ? null : render(v).split("-", -1)[0];
+            case "len_letter":
+                return v -> v == null ? null : lenLetter(v);
             default:
                 throw new IllegalArgumentException("unknown foreign-key extractor " + name);
         }

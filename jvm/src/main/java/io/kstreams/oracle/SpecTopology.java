@@ -108,9 +108,11 @@ final class SpecTopology {
                 nodes.put(id, new Handle("table", builder.table(text(node, "topic"),
                         Consumed.with(STRING, STRING), mat), "s"));
             }
-            case "global_table" -> nodes.put(id, new Handle("global", builder.globalTable(text(node, "topic"),
-                    Consumed.with(STRING, STRING),
-                    (Materialized<String, String, KeyValueStore<Bytes, byte[]>>) materialized(store, "s")), "s"));
+            case "global_table" -> nodes.put(id, new Handle("global", store == null
+                    ? builder.globalTable(text(node, "topic"), Consumed.with(STRING, STRING))
+                    : builder.globalTable(text(node, "topic"), Consumed.with(STRING, STRING),
+                            (Materialized<String, String, KeyValueStore<Bytes, byte[]>>) materialized(store, "s")),
+                    "s"));
             case "fk_join", "fk_left_join" -> {
                 KTable t = (KTable) in(node, "in").obj;
                 KTable other = (KTable) in(node, "other").obj;
