@@ -4,9 +4,10 @@
 A timestamped store takes and returns ``ValueAndTimestamp``; below its metered layer every layer
 holds Kafka's bytes (8-byte big-endian timestamp, then the value's own bytes), so the timestamp
 survives the record cache; the changelog holds the plain value in a record stamped with that
-timestamp, as Kafka's does, and restoring puts it back in front (``kstreams.state.changelogging``). The builders take the *value's* serde,
-as Kafka's do: the metered layer adds the timestamp around it, so the application's default value
-serde still fills a serde left None.
+timestamp, as Kafka's does, and restoring puts it back in front
+(``kstreams.state.changelogging``). The builders take the *value's* serde, as Kafka's do: the
+metered layer adds the timestamp around it, so the application's default value serde still
+fills a serde left None.
 
 The DSL keeps its tables and aggregations in these stores. Readers that expect plain values
 (interactive queries, ``TopologyTestDriver.get_key_value_store``) see them through the facades,
