@@ -66,3 +66,6 @@ cdef class RecordCollector:
     cdef int c_send_bytes(self, str topic, int32_t partition, object key, object value,
                           int64_t ts, object headers) except -1
     cdef int c_send_batch(self, str topic, int32_t partition, RecordBatch batch) except -1
+    cdef int c_send_batch_timestamped(self, str topic, int32_t partition, RecordBatch batch) except -1
+    cdef int _send_batch(self, str topic, int32_t partition, RecordBatch batch,
+                         bint split_timestamps) except -1

@@ -14,13 +14,23 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_GetItemWithError
 from cpython.list cimport PyList_GET_SIZE
 from cpython.ref cimport PyObject
-from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint32_t
+from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcmp, memcpy, memset
 from libcpp.mutex cimport mutex
 from libcpp.vector cimport vector
 
 from kstreams._native.record_batch cimport RecordBatch, RecordBatchBuilder, c_murmur2
+
+
+cdef inline int64_t _read_be64(const char* p) noexcept nogil:
+    """The signed 8-byte big-endian integer at ``p`` (a timestamped store value's timestamp)."""
+    cdef const unsigned char* b = <const unsigned char*>p
+    cdef uint64_t v = 0
+    cdef int i
+    for i in range(8):
+        v = (v << 8) | b[i]
+    return <int64_t>v
 
 __all__ = ["RecordCollector"]
 
@@ -361,12 +371,33 @@ cdef class RecordCollector:
 
     cdef int c_send_batch(self, str topic, int32_t partition, RecordBatch batch) except -1:
         """Buffer every record of a batch in order; the byte copies run without the GIL."""
+        return self._send_batch(topic, partition, batch, False)
+
+    cdef int c_send_batch_timestamped(self, str topic, int32_t partition, RecordBatch batch) except -1:
+        """``c_send_batch`` of a timestamped store's changes, whose values are an 8-byte
+        big-endian timestamp then the value: each is buffered as Kafka's changelog holds it, the
+        plain value in a record stamped with that timestamp (a None value keeps the batch's
+        timestamp). ValueError, and nothing buffered, if a value is shorter than 8 bytes."""
+        cdef Py_ssize_t i
+        for i in range(batch.n):
+            if 0 <= batch.value_len(i) < 8:
+                raise ValueError(
+                    f"A change of a timestamped store for changelog {topic} has a value of "
+                    f"{batch.value_len(i)} bytes: it must start with an 8-byte timestamp"
+                )
+        return self._send_batch(topic, partition, batch, True)
+
+    cdef int _send_batch(self, str topic, int32_t partition, RecordBatch batch,
+                         bint split_timestamps) except -1:
         if batch.n == 0:
             return 0
         cdef _PartitionBuffer pb = self._buffer(topic, partition)
         cdef Py_ssize_t i, n = batch.n
         cdef size_t base
         cdef Py_ssize_t live0, bytes0, suppressed0
+        cdef const char* value
+        cdef Py_ssize_t vlen
+        cdef int64_t ts
         _acquire(&pb.mu)
         try:
             with nogil:
@@ -381,8 +412,14 @@ cdef class RecordCollector:
                     pb.entries.reserve(max(base + n, 2 * pb.entries.capacity()))
                 try:
                     for i in range(n):
-                        self._append(pb, batch.key_ptr(i), batch.key_len(i), batch.value_ptr(i),
-                                     batch.value_len(i), batch.ts(i))
+                        value = batch.value_ptr(i)
+                        vlen = batch.value_len(i)
+                        ts = batch.ts(i)
+                        if split_timestamps and vlen >= 0:
+                            ts = _read_be64(value)
+                            value += 8
+                            vlen -= 8
+                        self._append(pb, batch.key_ptr(i), batch.key_len(i), value, vlen, ts)
                 finally:
                     self._publish(pb, live0, bytes0, suppressed0, pb.entries.size() - base)
             if batch._headers is not None:

@@ -33,6 +33,7 @@ from libc.stdint cimport int32_t, int64_t
 from libc.string cimport memcpy
 
 from kstreams._native.per_record cimport ContextRouting, RecordPosition
+from kstreams._native.record_batch cimport RecordBatch
 from kstreams._native.record_collector cimport RecordCollector
 
 __all__ = [
@@ -81,12 +82,10 @@ cdef class ChangelogSender:
 
     def send_batch(self, batch):
         """Send a batch of changes (key, value or None, timestamp), each as ``sender(...)`` would."""
-        cdef Py_ssize_t i
-        if not self._split_timestamps:
+        if self._split_timestamps:
+            self._collector.c_send_batch_timestamped(self._topic, self._partition, <RecordBatch?>batch)
+        else:
             self._collector.send_batch(self._topic, self._partition, batch)
-            return
-        for i in range(len(batch)):
-            self._send(batch.key(i), batch.value(i), batch.timestamp(i))
 
     @property
     def topic(self):
