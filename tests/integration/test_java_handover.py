@@ -319,6 +319,7 @@ def test_kstreams_takes_over_a_kafka_streams_applications_state(
     _check(kafka_cluster, prefix, app_id)
 
 
+@pytest.mark.slow  # the reverse of the default tier's hand-over, 20 s
 def test_kafka_streams_takes_over_a_kstreams_applications_state(
     kafka_cluster, kafka_broker, app_id, tmp_path
 ):
