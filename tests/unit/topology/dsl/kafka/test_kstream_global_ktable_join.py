@@ -10,75 +10,25 @@ global-table spec): a stream record with a null key whose mapper finds a row is 
 
 from __future__ import annotations
 
-from typing import Any
-
-from kstreams import Consumed, Serdes, StreamsBuilder
-
-S = Serdes.string()
-I = Serdes.integer()  # noqa: E741 - Kafka's Serdes.Integer(), beside S
-KEYS = (0, 1, 2, 3)
-
-
-def _joiner(value1: Any, value2: Any) -> str:
-    return f"{value1}+{value2}"
-
-
-def _key_mapper(key: Any, value: str) -> str | None:
-    """Kafka's mapper: the value is comma-delimited; its second token, if any, is the key to the
-    global table; without one, None (no match)."""
-    tokens = value.split(",")
-    return tokens[1] if len(tokens) > 1 else None
-
-
-class _Join:
-    """Kafka's fixture: ``streamTopic`` (Integer keys) inner-joined with the global table of
-    ``globalTableTopic`` (String keys ``FKey<i>``) through ``_key_mapper``, every result kept by
-    ``captured``. Stream record ``i`` is piped at time ``i``."""
-
-    def __init__(self, drive: Any, captured: Any) -> None:
-        builder = StreamsBuilder()
-        stream = builder.stream("streamTopic", Consumed.with_(I, S))
-        table = builder.global_table("globalTableTopic", Consumed.with_(S, S))
-        stream.join(table, _key_mapper, _joiner).process(captured.supplier)
-        self.builder = builder
-        self.driver = drive(builder.build())
-        self.stream = self.driver.create_input_topic("streamTopic", I, S)
-        self.table = self.driver.create_input_topic("globalTableTopic", S, S)
-        self.captured = captured
-
-    def push_to_stream(self, count: int, prefix: str, include_foreign_key: bool = True) -> None:
-        for i in range(count):
-            value = f"{prefix}{KEYS[i]}" + (f",FKey{KEYS[i]}" if include_foreign_key else "")
-            self.stream.pipe_input(KEYS[i], value, i)
-
-    def push_to_global_table(self, count: int, prefix: str) -> None:
-        for i in range(count):
-            self.table.pipe_input(f"FKey{KEYS[i]}", f"{prefix}{KEYS[i]}", 0)
-
-    def push_null_values_to_global_table(self, count: int) -> None:
-        for i in range(count):
-            self.table.pipe_input(f"FKey{KEYS[i]}", None, 0)
-
-    def take(self) -> list[tuple[Any, Any, int]]:
-        return self.captured.take()
+from tests.unit.topology.dsl.kafka.global_table_join import GlobalTableJoin
 
 
 def test_stream_global_table_join_needs_no_copartitioning(drive, captured):
     """shouldNotRequireCopartitioning"""
-    join = _Join(drive, captured)
+    join = GlobalTableJoin(drive, captured)
     assert join.builder.build().build("app").copartition_groups == ()
 
 
 def test_stream_records_meet_no_row_of_an_empty_global_table(drive, captured):
     """shouldNotJoinWithEmptyGlobalTableOnStreamUpdates"""
-    join = _Join(drive, captured)
+    join = GlobalTableJoin(drive, captured)
     join.push_to_stream(2, "X")
     assert join.take() == []
 
 
 def test_global_table_updates_trigger_no_join(drive, captured):
     """shouldNotJoinOnGlobalTableUpdates"""
-    join = _Join(drive, captured)
+    join = GlobalTableJoin(drive, captured)
     join.push_to_stream(2, "X")
     assert join.take() == []
     join.push_to_global_table(2, "Y")
@@ -100,7 +50,7 @@ def test_global_table_updates_trigger_no_join(drive, captured):
 
 def test_stream_record_joins_only_when_the_global_table_has_its_mapped_key(drive, captured):
     """shouldJoinOnlyIfMatchFoundOnStreamUpdates"""
-    join = _Join(drive, captured)
+    join = GlobalTableJoin(drive, captured)
     join.push_to_global_table(2, "Y")
     assert join.take() == []
     join.push_to_stream(4, "X")
@@ -109,7 +59,7 @@ def test_stream_record_joins_only_when_the_global_table_has_its_mapped_key(drive
 
 def test_global_table_tombstone_removes_the_row_a_stream_record_would_meet(drive, captured):
     """shouldClearGlobalTableEntryOnNullValueUpdates"""
-    join = _Join(drive, captured)
+    join = GlobalTableJoin(drive, captured)
     join.push_to_global_table(4, "Y")
     assert join.take() == []
     join.push_to_stream(4, "X")
@@ -127,7 +77,7 @@ def test_global_table_tombstone_removes_the_row_a_stream_record_would_meet(drive
 
 def test_stream_record_whose_mapper_returns_none_is_not_joined(drive, captured):
     """shouldNotJoinOnNullKeyMapperValues"""
-    join = _Join(drive, captured)
+    join = GlobalTableJoin(drive, captured)
     join.push_to_global_table(4, "Y")
     assert join.take() == []
     join.push_to_stream(4, "XXX", include_foreign_key=False)
@@ -136,7 +86,7 @@ def test_stream_record_whose_mapper_returns_none_is_not_joined(drive, captured):
 
 def test_stream_record_with_a_null_key_joins_the_row_its_mapper_finds(drive, captured):
     """(checked on the oracle, Kafka Streams 4.1.1: KIP-962)"""
-    join = _Join(drive, captured)
+    join = GlobalTableJoin(drive, captured)
     join.push_to_global_table(1, "Y")
     join.stream.pipe_input(None, "X,FKey0", 5)
     assert join.take() == [(None, "X,FKey0+Y0", 5)]
