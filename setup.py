@@ -31,6 +31,7 @@ NATIVE_MODULES = [
     "store_core",
     "store_access",
     "python_chain",
+    "e2e_latency",
     "per_record",
     "kernels",
     "kafka_clients",

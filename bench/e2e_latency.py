@@ -422,18 +422,10 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.kafka or args.bootstrap):
         parser.error("latency is measured on a broker: --kafka or --bootstrap HOST:PORT")
     if args.kafka:
-        from pathlib import Path
+        from tests.support.kafka_broker import temporary_broker
 
-        from tests.support.kafka_broker import KafkaBroker
-
-        with tempfile.TemporaryDirectory(prefix="kstreams-latency-kafka-") as workdir:
-            broker = KafkaBroker(Path(workdir))
-            broker.start()
-            try:
-                broker.wait_ready()
-                return _run(args, broker.bootstrap)
-            finally:
-                broker.stop()
+        with temporary_broker("kstreams-latency-kafka-") as bootstrap:
+            return _run(args, bootstrap)
     return _run(args, args.bootstrap)
 
 

@@ -145,7 +145,7 @@ def run_restore(records: int, store_type: str) -> float:
     """Records per second restored from a changelog of ``records`` records."""
     from kstreams import KafkaStreams, Serdes
     from kstreams.cluster import EmbeddedCluster
-    from kstreams.runtime.state_updater import StateRestoreListener
+    from kstreams.state.restore_listener import StateRestoreListener
 
     app = f"restore-{uuid.uuid4().hex[:6]}"
     changelog = f"{app}-counts-changelog"

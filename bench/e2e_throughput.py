@@ -827,18 +827,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.kafka_streams and not (args.kafka or args.bootstrap):
         parser.error("--kafka-streams runs on a broker: add --kafka or --bootstrap HOST:PORT")
     if args.kafka:
-        from pathlib import Path
+        from tests.support.kafka_broker import temporary_broker
 
-        from tests.support.kafka_broker import KafkaBroker
-
-        with tempfile.TemporaryDirectory(prefix="kstreams-bench-kafka-") as workdir:
-            broker = KafkaBroker(Path(workdir))
-            broker.start()
-            try:
-                broker.wait_ready()
-                return _run(args, broker.bootstrap)
-            finally:
-                broker.stop()
+        with temporary_broker("kstreams-bench-kafka-") as bootstrap:
+            return _run(args, bootstrap)
     return _run(args, args.bootstrap)
 
 

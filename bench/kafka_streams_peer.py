@@ -86,6 +86,8 @@ class KafkaStreamsPeer:
         self.first_processed_at: float | None = None
         self.first_processed = 0  # the first non-zero count reported, at first_processed_at
         self.first_processed_cpu = 0.0  # and the JVM's CPU seconds then
+        self.restored = 0  # records restored into its stores, as of restored_at (perf_counter)
+        self.restored_at: float | None = None
         self._lines: queue.Queue[str] = queue.Queue()
         self._reader = threading.Thread(target=self._read, name="jvm-stdout", daemon=True)
         self._reader.start()
@@ -102,6 +104,8 @@ class KafkaStreamsPeer:
                     self.first_processed_at, self.first_processed = time.perf_counter(), n
                     self.first_processed_cpu = self.cpu_seconds()
                 self.processed = n
+            elif line.startswith("restored "):
+                self.restored, self.restored_at = int(line.split()[1]), time.perf_counter()
             self._lines.put(line)
         self._lines.put("")
 
@@ -131,6 +135,15 @@ class KafkaStreamsPeer:
         """Wait until the stream threads processed ``records`` records; False on timeout or error."""
         deadline = time.monotonic() + timeout
         while self.processed < records:
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                return False
+            time.sleep(0.002)
+        return True
+
+    def wait_restored(self, records: int, timeout: float) -> bool:
+        """Wait until ``records`` records were restored into the stores; False on timeout or exit."""
+        deadline = time.monotonic() + timeout
+        while self.restored < records:
             if time.monotonic() > deadline or self.process.poll() is not None:
                 return False
             time.sleep(0.002)

@@ -11,7 +11,8 @@ import pytest
 from confluent_kafka import Consumer, Message
 
 from kstreams.cluster.kafka_admin import KafkaAdmin
-from kstreams.cluster.kafka_consumer import GroupMembers, KafkaConsumer
+from kstreams.cluster.kafka_consumer import KafkaConsumer
+from kstreams.cluster.kafka_membership import GroupMembers
 from kstreams.cluster.port import TopicPartition
 
 BENCH = pytest.mark.benchmark(max_time=1.0, min_rounds=20, warmup=False)

@@ -34,8 +34,8 @@ from kstreams._native.record_cache import RecordCache
 from kstreams._native.record_collector import RecordCollector
 from kstreams.cluster.port import TopicPartition
 from kstreams.predicates import json_field
+from kstreams.processing.task import StreamTask
 from kstreams.processor import TaskId
-from kstreams.runtime.task import StreamTask
 
 BENCH = pytest.mark.benchmark(max_time=0.5, min_rounds=10, warmup=False)
 N = 10_000

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from kstreams._native.record_cache import RecordCache
-from kstreams.runtime.metrics import MetricsRegistry
+from kstreams.metrics import MetricsRegistry
 from kstreams.state import Stores
 
 BENCH = pytest.mark.benchmark(max_time=0.5, min_rounds=5, warmup=False)

@@ -30,12 +30,12 @@ from kstreams import (
     Consumed,
     KafkaStreams,
     Materialized,
+    QueryableStoreTypes,
     Serdes,
     StoreQueryParameters,
     StreamsBuilder,
     Topology,
 )
-from kstreams.client import QueryableStoreTypes
 from kstreams.cluster import EmbeddedCluster, KafkaCluster
 
 INPUT_TOPIC = "clicks"

@@ -14,20 +14,20 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     # What type checkers see: the real classes (at run time __getattr__ below imports them lazily).
-    from kstreams.client import (
-        InitParameters,
-        KafkaStreams,
+    from kstreams.client import KafkaStreams, StreamsUncaughtExceptionResponse, ThreadMetadata
+    from kstreams.config import StreamsConfig
+    from kstreams.init_parameters import InitParameters
+    from kstreams.queries import (
+        HostInfo,
         KeyQueryMetadata,
-        StateRestoreListener,
+        QueryableStoreTypes,
         StoreQueryParameters,
         StreamsMetadata,
-        StreamsUncaughtExceptionResponse,
-        ThreadMetadata,
     )
-    from kstreams.config import StreamsConfig
     from kstreams.serdes import Serdes
     from kstreams.state import Stores, Window
     from kstreams.state import WindowedKey as Windowed
+    from kstreams.state.restore_listener import StateRestoreListener
     from kstreams.testing import TestInputTopic, TestOutputTopic, TopologyTestDriver
     from kstreams.topology import (
         Branched,
@@ -77,6 +77,7 @@ __all__ = [
     "EmitStrategy",
     "GlobalKTable",
     "Grouped",
+    "HostInfo",
     "InitParameters",
     "JoinWindows",
     "Joined",
@@ -91,6 +92,7 @@ __all__ = [
     "Named",
     "Printed",
     "Produced",
+    "QueryableStoreTypes",
     "Repartitioned",
     "Serdes",
     "SessionWindowedCogroupedKStream",
@@ -125,15 +127,13 @@ __all__ = [
 
 __version__ = "0.1.0"
 
-_CLIENT_NAMES = (
-    "InitParameters",
-    "KafkaStreams",
+_CLIENT_NAMES = ("KafkaStreams", "StreamsUncaughtExceptionResponse", "ThreadMetadata")
+_QUERY_NAMES = (
+    "HostInfo",
     "KeyQueryMetadata",
-    "StateRestoreListener",
+    "QueryableStoreTypes",
     "StoreQueryParameters",
     "StreamsMetadata",
-    "StreamsUncaughtExceptionResponse",
-    "ThreadMetadata",
 )
 _TOPOLOGY_NAMES = (
     "Branched",
@@ -177,7 +177,10 @@ _TOPOLOGY_NAMES = (
 # Each public name: (home module, name there). Kafka's ``Windowed`` is kstreams' ``WindowedKey``.
 _HOMES: dict[str, tuple[str, str]] = {
     **{name: ("kstreams.client", name) for name in _CLIENT_NAMES},
+    **{name: ("kstreams.queries", name) for name in _QUERY_NAMES},
     **{name: ("kstreams.topology", name) for name in _TOPOLOGY_NAMES},
+    "InitParameters": ("kstreams.init_parameters", "InitParameters"),
+    "StateRestoreListener": ("kstreams.state", "StateRestoreListener"),
     "StreamsConfig": ("kstreams.config", "StreamsConfig"),
     "Serdes": ("kstreams.serdes", "Serdes"),
     "Stores": ("kstreams.state", "Stores"),

@@ -6,6 +6,10 @@ removed while the client runs (KIP-663): because tasks are not pinned to threads
 rebalance and moves no partitions — only the record cache is redistributed. An exception in any of
 the client's threads goes to the uncaught exception handler (KIP-671).
 
+Why one module over ~600 lines: it is Kafka's ``KafkaStreams`` surface, method for method in snake
+case, each with the docstring users read; the runtime it drives is built elsewhere
+(``runtime/client_parts.py`` and ``runtime/streams_runtime.py``).
+
 Locks, in the order they may be taken (never the other way round):
 1. ``KafkaStreams._runtime_lock`` (RLock): held by ``start()`` while it builds and starts the runtime
    and by the close thread while it stops it, so a close never runs half-way through a start.
@@ -24,11 +28,8 @@ from __future__ import annotations
 
 import enum
 import logging
-import os
 import threading
 import time
-import uuid
-import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -37,27 +38,31 @@ from typing import Any, ClassVar
 from kstreams.cluster.port import ERROR_SHUTDOWN_REQUESTED, Cluster, Consumer, Producer
 from kstreams.config import StreamsConfig
 from kstreams.errors import (
-    ConfigException,
     IllegalStateException,
     InvalidStateStoreException,
-    ProcessorStateException,
     UnknownStateStoreException,
 )
+from kstreams.init_parameters import InitParameters
+from kstreams.metrics import MetricName, Sensor
+from kstreams.queries import (
+    HostInfo,
+    KeyQueryMetadata,
+    QueryableStoreTypes,
+    StoreQueryParameters,
+    StreamsMetadata,
+)
+from kstreams.runtime.client_parts import build_client_parts
 from kstreams.runtime.client_state import State, check_transition
-from kstreams.runtime.internal_topics.init_parameters import InitParameters
-from kstreams.runtime.internal_topics.manager import InternalTopicManager, SetupResult
-from kstreams.runtime.metrics import MetricName, MetricsRegistry, Sensor
-from kstreams.runtime.metrics_endpoint import MetricsEndpoint
-from kstreams.runtime.polling_thread import Failure, FailureSource, PollingThread, RuntimeHooks
-from kstreams.runtime.query_access import QueryAccess
-from kstreams.runtime.state_updater import StateRestoreListener, StateUpdater
-from kstreams.runtime.store_query import QueryableStoreTypes, StoreQueryParameters
-from kstreams.runtime.stream_thread import StreamThread
-from kstreams.runtime.streams_metadata import HostInfo, KeyQueryMetadata, StreamsMetadata
+from kstreams.runtime.internal_topics.manager import SetupResult
+from kstreams.runtime.restoration.state_updater import StateUpdater
 from kstreams.runtime.streams_runtime import StreamsRuntime
-from kstreams.runtime.task_manager import TaskManager
-from kstreams.runtime.thread_tasks import divide_tasks
+from kstreams.runtime.tasks.task_manager import TaskManager
+from kstreams.runtime.threads.polling_parts import Failure, FailureSource, RuntimeHooks
+from kstreams.runtime.threads.polling_thread import PollingThread
+from kstreams.runtime.threads.stream_thread import StreamThread
+from kstreams.runtime.threads.thread_tasks import divide_tasks
 from kstreams.state.directory import StateDirectory
+from kstreams.state.restore_listener import StateRestoreListener
 from kstreams.topology.topology import Topology
 
 __all__ = [
@@ -117,15 +122,18 @@ class KafkaStreams:
     ) -> None:
         self.config = config if isinstance(config, StreamsConfig) else StreamsConfig(config)
         self._topology = topology
-        self.plan = topology.build(self.config.application_id, self.config)
-        self.process_id, process_lock = _claim_process_id(self.config)
-        # The id stays this client's until it closes (or is collected, or its process dies).
-        self._release_process_id = (
-            weakref.finalize(self, os.close, process_lock) if process_lock is not None else None
-        )
-        self.client_id = self.config.client_id(self.process_id)
-        self.cluster = cluster if cluster is not None else _default_cluster(self.config)
-        self._metrics = MetricsRegistry(recording_level=str(self.config["metrics.recording.level"]))
+        # The runtime's parts that live as long as the client (kstreams/runtime/client_parts.py);
+        # start() builds the rest (StreamsRuntime).
+        parts = self._parts = build_client_parts(self, topology, self.config, cluster)
+        self.plan = parts.plan
+        self.process_id = parts.process_id
+        self._release_process_id = parts.release_process_id
+        self.client_id = parts.client_id
+        self.cluster = parts.cluster
+        self._metrics = parts.metrics
+        self._admin = parts.admin
+        self.internal_topics = parts.internal_topics
+        self._queries = parts.queries
         self._state = State.CREATED
         self._state_lock = threading.Condition()
         self._runtime_lock = threading.RLock()
@@ -143,27 +151,6 @@ class KafkaStreams:
         # Made by start(): None before it (and in a client closed before it started).
         self._runtime: StreamsRuntime | None = None
         self._close_thread: threading.Thread | None = None
-        # Serves metrics_prometheus() over HTTP from start() to close() (metrics.http.port).
-        self._metrics_endpoint: MetricsEndpoint | None = None
-        self._admin = self.cluster.admin()  # one admin client for internal topics and partition counts
-        if topology.has_pattern_sources:
-            # Pattern sources read the topics that exist and match when the client is made; a
-            # topic created later is read by clients made after it (the plan is fixed per client).
-            self.plan = topology.build(
-                self.config.application_id, self.config, topics=self._admin.describe_topics()
-            )
-        self.internal_topics = InternalTopicManager(self._admin, self.config, self.plan)
-        # Interactive queries across clients: application.server, the metadata channel and the
-        # query endpoint (kstreams/runtime/query_access.py).
-        self._queries = QueryAccess(
-            self.config,
-            self.plan,
-            self.cluster,
-            self._admin,
-            self.internal_topics,
-            self.process_id,
-            self.client_id,
-        )
         client_tags = {"client-id": self.client_id}
         self._metrics.gauge(
             "alive-stream-threads", "stream-metrics", client_tags, lambda: float(len(self._live_threads()))
@@ -174,7 +161,6 @@ class KafkaStreams:
         self._metrics.gauge(
             "state", "stream-metrics", client_tags, lambda: float(list(State).index(self._state))
         )
-        self.internal_topics.register_metrics(self._metrics, client_tags)
 
     # -- state machine ------------------------------------------------------------------------
 
@@ -273,31 +259,15 @@ class KafkaStreams:
 
     def _start_runtime(self) -> None:
         self._runtime = StreamsRuntime(
-            self.client_id,
-            self.process_id,
+            self._parts,
             self.config,
-            self.plan,
-            self.cluster,
-            self._admin,
-            self.internal_topics,
-            self._metrics,
             _Hooks(self),
             self._on_stream_failure,
             self._on_restore_failure,
             self._task_sensor,
             self._restore_listener,
         )
-        self._runtime.start()
-        port = self.config["metrics.http.port"]
-        if port is not None:
-            self._metrics_endpoint = MetricsEndpoint(
-                self.metrics_prometheus,
-                str(self.config["metrics.http.host"]),
-                int(port),
-                f"{self.client_id}-MetricsEndpoint",
-            )
-            self._metrics_endpoint.start()
-        self._queries.start(self._runtime, self)
+        self._runtime.start(self.metrics_prometheus, self)
 
     # The runtime's parts (None before start()).
 
@@ -391,9 +361,6 @@ class KafkaStreams:
 
     def _stop_runtime(self, timeout: float | None) -> bool:
         deadline = None if timeout is None else time.monotonic() + timeout
-        if self._metrics_endpoint is not None:
-            self._metrics_endpoint.stop()
-        self._queries.stop()
         ok = self._runtime.stop(deadline) if self._runtime is not None else True
         if ok and self._release_process_id is not None:
             self._release_process_id()  # a successor client may now take over the process id
@@ -403,7 +370,6 @@ class KafkaStreams:
         """Simulate a crash (tests only): every thread stops where it is — nothing is committed or
         flushed, no task is closed, the group is not left and an open transaction stays open. The
         cluster notices only when the session times out, as it would for a killed process."""
-        self._queries.stop()
         if self._runtime is not None:
             self._runtime.abandon()
         with self._state_lock:
@@ -573,7 +539,7 @@ class KafkaStreams:
         """Metadata of every stream thread that is not DEAD (PENDING_SHUTDOWN ones included).
 
         Tasks are not pinned to threads here, so the client's tasks are divided over its threads
-        for reporting (``runtime/thread_tasks.py``): each active task (restoring or running) is
+        for reporting (``runtime/threads/thread_tasks.py``): each active task (restoring or running) is
         listed under exactly one thread — the one that processed it last, or, for a task no
         thread has processed yet, the thread with the fewest tasks — and each standby task under
         exactly one thread, spread evenly. As in Kafka, the union over the threads is every task
@@ -676,8 +642,7 @@ class KafkaStreams:
     @property
     def metrics_url(self) -> str | None:
         """Where the metrics endpoint serves (``metrics.http.port``) while the client runs, else None."""
-        endpoint = self._metrics_endpoint
-        return endpoint.url if endpoint is not None else None
+        return self._runtime.metrics_url if self._runtime is not None else None
 
     def metrics_prometheus(self) -> str:
         """The same metrics in Prometheus' text exposition format."""
@@ -690,7 +655,7 @@ class KafkaStreams:
         ``StoreQueryParameters.from_name_and_type(name, QueryableStoreTypes.key_value_store())``,
         optionally ``.with_partition(p)``/``.with_partitions(ps)`` (only those partitions' tasks)
         and ``.enable_stale_stores()`` (restoring and standby stores answer too, and the client may
-        be REBALANCING; see ``runtime/store_query.py``). Without stale stores only running active
+        be REBALANCING; see ``runtime/queries/store_query.py``). Without stale stores only running active
         tasks answer, and only while the client is RUNNING.
 
         The view finds the store's current local instances on every read, so it follows tasks as they
@@ -770,34 +735,6 @@ class _Hooks(RuntimeHooks):
         if runtime is not None:
             runtime.partition_count.clear()
         return self._streams.internal_topics.setup_for_rebalance()
-
-
-def _claim_process_id(config: StreamsConfig) -> tuple[uuid.UUID, int | None]:
-    """The process id kept in state.dir, with its lock (``StateDirectory.claim_process_id``).
-
-    Raises ConfigException naming the directory and the OS error when state.dir cannot be created
-    or written, so that the client fails at construction rather than in the background after
-    ``start()``, when its first stateful task opens.
-    """
-    try:
-        return StateDirectory(str(config["state.dir"]), config.application_id).claim_process_id()
-    except ProcessorStateException as exc:
-        raise ConfigException(f"Invalid value {config['state.dir']!r} for config 'state.dir': {exc}") from exc
-
-
-def _default_cluster(config: StreamsConfig) -> Cluster:
-    if config["bootstrap.servers"]:
-        from kstreams.cluster import KafkaCluster
-
-        # A request never outwaits the whole call it serves (Kafka clamps request.timeout.ms to
-        # default.api.timeout.ms the same way): 30 s, or less when default.api.timeout.ms is less.
-        request_timeout_s = min(30.0, int(config["default.api.timeout.ms"]) / 1000.0)
-        return KafkaCluster(  # type: ignore[no-any-return]
-            str(config["bootstrap.servers"]), config.cluster_configs(), timeout=request_timeout_s
-        )
-    from kstreams.cluster import EmbeddedCluster
-
-    return EmbeddedCluster()  # type: ignore[no-any-return]
 
 
 def _seconds(timeout: float | timedelta | None) -> float | None:

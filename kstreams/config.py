@@ -320,6 +320,13 @@ _KEYS: tuple[ConfigKey, ...] = (
         _at_least(0),
     ),
     ConfigKey(
+        "repartition.purge.interval.ms",
+        int,
+        30000,
+        "How often, after a commit, records of repartition topics before the committed offsets are deleted.",
+        _at_least(0),
+    ),
+    ConfigKey(
         "auto.offset.reset",
         str,
         "earliest",

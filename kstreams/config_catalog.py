@@ -192,13 +192,11 @@ UNSUPPORTED_KEYS: dict[str, str] = {
         "set a timestamp extractor per source with Consumed.with_timestamp_extractor(...)"
     ),
     "default.client.supplier": "kstreams creates its clients through the cluster adapter you pass",
-    "upgrade.from": "kstreams has no older wire formats to upgrade from",
+    "upgrade.from": "kstreams has no rolling upgrade between releases: CHANGELOG.md says which need a reset",
     "topology.optimization": (
         "kstreams builds the topology as written (Kafka's 'none'); it does not merge repartition "
         "topics or reuse source topics as changelogs"
     ),
-    "state.cleanup.delay.ms": "kstreams deletes a task's state directory when the task is closed for good",
-    "repartition.purge.interval.ms": "kstreams does not purge consumed repartition records",
     "log.summary.interval.ms": "kstreams logs lifecycle events as they happen, with no periodic summary",
     "input.buffer.max.bytes": "bound the input buffers with buffered.records.per.partition",
     "window.size.ms": "pass the window size to WindowedSerdes' constructors",

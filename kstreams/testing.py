@@ -14,13 +14,14 @@ Piping follows Kafka's ``TestInputTopic.pipeInput`` overloads: ``pipe_input(valu
 ``pipe_input(key, value)``, ``pipe_input(value, instant)`` (a ``datetime`` second argument),
 ``pipe_input(key, value, timestamp)`` and ``pipe_input(TestRecord(...))``.
 
-How it runs: one ``StreamTask`` per subtopology, all on partition 0 (every topic has one
-partition), sharing a real ``RecordCollector``. Each piped record is processed, then its task is
-committed the way Kafka's driver commits after every record: stores are flushed (caches forward
-what they hold) and the collector is drained. Every record written waits in its topic's queue for
-``TestOutputTopic`` readers (internal topics too, under their prefixed names, as in Kafka's
-driver); records written to a topic the topology reads (its repartition topics, or a user topic
-it writes and reads back) are also fed, one by one, to the subtopology that reads them before
+How it runs: one ``StreamTask`` per subtopology, all on partition 0 (every topic has one partition;
+as in Kafka's driver, a record a partitioner sends to another partition is written all the same and
+read back from that one), sharing a real ``RecordCollector``. Each piped record is processed, then
+its task is committed the way Kafka's driver commits after every record: stores are flushed (caches
+forward what they hold) and the collector is drained. Every record written waits in its topic's
+queue for ``TestOutputTopic`` readers (internal topics too, under their prefixed names, as in
+Kafka's driver); records written to a topic the topology reads (its repartition topics, or a user
+topic it writes and reads back) are also fed, one by one, to the subtopology that reads them before
 ``pipe_input`` returns.
 
 Time: the mock wall clock starts at the current time (Kafka's ``System.currentTimeMillis()``)
@@ -50,10 +51,10 @@ from kstreams._native.record_batch import RecordBatch
 from kstreams._native.record_collector import RecordCollector
 from kstreams.cluster.port import TopicPartition
 from kstreams.config import StreamsConfig
+from kstreams.processing.global_task import GlobalStateTask
+from kstreams.processing.record_cache import single_thread_cache
+from kstreams.processing.task import StreamTask
 from kstreams.processor import TaskId
-from kstreams.runtime.global_state import GlobalStateTask
-from kstreams.runtime.task import StreamTask
-from kstreams.runtime.thread_caches import single_thread_cache
 from kstreams.state.store import KeyValueStore, StateStore, WindowStore
 from kstreams.state.timestamped import is_timestamped, plain_value_view
 from kstreams.topology.dsl.records import KeyValue
@@ -161,6 +162,7 @@ class TopologyTestDriver:
                     _one_partition,
                     app_state_dir,
                     clock=self._clock,
+                    partitions_must_exist=False,
                 )
                 task.record_cache = cache
                 task.global_stores = global_stores
@@ -382,7 +384,8 @@ class TopologyTestDriver:
                 queue.append((key, value, timestamp, headers))
             task = self._task_for_topic.get(topic)
             if task is not None:
-                batch = batch.with_offsets(self._next_offset(topic, len(batch)))
+                # read back from the topic's one partition, whichever a partitioner named
+                batch = batch.with_partition(0).with_offsets(self._next_offset(topic, len(batch)))
                 for i in range(len(batch)):
                     work.append((task, topic, batch.slice(i, i + 1)))
         return work

@@ -1,4 +1,5 @@
-"""Shared fixtures. ``cluster`` runs a test body once per cluster adapter.
+"""Shared fixtures. ``cluster`` runs a test body once per cluster adapter; ``wait_until``,
+``clients`` and ``client_config`` expose tests/support/waiting.py and tests/support/clients.py.
 
 The embedded parameter always runs; the kafka parameter (marked ``integration``) runs against
 Apache Kafka: a single-node KRaft broker of the version pinned in jvm/pom.xml, which
@@ -23,8 +24,9 @@ import shutil
 import subprocess
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,6 +39,7 @@ os.environ["TMPDIR"] = _RUN_TMP
 tempfile.tempdir = None  # gettempdir() reads TMPDIR again
 atexit.register(shutil.rmtree, _RUN_TMP, True)
 
+from tests.support.clients import Clients, client_settings  # noqa: E402
 from tests.support.kafka_broker import (  # noqa: E402
     REPO,
     BrokerUnavailable,
@@ -44,6 +47,7 @@ from tests.support.kafka_broker import (  # noqa: E402
     PortInUse,
     free_port,
 )
+from tests.support.waiting import wait_until as _wait_until  # noqa: E402
 
 logger = logging.getLogger(__name__)
 
@@ -230,3 +234,43 @@ def cluster(request: pytest.FixtureRequest) -> object:
 def app_id() -> str:
     """A fresh application id, so tests sharing one broker never share topics or groups."""
     return f"app-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def wait_until() -> Callable[..., None]:
+    """``wait_until(condition, timeout, what)``: check ``condition`` every 20 ms until it holds;
+    fail naming ``what`` after ``timeout`` seconds (tests.support.waiting)."""
+    return _wait_until
+
+
+@pytest.fixture
+def clients() -> Iterator[Clients]:
+    """The test's KafkaStreams clients (append each one made, or ``clients.start(...)``), closed
+    after the test."""
+    started = Clients()
+    yield started
+    started.close_all(timeout=30)
+
+
+@pytest.fixture
+def client_config(cluster: Any, app_id: str) -> Callable[..., dict[str, object]]:
+    """``client_config(state_dir, **settings)``: a client's config for ``app_id`` on ``cluster``
+    with string default serdes, plus ``settings`` (underscores for dots)."""
+
+    def make(state_dir: Path, **settings: object) -> dict[str, object]:
+        return client_settings(
+            cluster, app_id, state_dir, **{key.replace("_", "."): value for key, value in settings.items()}
+        )
+
+    return make
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test marked ``slow_on_kafka`` runs on the embedded cluster in the default tier and on
+    Apache Kafka in the slow tier (before ``-m`` selects, hence tryfirst)."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        on_kafka = callspec is not None and callspec.params.get("cluster") == "kafka"
+        if on_kafka and item.get_closest_marker("slow_on_kafka"):
+            item.add_marker(pytest.mark.slow)

@@ -1,5 +1,7 @@
 """kstreams' compiled core (Cython, GIL released on the hot paths).
 
+Internal: not part of the public API; the public names are ``kstreams.__all__``.
+
 Modules: ``record_batch`` (columnar batches of records), ``record_buffer`` (a task's input FIFO),
 ``scheduler`` (task picking with per-task locks and the commit barrier), ``record_collector``
 (output buffers with changelog suppression), ``record_cache`` (the byte-bounded LRU record cache),

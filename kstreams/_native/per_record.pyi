@@ -4,6 +4,9 @@ record-at-a-time processors, in C."""
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from kstreams._native.e2e_latency import E2ELatencySensor
+from kstreams._native.record_batch import RecordBatch
+
 class RecordPosition:
     """The topic, partition, offset and timestamp of the current record, and its input batch."""
 
@@ -11,7 +14,7 @@ class RecordPosition:
     partition: int
     offset: int
     timestamp: int
-    source: Any
+    source: RecordBatch | None
 
 NEVER_DUE: int
 
@@ -33,11 +36,13 @@ class ProcessCore:
     def process(self, record: Any) -> None: ...
 
 class NodeBase:
-    """A graph node's name, children and ``process`` (C fields)."""
+    """A graph node's name, children, ``process`` and, for a terminal node, its KIP-613
+    end-to-end latency sensor (C fields)."""
 
     name: str
     children: list[Any]
     children_by_name: dict[str, Any]
+    e2e_latency: E2ELatencySensor | None
     process: Callable[[Any], None]
 
 class BatchProgress:
@@ -49,13 +54,14 @@ class BatchProgress:
     def __init__(self, partition_time: int) -> None: ...
 
 def run_records(
+    # kstreams.processing.record_loop.RecordLoopTask (the engine is above _native: no import here)
     task: Any,
     progress: BatchProgress,
-    tp: Any,
+    tp: Any,  # kstreams.cluster.port.TopicPartition
     position: RecordPosition,
     context: ContextRouting,
     children: Sequence[Any],
-    batch: Any,
+    batch: RecordBatch,
     decoded_keys: list[Any] | None,
     decoded_values: list[Any] | None,
     key_deserialize: Callable[[str, bytes | None], Any],
@@ -108,6 +114,7 @@ class ReduceStep(AggregateStep):
 class AggregatorStep(AggregateStep):
     initializer: Callable[[], Any] | None
     aggregator: Callable[[Any, Any, Any], Any]
+    last_initial: Any
     def __init__(
         self, initializer: Callable[[], Any] | None, aggregator: Callable[[Any, Any, Any], Any]
     ) -> None: ...

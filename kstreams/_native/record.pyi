@@ -2,7 +2,7 @@
 
 from typing import Any, Generic, TypeVar
 
-from kstreams.state.window import Window
+from kstreams.window import Window
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -55,14 +55,18 @@ class FixedKeyRecord(_RecordFields[K, V]):
     def __hash__(self) -> int: ...
 
 class Change(Generic[V]):
-    """An update of one table row: the new value and, when known, the old one (None if absent)."""
+    """An update of one table row: the new value and, when known, the old one (None if absent),
+    and whether the new value is the row's latest version (False only for an out-of-order update
+    of a versioned table, KIP-914)."""
 
-    __match_args__ = ("new_value", "old_value")
-    def __init__(self, new_value: V | None, old_value: V | None = None) -> None: ...
+    __match_args__ = ("new_value", "old_value", "is_latest")
+    def __init__(self, new_value: V | None, old_value: V | None = None, is_latest: bool = True) -> None: ...
     @property
     def new_value(self) -> V | None: ...
     @property
     def old_value(self) -> V | None: ...
+    @property
+    def is_latest(self) -> bool: ...
     def __eq__(self, other: object) -> bool: ...
     def __hash__(self) -> int: ...
     def __reduce__(self) -> tuple[Any, ...]: ...

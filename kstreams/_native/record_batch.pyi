@@ -77,8 +77,16 @@ def copy_headers(headers: Any) -> list[tuple[str, bytes | None]] | None:
 def murmur2(data: bytes) -> int:
     """Kafka's murmur2 hash (the Java client's, seed 0x9747b28c), as a signed 32-bit int."""
 
+def murmur3_hash128(data: bytes, seed: int = 104729) -> bytes:
+    """Kafka's ``Murmur3.hash128`` as 16 bytes: the two 64-bit halves, big-endian."""
+
 def default_partition(key: bytes, num_partitions: int) -> int:
     """Kafka's default partitioner for a non-null key: (murmur2(key) & 0x7fffffff) % num_partitions."""
 
 def partitions_for_keys(batch: RecordBatch, num_partitions: int) -> np.ndarray:
     """int32 array of default_partition for every key of a batch (null keys get -1)."""
+
+def partitions_for_offsets(offsets: np.ndarray, data: Any, num_partitions: int) -> np.ndarray:
+    """int32 array of default_partition for each of the ``len(offsets) - 1`` keys held end to end
+    in ``data`` (a buffer; key i is ``data[offsets[i]:offsets[i + 1]]``, offsets int64): an Arrow
+    binary column read in place. The caller masks null keys."""

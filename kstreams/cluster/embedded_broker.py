@@ -280,9 +280,15 @@ class EmbeddedBroker:
             group = self.groups[group_id] = ConsumerGroup(group_id)
         return group
 
-    def commit_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
-        """Store committed offsets. Offsets of partitions that no longer exist are dropped, as a
-        broker forgets the offsets of a deleted topic."""
+    def commit_offsets(
+        self,
+        group_id: str,
+        offsets: Mapping[TopicPartition, int],
+        metadata: Mapping[TopicPartition, str] | None = None,
+    ) -> None:
+        """Store committed offsets, each with its metadata ("" where ``metadata`` has none, as a
+        broker stores a commit without metadata). Offsets of partitions that no longer exist are
+        dropped, as a broker forgets the offsets of a deleted topic."""
         group = self.group(group_id)
         for tp, offset in offsets.items():
             if self.log(tp) is None:
@@ -291,6 +297,7 @@ class EmbeddedBroker:
             if offset < 0:
                 raise ClusterError(f"Cannot commit offset {offset} of {tp} for group {group_id!r}")
             group.offsets[tp] = offset
+            group.metadata[tp] = metadata.get(tp, "") if metadata is not None else ""
 
     # Transactions
 
@@ -344,5 +351,5 @@ class EmbeddedBroker:
             log.end_transaction(txn, entries, commit)
         if commit:
             for group_id, offsets in txn.offsets.items():
-                self.commit_offsets(group_id, offsets)
+                self.commit_offsets(group_id, offsets, txn.metadata.get(group_id))
         self.notify()

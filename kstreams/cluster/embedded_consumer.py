@@ -37,6 +37,7 @@ from kstreams.cluster.port import (
     CommitFailedError,
     GroupAssignor,
     GroupListener,
+    OffsetAndMetadata,
     TopicPartition,
 )
 
@@ -224,7 +225,9 @@ class EmbeddedConsumer:
 
     # Offsets
 
-    def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+    def commit(
+        self, offsets: Mapping[TopicPartition, int], metadata: Mapping[TopicPartition, str] | None = None
+    ) -> None:
         self._broker.faults.check("commit")
         with self._broker.lock:
             self._check_usable()
@@ -236,7 +239,7 @@ class EmbeddedConsumer:
                     f"(no poll within session.timeout.ms={round(self._session_timeout * 1000)}); its "
                     "partitions are lost and it rejoins in its next poll"
                 )
-            self._broker.commit_offsets(group.group_id, offsets)
+            self._broker.commit_offsets(group.group_id, offsets, metadata)
 
     def committed(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
         self._broker.faults.check("committed")
@@ -246,6 +249,21 @@ class EmbeddedConsumer:
                 return {}
             offsets = self._broker.group(self._group_id).offsets
             return {tp: offsets[tp] for tp in partitions if tp in offsets}
+
+    def committed_with_metadata(
+        self, partitions: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, OffsetAndMetadata]:
+        self._broker.faults.check("committed")
+        with self._broker.lock:
+            self._check_usable()
+            if self._group_id is None:
+                return {}
+            group = self._broker.group(self._group_id)
+            return {
+                tp: OffsetAndMetadata(group.offsets[tp], group.metadata.get(tp, ""))
+                for tp in partitions
+                if tp in group.offsets
+            }
 
     def end_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
         self._broker.faults.check("end_offsets")

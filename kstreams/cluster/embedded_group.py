@@ -116,6 +116,8 @@ class ConsumerGroup:
         self.members: dict[str, Membership] = {}
         self.generation = 0
         self.offsets: dict[TopicPartition, int] = {}
+        # The metadata committed with each offset ("" when none was given).
+        self.metadata: dict[TopicPartition, str] = {}
         self.error_code = ERROR_NONE
         # Set while the members of an assignor group report for a new generation.
         self.joining_since: float | None = None
@@ -290,6 +292,7 @@ class ConsumerGroup:
         """Drop the committed offsets of a deleted topic."""
         for tp in [tp for tp in self.offsets if tp.topic == topic]:
             del self.offsets[tp]
+            self.metadata.pop(tp, None)
 
     def _drop_ownership(self, member: Membership) -> None:
         for tp in member.owned:

@@ -46,7 +46,7 @@ class Transaction:
     commit. Nothing it wrote is visible to read_committed readers before it ends (see
     ``PartitionLog.end_transaction``)."""
 
-    __slots__ = ("deadline", "epoch", "offsets", "timeout", "transactional_id", "writes")
+    __slots__ = ("deadline", "epoch", "metadata", "offsets", "timeout", "transactional_id", "writes")
 
     def __init__(self, transactional_id: str, epoch: int, timeout: float) -> None:
         self.transactional_id = transactional_id
@@ -54,6 +54,8 @@ class Transaction:
         self.writes: dict[TopicPartition, tuple[PartitionLog, list[LogEntry]]] = {}
         # group id -> {partition: next offset to read}, applied only when the transaction commits.
         self.offsets: dict[str, dict[TopicPartition, int]] = {}
+        # group id -> {partition: the metadata committed with its offset}
+        self.metadata: dict[str, dict[TopicPartition, str]] = {}
         # transaction.timeout.ms in seconds. As on a broker, the clock starts with the first write
         # (or offsets), not at begin_transaction, which only changes the producer's state.
         self.timeout = timeout

@@ -99,7 +99,12 @@ class EmbeddedProducer:
             self._txn = Transaction(tid, self._epoch, self._txn_timeout)
             broker.open_transactions[tid] = self._txn
 
-    def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, int], group_id: str) -> None:
+    def send_offsets_to_transaction(
+        self,
+        offsets: Mapping[TopicPartition, int],
+        group_id: str,
+        metadata: Mapping[TopicPartition, str] | None = None,
+    ) -> None:
         broker = self._broker
         self._check_fault("send_offsets_to_transaction")
         with broker.lock:
@@ -109,6 +114,10 @@ class EmbeddedProducer:
                     raise ClusterError(f"Cannot commit offset {offset} of {tp} for group {group_id!r}")
             txn.started(time.monotonic())
             txn.offsets.setdefault(group_id, {}).update(offsets)
+            # A later send of the same partition replaces its metadata too ("" when it has none).
+            sent = txn.metadata.setdefault(group_id, {})
+            for tp in offsets:
+                sent[tp] = metadata.get(tp, "") if metadata is not None else ""
 
     def commit_transaction(self) -> None:
         self._end("commit_transaction", commit=True)

@@ -10,7 +10,7 @@
 ``consumer(group_id, config)`` and ``producer(config)`` win over both (see
 ``kafka_client_config``). The clients behave as the EmbeddedCluster's do, with librdkafka's
 differences documented in their modules: eager rebalances with the range assignor, or an
-application's assignor with cooperative hand-over (``kafka_consumer``, ``kafka_assignment``),
+application's assignor with cooperative hand-over (``kafka_membership``, ``kafka_assignment``),
 application-wide signals on the ``<group.id>-control`` topic (``kafka_control``), group metadata
 for transactional offsets (``kafka_producer``).
 
@@ -18,7 +18,7 @@ The cluster never asks for a topic's metadata by name to learn whether it exists
 create a topic that is asked for by name. It lists all topics instead.
 
 A second admin client, made only when a broker answers librdkafka's ConsumerGroupDescribe with no
-members for a group that has some (Tansu 0.6; see ``kafka_consumer``), lists a group's members with
+members for a group that has some (Tansu 0.6; see ``kafka_membership``), lists a group's members with
 DescribeGroups: it does not ask for the broker's API versions (``api.version.request=false``), so
 librdkafka cannot pick ConsumerGroupDescribe. Those two settings are deprecated in librdkafka 2.x;
 where a librdkafka refuses them, the member says so in its warning.
@@ -50,11 +50,12 @@ from kstreams.cluster.kafka_client_config import (
     check_client_keys,
     client_settings,
 )
-from kstreams.cluster.kafka_consumer import DEFAULT_HOLD_BYTES, GroupMembers, KafkaConsumer, message_partition
+from kstreams.cluster.kafka_consumer import KafkaConsumer
 from kstreams.cluster.kafka_control import ControlChannel
 from kstreams.cluster.kafka_errors import cluster_error
-from kstreams.cluster.kafka_native import native_fetcher, native_sender
-from kstreams.cluster.kafka_producer import DeliveryFailures, KafkaProducer
+from kstreams.cluster.kafka_fetching import DEFAULT_HOLD_BYTES, message_partition, native_fetcher
+from kstreams.cluster.kafka_membership import GroupMembers
+from kstreams.cluster.kafka_producer import DeliveryFailures, KafkaProducer, native_sender
 from kstreams.cluster.port import (
     ClusterError,
     ConsumerRecord,

@@ -36,7 +36,7 @@ from confluent_kafka.admin import (
     OffsetSpec,
 )
 
-from kstreams.cluster.kafka_errors import cluster_error, kafka_error_of
+from kstreams.cluster.kafka_errors import cluster_error, is_transient, kafka_error_of
 from kstreams.cluster.port import (
     ClusterError,
     GroupNotEmptyError,
@@ -173,15 +173,27 @@ class KafkaAdmin:
         controller committed them, and its metadata follows a moment later (KRaft): without this
         wait a listing just after a creation may not show the topic (Kafka Streams, too, checks
         that the topics it created are there before it goes on)."""
+        self._await_listing(
+            lambda counts: [name for name, n in expected.items() if counts.get(name, 0) < n],
+            "Created topics are not in the cluster's metadata yet",
+        )
+
+    def _await_deleted(self, names: Sequence[str]) -> None:
+        """Return once a listing no longer shows these topics, or warn when the timeout passes
+        first: the broker's metadata follows a deletion a moment later too, and a topic created
+        again at once (an application reset) would still exist."""
+        self._await_listing(
+            lambda counts: [name for name in names if name in counts], "Deleted topics are still listed"
+        )
+
+    def _await_listing(self, pending: Callable[[dict[str, int]], list[str]], late: str) -> None:
+        """List the topics until ``pending`` (of the partition counts) is empty; past the timeout,
+        log ``late`` with what is still pending and return."""
         deadline = time.monotonic() + self._timeout
         backoff = _LEADER_BACKOFF_S
-        while expected:
-            counts = self.partition_counts()
-            expected = {name: n for name, n in expected.items() if counts.get(name, 0) < n}
-            if not expected:
-                return
+        while left := pending(self.partition_counts()):
             if time.monotonic() > deadline:
-                logger.warning("Created topics are not in the cluster's metadata yet: %s", sorted(expected))
+                logger.warning("%s: %s", late, sorted(left))
                 return
             time.sleep(backoff)  # a bounded backoff between listings, not a wait for a condition
             backoff = min(backoff * 2, 1.0)
@@ -223,9 +235,11 @@ class KafkaAdmin:
         )
         missing: str | None = None
         failure: ClusterError | None = None
+        deleted: list[str] = []
         for name, future in futures.items():
             try:
                 self._result(future, self._timeout)
+                deleted.append(name)
                 logger.info("Deleted topic %s", name)
             except KafkaException as exc:
                 err = cluster_error(f"Deleting topic {name!r}", exc)
@@ -233,6 +247,7 @@ class KafkaAdmin:
                     missing = missing or name
                 else:
                     failure = failure or err
+        self._await_deleted(deleted)
         if failure is not None:
             raise failure
         if missing is not None:
@@ -315,20 +330,39 @@ class KafkaAdmin:
         request = ConsumerGroupTopicPartitions(
             group_id, [KafkaTopicPartition(tp.topic, tp.partition) for tp in partitions]
         )
-        futures = self._use().list_consumer_group_offsets([request], request_timeout=self._timeout)
-        try:
-            result = self._result(futures[group_id], self._timeout)
-        except KafkaException as exc:
-            err = kafka_error_of(exc)
-            if err is not None and err.code() == KafkaError.GROUP_ID_NOT_FOUND:
-                return {}
-            raise cluster_error(f"Fetching the committed offsets of group {group_id!r}", exc) from exc
-        # Partitions without a committed offset come back with a negative (logical) offset.
-        return {
-            TopicPartition(p.topic, p.partition): p.offset
-            for p in result.topic_partitions
-            if p.offset >= 0 and p.error is None
-        }
+        deadline = time.monotonic() + self._timeout
+        backoff = _LEADER_BACKOFF_S
+        while True:
+            # Stable offsets (KIP-447's requireStable): an offset a committed transaction wrote is
+            # returned once its markers are written, never the offset before it (a transaction's
+            # commit returns before its markers are). Until then the broker answers
+            # UNSTABLE_OFFSET_COMMIT, and a coordinator still loading answers
+            # COORDINATOR_LOAD_IN_PROGRESS: both pass, so both are retried, as Kafka's clients do.
+            futures = self._use().list_consumer_group_offsets(
+                [request], require_stable=True, request_timeout=self._timeout
+            )
+            try:
+                result = self._result(futures[group_id], self._timeout)
+            except KafkaException as exc:
+                err = kafka_error_of(exc)
+                if err is not None and err.code() == KafkaError.GROUP_ID_NOT_FOUND:
+                    return {}
+                if err is None or not is_transient(err) or time.monotonic() > deadline:
+                    raise cluster_error(f"Fetching the committed offsets of group {group_id!r}", exc) from exc
+            else:
+                unstable = [
+                    p for p in result.topic_partitions
+                    if p.error is not None and p.error.code() == KafkaError.UNSTABLE_OFFSET_COMMIT
+                ]  # fmt: skip
+                if not unstable or time.monotonic() > deadline:
+                    # Partitions without a committed offset come back with a negative (logical) offset.
+                    return {
+                        TopicPartition(p.topic, p.partition): p.offset
+                        for p in result.topic_partitions
+                        if p.offset >= 0 and p.error is None
+                    }
+            time.sleep(backoff)  # a bounded backoff between requests, not a wait for a condition
+            backoff = min(backoff * 2, 0.5)
 
     def alter_committed_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
         members = self.group_members(group_id)

@@ -20,7 +20,14 @@ from kstreams.cluster.port import (
     TopicNotFoundError,
 )
 
-__all__ = ["NOT_A_MEMBER", "SEQUENCE_LOST", "cluster_error", "delivery_error", "kafka_error_of"]
+__all__ = [
+    "NOT_A_MEMBER",
+    "SEQUENCE_LOST",
+    "cluster_error",
+    "delivery_error",
+    "is_transient",
+    "kafka_error_of",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -91,6 +98,11 @@ def kafka_error_of(exc: BaseException) -> KafkaError | None:
     return None
 
 
+def is_transient(err: KafkaError) -> bool:
+    """Whether the error passes on its own (a leader elected, a coordinator loaded): retry it."""
+    return bool(err.retriable()) or err.code() in _TRANSIENT
+
+
 def cluster_error(what: str, error: KafkaError | BaseException) -> ClusterError:
     """The port error for a failed request; ``what`` says which request on which topic/group."""
     err = error if isinstance(error, KafkaError) else kafka_error_of(error)
@@ -112,7 +124,7 @@ def cluster_error(what: str, error: KafkaError | BaseException) -> ClusterError:
             f"{detail}. The group no longer counts this member in its current generation: its tasks "
             "migrate (what was not committed is redone from the last commit) and it rejoins."
         )
-    retriable = bool(err.retriable()) or code in _TRANSIENT
+    retriable = is_transient(err)
     if err.fatal():
         return FatalClientError(f"{detail}. The client hit a fatal error: close it and create a new one.")
     if getattr(err, "txn_requires_abort", lambda: False)():

@@ -1,6 +1,9 @@
-"""kstreams' own librdkafka clients, where they can be used: the compiled ``KafkaFetcher`` (for
-consumers that assign their partitions themselves) and ``KafkaSender`` (for producers), over the
-librdkafka that confluent-kafka loaded; else confluent-kafka's ``Consumer`` and ``Producer``.
+"""Whether kstreams' own librdkafka clients can be used: the compiled ``KafkaFetcher`` (for
+consumers that assign their partitions themselves, built by ``kafka_fetching.native_fetcher``) and
+``KafkaSender`` (for producers, built by ``kafka_producer.native_sender``), over the librdkafka
+that confluent-kafka loaded; else confluent-kafka's ``Consumer`` and ``Producer``. This module
+decides only whether, and with which settings (``native_settings``); each client is built beside
+the code that uses it.
 
 Both move records between librdkafka and RecordBatches without a Python object or call per record
 (see ``kstreams._native.kafka_clients``). They are used when:
@@ -17,13 +20,10 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
-from typing import Any
 
 import confluent_kafka
 
-from kstreams.cluster.kafka_client_config import librdkafka_logger
-
-__all__ = ["NATIVE_ENV", "native_fetcher", "native_sender", "native_unavailable_reason"]
+__all__ = ["NATIVE_ENV", "native_settings", "native_unavailable_reason"]
 
 logger = logging.getLogger(__name__)
 
@@ -72,30 +72,7 @@ def native_unavailable_reason() -> str | None:
     return None
 
 
-def native_fetcher(settings: Mapping[str, object]) -> Any | None:
-    """A ``KafkaFetcher`` with these confluent-kafka settings, or None when one cannot be used
-    (the caller then builds a confluent-kafka ``Consumer``). librdkafka rejecting a setting raises
-    ``KafkaException``, as building a confluent-kafka client does."""
-    plain = _plain(settings, ignored=("logger",))
-    if plain is None:
-        return None
-    from kstreams._native.kafka_clients import KafkaFetcher
-
-    return KafkaFetcher(plain, librdkafka_logger)
-
-
-def native_sender(settings: Mapping[str, object]) -> Any | None:
-    """A ``KafkaSender`` with these confluent-kafka settings (its ``on_delivery`` callback is
-    replaced by the sender's own failure list), or None when one cannot be used."""
-    plain = _plain(settings, ignored=("logger", "on_delivery"))
-    if plain is None:
-        return None
-    from kstreams._native.kafka_clients import KafkaSender
-
-    return KafkaSender(plain, librdkafka_logger)
-
-
-def _plain(settings: Mapping[str, object], ignored: tuple[str, ...]) -> dict[str, object] | None:
+def native_settings(settings: Mapping[str, object], ignored: tuple[str, ...]) -> dict[str, object] | None:
     """The settings without ``ignored`` keys, when kstreams' own client can take them (None
     otherwise, with the reason logged once)."""
     reason = native_unavailable_reason()

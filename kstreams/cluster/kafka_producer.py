@@ -37,12 +37,13 @@ from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
-from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from kstreams._native.record_batch import RecordBatch
 from kstreams.cluster.kafka_admin import KafkaAdmin
-from kstreams.cluster.kafka_consumer import GroupMembers
+from kstreams.cluster.kafka_client_config import librdkafka_logger
 from kstreams.cluster.kafka_errors import SEQUENCE_LOST, cluster_error, delivery_error
+from kstreams.cluster.kafka_membership import GroupMembers, committed_positions
+from kstreams.cluster.kafka_native import native_settings
 from kstreams.cluster.port import (
     ClusterError,
     FatalClientError,
@@ -52,9 +53,22 @@ from kstreams.cluster.port import (
     TopicPartition,
 )
 
-__all__ = ["DeliveryFailures", "KafkaProducer"]
+__all__ = ["DeliveryFailures", "KafkaProducer", "native_sender"]
 
 logger = logging.getLogger(__name__)
+
+
+def native_sender(settings: Mapping[str, object]) -> Any | None:
+    """A ``KafkaSender`` with these confluent-kafka settings (its ``on_delivery`` callback is
+    replaced by the sender's own failure list), or None when one cannot be used (see
+    ``kafka_native``; the caller then builds a confluent-kafka ``Producer``)."""
+    plain = native_settings(settings, ignored=("logger", "on_delivery"))
+    if plain is None:
+        return None
+    from kstreams._native.kafka_clients import KafkaSender
+
+    return KafkaSender(plain, librdkafka_logger)
+
 
 # Producers given up while a librdkafka call into them never returned (see close).
 _ABANDONED: list[object] = []
@@ -286,13 +300,18 @@ class KafkaProducer:
         self._call("Beginning a transaction", self._producer.begin_transaction)
         self._in_transaction = True
 
-    def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, int], group_id: str) -> None:
+    def send_offsets_to_transaction(
+        self,
+        offsets: Mapping[TopicPartition, int],
+        group_id: str,
+        metadata: Mapping[TopicPartition, str] | None = None,
+    ) -> None:
         self._require_transactional("send_offsets_to_transaction")
         if not offsets:
             return
         owner = self._members.owner_of(group_id, list(offsets))
-        metadata = owner.group_metadata() if owner is not None else self._group_only_metadata(group_id)
-        positions = [KafkaTopicPartition(tp.topic, tp.partition, offset) for tp, offset in offsets.items()]
+        group = owner.group_metadata() if owner is not None else self._group_only_metadata(group_id)
+        positions = committed_positions(offsets, metadata)
         what = f"Sending offsets of group {group_id!r} to the transaction"
         try:
             self._call_bounded(
@@ -300,7 +319,7 @@ class KafkaProducer:
                 self._offsets_timeout,
                 self._producer.send_offsets_to_transaction,
                 positions,
-                metadata,
+                group,
                 self._offsets_timeout,
             )
         except ClusterError as exc:

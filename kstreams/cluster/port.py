@@ -34,6 +34,7 @@ __all__ = [
     "GroupListener",
     "GroupNotEmptyError",
     "MemberAssignment",
+    "OffsetAndMetadata",
     "Producer",
     "ProducerFencedError",
     "RecordRejectedError",
@@ -60,6 +61,16 @@ class TopicPartition:
 
     def __str__(self) -> str:
         return f"{self.topic}-{self.partition}"
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetAndMetadata:
+    """A group's committed offset of one partition (the next offset to read) and the string
+    committed with it (Kafka's ``OffsetAndMetadata``; "" when none was given). Kafka Streams
+    keeps each partition's stream time there (``kstreams.processing.offset_metadata``)."""
+
+    offset: int
+    metadata: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +195,9 @@ class Admin(Protocol):
     def committed_offsets(
         self, group_id: str, partitions: Sequence[TopicPartition]
     ) -> dict[TopicPartition, int]:
-        """The group's committed offsets (partitions without one are left out)."""
+        """The group's committed offsets (partitions without one are left out). An offset a
+        transaction committed is returned once the transaction has completed (Kafka's stable
+        offsets), never the offset before it."""
 
     def alter_committed_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
         """Set a group's committed offsets from outside the group (Kafka's AlterConsumerGroupOffsets).
@@ -280,10 +293,20 @@ class Consumer(Protocol):
 
     def paused(self) -> list[TopicPartition]: ...
 
-    def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
-        """Commit the next offsets to read, synchronously."""
+    def commit(
+        self, offsets: Mapping[TopicPartition, int], metadata: Mapping[TopicPartition, str] | None = None
+    ) -> None:
+        """Commit the next offsets to read, synchronously, each with the string ``metadata``
+        gives its partition ("" for a partition it leaves out, as a commit without metadata
+        replaces what an earlier one stored)."""
 
     def committed(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]: ...
+
+    def committed_with_metadata(
+        self, partitions: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, OffsetAndMetadata]:
+        """The group's committed offsets with their metadata, in one request (partitions
+        without a committed offset are left out)."""
 
     def end_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]: ...
 
@@ -335,7 +358,14 @@ class Producer(Protocol):
 
     def begin_transaction(self) -> None: ...
 
-    def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, int], group_id: str) -> None: ...
+    def send_offsets_to_transaction(
+        self,
+        offsets: Mapping[TopicPartition, int],
+        group_id: str,
+        metadata: Mapping[TopicPartition, str] | None = None,
+    ) -> None:
+        """Add the group's offsets to the open transaction, committed with it; ``metadata`` as
+        for ``Consumer.commit``."""
 
     def commit_transaction(self) -> None: ...
 

@@ -15,28 +15,30 @@ from __future__ import annotations
 import logging
 import os
 import time
-import uuid
 from collections.abc import Callable
 from typing import Any
 
 from kstreams._native.per_record import OutputPartitionCounts
-from kstreams._native.record_collector import RecordCollector
 from kstreams._native.scheduler import TaskScheduler
-from kstreams.cluster.port import Admin, Cluster, Consumer, Producer, TopicNotFoundError
+from kstreams.cluster.port import Consumer, Producer, TopicNotFoundError
 from kstreams.config import StreamsConfig
-from kstreams.runtime.commit import Committer
-from kstreams.runtime.global_state import GlobalStreamThread
-from kstreams.runtime.internal_topics.manager import InternalTopicManager
-from kstreams.runtime.metrics import MetricsRegistry, Sensor
-from kstreams.runtime.polling_thread import PollingThread, RuntimeHooks
-from kstreams.runtime.restore_listener import StateRestoreListener
+from kstreams.metrics import Sensor
+from kstreams.processing.record_collector import RecordCollector
+from kstreams.runtime.assignment.streams_assignor import StreamsAssignor
+from kstreams.runtime.client_parts import ClientParts
+from kstreams.runtime.internal_topics.repartition_purge import RepartitionPurger
+from kstreams.runtime.queries.metrics_endpoint import MetricsEndpoint
+from kstreams.runtime.queries.query_endpoint import StoreQueries
+from kstreams.runtime.restoration.global_state import GlobalStreamThread
+from kstreams.runtime.restoration.state_updater import StateUpdater
 from kstreams.runtime.retry import Retry, time_left
-from kstreams.runtime.state_updater import StateUpdater
-from kstreams.runtime.stream_thread import StreamThread
-from kstreams.runtime.stream_threads import StreamThreads
-from kstreams.runtime.streams_assignor import StreamsAssignor
-from kstreams.runtime.task_manager import TaskEntry, TaskManager
-from kstreams.topology.plan import TopologyPlan
+from kstreams.runtime.tasks.commit import Committer
+from kstreams.runtime.tasks.task_manager import TaskEntry, TaskManager
+from kstreams.runtime.threads.polling_parts import PollingParts, ProducerRenewal, RuntimeHooks
+from kstreams.runtime.threads.polling_thread import PollingThread
+from kstreams.runtime.threads.stream_thread import StreamThread
+from kstreams.runtime.threads.stream_threads import StreamThreads
+from kstreams.state.restore_listener import StateRestoreListener
 
 __all__ = ["StreamsRuntime"]
 
@@ -48,14 +50,8 @@ class StreamsRuntime:
 
     def __init__(
         self,
-        client_id: str,
-        process_id: uuid.UUID,
+        parts: ClientParts,
         config: StreamsConfig,
-        plan: TopologyPlan,
-        cluster: Cluster,
-        admin: Admin,
-        internal_topics: InternalTopicManager,
-        metrics: MetricsRegistry,
         hooks: RuntimeHooks,
         on_stream_failure: Callable[[StreamThread, int, BaseException, bool], None],
         on_restore_failure: Callable[[TaskEntry | None, BaseException], None],
@@ -63,11 +59,18 @@ class StreamsRuntime:
         restore_listener: StateRestoreListener | None,
     ) -> None:
         app_id = config.application_id
+        client_id, process_id, plan = parts.client_id, parts.process_id, parts.plan
+        cluster, admin, metrics = parts.cluster, parts.admin, parts.metrics
+        internal_topics = parts.internal_topics
         self.config = config
         self.metrics = metrics
         self.source_topics = list(plan.all_source_topics)
         self._admin = admin
         self._cluster = cluster
+        self._client_id = client_id
+        self._queries = parts.queries
+        # Serves the client's metrics over HTTP from start() to stop() (metrics.http.port).
+        self._metrics_endpoint: MetricsEndpoint | None = None
         # Partitions of the topics the application writes to, cached until the next assignment
         # (which clears them).
         self.partition_count = OutputPartitionCounts(self._describe_partition_count)
@@ -95,7 +98,7 @@ class StreamsRuntime:
             producer_config.setdefault("transaction.timeout.ms", 10000)
         self.consumer: Consumer = cluster.consumer(app_id, consumer_config)
         restore_consumer = cluster.consumer(None, restore_config)
-        self.producer: Producer = cluster.producer(producer_config)
+        self._producer = ProducerRenewal.of(cluster, producer_config)
         try:
             if config["internal.topics.setup"] != "manual":
                 # Create the internal topics before subscribing, so the first assignment covers
@@ -107,7 +110,6 @@ class StreamsRuntime:
                 _close_quietly(client)
             raise
 
-        self._producer_config = producer_config
         self.scheduler = TaskScheduler()
         collector = self.collector = RecordCollector()
         state_dir = os.path.join(str(config["state.dir"]), app_id)
@@ -138,6 +140,12 @@ class StreamsRuntime:
             ),
             retry,
         )
+        self.purger = RepartitionPurger(
+            admin,
+            (topic for sub in plan.subtopologies for topic in sub.repartition_source_topics),
+            int(config["repartition.purge.interval.ms"]),
+            f"{client_id}-RepartitionPurger",
+        )
         self.state_updater = StateUpdater(
             f"{client_id}-RestoreThread",
             restore_consumer,
@@ -149,7 +157,7 @@ class StreamsRuntime:
         if restore_listener is not None:
             self.state_updater.listener = restore_listener
         # Global stores: a thread of their own with a group-less consumer of every partition of
-        # the global topics (kstreams/runtime/global_state.py says why not the state updater).
+        # the global topics (kstreams/runtime/restoration/global_state.py says why not the state updater).
         self.global_thread: GlobalStreamThread | None = None
         if plan.global_subtopologies:
             global_config = dict(config.client_configs("global.consumer"))
@@ -181,7 +189,26 @@ class StreamsRuntime:
             lambda: len(self.stream_threads.live()) or configured_threads,
             metrics,
         )
-        self.polling = PollingThread(polling_name, self, hooks)
+        self.polling = PollingThread(
+            polling_name,
+            PollingParts(
+                config,
+                self.consumer,
+                self._producer,
+                collector,
+                self.scheduler,
+                self.task_manager,
+                self.state_updater,
+                self.committer,
+                self.purger,
+                self.assignor,
+                retry,
+                metrics,
+                self.partition_count,
+                self.source_topics,
+            ),
+            hooks,
+        )
         self.stream_threads = StreamThreads(
             client_id,
             config,
@@ -193,27 +220,44 @@ class StreamsRuntime:
             task_sensor,
         )
 
-    def start(self) -> None:
+    def start(self, render_metrics: Callable[[], str], store_queries: StoreQueries) -> None:
         """Bootstrap the global stores (blocking, as Kafka's GlobalStreamThread.start) and start
         the global thread; then the restore thread, the polling thread and ``num.stream.threads``
-        stream threads, so no task processes before the global stores are complete."""
+        stream threads, so no task processes before the global stores are complete; then the
+        metrics endpoint (``render_metrics`` over HTTP) and the interactive queries' channel and
+        endpoint (answering with ``store_queries``)."""
         if self.global_thread is not None:
             self.global_thread.bootstrap()
             self.global_thread.start()
         self.state_updater.start()
         self.polling.start()
         self.stream_threads.start(int(self.config["num.stream.threads"]))
+        port = self.config["metrics.http.port"]
+        if port is not None:
+            self._metrics_endpoint = MetricsEndpoint(
+                render_metrics,
+                str(self.config["metrics.http.host"]),
+                int(port),
+                f"{self._client_id}-MetricsEndpoint",
+            )
+            self._metrics_endpoint.start()
+        self._queries.start(self.consumer, self.task_manager, self.state_updater, store_queries)
+
+    @property
+    def metrics_url(self) -> str | None:
+        """Where the metrics endpoint serves while it runs, else None."""
+        endpoint = self._metrics_endpoint
+        return endpoint.url if endpoint is not None else None
 
     def threads(self) -> list[Any]:
         """Every thread of the runtime (stream threads not yet pruned, the polling and restore threads)."""
         threads = [*self.stream_threads.all(), self.polling, self.state_updater]
         return threads + ([self.global_thread] if self.global_thread is not None else [])
 
-    def renew_producer(self) -> Producer:
-        """Replace the producer (after a fatal error; the caller closed the old one) and return it.
-        Under exactly_once_v2 the new producer, with the same transactional.id, fences the old."""
-        self.producer = self._cluster.producer(self._producer_config)
-        return self.producer
+    @property
+    def producer(self) -> Producer:
+        """The current producer (a fatal error replaces it, see ``ProducerRenewal``)."""
+        return self._producer.current
 
     def _describe_partition_count(self, topic: str) -> int:
         found = self._admin.describe_topics([topic])
@@ -225,8 +269,13 @@ class StreamsRuntime:
 
     def stop(self, deadline: float | None) -> bool:
         """Stop the stream threads; then the polling thread commits and closes every task and
-        leaves the group, the restore thread stops and the clients close. True if every thread
-        stopped before the deadline (monotonic; None waits for ever)."""
+        leaves the group, the restore thread stops and the clients close. The endpoints and the
+        metadata channel stop first, so the channel never reports tasks that are being closed as if
+        they were still served. True if every thread stopped before the deadline (monotonic; None
+        waits for ever)."""
+        if self._metrics_endpoint is not None:
+            self._metrics_endpoint.stop()
+        self._queries.stop()
         ok = self.stream_threads.stop(deadline)
         self.scheduler.shutdown()
         polling = self.polling
@@ -241,6 +290,7 @@ class StreamsRuntime:
             self.state_updater.join(time_left(deadline))
             ok = ok and not self.state_updater.is_alive()
         if not polling.is_alive():
+            self.purger.close()
             for client in (self.consumer, self.producer):
                 _close_quietly(client)
         ok = self._stop_global_thread(deadline) and ok
@@ -262,7 +312,11 @@ class StreamsRuntime:
 
     def abandon(self) -> None:
         """Stop where it is, as a crashed process would (tests only): nothing is committed,
-        closed or left."""
+        closed or left. Its endpoints go too, as a dead process's port would."""
+        if self._metrics_endpoint is not None:
+            self._metrics_endpoint.stop()
+        self._queries.stop()
+        self.purger.close()
         self.stream_threads.stop(time.monotonic() + 30.0)
         if self.polling.is_alive():
             self.polling.abandon()

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kstreams._native import kernels
-from kstreams._native.record_batch import RecordBatch, partitions_for_keys
+from kstreams._native.record_batch import RecordBatch, partitions_for_offsets
 from kstreams.errors import ConfigException, SerializationException
 from kstreams.predicates import Predicate
 from kstreams.serdes import Serde, Serdes, json_loads
@@ -294,6 +294,21 @@ def partition_column(keys: pa.Array, num_partitions: int) -> pa.Array:
     null key, which the producer sends round robin instead."""
     if num_partitions < 1:
         raise ConfigException(f"num_partitions must be at least 1, got {num_partitions}.")
-    ks = _bytes_list(keys, len(keys))
-    partitions = partitions_for_keys(_batch(ks, [None] * len(ks)), num_partitions)
-    return pa.array(partitions, mask=partitions < 0)
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks()
+    if pa.types.is_string(keys.type) or pa.types.is_large_string(keys.type):
+        # The same buffers: a string column's data is its UTF-8 bytes, what the serde writes.
+        keys = keys.view(pa.large_binary() if pa.types.is_large_string(keys.type) else pa.binary())
+    if not (pa.types.is_binary(keys.type) or pa.types.is_large_binary(keys.type)):
+        raise ConfigException(f"Keys to partition are bytes or strings, got a column of {keys.type}.")
+    if len(keys) == 0:
+        return pa.array([], pa.int32())
+    # Hashed where Arrow holds them (offsets and data buffers), no Python bytes per key.
+    _validity, offsets_buffer, data = keys.buffers()
+    width = np.int64 if pa.types.is_large_binary(keys.type) else np.int32
+    offsets = np.frombuffer(offsets_buffer, dtype=width, count=keys.offset + len(keys) + 1)[keys.offset :]
+    data_bytes = None if data is None else np.frombuffer(data, dtype=np.uint8)
+    partitions = partitions_for_offsets(offsets.astype(np.int64), data_bytes, num_partitions)
+    if keys.null_count:
+        return pa.array(partitions, mask=keys.is_null().to_numpy(zero_copy_only=False))
+    return pa.array(partitions)

@@ -57,19 +57,26 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from functools import reduce
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from pyspark import TaskContext
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, StructField, StructType
+from pyspark.sql.types import IntegerType, StructField, StructType
 
 from kstreams.config import StreamsConfig
 from kstreams.errors import ConfigException, TopologyException
-from kstreams.spark.functions import partition_for
-from kstreams.spark.partition_task import OFFSET_SEQUENCE_BITS, StageTaskSpec, run_stage_partition
+from kstreams.spark.column_kernels import partition_column
+from kstreams.spark.partition_task import (
+    OFFSET_SEQUENCE_BITS,
+    StageTaskSpec,
+    freeze_worker_heap,
+    run_stage_partition,
+)
 from kstreams.spark.plan_compiler import Stage, compile_plan
 from kstreams.spark.runner import (
     DEFAULT_APPLICATION_ID,
@@ -143,15 +150,20 @@ def run_topology_stream(
     if any(stage.stateful for stage in execution.stages):
         _use_rocksdb_state_store(spark)
     run_token = uuid.uuid4().hex
-    normalized = {topic: _normalize_input(_with_offsets(df), topic) for topic, df in inputs.items()}
+    # Inputs without offsets are numbered in the one Arrow pass that also gives records their task.
+    numbered = {topic for topic, df in inputs.items() if "offset" not in df.columns}
+    normalized = {
+        topic: _normalize_input(df if topic not in numbered else df.withColumn("offset", F.lit(0)), topic)
+        for topic, df in inputs.items()
+    }
     produced: dict[str, list[DataFrame]] = {}
     outputs: dict[str, list[DataFrame]] = {}
     for stage in execution.stages:
         if stage.stateful:
             spec = StreamingStageSpec(topology, props, stage.subtopology, task_partitions, run_token)
-            written = _stateful_stage(stage, spec, normalized, produced, wall_clock_punctuation)
+            written = _stateful_stage(stage, spec, normalized, numbered, produced, wall_clock_punctuation)
         else:
-            frames = [normalized[t] for t in stage.external_inputs]
+            frames = [_positioned(normalized[t], t in numbered, None) for t in stage.external_inputs]
             frames.extend(df for t in stage.produced_inputs for df in produced.get(t, []))
             stateless = StageTaskSpec(topology, props, stage.subtopology, task_partitions)
             written = _stateless_stage(reduce(DataFrame.unionByName, frames), stateless)
@@ -171,16 +183,14 @@ def _stateful_stage(
     stage: Stage,
     spec: StreamingStageSpec,
     normalized: Mapping[str, DataFrame],
+    numbered: AbstractSet[str],
     produced: Mapping[str, list[DataFrame]],
     timers: bool,
 ) -> DataFrame:
     """The stage's tasks over its inputs, grouped by task; ``partition`` becomes the input a
     record came from (topic partition, or the Spark partition of the stage that wrote it), which
     orders a task's records."""
-    frames = [
-        normalized[t].withColumn("task", F.coalesce(partition_for("key", spec.partitions), F.lit(0)))
-        for t in stage.external_inputs
-    ]
+    frames = [_positioned(normalized[t], t in numbered, spec.partitions) for t in stage.external_inputs]
     for topic in stage.produced_inputs:
         for df in produced.get(topic, []):
             # The writing stage's sink partitioned the record by murmur2 % partitions: its task.
@@ -209,24 +219,36 @@ def _stateless_stage(stage_input: DataFrame, spec: StageTaskSpec) -> DataFrame:
     return stage_input.mapInArrow(run, _STAGE_OUTPUT_DDL)
 
 
-def _with_offsets(df: DataFrame) -> DataFrame:
-    """``df`` with an offset column when it has none: each row's position in its micro-batch (the
-    Spark partition in the high bits), which keeps the rows' order among equal timestamps.
-    Spark refuses ``monotonically_increasing_id`` in streaming queries; this is the same numbering."""
-    if "offset" in df.columns:
+def _positioned(df: DataFrame, number: bool, partitions: int | None) -> DataFrame:
+    """``df`` (normalized input rows) in one Arrow pass: with ``number``, each row's offset is its
+    position in its micro-batch (the Spark partition in the high bits), which keeps the rows'
+    order among equal timestamps (Spark refuses ``monotonically_increasing_id`` in streaming
+    queries; this is the same numbering); with ``partitions``, a ``task`` column first: the Kafka
+    partition of the key (murmur2, 0 for a null key), what ``F.partition_for`` gives."""
+    if not number and partitions is None:
         return df
+    fields = list(df.schema.fields)
+    if partitions is not None:
+        fields.insert(0, StructField("task", IntegerType(), nullable=False))
     # A new StructType: ``df.schema.add`` would change the schema object ``df`` caches.
-    schema = StructType([*df.schema.fields, StructField("offset", LongType(), nullable=False)])
+    schema = StructType(fields)
 
-    def number(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def position(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        freeze_worker_heap()
         context = TaskContext.get()
         next_offset = (context.partitionId() if context is not None else 0) << OFFSET_SEQUENCE_BITS
         for batch in batches:
-            offsets = pa.array(range(next_offset, next_offset + batch.num_rows), pa.int64())
-            next_offset += batch.num_rows
-            yield batch.append_column("offset", offsets)
+            if number:
+                offsets = pa.array(np.arange(next_offset, next_offset + batch.num_rows, dtype=np.int64))
+                next_offset += batch.num_rows
+                batch = batch.set_column(batch.schema.get_field_index("offset"), "offset", offsets)
+            if partitions is not None:
+                tasks = partition_column(batch.column("key"), partitions).fill_null(0)
+                names = ["task", *batch.schema.names]
+                batch = pa.RecordBatch.from_arrays([tasks, *batch.columns], names=names)
+            yield batch
 
-    return df.mapInArrow(number, schema)
+    return df.mapInArrow(position, schema)
 
 
 def _use_rocksdb_state_store(spark: SparkSession) -> None:

@@ -57,7 +57,12 @@ from pyspark.sql.streaming.stateful_processor import (
 from kstreams._native.record_batch import RecordBatch
 from kstreams.cluster.port import TopicPartition
 from kstreams.errors import ConfigException, TopologyException
-from kstreams.spark.partition_task import OFFSET_SEQUENCE_BITS, build_stage_task, use_in_memory_stores
+from kstreams.spark.partition_task import (
+    OFFSET_SEQUENCE_BITS,
+    build_stage_task,
+    freeze_worker_heap,
+    use_in_memory_stores,
+)
 from kstreams.spark.task_state import (
     COMPACT_AFTER_CHUNKS,
     ChangelogFold,
@@ -279,6 +284,7 @@ class TaskStateProcessor(StatefulProcessor):
         self.timers = timers
 
     def init(self, handle: StatefulProcessorHandle) -> None:
+        freeze_worker_heap()
         self.handle = handle
         self.meta = handle.getValueState("meta", META_SCHEMA)
         self.changelog = handle.getListState("changelog", CHUNK_STATE_SCHEMA)

@@ -1,12 +1,23 @@
-"""State stores: the ``Stores`` factory, the store interfaces, and read-only query views.
+"""State stores: the ``Stores`` factory, the store interfaces, read-only query views and the
+``StateRestoreListener`` that watches their restoration.
 
 Store layers, outermost first: metered (typed) -> caching -> change-logging -> inner (in-memory or
-RocksDB). See ``store.py`` for the contracts and ``stores.py`` for building stores.
+RocksDB). See ``store.py`` for the contracts, ``stores.py`` for the factory, ``suppliers.py``
+(inner stores) and ``builders.py`` (the layers stacked per task) for building stores.
 """
 
 from __future__ import annotations
 
+from kstreams.state.builders import (
+    KeyValueStoreBuilder,
+    SessionStoreBuilder,
+    TimestampedKeyValueStoreBuilder,
+    TimestampedWindowStoreBuilder,
+    VersionedKeyValueStoreBuilder,
+    WindowStoreBuilder,
+)
 from kstreams.state.query import ReadOnlyKeyValueStore, ReadOnlySessionStore, ReadOnlyWindowStore
+from kstreams.state.restore_listener import StateRestoreListener
 from kstreams.state.store import (
     FlushListener,
     KeyValueStore,
@@ -18,24 +29,16 @@ from kstreams.state.store import (
     WindowedKey,
     WindowStore,
 )
-from kstreams.state.stores import (
+from kstreams.state.stores import Stores
+from kstreams.state.suppliers import (
     KeyValueBytesStoreSupplier,
-    KeyValueStoreBuilder,
     SessionBytesStoreSupplier,
-    SessionStoreBuilder,
-    Stores,
-    WindowBytesStoreSupplier,
-    WindowStoreBuilder,
-)
-from kstreams.state.timestamped import TimestampedKeyValueStoreBuilder, TimestampedWindowStoreBuilder
-from kstreams.state.value_and_timestamp import ValueAndTimestamp, ValueAndTimestampSerde
-from kstreams.state.versioned import (
     VersionedBytesStoreSupplier,
-    VersionedKeyValueStore,
-    VersionedRecord,
+    WindowBytesStoreSupplier,
 )
-from kstreams.state.versioned_layers import VersionedKeyValueStoreBuilder
-from kstreams.state.window import Window
+from kstreams.state.value_and_timestamp import ValueAndTimestamp, ValueAndTimestampSerde
+from kstreams.state.versioned import VersionedKeyValueStore, VersionedRecord
+from kstreams.window import Window
 
 __all__ = [
     "FlushListener",
@@ -49,6 +52,7 @@ __all__ = [
     "SessionBytesStoreSupplier",
     "SessionStore",
     "SessionStoreBuilder",
+    "StateRestoreListener",
     "StateStore",
     "StateStoreContext",
     "StoreBuilder",

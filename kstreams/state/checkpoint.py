@@ -1,9 +1,17 @@
 """Offset checkpoint files: up to which changelog offset a task's local state is current.
 
 The format is Kafka's ``OffsetCheckpoint``: a version line (``0``), a line with the entry count,
-then one ``<topic> <partition> <offset>`` line per changelog partition. A write goes to a temporary
-file that is fsynced and renamed over the old one (and the directory fsynced), so a crash leaves
-either the old checkpoint or the new one, never a torn file. A missing file reads as empty.
+then one ``<topic> <partition> <offset>`` line per changelog partition; an offset is a number, or
+``-4`` (``OFFSET_UNKNOWN``: a store whose position nobody knows, restored from the beginning). A
+write goes to a temporary file that is fsynced and renamed over the old one (and the directory
+fsynced), so a crash leaves either the old checkpoint or the new one, never a torn file. A missing
+file reads as empty.
+
+What the offsets mean depends on the file, as in Kafka: a task's checkpoint holds, per changelog,
+the offset of the last record its stores reflect (``TaskOffsetCheckpoint`` turns them into the
+next offsets the runtime counts in, and back); the global stores' checkpoint holds next offsets.
+So a task directory a Kafka Streams application wrote reads as Kafka Streams would read it, and
+the reverse.
 """
 
 from __future__ import annotations
@@ -15,11 +23,12 @@ from collections.abc import Mapping
 from kstreams.cluster.port import TopicPartition
 from kstreams.errors import ProcessorStateException
 
-__all__ = ["OffsetCheckpoint"]
+__all__ = ["OFFSET_UNKNOWN", "OffsetCheckpoint", "TaskOffsetCheckpoint"]
 
 logger = logging.getLogger(__name__)
 
 _VERSION = 0
+OFFSET_UNKNOWN = -4  # Kafka's OffsetCheckpoint.OFFSET_UNKNOWN
 
 
 class OffsetCheckpoint:
@@ -29,13 +38,13 @@ class OffsetCheckpoint:
         self.path = path
 
     def write(self, offsets: Mapping[TopicPartition, int]) -> None:
-        """Replace the file's content with these offsets, atomically. Negative offsets are skipped
-        (they mean "unknown"), as Kafka does."""
+        """Replace the file's content with these offsets, atomically. Negative offsets other than
+        ``OFFSET_UNKNOWN`` are skipped (they mean "unknown" too)."""
         lines = [str(_VERSION), ""]
         count = 0
         for tp in sorted(offsets, key=lambda tp: (tp.topic, tp.partition)):
             offset = offsets[tp]
-            if offset < 0:
+            if offset < 0 and offset != OFFSET_UNKNOWN:
                 logger.debug("Not checkpointing %s: its offset %d is unknown.", tp, offset)
                 continue
             if not tp.topic or any(ch.isspace() for ch in tp.topic):
@@ -73,8 +82,10 @@ class OffsetCheckpoint:
         """The offsets in the file; empty when there is no file.
 
         Raises ProcessorStateException naming the file when it cannot be read or is not a valid
-        checkpoint (binary content, a bad number, a negative partition or offset, a partition twice,
-        fewer or more entries than its header promises): then it vouches for no state.
+        checkpoint (binary content, a bad number, a negative partition, a partition twice, fewer or
+        more entries than its header promises): then it vouches for no state. A negative offset other
+        than ``OFFSET_UNKNOWN`` (which no writer writes) is skipped with a warning and counts as no
+        entry, as Kafka's reader does.
         """
         try:
             with open(self.path, "rb") as file:
@@ -93,12 +104,20 @@ class OffsetCheckpoint:
             if len(entries) != expected:
                 raise ValueError(f"{len(entries)} entries where the header promises {expected}")
             offsets: dict[TopicPartition, int] = {}
+            seen: set[TopicPartition] = set()
             for line in entries:
-                topic, partition, offset = line.split()
+                topic, partition, offset_text = line.split()
                 tp = TopicPartition(topic, _number(partition))
-                if tp in offsets:
+                if tp in seen:
                     raise ValueError(f"{tp} appears twice")
-                offsets[tp] = _number(offset)
+                seen.add(tp)
+                offset = -_number(offset_text[1:]) if offset_text.startswith("-") else _number(offset_text)
+                if offset < 0 and offset != OFFSET_UNKNOWN:
+                    logger.warning(
+                        "The checkpoint file %s has offset %d for %s: skipped.", self.path, offset, tp
+                    )
+                    continue
+                offsets[tp] = offset
         except (IndexError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
             raise ProcessorStateException(
                 f"The checkpoint file {self.path} is corrupt: {exc}. It vouches for nothing: the state "
@@ -114,6 +133,21 @@ class OffsetCheckpoint:
             pass
         except OSError as exc:
             raise ProcessorStateException(f"Could not delete the checkpoint file {self.path}: {exc}") from exc
+
+
+class TaskOffsetCheckpoint(OffsetCheckpoint):
+    """A task's checkpoint file, in next offsets: the file holds the offset of the last record the
+    task's stores reflect (Kafka's ProcessorStateManager writes it, and StoreChangelogReader
+    restores from the offset after it), or ``OFFSET_UNKNOWN`` for a store that reflects no
+    record; ``read`` gives and ``write`` takes the offset after that, where restoration resumes
+    (0 for ``OFFSET_UNKNOWN``: from the beginning)."""
+
+    def write(self, offsets: Mapping[TopicPartition, int]) -> None:
+        super().write({tp: (offset - 1 if offset > 0 else OFFSET_UNKNOWN) if offset >= 0 else offset
+                       for tp, offset in offsets.items()})  # fmt: skip
+
+    def read(self) -> dict[TopicPartition, int]:
+        return {tp: 0 if offset == OFFSET_UNKNOWN else offset + 1 for tp, offset in super().read().items()}
 
 
 def _number(text: str) -> int:

@@ -136,7 +136,7 @@ class StateDirectory:
     def wipe_task(self, task_id: Any) -> None:
         """Delete a task's local state (stores and checkpoint); the caller must hold its lock.
 
-        Used when the state cannot be trusted (see ``runtime.checkpoints``): it is rebuilt from
+        Used when the state cannot be trusted (see ``kstreams.runtime.tasks.checkpoints``): it is rebuilt from
         the changelog. Raises ProcessorStateException naming the directory when deleting fails.
         """
         key = str(task_id)

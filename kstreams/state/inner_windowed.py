@@ -154,7 +154,7 @@ class InnerSessionStore(SessionStore[bytes, bytes]):
     def min_live(self) -> int:
         """The earliest session end still within the retention now: reads see no session that
         ended before it, and a write to one is ignored (it moves on as writes advance stream time).
-        A batch step that keeps sessions between reads asks it (see ``runtime.compiled``)."""
+        A batch step that keeps sessions between reads asks it (see ``kstreams.processing.compiled``)."""
 
     def restore_batch(self, records: list[tuple[bytes, bytes | None]]) -> None:
         """Apply changelog records, whose keys are ``session_key(key, start, end)``."""

@@ -33,7 +33,7 @@ Whether to record is decided once, at ``init``: at INFO (or with no registry, as
 driver) the layer's methods stay the plain class methods and metering costs nothing per call; at
 DEBUG timed variants are bound over them as instance attributes. ``close`` removes the store's
 metrics and unbinds the timed variants, so a task's store metrics go with the task. Reads by
-interactive queries are recorded on the querying thread (see ``runtime/metrics.py`` on races).
+interactive queries are recorded on the querying thread (see ``metrics.py`` on races).
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ from kstreams.state.store import (
 )
 
 if TYPE_CHECKING:
-    from kstreams.runtime.metrics import MetricsRegistry, Sensor
+    from kstreams.metrics import MetricsRegistry, Sensor
 
 __all__ = ["MeteredKeyValueStore", "MeteredSessionStore", "MeteredWindowStore"]
 

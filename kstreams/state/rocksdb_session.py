@@ -15,6 +15,14 @@ the ends at or after the lowest end the latest read asked for: reads on close mo
 holds the sessions not yet emitted; a read below it scans, as without the index. Kafka's
 time-ordered session store keeps such an index on disk instead; adding one here would change the
 on-disk layout of existing stores.
+
+``time_ordered`` makes ``find_sessions_by_end`` answer as Kafka's time-ordered session store
+(``RocksDBTimeOrderedSessionStore``, what the DSL's default RocksDB supplier gives a session
+aggregation that emits on window close): it lists every session in range that a live segment still
+holds, expired or not (Kafka's ``fetchSessions`` applies no retention to its reads, only its
+segments' lifetime does), by end, then start, then key bytes (its keys begin with the end, then
+the start). Its other reads apply the retention as the default store does, as Kafka's do; its
+writes reach a session past the retention too while its segment lives, as Kafka's do.
 """
 
 from __future__ import annotations
@@ -42,6 +50,12 @@ def _end_index(floor: int) -> TimeBuckets:
     return index
 
 
+def _end_start_key(row: tuple[int, bytes, int, bytes]) -> tuple[int, int, bytes]:
+    """The order of Kafka's time-first session keys: end, start, key bytes."""
+    end, key, start, _ = row
+    return end, start, key
+
+
 def _index_session(index: TimeBuckets, key: bytes, start: int, end: int, stored: bool) -> None:
     """Add a session to an end index (``stored``) or drop it from it."""
     by_key = index.get(end)
@@ -65,11 +79,18 @@ class RocksDBSessionStore(SegmentedLifecycle, InnerSessionStore):
 
     _kind = "session"
 
-    def __init__(self, name: str, retention_ms: int, segment_interval_ms: int | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        retention_ms: int,
+        segment_interval_ms: int | None = None,
+        time_ordered: bool = False,
+    ) -> None:
         super().__init__(name, retention_ms)
         interval = segment_interval_ms or default_segment_interval(retention_ms)
         self._segments = Segments(name, retention_ms, interval)
         self._ends: TimeBuckets | None = None  # built by the first find_sessions_by_end
+        self.time_ordered = time_ordered
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         self._ends = None
@@ -80,7 +101,12 @@ class RocksDBSessionStore(SegmentedLifecycle, InnerSessionStore):
         super().close()
 
     def _write(self, key: bytes, start: int, end: int, value: bytes | None) -> None:
-        segment = self._segments.for_write(end)
+        if self.time_ordered:
+            # Kafka's time-ordered store writes a session past the retention while its segment
+            # lives (find_sessions_by_end lists it; the other reads skip it).
+            segment = self._segments.for_live_segment_write(end, create=value is not None)
+        else:
+            segment = self._segments.for_write(end)
         if segment is None:
             logger.debug("Store %s: skipping a write to an expired session ending at %d.", self._name, end)
             return
@@ -117,7 +143,8 @@ class RocksDBSessionStore(SegmentedLifecycle, InnerSessionStore):
     def find_sessions_by_end(
         self, earliest_session_end: int, latest_session_end: int
     ) -> Iterator[tuple[WindowedKey[bytes], bytes]]:
-        first = max(earliest_session_end, self._segments.min_live(), 0)
+        floor = 0 if self.time_ordered else self._segments.min_live()
+        first = max(earliest_session_end, floor, 0)
         if first > latest_session_end:
             return
         index = self._ends
@@ -129,26 +156,34 @@ class RocksDBSessionStore(SegmentedLifecycle, InnerSessionStore):
             index.advance(first)
             # Read in full before yielding: the caller may write while it iterates.
             found = []
+            read = self._held if self.time_ordered else self.fetch_session
             for end in index.between(first, latest_session_end):
                 by_key = index.get(end) or {}
                 for key, starts in sorted(by_key.items()):
                     for start in sorted(starts):
-                        value = self.fetch_session(key, start, end)
+                        value = read(key, start, end)
                         if value is not None:
                             found.append((end, key, start, value))
+            if self.time_ordered:
+                found.sort(key=_end_start_key)
         for end, key, start, value in found:
             yield WindowedKey(key, start, end), value
 
+    def _held(self, key: bytes, start: int, end: int) -> bytes | None:
+        """A session's aggregate while a live segment holds it, past the retention or not."""
+        segment = self._segments.holding(end)
+        return None if segment is None else segment.get(session_key(key, start, end))
+
     def _scan_by_end(self, first: int, last: int) -> list[tuple[int, bytes, int, bytes]]:
-        """(end, key, start, value) of the sessions with first <= end <= last, in that order: a
-        scan of the segments that cover the range."""
+        """(end, key, start, value) of the sessions with first <= end <= last: a scan of the
+        segments that cover the range, by end, key and start (time-ordered: end, start, key)."""
         found: list[tuple[int, bytes, int, bytes]] = []
         for segment in self._segments.between(first, last):
             for store_key, value in segment.scan(None, None):
                 key, start, end = from_session_key(store_key)
                 if first <= end <= last:
                     found.append((end, key, start, value))
-        found.sort()
+        found.sort(key=_end_start_key if self.time_ordered else None)
         return found
 
     def _build_end_index(self, floor: int) -> TimeBuckets:

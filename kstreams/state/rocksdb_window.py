@@ -5,6 +5,14 @@ Keys inside a segment are ``window_key_schema`` keys: record key + window start 
 when duplicates are retained), so one key's windows are one contiguous byte range. Reads and writes
 honour the exact retention (start > observed stream time - retention), so both window stores
 answer alike.
+
+``time_ordered`` makes the store answer as Kafka's time-ordered window store
+(``RocksDBTimeOrderedWindowStore``, what the DSL's default RocksDB supplier gives an aggregation
+that emits on window close): a window stays readable one millisecond longer (start >= observed
+stream time - retention: Kafka's time-first key schema keeps the window starting exactly at the
+cut), and ``fetch_all`` lists windows by start, then key bytes (its keys begin with the time).
+Observed stream time is the largest window start written, as in both of Kafka's stores. The
+layout on disk and the changelog's records are the same as the default store's.
 """
 
 from __future__ import annotations
@@ -46,11 +54,17 @@ class RocksDBWindowStore(SegmentedLifecycle, InnerWindowStore):
         window_size_ms: int,
         retain_duplicates: bool,
         segment_interval_ms: int | None = None,
+        time_ordered: bool = False,
     ) -> None:
         super().__init__(name, retention_ms, window_size_ms, retain_duplicates)
         self._suffix = TIMESTAMP_SIZE + (SEQ_SIZE if retain_duplicates else 0)
+        self.time_ordered = time_ordered
+        # The segments expire a window once start <= stream time - their retention: one more
+        # millisecond keeps the window at start == stream time - retention (Kafka's time-first rule).
         self._segments = Segments(
-            name, retention_ms, segment_interval_ms or default_segment_interval(retention_ms)
+            name,
+            retention_ms + 1 if time_ordered else retention_ms,
+            segment_interval_ms or default_segment_interval(retention_ms),
         )
         # Without duplicates, a window's point read and write in C (the change-logging layer and
         # the DSL's per-record accessor call it without a Python frame).
@@ -136,13 +150,31 @@ class RocksDBWindowStore(SegmentedLifecycle, InnerWindowStore):
         return key_and_start(store_key)
 
     def fetch_all(self, time_from: int, time_to: int) -> Iterator[tuple[WindowedKey[bytes], bytes]]:
-        """Every window with time_from <= start <= time_to: segment by segment, in key byte order."""
+        """Every window with time_from <= start <= time_to: segment by segment, in key byte order
+        (time-ordered: by window start, then key bytes)."""
         time_from = max(time_from, self._segments.min_live())
         if time_from > time_to:
             return
         size = self._window_size_ms
         for segment in self._segments.between(time_from, time_to):
+            if self.time_ordered:
+                found = []
+                for store_key, value in segment.scan(None, None):
+                    key, start = self._split(store_key)
+                    if time_from <= start <= time_to:
+                        found.append((start, store_key, key, value))
+                # the store keys of one start sort as Kafka's time-first keys do after the time:
+                # key bytes, then sequence number
+                found.sort(key=_by_start_then_key)
+                for start, _, key, value in found:
+                    yield WindowedKey(key, start, start + size), value
+                continue
             for store_key, value in segment.scan(None, None):
                 key, start = self._split(store_key)
                 if time_from <= start <= time_to:
                     yield WindowedKey(key, start, start + size), value
+
+
+def _by_start_then_key(row: tuple[int, bytes, bytes, bytes]) -> tuple[int, bytes, bytes]:
+    start, store_key, key, _ = row
+    return start, key, store_key

@@ -84,6 +84,27 @@ class Segments(SegmentIndex):
         self._segments[segment_id] = segment
         return segment
 
+    def for_live_segment_write(self, timestamp: int, create: bool) -> RocksDBDatabase | None:
+        """As ``for_write`` (advancing stream time, dropping expired segments), but a timestamp past
+        the retention still goes to its segment while the segment is live (created when
+        ``create``): Kafka's time-ordered stores write so, and only their reads apply the
+        retention."""
+        segment = self.for_write(timestamp)
+        if segment is not None:
+            return segment  # type: ignore[no-any-return]
+        segment_id = timestamp // self.interval
+        if segment_id < (self.observed_stream_time - self.retention_ms) // self.interval:
+            return None
+        segment = self._segments.get(segment_id)
+        if segment is None and create:
+            segment = self._create(segment_id)
+        return segment  # type: ignore[no-any-return]
+
+    def holding(self, timestamp: int) -> RocksDBDatabase | None:
+        """The open segment of ``timestamp``, whether or not the timestamp is past the retention
+        (Kafka's time-ordered session store reads sessions so until their segment is dropped)."""
+        return self._segments.get(timestamp // self.interval)  # type: ignore[no-any-return]
+
     def between(self, time_from: int, time_to: int) -> list[RocksDBDatabase]:
         """The open segments overlapping [time_from, time_to], oldest first."""
         first = time_from // self.interval

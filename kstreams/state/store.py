@@ -21,7 +21,7 @@ from kstreams._native.record import WindowedKey
 
 if TYPE_CHECKING:
     from kstreams._native.record_batch import RecordBatch
-    from kstreams.runtime.metrics import MetricsRegistry
+    from kstreams.metrics import MetricsRegistry
 
 __all__ = [
     "FlushListener",

@@ -5,9 +5,9 @@ A timestamped store takes and returns ``ValueAndTimestamp``; below its metered l
 holds Kafka's bytes (8-byte big-endian timestamp, then the value's own bytes), so the timestamp
 survives the record cache; the changelog holds the plain value in a record stamped with that
 timestamp, as Kafka's does, and restoring puts it back in front
-(``kstreams.state.changelogging``). The builders take the *value's* serde, as Kafka's do: the
-metered layer adds the timestamp around it, so the application's default value serde still
-fills a serde left None.
+(``kstreams.state.changelogging``). The builders (``builders.py``) take the *value's* serde, as
+Kafka's do: the metered layer adds the timestamp around it, so the application's default value
+serde still fills a serde left None.
 
 The DSL keeps its tables and aggregations in these stores. Readers that expect plain values
 (interactive queries, ``TopologyTestDriver.get_key_value_store``) see them through the facades,
@@ -25,7 +25,6 @@ from typing import Any, Generic, TypeVar
 from kstreams.serdes import Serdes
 from kstreams.state.metered import MeteredKeyValueStore, MeteredWindowStore
 from kstreams.state.store import WindowedKey
-from kstreams.state.stores import KeyValueStoreBuilder, WindowStoreBuilder
 from kstreams.state.value_and_timestamp import TIMESTAMP_BYTES, ValueAndTimestamp, raw_timestamp
 
 __all__ = [
@@ -33,8 +32,6 @@ __all__ = [
     "KeyValueStoreFacade",
     "MeteredTimestampedKeyValueStore",
     "MeteredTimestampedWindowStore",
-    "TimestampedKeyValueStoreBuilder",
-    "TimestampedWindowStoreBuilder",
     "WindowStoreFacade",
     "is_timestamped",
     "plain_value_view",
@@ -119,20 +116,6 @@ class MeteredTimestampedKeyValueStore(_TimestampedValues, MeteredKeyValueStore[K
 
 class MeteredTimestampedWindowStore(_TimestampedValues, MeteredWindowStore[K, Any], Generic[K, V]):
     """A typed window store of ``ValueAndTimestamp[V]`` (Kafka's ``MeteredTimestampedWindowStore``)."""
-
-
-class TimestampedKeyValueStoreBuilder(KeyValueStoreBuilder):
-    """Builds timestamped key-value stores; ``value_serde`` is the serde of the plain value."""
-
-    _metered_layer = MeteredTimestampedKeyValueStore  # type: ignore[assignment]
-    timestamped = True
-
-
-class TimestampedWindowStoreBuilder(WindowStoreBuilder):
-    """Builds timestamped window stores; ``value_serde`` is the serde of the plain value."""
-
-    _metered_layer = MeteredTimestampedWindowStore  # type: ignore[assignment]
-    timestamped = True
 
 
 def is_timestamped(store_or_builder: Any) -> bool:

@@ -32,7 +32,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from kstreams.errors import TopologyException
 from kstreams.state.store import KeyValueStore, RestoreCallback, StateStore, StateStoreContext
 
 __all__ = [
@@ -40,7 +39,6 @@ __all__ = [
     "PUT_RETURN_CODE_VALID_TO_UNDEFINED",
     "TimestampedRestoreCallback",
     "VersionedBytesStore",
-    "VersionedBytesStoreSupplier",
     "VersionedKeyValueStore",
     "VersionedRecord",
 ]
@@ -219,6 +217,15 @@ class VersionedBytesStore(VersionedKeyValueStore[bytes, bytes]):
         times = [t for t, _ in versions]
         index = bisect.bisect_left(times, timestamp)
         if index < len(versions) and times[index] == timestamp:
+            latest = index == len(versions) - 1 and versions[index][1] is not None
+            if value is None and latest and (index == 0 or versions[index - 1][1] is None):
+                # As Kafka's RocksDBVersionedStore: a deletion at the latest version's own time
+                # removes it from the latest-value store and records nothing in the history; only
+                # an earlier value (moved to the history valid to this time) keeps the time. Here
+                # there is none, so an older version put next is the latest.
+                del versions[index]
+                self._inner.put(key, _encode(self._expire(versions)) if versions else None)
+                return PUT_RETURN_CODE_VALID_TO_UNDEFINED
             versions[index] = (timestamp, value)
         else:
             versions.insert(index, (timestamp, value))
@@ -269,36 +276,3 @@ class VersionedBytesStore(VersionedKeyValueStore[bytes, bytes]):
         """Every key with its versions, oldest first (expired ones may still be among them)."""
         for key, data in self._inner.all():
             yield key, _decode(data)
-
-
-class VersionedBytesStoreSupplier:
-    """Makes inner versioned stores of bytes, over RocksDB (``persistent``) or memory."""
-
-    def __init__(self, name: str, history_retention_ms: int, persistent: bool) -> None:
-        if not isinstance(name, str) or not name:
-            raise TopologyException(f"A store needs a non-empty name, got {name!r}.")
-        if history_retention_ms < 0:
-            raise TopologyException(
-                f"Store {name}: history retention must not be negative, got {history_retention_ms} ms."
-            )
-        self.name = name
-        self.history_retention_ms = history_retention_ms
-        self.persistent = persistent
-
-    @property
-    def metrics_scope(self) -> str:
-        return ("rocksdb" if self.persistent else "in-memory") + "-versioned"
-
-    def get(self) -> VersionedBytesStore:
-        """A new inner store."""
-        from kstreams.state.stores import KeyValueBytesStoreSupplier  # stores.py builds on this module
-
-        return VersionedBytesStore(
-            KeyValueBytesStoreSupplier(self.name, self.persistent).get(), self.history_retention_ms
-        )
-
-    def __repr__(self) -> str:
-        return (
-            f"VersionedBytesStoreSupplier({self.name!r}, {self.metrics_scope}, "
-            f"history_retention_ms={self.history_retention_ms})"
-        )

@@ -1,4 +1,4 @@
-"""The layers of a versioned key-value store and the builder that stacks them (KIP-889).
+"""The layers of a versioned key-value store (KIP-889); ``builders.py`` stacks them.
 
 Outermost first: metered (typed, serdes, metrics) -> change-logging -> ``VersionedBytesStore``.
 There is no caching layer: a cache keeps one value per key, a versioned store keeps many, so
@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import TypeVar
 
 from kstreams.errors import ProcessorStateException
 from kstreams.state.layer import StoreLayer
 from kstreams.state.metered import _Metered
-from kstreams.state.store import StateStore, StateStoreContext, StoreBuilder
+from kstreams.state.store import StateStore, StateStoreContext
 from kstreams.state.versioned import (
-    VersionedBytesStoreSupplier,
     VersionedKeyValueStore,
     VersionedRecord,
 )
@@ -30,16 +29,12 @@ from kstreams.state.versioned import (
 __all__ = [
     "ChangeLoggingVersionedKeyValueStore",
     "MeteredVersionedKeyValueStore",
-    "VersionedKeyValueStoreBuilder",
 ]
 
 logger = logging.getLogger(__name__)
 
 K = TypeVar("K")
 V = TypeVar("V")
-
-# Kafka's extra compaction lag of versioned changelogs beyond the history retention.
-_CHANGELOG_COMPACTION_LAG_EXTRA_MS = 24 * 60 * 60 * 1000
 
 
 class _VersionedLayer(StoreLayer):
@@ -121,54 +116,3 @@ class MeteredVersionedKeyValueStore(_Metered[K, V], _VersionedLayer, VersionedKe
 
     def get(self, key: K, as_of_timestamp: int | None = None) -> VersionedRecord[V] | None:
         return self._typed(self.wrapped.get(self.raw_key(key), as_of_timestamp))
-
-
-class VersionedKeyValueStoreBuilder(StoreBuilder, Generic[K, V]):
-    """Builds typed versioned stores (store_type "keyvalue": a compacted changelog whose
-    compaction lag covers the history retention)."""
-
-    def __init__(self, supplier: VersionedBytesStoreSupplier, key_serde: Any, value_serde: Any) -> None:
-        if not isinstance(supplier, VersionedBytesStoreSupplier):
-            raise TypeError(
-                "versioned_key_value_store_builder() takes a versioned store supplier "
-                "(Stores.persistent_versioned_key_value_store(name, history_retention)), "
-                f"got {supplier!r}."
-            )
-        super().__init__(supplier.name)
-        self.supplier = supplier
-        self.key_serde = key_serde
-        self.value_serde = value_serde
-        self.log_config = self._changelog_defaults()
-
-    def _changelog_defaults(self) -> dict[str, str]:
-        lag = self.supplier.history_retention_ms + _CHANGELOG_COMPACTION_LAG_EXTRA_MS
-        return {"min.compaction.lag.ms": str(lag)}
-
-    @property
-    def store_type(self) -> str:
-        return "keyvalue"
-
-    @property
-    def history_retention_ms(self) -> int:
-        return self.supplier.history_retention_ms
-
-    def with_logging_enabled(self, config: dict[str, str] | None = None) -> StoreBuilder:
-        self.logging_enabled = True
-        self.log_config = {**self._changelog_defaults(), **(config or {})}
-        return self
-
-    def with_caching_enabled(self) -> StoreBuilder:
-        logger.warning(
-            "Not caching versioned store %s: a cache keeps one value per key, a versioned store all "
-            "of its versions.",
-            self.name,
-        )
-        return self
-
-    def build(self) -> MeteredVersionedKeyValueStore[K, V]:
-        store: VersionedKeyValueStore[bytes, bytes] = self.supplier.get()
-        if self.logging_enabled:
-            store = ChangeLoggingVersionedKeyValueStore(store)
-        return MeteredVersionedKeyValueStore(
-            store, self.key_serde, self.value_serde, self.supplier.metrics_scope
-        )

@@ -9,9 +9,10 @@ on the EmbeddedCluster and on a real broker alike):
    position (``ResetPosition``: earliest, the default; latest; an offset; a date-time; a duration
    back from now; a shift from the committed offset; or a per-partition plan from a CSV file).
    Positions outside a partition's log are clamped to its start or end, as Kafka does.
-3. Delete the application's internal topics: ``<application.id>-...-changelog`` and
-   ``<application.id>-...-repartition`` (or the subset named), and wait until the cluster no
-   longer lists them, so a restarted application creates them afresh.
+3. Delete the application's internal topics: ``<application.id>-...-changelog``,
+   ``<application.id>-...-repartition`` and a foreign-key join's subscription registration and
+   response topics (or the subset named; Kafka's ``StreamsResetter`` takes the same names), and
+   wait until the cluster no longer lists them, so a restarted application creates them afresh.
 
 Like Kafka's tool, it leaves output topics alone, skips (and reports) input topics that do not
 exist, and does not touch local state: call ``KafkaStreams.clean_up()`` before the next start.
@@ -47,7 +48,14 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-INTERNAL_TOPIC_SUFFIXES = ("-changelog", "-repartition")
+INTERNAL_TOPIC_SUFFIXES = (
+    "-changelog",
+    "-repartition",
+    "-subscription-registration-topic",  # a named foreign-key join's
+    "-subscription-response-topic",
+)
+# An unnamed foreign-key join's topics (KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000012-topic).
+_GENERATED_FK_TOPIC = re.compile(r".+-KTABLE-FK-JOIN-SUBSCRIPTION-(?:REGISTRATION|RESPONSE)-\d+-topic")
 # How long to wait for deleted topics to leave the cluster's listing (Kafka deletes asynchronously).
 DELETE_WAIT_SECONDS = 60.0
 _DURATION = re.compile(
@@ -171,8 +179,10 @@ class ResetPlan:
 
 
 def is_internal_topic(topic: str, application_id: str) -> bool:
-    """Whether ``topic`` is one of the application's changelog or repartition topics."""
-    return topic.startswith(application_id + "-") and topic.endswith(INTERNAL_TOPIC_SUFFIXES)
+    """Whether ``topic`` is one of the application's changelog, repartition or foreign-key join topics."""
+    return topic.startswith(application_id + "-") and (
+        topic.endswith(INTERNAL_TOPIC_SUFFIXES) or _GENERATED_FK_TOPIC.fullmatch(topic) is not None
+    )
 
 
 def plan_reset(

@@ -13,7 +13,7 @@ reducer and window spec), so operations are recognised here with no change to us
   or over time windows), and a session-window ``count`` (each key's sessions read once per batch).
 
 This module decides from the topology's definition only (``describe()`` labels the kernels); the
-runtime's compiler (``kstreams.runtime.compiled``) then checks the serdes and stores of the running
+runtime's compiler (``kstreams.processing.compiled``) then checks the serdes and stores of the running
 task and falls back to the per-record path where they do not fit.
 """
 

@@ -14,7 +14,8 @@ description can be compared with one printed by a Java application:
           <-- KSTREAM-FILTER-0000000001
 
 Nodes are ordered as Kafka orders them: by the size of the sub-tree below them, largest first,
-then by name. Topic and store sets print in the iteration order of a Java ``HashSet``.
+then by name; each node's neighbours in the order Kafka's sets of them keep (see
+``_link_as_kafka``). Topic and store sets print in the iteration order of a Java ``HashSet``.
 
 Processors whose DSL operation has a batch kernel carry its name in ``compiled`` (e.g. "filter",
 "count", "windowed-sum"); ``to_string(show_compiled=True)`` marks them (``str()`` keeps Kafka's
@@ -30,7 +31,7 @@ numbered in the same sequence as the other subtopologies (Kafka's ``GlobalStore`
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +50,7 @@ __all__ = [
     "SubtopologyDescription",
     "TopologyDescription",
     "describe_topology",
+    "java_hash_map_order",
     "java_hash_set_order",
 ]
 
@@ -210,21 +212,7 @@ def describe_topology(topology: Topology) -> TopologyDescription:
                 described[name] = SinkDescription(
                     name, topic=spec.topic, topic_name_extractor=spec.topic_extractor
                 )
-        for name in names:
-            node = described[name]
-            for parent_name in specs[name].predecessors:
-                parent = described[parent_name]
-                if parent not in node.predecessors:
-                    node.predecessors.append(parent)
-                    parent.successors.append(node)
-        # Sub-tree sizes: children are always added after their parents, so walking the group
-        # backwards sees every child's final size before its parents need it.
-        for name in reversed(names):
-            node = described[name]
-            node.size = 1 + sum(child.size for child in node.successors)
-        for node in described.values():
-            node.predecessors.sort(key=_node_order)
-            node.successors.sort(key=_node_order)
+        _link_as_kafka(described, [(name, specs[name].predecessors) for name in names])
         if names and all(name in global_nodes for name in names):
             source, processor = (described[name] for name in names)
             assert isinstance(source, SourceDescription) and isinstance(processor, ProcessorDescription)
@@ -232,6 +220,192 @@ def describe_topology(topology: Topology) -> TopologyDescription:
             continue
         subtopologies.append(SubtopologyDescription(group_id, sorted(described.values(), key=_node_order)))
     return TopologyDescription(subtopologies, global_stores)
+
+
+def _link_as_kafka(described: dict[str, NodeDescription], nodes: list[tuple[str, Iterable[str]]]) -> None:
+    """Connect each node to its neighbours and count sub-tree sizes as Kafka's
+    ``InternalTopologyBuilder.describeSubtopology`` does, so neighbours print in its order.
+
+    Kafka walks the nodes in the iteration order of a ``HashMap`` of their names; for each edge
+    it puts the predecessor into the node's predecessors and the node into the predecessor's
+    successors, both ``TreeSet``s ordered by sub-tree size (largest first) then name, and then
+    adds the node's size to the predecessor and, recursively, to the predecessors known so far.
+    A set is ordered by the sizes its members had when each was put in: a size that grows later
+    does not move a member. So the sets are red-black trees here too, built as Java's ``TreeMap``
+    builds them, and printed in their order."""
+    predecessors = dict(nodes)
+    ordered_names = java_hash_map_order([name for name, _ in nodes])
+    predecessor_sets = {name: _JavaTreeSet() for name in described}
+    successor_sets = {name: _JavaTreeSet() for name in described}
+    for node in described.values():
+        node.size = 1
+
+    def update_size(node: NodeDescription, delta: int) -> None:
+        node.size += delta
+        for predecessor in predecessor_sets[node.name]:
+            update_size(predecessor, delta)
+
+    for name in ordered_names:
+        node = described[name]
+        for predecessor_name in predecessors[name]:
+            predecessor = described[predecessor_name]
+            predecessor_sets[name].add(predecessor)
+            successor_sets[predecessor_name].add(node)
+            update_size(predecessor, node.size)
+    for name, node in described.items():
+        node.predecessors = list(predecessor_sets[name])
+        node.successors = list(successor_sets[name])
+
+
+class _TreeEntry:
+    __slots__ = ("black", "key", "left", "parent", "right")
+
+    def __init__(self, key: NodeDescription, parent: _TreeEntry | None) -> None:
+        self.key = key
+        self.parent = parent
+        self.left: _TreeEntry | None = None
+        self.right: _TreeEntry | None = None
+        self.black = True
+
+
+class _JavaTreeSet:
+    """Java's ``TreeSet`` of description nodes under Kafka's ``NodeComparator`` (sub-tree size,
+    largest first, then name), compared with the sizes nodes have when another is put in: the
+    insertions and rebalancing of ``java.util.TreeMap`` (a red-black tree, as in CLR)."""
+
+    def __init__(self) -> None:
+        self._root: _TreeEntry | None = None
+
+    @staticmethod
+    def _compare(a: NodeDescription, b: NodeDescription) -> int:
+        if a is b:
+            return 0
+        if a.size != b.size:
+            return b.size - a.size
+        return (a.name > b.name) - (a.name < b.name)
+
+    def add(self, key: NodeDescription) -> None:
+        entry = self._root
+        if entry is None:
+            self._root = _TreeEntry(key, None)
+            return
+        while True:
+            parent = entry
+            cmp = self._compare(key, entry.key)
+            if cmp == 0:
+                return
+            entry = entry.left if cmp < 0 else entry.right
+            if entry is None:
+                break
+        added = _TreeEntry(key, parent)
+        if cmp < 0:
+            parent.left = added
+        else:
+            parent.right = added
+        self._fix_after_insertion(added)
+
+    def __iter__(self) -> Iterator[NodeDescription]:
+        stack: list[_TreeEntry] = []
+        entry = self._root
+        while stack or entry is not None:
+            while entry is not None:
+                stack.append(entry)
+                entry = entry.left
+            entry = stack.pop()
+            yield entry.key
+            entry = entry.right
+
+    def _fix_after_insertion(self, x: _TreeEntry | None) -> None:
+        assert x is not None
+        x.black = False
+        while x is not None and x is not self._root and not _is_black(x.parent):
+            parent = _parent(x)
+            grand = _parent(parent)
+            if parent is _left(grand):
+                uncle = _right(grand)
+                if not _is_black(uncle):
+                    _set_black(parent, True)
+                    _set_black(uncle, True)
+                    _set_black(grand, False)
+                    x = grand
+                else:
+                    if x is _right(parent):
+                        x = parent
+                        self._rotate_left(x)
+                    _set_black(_parent(x), True)
+                    _set_black(_parent(_parent(x)), False)
+                    self._rotate_right(_parent(_parent(x)))
+            else:
+                uncle = _left(grand)
+                if not _is_black(uncle):
+                    _set_black(parent, True)
+                    _set_black(uncle, True)
+                    _set_black(grand, False)
+                    x = grand
+                else:
+                    if x is _left(parent):
+                        x = parent
+                        self._rotate_right(x)
+                    _set_black(_parent(x), True)
+                    _set_black(_parent(_parent(x)), False)
+                    self._rotate_left(_parent(_parent(x)))
+        assert self._root is not None
+        self._root.black = True
+
+    def _rotate_left(self, p: _TreeEntry | None) -> None:
+        if p is None or p.right is None:
+            return
+        r = p.right
+        p.right = r.left
+        if r.left is not None:
+            r.left.parent = p
+        r.parent = p.parent
+        if p.parent is None:
+            self._root = r
+        elif p.parent.left is p:
+            p.parent.left = r
+        else:
+            p.parent.right = r
+        r.left = p
+        p.parent = r
+
+    def _rotate_right(self, p: _TreeEntry | None) -> None:
+        if p is None or p.left is None:
+            return
+        left = p.left
+        p.left = left.right
+        if left.right is not None:
+            left.right.parent = p
+        left.parent = p.parent
+        if p.parent is None:
+            self._root = left
+        elif p.parent.right is p:
+            p.parent.right = left
+        else:
+            p.parent.left = left
+        left.right = p
+        p.parent = left
+
+
+def _parent(entry: _TreeEntry | None) -> _TreeEntry | None:
+    return None if entry is None else entry.parent
+
+
+def _left(entry: _TreeEntry | None) -> _TreeEntry | None:
+    return None if entry is None else entry.left
+
+
+def _right(entry: _TreeEntry | None) -> _TreeEntry | None:
+    return None if entry is None else entry.right
+
+
+def _is_black(entry: _TreeEntry | None) -> bool:
+    return True if entry is None else entry.black
+
+
+def _set_black(entry: _TreeEntry | None, black: bool) -> None:
+    if entry is not None:
+        entry.black = black
 
 
 def _kernel_label(supplier: Any) -> str | None:
@@ -282,4 +456,18 @@ def java_hash_set_order(items: Iterable[str]) -> list[str]:
         h = _java_string_hash(item)
         spread = h ^ (h >> 16)
         buckets.setdefault(spread & (capacity - 1), []).append(item)
+    return [item for index in sorted(buckets) for item in buckets[index]]
+
+
+def java_hash_map_order(items: list[str]) -> list[str]:
+    """``items`` (distinct) in the order a Java ``HashMap`` filled by ``put`` in that order
+    iterates its keys: by bucket of the table it grew to (16, doubled past 3/4 full), and in
+    put order within a bucket."""
+    capacity = 16
+    while len(items) > capacity * 3 // 4:
+        capacity *= 2
+    buckets: dict[int, list[str]] = {}
+    for item in items:
+        h = _java_string_hash(item)
+        buckets.setdefault((h ^ (h >> 16)) & (capacity - 1), []).append(item)
     return [item for index in sorted(buckets) for item in buckets[index]]

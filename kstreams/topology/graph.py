@@ -147,8 +147,8 @@ class SinkNode(_Node):
         "_next_round_robin",
         "_partition",
         "_partition_count",
+        "_partitions_must_exist",
         "_value_serialize",
-        "e2e_latency",
         "key_serializer",
         "on_serialization_error",
         "topic",
@@ -174,25 +174,35 @@ class SinkNode(_Node):
         self._partition = _as_function(partitioner, "partition")
         self._collector: Any = None
         self._partition_count: Callable[[str], int] = _unbound_partition_count
+        self._partitions_must_exist = True
         self._context: Any = None
         self._next_round_robin = 0
         # The production exception handler's say on a serializer failure (set by the task when one
         # is configured): ``(sink, record, exc, is_key) -> True`` drops the record and goes on.
         self.on_serialization_error: Callable[[str, Any, Exception, bool], bool] | None = None
-        # ``process(record)``: the sink's own, or once bound a C sender that falls back to it
+        # ``process(record)``: the sink's own, or once bound a C sender that falls back to it.
+        # (Its KIP-613 ``e2e_latency`` sensor, a NodeBase field, is recorded by the per-record
+        # loops after ``process`` and by ``send_serialized`` for a batch.)
         self.process: Callable[[Any], None] = self.send_record
-        # KIP-613's record-e2e-latency sensor of this sink (set by the task before bind; None: off)
-        self.e2e_latency: Any = None
 
     def add_child(self, child: Any) -> None:
         raise StreamsException(f"Sink {self.name} cannot have children.")
 
     def bind(
-        self, context: Any, collector: Any, partition_count: Callable[[str], int], task_partition: int
+        self,
+        context: Any,
+        collector: Any,
+        partition_count: Callable[[str], int],
+        task_partition: int,
+        partitions_must_exist: bool = True,
     ) -> None:
+        """Connect the sink to its task. ``partitions_must_exist`` False (the test driver) lets a
+        partitioner name a partition past the topic's count, as Kafka's TopologyTestDriver writes
+        to whatever partition it is given; on a cluster the partition must exist."""
         self._context = context
         self._collector = collector
         self._partition_count = partition_count
+        self._partitions_must_exist = partitions_must_exist
         self._next_round_robin = task_partition
         # A fixed topic, the default partitioner and built-in serializers: C sends the record.
         key_kind = _SERIAL_KINDS.get(type(self.key_serializer))
@@ -209,14 +219,6 @@ class SinkNode(_Node):
                 self.topic, key_kind, value_kind, partition_count, collector, self.send_record
             )
             self.process = sender.process
-        if self.e2e_latency is not None:
-            send, record, now_ms = self.process, self.e2e_latency.record, self.e2e_latency.now_ms
-
-            def process(rec: Any) -> None:
-                record(now_ms() - rec.timestamp)
-                send(rec)
-
-            self.process = process
 
     def send_record(self, record: Any) -> None:
         """Serialize ``record``, choose its partition and hand it to the record collector."""
@@ -259,7 +261,7 @@ class SinkNode(_Node):
                 # KIP-837 multicast: a collection of partitions (empty: the record is dropped)
                 self._multicast(topic, partition, num_partitions, key_bytes, value_bytes, record)
                 return
-            if partition is not None and not 0 <= partition < num_partitions:
+            if partition is not None and not self._valid_partition(partition, num_partitions):
                 raise self._bad_partition(topic, partition, num_partitions)
         if partition is None:
             if key_bytes is not None:
@@ -286,7 +288,7 @@ class SinkNode(_Node):
                 "partition number, a collection of partition numbers, or None."
             ) from None
         for partition in chosen:
-            if not 0 <= partition < num_partitions:
+            if not self._valid_partition(partition, num_partitions):
                 raise self._bad_partition(topic, partition, num_partitions)
             self._collector.send(topic, partition, key_bytes, value_bytes, record.timestamp, record.headers)
 
@@ -343,6 +345,9 @@ class SinkNode(_Node):
                 "which choose per record."
             )
         return self.topic
+
+    def _valid_partition(self, partition: int, num_partitions: int) -> bool:
+        return 0 <= partition and (partition < num_partitions or not self._partitions_must_exist)
 
     def _bad_partition(self, topic: str, partition: int, num_partitions: int) -> StreamsException:
         return StreamsException(
@@ -506,11 +511,17 @@ class ProcessorGraph:
         self.stores: dict[str, StateStore] = {}
 
     def bind(
-        self, context: Any, collector: Any, partition_count: Callable[[str], int], task_partition: int
+        self,
+        context: Any,
+        collector: Any,
+        partition_count: Callable[[str], int],
+        task_partition: int,
+        partitions_must_exist: bool = True,
     ) -> None:
-        """Connect the sinks to the task's context, record collector and partition counts."""
+        """Connect the sinks to the task's context, record collector and partition counts (see
+        ``SinkNode.bind`` for ``partitions_must_exist``)."""
         for sink in self.sink_nodes:
-            sink.bind(context, collector, partition_count, task_partition)
+            sink.bind(context, collector, partition_count, task_partition, partitions_must_exist)
 
     def source_for(self, topic: str) -> SourceNode:
         source = self.sources_by_topic.get(topic)

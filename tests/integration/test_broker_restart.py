@@ -20,7 +20,6 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ from kstreams.client import KafkaStreams, StreamsUncaughtExceptionResponse
 from kstreams.cluster.kafka import KafkaCluster
 from kstreams.serdes import Serdes
 from tests.support.topologies import count_topology
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -63,19 +63,15 @@ CASES = [
 ]
 
 
-def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"Timed out after {timeout}s waiting for {what}")
-        time.sleep(0.1)
-
-
 def updates(cluster: KafkaCluster) -> dict[str, list[int]]:
     found: dict[str, list[int]] = {}
     for record in cluster.read("out"):
         found.setdefault(record.key.decode(), []).append(LONG.deserialize("out", record.value))
     return found
+
+
+def last_updates(cluster: KafkaCluster) -> dict[str, int]:
+    return {key: values[-1] for key, values in sorted(updates(cluster).items())}
 
 
 def produce(cluster: KafkaCluster, start: int, count: int, expected: Counter[str]) -> None:
@@ -130,9 +126,7 @@ def test_an_application_survives_a_broker_restart_and_stays_exact(
     streams.start()
     try:
         produce(cluster, 0, 300, expected)
-        wait_until(
-            lambda: {k: v[-1] for k, v in updates(cluster).items()} == dict(expected), 60, "first counts"
-        )
+        wait_until(lambda: last_updates(cluster) == dict(expected), 60, "first counts")
         logger.info("Taking the broker away (%s) for %gs", outage, outage_s)
         if outage == "sigterm":
             own_kafka_broker.stop()
@@ -145,12 +139,13 @@ def test_an_application_survives_a_broker_restart_and_stays_exact(
         produce(cluster, 300, 300, expected)
         wait_until(
             lambda: (
-                {k: v[-1] for k, v in updates(cluster).items()} == dict(expected)
-                or bool(errors)
-                or KafkaStreams.State.ERROR in states
+                last_updates(cluster) == dict(expected) or bool(errors) or KafkaStreams.State.ERROR in states
             ),
             120,
-            "exact counts after the restart",
+            lambda: (
+                f"exact counts after the restart: last updates {last_updates(cluster)}, "
+                f"expected {dict(expected)}"
+            ),
         )
         logger.info("Counts after the restart: %s", "exact" if not errors else "errors")
         assert errors == []

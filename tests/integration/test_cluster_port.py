@@ -16,6 +16,7 @@ from kstreams.cluster.port import (
     ClusterError,
     CommitFailedError,
     Consumer,
+    OffsetAndMetadata,
     Producer,
     ProducerFencedError,
     TopicExistsError,
@@ -364,6 +365,47 @@ def test_commit_and_committed_offsets(cluster, app_id):
     finally:
         consumer.close()
     assert cluster.admin().committed_offsets(f"{app_id}-no-such-group", [tp0]) == {}
+
+
+def test_committed_offsets_carry_the_metadata_committed_with_them(cluster, app_id):
+    name = f"{app_id}-metadata"
+    cluster.create_topic(name, partitions=2)
+    group = f"{app_id}-group"
+    tp0, tp1 = partitions(name, 2)
+    consumer, listener = cluster.consumer(group), RecordingListener()
+    try:
+        consumer.subscribe([name], listener)
+        poll_until([consumer], lambda: listener.owned == {tp0, tp1}, what="assignment")
+        consumer.commit({tp0: 7, tp1: 3}, {tp0: "AgAAAAAAAABk"})
+        assert consumer.committed_with_metadata([tp0, tp1]) == {
+            tp0: OffsetAndMetadata(7, "AgAAAAAAAABk"),
+            tp1: OffsetAndMetadata(3, ""),
+        }
+        # A commit without metadata replaces what the last one stored, as on a broker.
+        consumer.commit({tp0: 8})
+        assert consumer.committed_with_metadata([tp0]) == {tp0: OffsetAndMetadata(8, "")}
+    finally:
+        consumer.close()
+
+
+def test_offsets_sent_to_a_transaction_carry_their_metadata(cluster, app_id):
+    source = f"{app_id}-source"
+    cluster.create_topic(source)
+    group = f"{app_id}-group"
+    tp = TopicPartition(source, 0)
+    producer = cluster.producer({"transactional.id": f"{app_id}-txn"})
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction({tp: 42}, group, {tp: "AgAAAAAAAABk"})
+        producer.commit_transaction()
+    finally:
+        producer.close()
+    reader = cluster.consumer(group)
+    try:
+        assert reader.committed_with_metadata([tp]) == {tp: OffsetAndMetadata(42, "AgAAAAAAAABk")}
+    finally:
+        reader.close()
 
 
 def test_a_new_member_starts_at_the_committed_offset(cluster, app_id):

@@ -16,6 +16,7 @@ from kstreams.cluster.port import ERROR_SHUTDOWN_REQUESTED, ClusterError, TopicP
 from kstreams.processor import Processor, Record
 from kstreams.serdes import Serdes
 from kstreams.topology.topology import Topology
+from tests.support.waiting import assert_holds_for, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -47,11 +48,16 @@ class Listener:
 
 
 def poll_until(consumers, done, what: str) -> None:
-    deadline = time.monotonic() + WAIT
-    while not done():
-        assert time.monotonic() < deadline, f"{what} not reached within {WAIT}s"
+    """Poll ``consumers`` (which runs their rebalance callbacks) until ``done``."""
+
+    def polled_done() -> bool:
+        if done():
+            return True
         for consumer in consumers:
             consumer.poll(0.05)
+        return False
+
+    wait_until(polled_done, WAIT, what, every=0.0)
 
 
 def test_subscribing_creates_the_groups_control_topic(kafka_cluster, app_id):
@@ -98,12 +104,15 @@ def channel(kafka_cluster: KafkaCluster, group_id: str, check_interval: float = 
 
 def receive(channels: list[ControlChannel], count: int) -> list[list[int]]:
     received: list[list[int]] = [[] for _ in channels]
-    deadline = time.monotonic() + WAIT
-    while any(len(codes) < count for codes in received):
-        assert time.monotonic() < deadline, f"{count} signals not received within {WAIT}s: {received}"
+
+    def all_arrived() -> bool:
         for codes, ch in zip(received, channels, strict=True):
             codes.extend(ch.received_error_codes())
-        time.sleep(0.01)
+        return all(len(codes) >= count for codes in received)
+
+    wait_until(
+        all_arrived, WAIT, lambda: f"{count} signals on every channel (received {received})", every=0.01
+    )
     return received
 
 
@@ -118,10 +127,12 @@ def test_every_listener_receives_every_later_signal_in_order_and_only_once(kafka
             early.signal_error(code, "member-a")
         assert receive([early, late], 3) == [[7, 8, 9], [7, 8, 9]]
         # Nothing more arrives over a few check intervals: each signal is read once.
-        later = time.monotonic() + 1.0
-        while time.monotonic() < later:
-            assert early.received_error_codes() == late.received_error_codes() == []
-            time.sleep(0.01)
+        assert_holds_for(
+            lambda: early.received_error_codes() == late.received_error_codes() == [],
+            1.0,
+            "no further signal",
+            every=0.01,
+        )
     finally:
         early.close()
         late.close()
@@ -154,9 +165,7 @@ def test_a_listening_channel_does_not_fetch_while_the_topic_is_quiet(kafka_clust
     try:
         quiet.listen()
         cpu, wall = time.process_time(), time.monotonic()
-        while time.monotonic() - wall < 2.0:
-            assert quiet.received_error_codes() == []
-            time.sleep(0.005)
+        assert_holds_for(lambda: quiet.received_error_codes() == [], 2.0, "no signal", every=0.005)
         share = (time.process_time() - cpu) / (time.monotonic() - wall)
         assert share < 0.2, f"a quiet control channel used {share:.0%} of a core"
     finally:
@@ -171,10 +180,7 @@ def test_a_control_topic_that_goes_away_is_reported_once_and_read_again_when_bac
         listener.listen()
         kafka_cluster.admin().delete_topics([control_topic(app_id)])
         with caplog.at_level(logging.INFO, logger="kstreams.cluster.kafka_control"):
-            deadline = time.monotonic() + 1.5
-            while time.monotonic() < deadline:
-                assert listener.received_error_codes() == []
-                time.sleep(0.01)
+            assert_holds_for(lambda: listener.received_error_codes() == [], 1.5, "no signal", every=0.01)
             warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
             assert len(warnings) == 1, [r.getMessage() for r in warnings]
             assert "cannot get the end of" in warnings[0].getMessage()
@@ -301,10 +307,7 @@ def test_kafka_streams_reaches_the_broker_from_bootstrap_servers_alone(kafka_bro
     streams = KafkaStreams(topology, config)
     streams.start()
     try:
-        deadline = time.monotonic() + WAIT
-        while len(cluster.read(sink)) < 10:
-            assert time.monotonic() < deadline, "the output did not arrive"
-            time.sleep(0.05)
+        wait_until(lambda: len(cluster.read(sink)) >= 10, WAIT, "the output", every=0.05)
     finally:
         assert streams.close(timeout=30)
     assert sorted(r.value for r in cluster.read(sink)) == sorted(f"V{i}".encode() for i in range(10))

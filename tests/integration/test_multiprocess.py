@@ -28,6 +28,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from kstreams.serdes import Serdes
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -38,15 +39,6 @@ LONG = Serdes.long()
 PARTITIONS = 4
 KEYS = 20
 SHUTDOWN_DETECTED = "Detected that shutdown was requested. All clients in this app will now begin to shutdown"
-
-
-def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    """Wait for a condition that the workers make true (checked every 100 ms)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"Timed out after {timeout}s waiting for {what}")
-        time.sleep(0.1)
 
 
 class Worker:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable
 
 import pytest
 
@@ -14,6 +13,7 @@ from kstreams.processor import Processor, Record
 from kstreams.serdes import Serdes
 from kstreams.topology.topology import Topology
 from tests.support.topologies import count_topology
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -23,13 +23,8 @@ STRING = Serdes.string()
 NOW = int(time.time() * 1000)
 
 
-def wait_until(condition: Callable[[], bool], timeout: float = 60.0, what: str = "condition") -> None:
-    """Wait for a condition that the clients' threads make true (checked every 50 ms)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"Timed out after {timeout}s waiting for {what}")
-        time.sleep(0.05)
+# How long a test waits for what other threads do, unless it gives a timeout of its own.
+WAIT_S = 60.0
 
 
 class Upper(Processor):
@@ -85,7 +80,7 @@ def test_stateless_pipeline_on_kafka(kafka_cluster, app_id, tmp_path):
     streams = new_client(upper_topology(source, sink), kafka_cluster, app_id, tmp_path, "a")
     streams.start()
     try:
-        wait_until(lambda: len(kafka_cluster.read(sink)) >= 200, what="200 outputs")
+        wait_until(lambda: len(kafka_cluster.read(sink)) >= 200, WAIT_S, "200 outputs")
         # The group member fetches with the compiled fetcher (its assignor picks its partitions).
         assert streams._runtime is not None
         assert type(streams._runtime.consumer._consumer).__name__ == "KafkaFetcher"
@@ -112,12 +107,14 @@ def test_counts_with_two_clients_and_after_one_leaves_on_kafka(kafka_cluster, ap
     try:
         expected = produce_words(kafka_cluster, source, 400, keys=20)
         wait_until(
-            lambda: latest(kafka_cluster, sink) == dict(expected), what="exact counts with two clients"
+            lambda: latest(kafka_cluster, sink) == dict(expected), WAIT_S, "exact counts with two clients"
         )
         assert first.close(timeout=30)
         expected += produce_words(kafka_cluster, source, 200, keys=20, start=400)
         # Under both guarantees: the leaving member commits before it gives its partitions up.
-        wait_until(lambda: latest(kafka_cluster, sink) == dict(expected), what="exact counts after takeover")
+        wait_until(
+            lambda: latest(kafka_cluster, sink) == dict(expected), WAIT_S, "exact counts after takeover"
+        )
     finally:
         first.close(timeout=30)
         second.close(timeout=30)
@@ -169,10 +166,11 @@ def test_standby_replicas_are_placed_from_the_group_assignment_on_kafka(kafka_cl
                 and standby_tasks(first) == active_tasks(second)
                 and standby_tasks(second) == active_tasks(first)
             ),
-            what="each client holding standbys of the other's tasks",
+            WAIT_S,
+            "each client holding standbys of the other's tasks",
         )
         expected = produce_words(kafka_cluster, source, 200, keys=20)
-        wait_until(lambda: latest(kafka_cluster, sink) == dict(expected), what="exact counts")
+        wait_until(lambda: latest(kafka_cluster, sink) == dict(expected), WAIT_S, "exact counts")
     finally:
         first.close(timeout=30)
         second.close(timeout=30)

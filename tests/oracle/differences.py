@@ -26,44 +26,6 @@ DIFFERENCES: dict[str, Difference] = {
     d.id: d
     for d in [
         Difference(
-            "table-join-absent-tombstone",
-            frozenset({"left_join:table-table", "outer_join:table-table"}),
-            "with caching disabled, a table-table left/outer join forwards a tombstone when a key "
-            "absent on both sides is deleted; Kafka Streams forwards nothing",
-        ),
-        Difference(
-            "emit-close-first-emission",
-            frozenset({"emit:close"}),
-            "an aggregation emitting on window close emits every window a jump of stream time closes; "
-            "Kafka Streams' first emission covers only windows starting at or after stream time - "
-            "grace - size, and the earlier closed windows are never emitted",
-        ),
-        Difference(
-            "session-aggregate-headers",
-            frozenset({"headers:aggregate:session"}),
-            "with caching disabled, a session-windowed aggregation's results carry the input record's "
-            "headers; Kafka Streams' carry none",
-        ),
-        Difference(
-            "emit-close-store-retention",
-            frozenset({"store:emit:close"}),
-            "the window store of a windowed aggregation emitting on window close drops windows "
-            "past retention at once; Kafka Streams' store still returns them until their segment "
-            "is dropped",
-        ),
-        Difference(
-            "rekeyed-left-join-null-key",
-            frozenset({"left_join:stream-table:rekeyed", "left_join:stream-global:rekeyed"}),
-            "a stream-table left join after a repartition (a key change or repartition()) drops a "
-            "record whose key is null; Kafka Streams (KIP-962) repartitions it and joins it with null",
-        ),
-        Difference(
-            "versioned-table-out-of-order",
-            frozenset({"table:versioned"}),
-            "a table in a versioned store forwards nothing for a record older than its row's latest "
-            "version; Kafka Streams forwards it marked not-latest, and to_stream writes it",
-        ),
-        Difference(
             "driver-punctuation-after-repartition",
             frozenset({"process:rekeyed"}),
             "kstreams' test driver keeps a stream time per sub-topology, so a stream-time punctuation "

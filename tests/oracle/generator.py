@@ -2,8 +2,9 @@
 
 ``generate_case(rng, exclude)`` draws a topology from one of a few templates (a stateless chain,
 an aggregation with optional windows and suppression, a table pipeline, the three join kinds,
-foreign-key and global-table joins, a cogroup, a stream turned table, a processor with a store),
-with functions chosen to fit the value types, and an input
+foreign-key and global-table joins, a cogroup, a stream turned table, a processor with a store;
+a source table with a store is sometimes versioned, and a stream joined with a versioned table
+sometimes waits a grace period), with functions chosen to fit the value types, and an input
 with out-of-order timestamps, duplicates, null keys and values, tombstones, records late past
 grace, bursts on one key, headers and wall-clock advances. ``exclude`` names step families
 (``spec.families``) to leave out, so the cases test everything but the known differences; a
@@ -47,6 +48,11 @@ class _SpecBuilder:
         self.nodes: list[dict[str, Any]] = []
         self.types: dict[str, str] = {}
         self.stores = 0
+        # Variations added after the templates (versioned tables, their grace periods) draw from
+        # a generator seeded by the main one's state without advancing it, so that adding them
+        # left every other drawn case as it was.
+        # (The state's integers only: the hash of its None is an address on Python 3.11.)
+        self.variation = random.Random(hash(rng.getstate()[1]))
 
     def add(self, op: str, vtype: str | None = None, **params: Any) -> str:
         nid = f"n{len(self.nodes)}"
@@ -61,6 +67,16 @@ class _SpecBuilder:
             return None
         self.stores += 1
         return f"store-{self.stores}"
+
+    def table(self, topic: str, store: str | None) -> str:
+        """A source table of ``topic``: with a named store, sometimes a versioned one (a history
+        retention in ms), whose out-of-order updates go downstream marked not latest."""
+        params: dict[str, Any] = {"topic": topic}
+        if store:
+            params["store"] = store
+            if self.variation.random() < 0.25:
+                params["versioned"] = self.variation.choice([5, 20, 100])
+        return self.add("table", "s", **params)
 
     def pick(self, table: dict[str, Any], vtype: str) -> str | None:
         """A function of ``table`` taking values of ``vtype`` (None if there is none)."""
@@ -220,8 +236,7 @@ def _template_aggregation(b: _SpecBuilder) -> None:
 
 def _template_table(b: _SpecBuilder) -> None:
     rng = b.rng
-    store = b.store()
-    ref = b.add("table", "s", topic="in-t", **({"store": store} if store else {}))
+    ref = b.table("in-t", b.store())
     vtype = "s"
     for _ in range(rng.randint(0, 2)):
         op = rng.choice(["filter", "filter_not", "map_values"])
@@ -247,9 +262,12 @@ def _template_stream_table_join(b: _SpecBuilder) -> None:
     rng = b.rng
     ref = b.add("stream", "s", topic="in-a")
     ref, _ = _stateless(b, ref, "s", rng.choice([0, 1]))
-    store = b.store()
-    table = b.add("table", "s", topic="in-t", **({"store": store} if store else {}))
-    joined = b.add(rng.choice(["join", "left_join"]), "s", **{"in": ref, "other": table, "fn": "pair"})
+    table = b.table("in-t", b.store())
+    params: dict[str, Any] = {"in": ref, "other": table, "fn": "pair"}
+    history = b.nodes[-1].get("versioned")
+    if history is not None and b.variation.random() < 0.5:
+        params["grace"] = b.variation.choice([0, 2, history])  # within the history retention
+    joined = b.add(rng.choice(["join", "left_join"]), "s", **params)
     _sink(b, joined, "s")
 
 
@@ -270,11 +288,9 @@ def _template_stream_stream_join(b: _SpecBuilder) -> None:
 
 def _template_table_table_join(b: _SpecBuilder) -> None:
     rng = b.rng
-    store = b.store()
-    left = b.add("table", "s", topic="in-t", **({"store": store} if store else {}))
+    left = b.table("in-t", b.store())
     if rng.random() < 0.5:
-        store = b.store()
-        right = b.add("table", "s", topic="in-u", **({"store": store} if store else {}))
+        right = b.table("in-u", b.store())
     else:
         stream = b.add("stream", "s", topic="in-a")
         store = b.store()
@@ -317,8 +333,8 @@ def _template_to_table(b: _SpecBuilder) -> None:
 
 def _template_foreign_key_join(b: _SpecBuilder) -> None:
     rng = b.rng
-    left = b.add("table", "s", topic="in-t", **({"store": b.store()} if rng.random() < 0.5 else {}))
-    right = b.add("table", "s", topic="in-u", **({"store": b.store()} if rng.random() < 0.5 else {}))
+    left = b.table("in-t", b.store() if rng.random() < 0.5 else None)
+    right = b.table("in-u", b.store() if rng.random() < 0.5 else None)
     params: dict[str, Any] = {
         "in": left,
         "other": right,

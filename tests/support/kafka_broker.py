@@ -19,6 +19,7 @@ Run as a script to start a broker by hand (for a demo, a bench, or ``KSTREAMS_BO
 from __future__ import annotations
 
 import base64
+import contextlib
 import ctypes
 import os
 import shutil
@@ -26,8 +27,10 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 __all__ = [
@@ -38,6 +41,7 @@ __all__ = [
     "free_port",
     "kafka_classpath",
     "kafka_version",
+    "temporary_broker",
 ]
 
 REPO = Path(__file__).resolve().parents[2]
@@ -178,7 +182,11 @@ class KafkaBroker:
 
     def _format(self) -> None:
         self._properties.write_text("".join(f"{k}={v}\n" for k, v in self._config.items()))
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        # An id starting with "-" would be read as an option of kafka-storage ("--cluster-id:
+        # expected one argument", one start in 64): Kafka's Uuid.randomUuid skips such ids too.
+        cluster_id = "-"
+        while cluster_id.startswith("-"):
+            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         command = self._java(
             "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(self._properties)
         )
@@ -265,6 +273,20 @@ class KafkaBroker:
         except OSError:
             return "(no log)"
         return "\n".join(text.splitlines()[-lines:])
+
+
+@contextlib.contextmanager
+def temporary_broker(prefix: str = "kstreams-kafka-") -> Iterator[str]:
+    """A single-node broker in a temporary directory, ready, for the block: its bootstrap address
+    (the benches' ``--kafka``); stopped and deleted afterwards."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as workdir:
+        broker = KafkaBroker(Path(workdir))
+        broker.start()
+        try:
+            broker.wait_ready()
+            yield broker.bootstrap
+        finally:
+            broker.stop()
 
 
 def main() -> int:

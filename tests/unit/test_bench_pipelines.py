@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import sys
 import tempfile
-import time
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -16,6 +15,7 @@ import pytest
 
 from kstreams import KafkaStreams
 from kstreams.cluster import EmbeddedCluster
+from tests.support.waiting import holds_within
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import e2e_throughput as bench
@@ -54,13 +54,11 @@ def _kstreams_outputs(
 
 
 def _wait_processed(streams: KafkaStreams, records: int) -> bool:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if bench._processed(streams) >= records:
-            return True
-        if streams.wait_for_state(streams.State.ERROR, streams.State.NOT_RUNNING, timeout=0.05):
-            return False
-    return False
+    """Whether ``streams`` processed ``records`` records within a minute (False at once if it
+    stopped)."""
+    stopped = (streams.State.ERROR, streams.State.NOT_RUNNING)
+    holds_within(lambda: bench._processed(streams) >= records or streams.state in stopped, 60, every=0.05)
+    return bench._processed(streams) >= records
 
 
 def _latest(records: list[tuple[Any, ...]]) -> dict[bytes, bytes]:

@@ -26,18 +26,16 @@ from kstreams.processor import Processor, Record
 from kstreams.serdes import Serdes
 from kstreams.state import Stores
 from kstreams.topology.topology import Topology
+from tests.support.clients import adapter_settings, wait_timeout
+from tests.support.waiting import wait_until
 
 LONG = Serdes.long()
 STRING = Serdes.string()
 CACHE = 12_000_000
 
 
-def wait_until(condition: Callable[[], bool], timeout: float = 60.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"Timed out after {timeout}s waiting for {what}")
-        time.sleep(0.02)
+# How long a test waits for what other threads do, unless it gives a timeout of its own.
+WAIT_S = 60.0
 
 
 class CountPerKey(Processor):
@@ -74,15 +72,7 @@ def new_app(cluster: Any, app_id: str) -> App:
     """Input and output topics (4 partitions each) and client settings suited to the adapter:
     Kafka refuses a session timeout under group.min.session.timeout.ms (6 s)."""
     embedded = isinstance(cluster, EmbeddedCluster)
-    if embedded:
-        config: dict[str, object] = {"commit.interval.ms": 50, "session.timeout.ms": 1000}
-    else:
-        config = {
-            "commit.interval.ms": 100,
-            "session.timeout.ms": 6000,
-            "main.consumer.max.poll.interval.ms": 10000,
-        }
-    app = App(cluster, app_id, embedded, config, 30.0 if embedded else 60.0)
+    app = App(cluster, app_id, embedded, adapter_settings(cluster), wait_timeout(cluster))
     cluster.create_topic(app.source, 4)
     cluster.create_topic(app.sink, 4)
     return app
@@ -275,6 +265,7 @@ def test_added_threads_take_free_indexes_and_share_the_cache(make_client) -> Non
     assert metric(client, "alive-stream-threads") == 3
 
 
+@pytest.mark.slow_on_kafka
 def test_removing_every_thread_keeps_running_and_adding_one_resumes(make_client, app) -> None:  # type: ignore[no-untyped-def]
     client = make_client(**{"buffered.records.per.partition": 50})
     client.start()
@@ -288,9 +279,10 @@ def test_removing_every_thread_keeps_running_and_adding_one_resumes(make_client,
     assert latest(app) == {}
     assert client.add_stream_thread() == "c-a-StreamThread-1"
     assert client.metadata_for_local_threads()[0].cache_max_bytes == CACHE
-    wait_until(lambda: latest(app) == dict(expected), what="every buffered and paused record processed")
+    wait_until(lambda: latest(app) == dict(expected), WAIT_S, "every buffered and paused record processed")
 
 
+@pytest.mark.slow_on_kafka
 def test_adding_and_removing_threads_while_processing_keeps_results_exact(make_client, app) -> None:  # type: ignore[no-untyped-def]
     client = make_client()
     client.start()
@@ -300,7 +292,7 @@ def test_adding_and_removing_threads_while_processing_keeps_results_exact(make_c
         assert client.add_stream_thread() is not None
         expected += produce(app, 500, start=round_ * 500 + 250_000)
         assert client.remove_stream_thread(timeout=30) is not None
-    wait_until(lambda: latest(app) == dict(expected), what="exact counts")
+    wait_until(lambda: latest(app) == dict(expected), WAIT_S, "exact counts")
     assert client.state is State.RUNNING
 
 
@@ -329,7 +321,7 @@ def test_remove_times_out_after_shutdown_and_resize(make_client, app) -> None:  
     [meta] = client.metadata_for_local_threads()
     assert meta.thread_state == "PENDING_SHUTDOWN"
     Blocking.release.set()
-    wait_until(lambda: client.metadata_for_local_threads() == [], what="the thread to die")
+    wait_until(lambda: client.metadata_for_local_threads() == [], WAIT_S, "the thread to die")
 
 
 # -- KIP-671 -------------------------------------------------------------------------------------
@@ -351,6 +343,7 @@ class FailOncePerThread(CountPerKey):
         super().process(record)
 
 
+@pytest.mark.slow_on_kafka
 def test_replace_thread_loses_no_record(make_client, app) -> None:  # type: ignore[no-untyped-def]
     FailOncePerThread.failed = set()
     client = make_client(count_topology(app, FailOncePerThread), **{"num.stream.threads": 3})
@@ -360,12 +353,13 @@ def test_replace_thread_loses_no_record(make_client, app) -> None:  # type: igno
     expected = produce(app, 3000)
     wait_until(
         lambda: all(latest(app).get(k, 0) >= n for k, n in expected.items()),
-        what="every record counted at least once",
+        WAIT_S,
+        "every record counted at least once",
     )
     assert len(errors) >= 3 and all("injected failure" in str(e.__cause__ or e) for e in errors)
     assert metric(client, "failed-stream-threads") == len(errors)
     assert client.state is State.RUNNING
-    wait_until(lambda: len(client.metadata_for_local_threads()) == 3, what="three live threads again")
+    wait_until(lambda: len(client.metadata_for_local_threads()) == 3, WAIT_S, "three live threads again")
 
 
 def test_shutdown_client_ends_in_error(make_client, app) -> None:  # type: ignore[no-untyped-def]
@@ -400,7 +394,9 @@ def test_shutdown_application_stops_every_client(make_client, app, caplog) -> No
     # Rebalances are cooperative: the healthy client processes on while the failing one joins,
     # so records are produced once the failing one has tasks of its own.
     wait_until(
-        lambda: any(m.active_tasks for m in failing.metadata_for_local_threads()), what="tasks on the joiner"
+        lambda: any(m.active_tasks for m in failing.metadata_for_local_threads()),
+        WAIT_S,
+        "tasks on the joiner",
     )
     produce(app, 200)
     assert failing.wait_for_state(State.ERROR, timeout=30)
@@ -425,7 +421,7 @@ def test_metrics_render_for_prometheus(make_client, app) -> None:  # type: ignor
     client = make_client()
     client.start()
     expected = produce(app, 300)
-    wait_until(lambda: latest(app) == dict(expected), what="exact counts")
+    wait_until(lambda: latest(app) == dict(expected), WAIT_S, "exact counts")
     names = {(m.group, m.name) for m in client.metrics()}
     for wanted in [
         ("stream-metrics", "alive-stream-threads"),
@@ -472,7 +468,7 @@ def test_store_metrics_exist_only_at_debug_and_show_the_stores_puts_and_gets(  #
     client = make_client(**{"metrics.recording.level": level})
     client.start()
     expected = produce(app, 300)
-    wait_until(lambda: latest(app) == dict(expected), what="exact counts")
+    wait_until(lambda: latest(app) == dict(expected), WAIT_S, "exact counts")
     metrics = store_metrics(client)
     if level == "INFO":
         assert metrics == {}
@@ -501,7 +497,7 @@ def test_close_with_a_zero_timeout_returns_at_once_and_the_shutdown_still_comple
     client.close(timeout=0)
     assert time.monotonic() - started < 1.0
     assert client.wait_for_state(State.NOT_RUNNING, timeout=30)
-    wait_until(lambda: client_threads(client) == [], what="every thread of the client to end")
+    wait_until(lambda: client_threads(client) == [], WAIT_S, "every thread of the client to end")
 
 
 def test_close_from_the_listener_on_rebalancing_starts_no_thread(make_local_client) -> None:  # type: ignore[no-untyped-def]
@@ -558,7 +554,7 @@ def test_close_from_the_listener_never_hangs(make_client, app, state: State, ret
         assert client.close(timeout=30)
     assert client.wait_for_state(State.NOT_RUNNING, timeout=30)
     assert len(results) == 1 and results[0][0] is returns and results[0][1] < 5
-    wait_until(lambda: client_threads(client) == [], what="every thread of the client to end")
+    wait_until(lambda: client_threads(client) == [], WAIT_S, "every thread of the client to end")
 
 
 def test_close_from_the_handler_never_hangs(make_local_client, local_app) -> None:  # type: ignore[no-untyped-def]
@@ -577,7 +573,7 @@ def test_close_from_the_handler_never_hangs(make_local_client, local_app) -> Non
     produce(app, 10)
     assert client.wait_for_state(State.NOT_RUNNING, timeout=30)
     assert closes == [False]
-    wait_until(lambda: client_threads(client) == [], what="every thread of the client to end")
+    wait_until(lambda: client_threads(client) == [], WAIT_S, "every thread of the client to end")
 
 
 class ClosingProcessor(CountPerKey):
@@ -606,7 +602,7 @@ def test_close_from_a_processor_never_hangs(make_local_client, local_app) -> Non
     produce(app, 10)
     assert client.wait_for_state(State.NOT_RUNNING, timeout=30)
     assert ClosingProcessor.closes == [False]
-    wait_until(lambda: client_threads(client) == [], what="every thread of the client to end")
+    wait_until(lambda: client_threads(client) == [], WAIT_S, "every thread of the client to end")
 
 
 def test_a_thread_change_while_a_failed_thread_is_replaced_does_not_stall(
@@ -635,20 +631,20 @@ def test_a_thread_change_while_a_failed_thread_is_replaced_does_not_stall(
     client.start()
     assert client.wait_for_state(State.RUNNING, timeout=30)
     expected = produce(app, 100)
-    wait_until(lambda: latest(app) == dict(expected), what="the first counts")
+    wait_until(lambda: latest(app) == dict(expected), WAIT_S, "the first counts")
     FailOnceAtAnyRecord.armed.set()
     started = time.monotonic()
     more = produce(app, 100, start=100)
-    wait_until(lambda: len(added) == 2, timeout=20, what="add_stream_thread to return")
+    wait_until(lambda: len(added) == 2, 20, "add_stream_thread to return")
     assert time.monotonic() - started < 10
     assert None not in added
     # One thread failed: the survivor, two added and the replacement.
     wait_until(
-        lambda: len(client.metadata_for_local_threads()) == 4, what="the replacement and the added threads"
+        lambda: len(client.metadata_for_local_threads()) == 4, WAIT_S, "the replacement and the added threads"
     )
     expected.update(more)
     wait_until(
-        lambda: all(latest(app).get(k, 0) >= n for k, n in expected.items()), what="every record counted"
+        lambda: all(latest(app).get(k, 0) >= n for k, n in expected.items()), WAIT_S, "every record counted"
     )
     assert client.state is State.RUNNING
 
@@ -664,7 +660,7 @@ def test_a_retriable_poll_error_is_retried_and_never_reaches_the_handler(
     assert client.wait_for_state(State.RUNNING, timeout=30)
     app.cluster.fail_next("poll", times=3)
     expected = produce(app, 200)
-    wait_until(lambda: latest(app) == dict(expected), what="exact counts after the poll errors")
+    wait_until(lambda: latest(app) == dict(expected), WAIT_S, "exact counts after the poll errors")
     assert errors == []
     assert client.state is State.RUNNING
 
@@ -713,12 +709,13 @@ def committed_updates(app: App) -> dict[str, list[int]]:
 
 
 def assert_each_update_exactly_once(app: App, expected: Counter[str]) -> None:
-    wait_until(lambda: latest(app) == dict(expected), timeout=app.timeout, what="exact committed counts")
+    wait_until(lambda: latest(app) == dict(expected), app.timeout, "exact committed counts")
     for key, values in committed_updates(app).items():
         assert values == list(range(1, expected[key] + 1)), f"{key}: duplicates or gaps"
 
 
 @pytest.mark.parametrize("response", [None, Response.SHUTDOWN_CLIENT, Response.SHUTDOWN_APPLICATION])
+@pytest.mark.slow_on_kafka
 def test_exactly_once_shutdown_after_a_task_failure_commits_nothing_of_the_open_transaction(
     make_client, app, response
 ) -> None:  # type: ignore[no-untyped-def]
@@ -750,7 +747,7 @@ def test_exactly_once_a_client_that_fails_and_is_never_closed_leaves_no_duplicat
     survivor.start()
     assert survivor.wait_for_state(State.RUNNING, timeout=app.timeout)
     expected = produce(app, 400)
-    wait_until(lambda: latest(app) == dict(expected), timeout=app.timeout, what="the first counts")
+    wait_until(lambda: latest(app) == dict(expected), app.timeout, "the first counts")
     joining = make_client(count_topology(app, FailAtRecord), name="b", **eos)
     joining.set_uncaught_exception_handler(lambda exc: Response.SHUTDOWN_CLIENT)
     joining.start()
@@ -783,6 +780,7 @@ class FailEveryHundred(CountPerKey):
         super().process(record)
 
 
+@pytest.mark.slow_on_kafka
 def test_exactly_once_repeated_task_failures_under_replace_thread_stay_exact(make_client, app) -> None:  # type: ignore[no-untyped-def]
     FailEveryHundred.seen, FailEveryHundred.budget = 0, 10
     client = make_client(

@@ -29,12 +29,10 @@ def count_topology():  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def cluster():  # type: ignore[no-untyped-def]
-    cluster = EmbeddedCluster()
-    cluster.create_topic("in", 2)
-    cluster.create_topic("out", 2)
-    yield cluster
-    cluster.close()
+def cluster(embedded_cluster: EmbeddedCluster) -> EmbeddedCluster:
+    embedded_cluster.create_topic("in", 2)
+    embedded_cluster.create_topic("out", 2)
+    return embedded_cluster
 
 
 def make_client(cluster: EmbeddedCluster, state_dir: Path, app_id: str = "app") -> KafkaStreams:

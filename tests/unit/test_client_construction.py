@@ -4,7 +4,6 @@ naming the directory and the OS error, instead of the first stateful task after 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,10 +19,8 @@ APP = "construction"
 
 
 @pytest.fixture
-def cluster() -> Iterator[EmbeddedCluster]:
-    cluster = EmbeddedCluster()
-    yield cluster
-    cluster.close()
+def cluster(embedded_cluster: EmbeddedCluster) -> EmbeddedCluster:
+    return embedded_cluster
 
 
 class Ignore(Processor):

@@ -22,6 +22,8 @@ PUBLIC = [
     "SessionWindowedCogroupedKStream", "SessionWindowedKStream", "SessionWindows", "SlidingWindows",
     "StreamJoined", "Suppressed", "TableJoined", "TimeWindowedCogroupedKStream", "TimeWindowedKStream",
     "TimeWindows", "ValueTransformerWithKey", "Window", "Windowed", "WindowedSerdes",
+    # org.apache.kafka.streams.state (interactive queries)
+    "HostInfo", "QueryableStoreTypes",
     # kstreams' own, and names of other Kafka packages a DSL user needs at hand
     "InitParameters", "Serdes", "SlidingWindowedKStream", "StateRestoreListener", "Stores",
     "StreamsUncaughtExceptionResponse",
@@ -43,7 +45,7 @@ def test_every_public_name_imports_from_kstreams_in_a_fresh_process() -> None:
 
 
 def test_public_names_are_the_classes_of_their_home_modules() -> None:
-    from kstreams.runtime.store_query import StoreQueryParameters
+    from kstreams.queries import StoreQueryParameters
     from kstreams.state import WindowedKey
     from kstreams.topology import SessionWindows, Suppressed
 
@@ -56,7 +58,7 @@ def test_public_names_are_the_classes_of_their_home_modules() -> None:
 def test_importing_kstreams_does_not_import_pyspark_or_the_runtime() -> None:
     code = (
         "import kstreams, sys;"
-        "print('pyspark' in sys.modules, 'kstreams.runtime.polling_thread' in sys.modules)"
+        "print('pyspark' in sys.modules, 'kstreams.runtime.threads.polling_thread' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.split() == ["False", "False"]

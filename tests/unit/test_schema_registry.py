@@ -12,7 +12,7 @@ import pytest
 
 from kstreams import KafkaStreams, Serdes
 from kstreams.errors import ConfigException, SerializationException
-from kstreams.schema_registry import AvroSerde, JsonSchemaSerde, ProtobufSerde, registry_client
+from kstreams.serdes.schema_registry import AvroSerde, JsonSchemaSerde, ProtobufSerde, registry_client
 from kstreams.testing import TopologyTestDriver
 from kstreams.topology import Consumed, Produced, StreamsBuilder
 

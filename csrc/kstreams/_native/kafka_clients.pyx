@@ -210,6 +210,8 @@ cdef extern from * nogil:
         char *topic
         int32_t partition
         int64_t offset
+        void *metadata
+        size_t metadata_size
         int err
     ctypedef struct rd_kafka_topic_partition_list_t "ks_rd_kafka_topic_partition_list_t":
         int cnt
@@ -657,12 +659,24 @@ cdef class KafkaFetcher(_Client):
     # -------------------------------------------------------------- partition lists
 
     cdef list _to_python(self, rd_kafka_topic_partition_list_t* tpl):
+        """confluent-kafka TopicPartitions of the list, with each one's offset and metadata (the
+        string committed with the offset, which Kafka Streams uses for a partition's time). An
+        offset committed through confluent-kafka has its metadata's C terminator stored with it
+        (it sends strlen + 1 bytes); the terminator is dropped here, as confluent-kafka's own
+        ``committed`` drops it."""
         cdef int i
         result = []
         for i in range(tpl.cnt):
-            tp = KafkaTopicPartition(
-                (<bytes>tpl.elems[i].topic).decode(), tpl.elems[i].partition, tpl.elems[i].offset
-            )
+            topic = (<bytes>tpl.elems[i].topic).decode()
+            if tpl.elems[i].metadata != NULL and tpl.elems[i].metadata_size > 0:
+                metadata = PyBytes_FromStringAndSize(
+                    <const char*>tpl.elems[i].metadata, <Py_ssize_t>tpl.elems[i].metadata_size
+                ).split(b"\0", 1)[0].decode("utf-8", "replace")
+                tp = KafkaTopicPartition(
+                    topic, tpl.elems[i].partition, tpl.elems[i].offset, metadata=metadata
+                )
+            else:
+                tp = KafkaTopicPartition(topic, tpl.elems[i].partition, tpl.elems[i].offset)
             result.append(tp)
         return result
 
@@ -1127,8 +1141,24 @@ cdef class KafkaSender(_Client):
             raise _error_of(error, "Reading the consumer group metadata")
         cdef rd_kafka_topic_partition_list_t* tpl = _partition_list(positions, True)
         cdef int timeout_ms = _timeout_ms(timeout)
+        cdef int i
+        # Each offset's metadata (Kafka Streams keeps a partition's stream time there) points into
+        # these bytes for the call, which copies the list; the pointers are cleared before the
+        # list is destroyed, so librdkafka never frees memory it did not allocate.
+        cdef list metadata = [
+            p.metadata.encode() if getattr(p, "metadata", None) else None for p in positions
+        ]
+        cdef bytes encoded
+        for i in range(tpl.cnt):
+            if metadata[i] is not None:
+                encoded = metadata[i]
+                tpl.elems[i].metadata = <void*>PyBytes_AS_STRING(encoded)
+                tpl.elems[i].metadata_size = <size_t>PyBytes_GET_SIZE(encoded)
         with nogil:
             error = _api.send_offsets_to_transaction(self._rk, tpl, cgmd, timeout_ms)
+            for i in range(tpl.cnt):
+                tpl.elems[i].metadata = NULL
+                tpl.elems[i].metadata_size = 0
             _api.tpl_destroy(tpl)
             _api.cgmd_destroy(cgmd)
         self.flush_logs()

@@ -5,6 +5,8 @@ an aggregation's reads and writes."""
 
 from libc.stdint cimport int64_t
 
+from kstreams._native.e2e_latency cimport E2ELatencySensor
+
 
 cdef class RecordPosition:
     cdef public object topic
@@ -41,6 +43,7 @@ cdef class NodeBase:
     cdef public object name
     cdef public list children
     cdef public dict children_by_name
+    cdef public E2ELatencySensor e2e_latency
     cdef object _process_fn
     cdef ProcessCore _core
 

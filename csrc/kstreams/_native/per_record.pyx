@@ -69,7 +69,7 @@ __all__ = [
 
 
 cdef class RecordPosition:
-    """The fields of a record context (``kstreams.runtime.record_context.RecordContext``): the
+    """The fields of a record context (``kstreams.processing.record_context.RecordContext``): the
     topic (None outside record processing), partition, offset (an int64: the per-record loop
     sets it without making an int), timestamp and headers (None: none) of the current record,
     and ``source``, the input batch it came from (fields in per_record.pxd)."""
@@ -196,7 +196,11 @@ cdef class NodeBase:
     """What every graph node (``kstreams.topology.graph``) has: ``name``, ``children`` in the
     order added, ``children_by_name``, and ``process(record)``. A node either sets ``process``
     (a callable) or defines it as a method. When the callable is a ``ProcessCore``'s own
-    ``process``, the per-record loops call that processor's ``_process`` in C."""
+    ``process``, the per-record loops call that processor's ``_process`` in C.
+
+    ``e2e_latency``: the KIP-613 sensor of a terminal node (a sink or a processor without
+    children; None for any other node, or without metrics). The loops record each record that
+    reaches the node, once its ``process`` returned, as Kafka's ``forward`` does."""
 
     @property
     def process(self):
@@ -226,13 +230,21 @@ cdef inline object _run_fields(object node, object key, object value, object tim
                                object headers, object record):
     """Run ``node`` on ``record``, or, when it is None, on the record the fields make: a C
     processor takes the fields themselves; any other node gets a Record made from them. Returns
-    the record it ran (None if none was made), so that siblings share one."""
-    if record is None and isinstance(node, NodeBase) and (<NodeBase>node)._core is not None:
-        (<NodeBase>node)._core._process_fields(key, value, timestamp, headers)
-        return None
+    the record it ran (None if none was made), so that siblings share one. A terminal node's
+    end-to-end latency is recorded after it ran (``NodeBase.e2e_latency``)."""
+    cdef NodeBase graph_node = None
+    if isinstance(node, NodeBase):
+        graph_node = <NodeBase>node
+        if record is None and graph_node._core is not None:
+            graph_node._core._process_fields(key, value, timestamp, headers)
+            if graph_node.e2e_latency is not None and timestamp is not None:
+                graph_node.e2e_latency.record_at(timestamp)
+            return None
     if record is None:
         record = new_record(key, value, timestamp, headers)
     _run(node, record)
+    if graph_node is not None and graph_node.e2e_latency is not None and timestamp is not None:
+        graph_node.e2e_latency.record_at(timestamp)
     return record
 
 
@@ -264,7 +276,8 @@ cdef inline _RecordFields _fields(object record):
 cdef class BatchProgress:
     """How far ``run_records`` got, kept when a record's processing raises: ``processed``, the
     records run through the graph; ``last_offset``, the offset of the last record consumed
-    (processed or skipped; -1: none); ``partition_time``, the largest extracted timestamp."""
+    (processed or skipped; -1: none); ``partition_time``, the largest timestamp of the records
+    processed (as the extractor gave it), starting from the partition's time before the batch."""
 
     cdef public Py_ssize_t processed
     cdef public int64_t last_offset
@@ -339,10 +352,10 @@ def run_records(
             if timestamp < 0:
                 progress.last_offset = offset
                 continue
-            if timestamp > progress.partition_time:
-                progress.partition_time = timestamp
         elif timestamp < 0:
             task._reject_negative_timestamp(tp, offset, timestamp)
+        if timestamp > progress.partition_time:
+            progress.partition_time = timestamp
         if timestamp != last_timestamp or timestamp_object is None:
             # Neighbouring records mostly share a millisecond: they share its int too.
             timestamp_object = timestamp
@@ -566,20 +579,38 @@ cdef class ReduceStep(AggregateStep):
 
 
 cdef class AggregatorStep(AggregateStep):
-    """aggregate: ``aggregator(key, value, aggregate)``, from ``initializer()`` for the first."""
+    """aggregate: ``aggregator(key, value, aggregate)``, from ``initializer()`` for the first.
+    ``last_initial`` is the initializer's value the last first step started from: Kafka forwards
+    that very object as the old value of an aggregate's first update (``_first_old``), so an
+    aggregation keeps a step of its own (one task runs it at a time)."""
 
     cdef readonly object initializer
     cdef readonly object aggregator
+    cdef public object last_initial
 
     def __init__(self, initializer, aggregator):
         self.initializer = initializer
         self.aggregator = aggregator
+        self.last_initial = None
 
     cdef object step(self, object key, object value, object old):
-        return self.aggregator(key, value, self.initializer() if old is None else old)
+        if old is None:
+            old = self.last_initial = self.initializer()
+        return self.aggregator(key, value, old)
 
     def __reduce__(self):
         return (AggregatorStep, (self.initializer, self.aggregator))
+
+
+cdef object _first_old(object apply):
+    """The old value Kafka forwards with an aggregate's first update (the store held none): the
+    initializer's value the aggregator started from (KStreamAggregate, KStreamWindowAggregate);
+    0 for count; none for reduce (its initializer is null)."""
+    if type(apply) is CountStep:
+        return 0
+    if type(apply) is AggregatorStep:
+        return (<AggregatorStep>apply).last_initial
+    return None
 
 
 cdef class AggregateAccess:
@@ -641,7 +672,8 @@ cdef class StreamAggregateCore(_AggregateCore):
     at init): a record with a null key or value goes to ``_skip``; any other is one
     ``_step(key, value, timestamp, _apply)`` (the store's read, aggregate, write), whose change
     goes to ``forwarder.maybe_forward`` (with the record's headers) unless the store's cache
-    forwards it (``_cached``)."""
+    forwards it (``_cached``). A first update's old value is the initializer's (``_first_old``),
+    as Kafka forwards it; a cache's flush reads the old value from the store below, none then."""
 
     cdef public object forwarder
 
@@ -658,6 +690,8 @@ cdef class StreamAggregateCore(_AggregateCore):
             change = self._step_function(key, value, timestamp, self._apply)
         if forwards:
             new, old, stamp = change
+            if old is None:
+                old = _first_old(self._apply)
             if self._routing is not None:
                 self._routing._forward_fields(key, _made_change(self._change_type, new, old), stamp, headers,
                                               _children_of(self._routing.node))
@@ -674,7 +708,8 @@ cdef class WindowedAggregateCore(_AggregateCore):
     timestamp, window_start, _apply)``. A closed window's record is counted in ``dropped`` and
     reported to ``_expired``. Changes are forwarded through ``_forward_window`` unless the store's
     cache forwards them (``_cached``) or results go out only when windows close
-    (``emit_on_close``: ``_emit_closed_windows`` runs first, as in Kafka)."""
+    (``emit_on_close``: ``_emit_closed_windows`` runs after the record's updates, dropped or not,
+    as Kafka's ``maybeForwardFinalResult``)."""
 
     cdef public bint emit_on_close
     cdef public int64_t size_ms
@@ -692,10 +727,6 @@ cdef class WindowedAggregateCore(_AggregateCore):
         if timestamp > self.observed_stream_time:
             self.observed_stream_time = timestamp
         cdef int64_t close_time = self.observed_stream_time - self.grace_ms
-        if self.emit_on_close:
-            # Before this record's writes: they advance the store's retention, which could drop
-            # the windows that just closed (the record cannot change those: they are closed).
-            self._emit_closed_windows(headers, close_time)
         cdef int64_t start, offset
         if self.advance_ms == self.size_ms:
             # tumbling: one window, found with one modulo (floored, as Python's %)
@@ -707,6 +738,10 @@ cdef class WindowedAggregateCore(_AggregateCore):
         else:
             for start, end in self.windows_for(timestamp):
                 self._update(key, value, timestamp, start, end, close_time, headers)
+        if self.emit_on_close:
+            # After this record's writes, as Kafka: they move the store's retention on, so a
+            # window that closed but has left the store (or a failing aggregator) emits nothing.
+            self._emit_closed_windows(headers, close_time)
         return 0
 
     cdef int _update(self, object key, object value, int64_t timestamp, int64_t start, int64_t end,
@@ -722,6 +757,8 @@ cdef class WindowedAggregateCore(_AggregateCore):
             change = self._step_function(key, value, timestamp, start, self._apply)
         if forwards:
             new, old, new_timestamp = change
+            if old is None:
+                old = _first_old(self._apply)
             if self._routing is not None:
                 self._routing._forward_fields(
                     new_windowed_key(key, start, end), _made_change(self._change_type, new, old),

@@ -32,14 +32,16 @@ cdef inline Record new_record(object key, object value, object timestamp, object
 cdef class Change:
     cdef readonly object new_value
     cdef readonly object old_value
+    cdef readonly bint is_latest
 
 
 cdef inline Change new_change(object new_value, object old_value):
     """A Change made without ``__init__``'s argument parsing (an aggregation makes one per
-    update)."""
+    update); it is the latest version of its row."""
     cdef Change made = Change.__new__(Change)
     made.new_value = new_value
     made.old_value = old_value
+    made.is_latest = True
     return made
 
 

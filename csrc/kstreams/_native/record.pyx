@@ -131,15 +131,19 @@ cdef inline object _fixed_key_record(object key, object value, object timestamp,
 
 @cython.freelist(64)
 cdef class Change:
-    """An update of one table row: the new value and, when known, the old one (None if absent).
-    Read-only; equal to another Change with equal values. An aggregation or table makes one per
-    update, so it is a C type (fields in record.pxd)."""
+    """An update of one table row: the new value and, when known, the old one (None if absent),
+    and whether the new value is the row's latest version (``is_latest``, Kafka's
+    ``Change.isLatest``): False only for an out-of-order update of a versioned table, older than
+    the row's latest version, which each downstream processor passes on or drops (KIP-914).
+    Read-only; equal to another Change with equal values and flag. An aggregation or table makes
+    one per update, so it is a C type (fields in record.pxd)."""
 
-    __match_args__ = ("new_value", "old_value")
+    __match_args__ = ("new_value", "old_value", "is_latest")
 
-    def __init__(self, new_value, old_value=None):
+    def __init__(self, new_value, old_value=None, is_latest=True):
         self.new_value = new_value
         self.old_value = old_value
+        self.is_latest = is_latest
 
     def __class_getitem__(cls, item):
         return GenericAlias(cls, item)
@@ -148,16 +152,22 @@ cdef class Change:
         if not isinstance(other, Change):
             return False
         cdef Change that = <Change>other
-        return self.new_value == that.new_value and self.old_value == that.old_value
+        return (
+            self.new_value == that.new_value
+            and self.old_value == that.old_value
+            and self.is_latest == that.is_latest
+        )
 
     def __hash__(self):
-        return hash((self.new_value, self.old_value))
+        return hash((self.new_value, self.old_value, self.is_latest))
 
     def __repr__(self):
-        return f"Change(new={self.new_value!r}, old={self.old_value!r})"
+        if self.is_latest:
+            return f"Change(new={self.new_value!r}, old={self.old_value!r})"
+        return f"Change(new={self.new_value!r}, old={self.old_value!r}, is_latest=False)"
 
     def __reduce__(self):
-        return (Change, (self.new_value, self.old_value))
+        return (Change, (self.new_value, self.old_value, self.is_latest))
 
 
 cdef class WindowedKey:
@@ -181,8 +191,8 @@ cdef class WindowedKey:
         return GenericAlias(cls, item)
 
     def window(self):
-        # Imported on use: kstreams.state imports this module.
-        from kstreams.state.window import Window
+        # Imported on use, as the one pure-Python type the compiled records need (a leaf module).
+        from kstreams.window import Window
 
         return Window(self.start, self.end)
 

@@ -9,7 +9,7 @@ cimport cython
 cimport numpy as cnp
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.ref cimport Py_INCREF
-from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint32_t
+from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
 
@@ -17,7 +17,7 @@ import numpy as np
 
 cnp.import_array()
 
-__all__ = ["RecordBatch", "default_partition", "murmur2", "partitions_for_keys"]
+__all__ = ["RecordBatch", "default_partition", "murmur2", "murmur3_hash128", "partitions_for_keys"]
 
 cdef int64_t _ZERO_BOUND = 0
 
@@ -684,6 +684,73 @@ def murmur2(const unsigned char[::1] data not None):
     return c_murmur2(p, n)
 
 
+cdef inline uint64_t _rotl64(uint64_t x, int r) noexcept nogil:
+    return (x << r) | (x >> (64 - r))
+
+
+cdef inline uint64_t _fmix64(uint64_t k) noexcept nogil:
+    k ^= k >> 33
+    k *= 0xff51afd7ed558ccdULL
+    k ^= k >> 33
+    k *= 0xc4ceb9fe1a85ec53ULL
+    return k ^ (k >> 33)
+
+
+cdef inline uint64_t _le64(const unsigned char* d, Py_ssize_t n) noexcept nogil:
+    # The first n (at most 8) bytes as a little-endian number, as the reference reads blocks and tail.
+    cdef uint64_t k = 0
+    cdef Py_ssize_t i
+    for i in range(n - 1, -1, -1):
+        k = (k << 8) | d[i]
+    return k
+
+
+cdef void c_murmur3_128(const unsigned char* d, Py_ssize_t length, uint64_t seed, uint64_t* out) noexcept nogil:
+    # MurmurHash3 x64 128 (Austin Appleby's reference, which Kafka's Murmur3.hash128 follows).
+    cdef uint64_t c1 = 0x87c37b91114253d5ULL
+    cdef uint64_t c2 = 0x4cf5ad432745937fULL
+    cdef uint64_t h1 = seed, h2 = seed, k1, k2
+    cdef Py_ssize_t blocks = length // 16, i, rest
+    for i in range(blocks):
+        k1 = _le64(d + 16 * i, 8)
+        k2 = _le64(d + 16 * i + 8, 8)
+        h1 ^= _rotl64(k1 * c1, 31) * c2
+        h1 = (_rotl64(h1, 27) + h2) * 5 + 0x52dce729
+        h2 ^= _rotl64(k2 * c2, 33) * c1
+        h2 = (_rotl64(h2, 31) + h1) * 5 + 0x38495ab5
+    rest = length - 16 * blocks
+    if rest > 8:
+        h2 ^= _rotl64(_le64(d + 16 * blocks + 8, rest - 8) * c2, 33) * c1
+    if rest > 0:
+        h1 ^= _rotl64(_le64(d + 16 * blocks, rest if rest < 8 else 8) * c1, 31) * c2
+    h1 ^= <uint64_t>length
+    h2 ^= <uint64_t>length
+    h1 += h2
+    h2 += h1
+    h1 = _fmix64(h1)
+    h2 = _fmix64(h2)
+    h1 += h2
+    h2 += h1
+    out[0] = h1
+    out[1] = h2
+
+
+def murmur3_hash128(const unsigned char[::1] data not None, uint64_t seed=104729):
+    """Kafka's ``Murmur3.hash128`` (default seed 104729) as 16 bytes: the two 64-bit halves,
+    big-endian, as a foreign-key join's subscriptions carry a left value's hash."""
+    cdef uint64_t h[2]
+    cdef unsigned char out[16]
+    cdef Py_ssize_t n = data.shape[0]
+    cdef const unsigned char* p = &data[0] if n else <const unsigned char*>&_ZERO_BOUND
+    cdef int i
+    with nogil:
+        c_murmur3_128(p, n, seed, h)
+    for i in range(8):
+        out[i] = (h[0] >> (56 - 8 * i)) & 0xff
+        out[8 + i] = (h[1] >> (56 - 8 * i)) & 0xff
+    return PyBytes_FromStringAndSize(<char*>out, 16)
+
+
 def default_partition(const unsigned char[::1] key not None, int num_partitions):
     """Kafka's default partitioner for a non-null key: (murmur2(key) & 0x7fffffff) % n."""
     if num_partitions <= 0:
@@ -707,4 +774,33 @@ def partitions_for_keys(RecordBatch batch not None, int num_partitions):
                 o[i] = -1
             else:
                 o[i] = (c_murmur2(batch.key_ptr(i), kl) & 0x7fffffff) % num_partitions
+    return out
+
+
+def partitions_for_offsets(const int64_t[::1] offsets not None, data, int num_partitions):
+    """int32 array of default_partition for each of the ``len(offsets) - 1`` keys held end to end
+    in ``data`` (any buffer; key i is ``data[offsets[i]:offsets[i + 1]]``): an Arrow binary
+    column's offsets and data buffers, read in place. The caller masks null keys."""
+    if num_partitions <= 0:
+        raise ValueError(f"num_partitions must be positive, got {num_partitions}")
+    cdef Py_ssize_t n = offsets.shape[0] - 1 if offsets.shape[0] else 0
+    cdef const unsigned char[::1] d
+    cdef const char* base = <const char*>&_ZERO_BOUND
+    cdef Py_ssize_t size = 0
+    if data is not None:
+        d = data
+        size = d.shape[0]
+        if size:
+            base = <const char*>&d[0]
+    out = np.empty(n, dtype=np.int32)
+    cdef int32_t[::1] o = out
+    cdef Py_ssize_t i, start, stop
+    for i in range(n):
+        start = offsets[i]
+        stop = offsets[i + 1]
+        if start < 0 or stop < start or stop > size:
+            raise ValueError(f"key {i} spans [{start}, {stop}) outside a data buffer of {size} bytes")
+    with nogil:
+        for i in range(n):
+            o[i] = (c_murmur2(base + offsets[i], offsets[i + 1] - offsets[i]) & 0x7fffffff) % num_partitions
     return out

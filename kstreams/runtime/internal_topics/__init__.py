@@ -7,6 +7,7 @@
 - ``requirements``: what each topic must look like (partition count and configs), and the control topic;
 - ``validation``: checks an existing topic against its requirement;
 - ``autoscaling``: grows under-partitioned topics when a source topic grows (KIP-878);
+- ``repartition_purge``: deletes repartition records the application has committed past;
 - ``init_parameters``: ``InitParameters``, what ``KafkaStreams.init()`` may create (public as
   ``kstreams.InitParameters``).
 """

@@ -44,8 +44,9 @@ from kstreams.errors import (
     MissingSourceTopicException,
     StreamsException,
 )
+from kstreams.init_parameters import InitParameters
+from kstreams.metrics import MetricsRegistry
 from kstreams.runtime.internal_topics.autoscaling import PartitionAutoscaler
-from kstreams.runtime.internal_topics.init_parameters import InitParameters
 from kstreams.runtime.internal_topics.partition_counts import PartitionCounts, compute_partition_counts
 from kstreams.runtime.internal_topics.requirements import (
     InternalTopicRequirement,
@@ -53,7 +54,6 @@ from kstreams.runtime.internal_topics.requirements import (
     topic_requirement,
 )
 from kstreams.runtime.internal_topics.validation import TopicProblem, validate_topic
-from kstreams.runtime.metrics import MetricsRegistry
 from kstreams.topology.plan import TopologyPlan
 
 __all__ = ["DEFAULT_TIMEOUT_S", "InternalTopicManager", "SetupResult"]

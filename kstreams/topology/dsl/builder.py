@@ -87,11 +87,9 @@ class StreamsBuilder:
         internal = self._internal
         # Kafka draws the store name first, so it gets the lowest index.
         store_name = materialized.store_name or internal.new_store_name(f"{topic}-")
-        source = internal.name_or_generate(consumed.name, naming.SOURCE)
-        if consumed.name is not None:
-            table_source = f"{consumed.name}-table-source"
-        else:
-            table_source = internal.new_processor_name(naming.KTABLE_SOURCE)
+        # As Kafka's table(): a Consumed name names the processor; its source is "<name>-source".
+        source = internal.name_or_generate(_suffixed(consumed.name, "-source"), naming.SOURCE)
+        table_source = internal.name_or_generate(consumed.name, naming.KTABLE_SOURCE)
         internal.add_source(
             source, (topic,), key_serde, value_serde, consumed.offset_reset, consumed.timestamp_extractor
         )
@@ -127,3 +125,7 @@ class StreamsBuilder:
     def build(self) -> Any:
         """The topology built so far (the same object on every call)."""
         return self._internal.topology
+
+
+def _suffixed(name: str | None, suffix: str) -> str | None:
+    return None if name is None else name + suffix

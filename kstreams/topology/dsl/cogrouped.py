@@ -9,7 +9,8 @@ makes the table, per window after ``windowed_by(TimeWindows | SlidingWindows)``,
   processor per input (``COGROUPKSTREAM-AGGREGATE-<n>``, or ``<name>-cogroup-agg-<i>``), which
   all forward into one pass-through node (``COGROUPKSTREAM-MERGE-<n>``, ``<name>-cogroup-merge``);
 - an input whose key may have changed is repartitioned first, through a topic named after its
-  ``Grouped`` name, else after the store (``<store>-repartition``);
+  ``Grouped`` name, else after the store (``<store>-repartition``); aggregating the cogroup
+  again (windowed or not) reads the same repartition topic;
 - all inputs must be co-partitioned.
 
 Each input's processor is the stream aggregation of its kind (``processors/aggregate.py``,
@@ -64,6 +65,9 @@ class _Cogroup:
 
     def __init__(self, first: KGroupedStream[Any, Any], aggregator: Aggregator) -> None:
         self.inputs: list[tuple[KGroupedStream[Any, Any], Aggregator]] = []
+        # The node each input is aggregated from, by its index in ``inputs``, once an aggregate
+        # made it: as in Kafka, a cogroup aggregated again reuses its inputs' repartitions.
+        self._parents: dict[int, tuple[str, frozenset[str]]] = {}
         self.add(first, aggregator)
 
     def add(self, grouped: KGroupedStream[Any, Any], aggregator: Aggregator) -> None:
@@ -102,7 +106,7 @@ class _Cogroup:
             builder, materialized, naming.COGROUP_AGGREGATE, first._key_serde, None
         )
         store_builder = windowing.store_builder(materialized, store_name, key_serde, value_serde)
-        parents = [grouped._parent_for(store_name) for grouped, _ in self.inputs]
+        parents = [self._parent_for(index, store_name) for index in range(len(self.inputs))]
         sources = frozenset().union(*(nodes for _, nodes in parents))
         builder.copartition(sources)
         processors: list[str] = []
@@ -127,6 +131,19 @@ class _Cogroup:
             windowing.value_getter(store_name),
             queryable_store_name=materialized.store_name,
         )
+
+    def _parent_for(self, index: int, store_name: str) -> tuple[str, frozenset[str]]:
+        """The node input ``index`` is aggregated from and its source nodes: its repartition's
+        source, made by the first aggregate that needed it."""
+        grouped = self.inputs[index][0]
+        parent = self._parents.get(index)
+        if parent is None:
+            parent = self._parents[index] = grouped._parent_for(store_name)
+        elif grouped._repartition_required:
+            # Kafka prepares a new repartition on every aggregate, drawing its names, and then
+            # keeps the one it made first.
+            grouped._builder.draw_repartition_names()
+        return parent
 
 
 class _Windowing(abc.ABC):

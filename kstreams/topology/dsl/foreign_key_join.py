@@ -214,6 +214,9 @@ def foreign_key_join(
     left._enable_sending_old_values()
     left_getter = left._value_getter_supplier()
     right_getter = right._value_getter_supplier()
+    # Kafka asks the other table for old values too (so a filter there forwards no tombstone for
+    # a row it never held); asked after the lookups, so the stores are added in the same order.
+    right._enable_sending_old_values()
     subscription_topic = (
         _named(builder, base, "-subscription-registration", naming.FK_SUBSCRIPTION_REGISTRATION)
         + naming.FK_JOIN_TOPIC_SUFFIX
@@ -243,7 +246,7 @@ def foreign_key_join(
         subscription_serde,
         _user_partitioner(call.table_joined.other_partitioner),
     )
-    subscription_source = _named(builder, base, "-subscription-registration-source", naming.SOURCE)
+    subscription_source = _named(builder, base, "-subscription-registration-source", naming.KTABLE_SOURCE)
     builder.add_source(subscription_source, (subscription_topic,), right._key_serde, subscription_serde)
     builder.copartition(right._source_nodes | {subscription_source})
 
@@ -283,7 +286,7 @@ def foreign_key_join(
         value_serializer=response_serde,
         partitioner=_response_partitioner(call.table_joined.partitioner),
     )
-    response_source = _named(builder, base, "-subscription-response-source", naming.SOURCE)
+    response_source = _named(builder, base, "-subscription-response-source", naming.KTABLE_SOURCE)
     builder.add_source(response_source, (response_topic,), left._key_serde, response_serde)
     result_sources = left._source_nodes | {response_source}
     builder.copartition(result_sources)

@@ -7,13 +7,20 @@ keyed by ``CombinedKey(foreign_key, primary_key)`` and answers with ``Subscripti
 it was made for, so the left side can drop answers to a value it no longer holds (Kafka's
 SubscriptionWrapper, SubscriptionResponseWrapper and CombinedKeySchema).
 
-Wire formats (ours; a version byte leads each so the format can grow):
-- subscription: version, instruction, hash flag and 16 hash bytes, primary partition (4 bytes,
-  -1 when unknown), then the primary key's bytes;
-- response: version, hash flag and 16 hash bytes, primary partition, then the foreign value's
-  bytes (absent: a null foreign value);
+Wire formats are Kafka Streams' (4.1), so a Java application's subscription topics and store can be
+taken over, and the reverse:
+- subscription (version 1): a byte with the version in its low 7 bits and 0x80 set when there is
+  no hash, the instruction byte, the 16 hash bytes (absent without a hash), the primary key's
+  bytes, then the primary partition (4 bytes; -1 when unknown, which Kafka never writes). Version
+  0 (no partition) is read too;
+- response (version 0): the version byte (0x80 set without a hash), the 16 hash bytes (absent
+  without a hash), then the foreign value's bytes (none: a null foreign value). The primary
+  partition a response goes back to is not written: the response sink's partitioner reads it
+  before the record is serialized;
 - combined key: the foreign key's length (4 bytes), its bytes, then the primary key's bytes, so a
-  prefix scan by foreign key finds exactly that key's subscribers.
+  prefix scan by foreign key finds exactly that key's subscribers;
+- the hash: Kafka's 128-bit MurmurHash3 (x64, seed 104729) of the left value's bytes, as two
+  big-endian 64-bit halves.
 
 Inner serdes may be None (the DSL was given none); the processors bind them to the application's
 default serdes at init (``bind_defaults``), before a record flows.
@@ -31,13 +38,13 @@ from __future__ import annotations
 
 import abc
 import enum
-import hashlib
 import logging
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kstreams._native.record_batch import murmur3_hash128
 from kstreams.errors import SerializationException
 from kstreams.serdes import serde_from_config
 
@@ -55,12 +62,13 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_VERSION = 0
+_SUBSCRIPTION_VERSION = 1  # Kafka's SubscriptionWrapper.CURRENT_VERSION: the primary partition at the end
+_RESPONSE_VERSION = 0  # Kafka's SubscriptionResponseWrapper.CURRENT_VERSION
+_NO_HASH_FLAG = 0x80  # set in the version byte when no hash follows
+_VERSION_MASK = 0x7F
 _HASH_BYTES = 16
-_HEADER = struct.Struct(">bb?16si")  # version, instruction, has hash, hash, partition
-_RESPONSE_HEADER = struct.Struct(">b?16si?")  # version, has hash, hash, partition, has value
 _LENGTH = struct.Struct(">i")
-_NO_HASH = bytes(_HASH_BYTES)
+_PARTITION = struct.Struct(">i")
 
 
 class Instruction(enum.IntEnum):
@@ -78,11 +86,12 @@ class Instruction(enum.IntEnum):
 
 
 def value_hash(serialized: bytes | None) -> bytes | None:
-    """The 128-bit hash of a left value's bytes that subscriptions carry (None for no value).
-    Kafka uses murmur3; any stable 128-bit hash serves, since only this application compares them."""
+    """The 128-bit hash of a left value's bytes that subscriptions carry (None for no value): Kafka's
+    ``Murmur3.hash128``, its two halves big-endian, so hashes a Java application stored in its
+    subscription store still match the left values after a hand-over."""
     if serialized is None:
         return None
-    return hashlib.blake2b(serialized, digest_size=_HASH_BYTES).digest()
+    return murmur3_hash128(serialized)
 
 
 @dataclass(frozen=True)
@@ -182,26 +191,32 @@ class SubscriptionWrapperSerde(_BoundSerde):
         self._check(data, SubscriptionWrapper, topic)
         key = self.primary_key_serde.serialize(self.primary_key_topic, data.primary_key) or b""
         partition = -1 if data.primary_partition is None else data.primary_partition
-        header = _HEADER.pack(
-            _VERSION, int(data.instruction), data.hash is not None, data.hash or _NO_HASH, partition
-        )
-        return header + key
+        if data.hash is None:
+            head = bytes((_SUBSCRIPTION_VERSION | _NO_HASH_FLAG, int(data.instruction)))
+        else:
+            head = bytes((_SUBSCRIPTION_VERSION, int(data.instruction))) + data.hash
+        return head + key + _PARTITION.pack(partition)
 
     def deserialize(self, topic: str | None, data: bytes | None) -> SubscriptionWrapper | None:
         if data is None:
             return None
-        if len(data) < _HEADER.size:
+        if len(data) < 2:
             raise SerializationException(f"A subscription of topic {topic} is truncated ({len(data)} bytes).")
-        version, instruction, has_hash, hash_bytes, partition = _HEADER.unpack_from(data)
-        if version != _VERSION:
+        version = data[0] & _VERSION_MASK
+        if version > _SUBSCRIPTION_VERSION:
             raise SerializationException(
-                f"A subscription of topic {topic} has version {version}; this kstreams reads version "
-                f"{_VERSION}: upgrade every instance of the application."
+                f"A subscription of topic {topic} has version {version}; this kstreams reads versions 0 "
+                f"to {_SUBSCRIPTION_VERSION}: upgrade every instance of the application."
             )
+        start = 2 if data[0] & _NO_HASH_FLAG else 2 + _HASH_BYTES
+        end = len(data) - (_PARTITION.size if version > 0 else 0)
+        if end < start:
+            raise SerializationException(f"A subscription of topic {topic} is truncated ({len(data)} bytes).")
+        partition = _PARTITION.unpack_from(data, end)[0] if version > 0 else -1
         return SubscriptionWrapper(
-            hash_bytes if has_hash else None,
-            Instruction(instruction),
-            self.primary_key_serde.deserialize(self.primary_key_topic, data[_HEADER.size :]),
+            None if start == 2 else bytes(data[2:start]),
+            Instruction(data[1]),
+            self.primary_key_serde.deserialize(self.primary_key_topic, bytes(data[start:end])),
             None if partition < 0 else partition,
         )
 
@@ -223,33 +238,38 @@ class ResponseWrapperSerde(_BoundSerde):
         if data is None:
             return None
         self._check(data, SubscriptionResponseWrapper, topic)
-        value = self.foreign_value_serde.serialize(topic, data.foreign_value)
-        partition = -1 if data.primary_partition is None else data.primary_partition
-        digest = data.original_value_hash
-        header = _RESPONSE_HEADER.pack(
-            _VERSION, digest is not None, digest or _NO_HASH, partition, value is not None
+        value = (
+            None
+            if data.foreign_value is None
+            else self.foreign_value_serde.serialize(topic, data.foreign_value)
         )
-        return header + (value or b"")
+        digest = data.original_value_hash
+        head = (
+            bytes((_RESPONSE_VERSION | _NO_HASH_FLAG,))
+            if digest is None
+            else bytes((_RESPONSE_VERSION,)) + digest
+        )
+        return head + (value or b"")
 
     def deserialize(self, topic: str | None, data: bytes | None) -> SubscriptionResponseWrapper | None:
         if data is None:
             return None
-        if len(data) < _RESPONSE_HEADER.size:
+        start = 1 if data and data[0] & _NO_HASH_FLAG else 1 + _HASH_BYTES
+        if len(data) < start:
             raise SerializationException(
                 f"A subscription response of topic {topic} is truncated ({len(data)} bytes)."
             )
-        version, has_hash, digest, partition, has_value = _RESPONSE_HEADER.unpack_from(data)
-        if version != _VERSION:
+        version = data[0] & _VERSION_MASK
+        if version > _RESPONSE_VERSION:
             raise SerializationException(
                 f"A subscription response of topic {topic} has version {version}; this kstreams reads "
-                f"version {_VERSION}: upgrade every instance of the application."
+                f"version {_RESPONSE_VERSION}: upgrade every instance of the application."
             )
+        # Kafka writes no value for a null foreign value, so no bytes after the hash mean null.
         value = (
-            self.foreign_value_serde.deserialize(topic, data[_RESPONSE_HEADER.size :]) if has_value else None
+            self.foreign_value_serde.deserialize(topic, bytes(data[start:])) if len(data) > start else None
         )
-        return SubscriptionResponseWrapper(
-            digest if has_hash else None, value, None if partition < 0 else partition
-        )
+        return SubscriptionResponseWrapper(None if start == 1 else bytes(data[1:start]), value, None)
 
 
 class CombinedKeySerde(_BoundSerde):

@@ -80,8 +80,11 @@ def global_table(
     value_serde = consumed.value_serde if consumed.value_serde is not None else materialized.value_serde
     # Kafka draws the store name first, then the source and the processor names.
     store_name = materialized.store_name or builder.new_store_name(f"{topic}-")
-    source = builder.name_or_generate(consumed.name, naming.SOURCE)
-    processor = builder.new_processor_name(naming.KTABLE_SOURCE)
+    # As Kafka's globalTable(): a Consumed name names the processor; its source is "<name>-source".
+    source = builder.name_or_generate(
+        None if consumed.name is None else consumed.name + "-source", naming.SOURCE
+    )
+    processor = builder.name_or_generate(consumed.name, naming.KTABLE_SOURCE)
     store_key_serde = materialized.key_serde if materialized.key_serde is not None else key_serde
     store_value_serde = materialized.value_serde if materialized.value_serde is not None else value_serde
     # The topic is the store's changelog (Kafka's globalTable disables logging itself).
@@ -126,11 +129,15 @@ def stream_global_table_join(
             f"joiner {joiner!r} is not callable."
         )
     internal = stream._builder
-    name = internal.name_or_generate(named_as(named), naming.LEFTJOIN if left else naming.JOIN)
+    # Kafka's globalTableJoin generates KSTREAM-LEFTJOIN- names for inner joins too.
+    name = internal.name_or_generate(named_as(named), naming.LEFTJOIN)
     internal.add_processor(
         name,
         StreamGlobalTableJoinSupplier(table.store_name, key_selector, joiner, left, with_key),
         stream.name,
     )
+    if left:
+        # A left join joins a record with a null key (KIP-962): repartitions upstream keep them.
+        internal.relax_null_keys(stream.name)
     # The key is unchanged and the lookup needs no partitioning: the stream keeps its state.
     return KStream(internal, name, stream._key_serde, None, stream.repartition_required, stream._source_nodes)

@@ -22,6 +22,7 @@ from kstreams.topology.dsl.ktable import KTable
 from kstreams.topology.dsl.materialize import (
     aggregation_retention_ms,
     aggregation_window_store_builder,
+    draw_count_store_index,
     key_value_store_builder,
     materialized_store,
 )
@@ -60,6 +61,12 @@ class _Grouping(Generic[KT, K, V]):
     windows: TimeWindows | None = None
     # When a windowed aggregation forwards (None: on every update).
     emit: EmitStrategy | None = None
+    # Whether count() given an unnamed Materialized draws an extra store index (as in Kafka,
+    # all but the sliding-windowed stream).
+    _count_draws_store_index = True
+    # Whether the window store of an aggregation emitting on window close caches as its
+    # ``Materialized`` says: Kafka's time windows do, its sliding windows never do.
+    _emit_close_caches = True
 
     def __init__(
         self,
@@ -78,6 +85,9 @@ class _Grouping(Generic[KT, K, V]):
         self._repartition_required = repartition_required
         self._grouped_name = grouped_name
         self._source_nodes = frozenset(source_nodes)
+        # The source of the repartition named by ``grouped_name`` (key "source") once an
+        # aggregation made it; shared with the windowed streams of this grouping, as in Kafka.
+        self._named_repartition: dict[str, str] = {}
 
     def count(
         self,
@@ -86,6 +96,8 @@ class _Grouping(Generic[KT, K, V]):
     ) -> KTable[KT, int]:
         """The number of records per key (per key and window, once ``windowed_by``). Records with
         a null key are not counted, nor, unless windowed, records with a null value."""
+        if self._count_draws_store_index:
+            draw_count_store_index(self._builder, materialized, named)
         mat, name = aggregation_store_and_name(materialized, named, "count()")
         return self._aggregate(
             "count", naming.AGGREGATE, mat, name, count_initializer, count_aggregator, Serdes.long()
@@ -137,11 +149,14 @@ class _Grouping(Generic[KT, K, V]):
         store_builder, supplier = self._store_and_supplier(
             kind, materialized, store_name, initializer, aggregator, key_serde, value_serde
         )
-        # Emitting on window close: the store that keeps how far the final results went out.
+        # Emitting on window close: the store that keeps how far the final results went out. A
+        # time-window store caches as ``materialized`` says (as Kafka's): its cache forwards
+        # nothing, but reads through it still see the windows it holds (see
+        # WindowStoreAggregateProcessor); a sliding-window store never caches, as in Kafka.
         position_builder = None
-        if self.emit is not None and self.emit.on_close:
-            # As in Kafka, never cached: its results leave only when their windows close.
-            store_builder.with_caching_disabled()
+        if self._emits_on_close():
+            if not self._emit_close_caches:
+                store_builder.with_caching_disabled()
             position_builder = emit_position_store_builder(store_builder)
         processor = builder.name_or_generate(name, prefix)
         parent, sources = self._parent_for(store_name)
@@ -181,17 +196,31 @@ class _Grouping(Generic[KT, K, V]):
             return store_builder, StreamAggregateSupplier(
                 kind, store_name, initializer, aggregator, key_serde, value_serde
             )
-        store_builder = _window_store_builder(materialized, store_name, windows, key_serde, value_serde)
+        store_builder = _window_store_builder(
+            materialized, store_name, windows, key_serde, value_serde, self._emits_on_close()
+        )
         return store_builder, WindowedAggregateSupplier(
             kind, store_name, windows, initializer, aggregator, key_serde, value_serde, self.emit
         )
 
+    def _emits_on_close(self) -> bool:
+        return self.emit is not None and self.emit.on_close
+
     def _parent_for(self, store_name: str) -> tuple[str, frozenset[str]]:
-        """The node the aggregation reads from, after a repartition when one is needed."""
+        """The node the aggregation reads from, after a repartition when one is needed. As Kafka's
+        ``GroupedStreamAggregateBuilder``: a repartition named by ``Grouped`` is made once and
+        read by every aggregation of this grouping (the names of another are drawn all the same);
+        an unnamed one is made per aggregation, named after its store."""
         if not self._repartition_required:
             return self._name, self._source_nodes
+        made = self._named_repartition.get("source")
+        if self._grouped_name is not None and made is not None:
+            self._builder.draw_repartition_names()
+            return made, frozenset((made,))
         prefix = self._grouped_name if self._grouped_name is not None else store_name
         source = self._builder.repartition(self._name, prefix, self._key_serde, self._value_serde)
+        if self._grouped_name is not None:
+            self._named_repartition["source"] = source
         return source, frozenset((source,))
 
 
@@ -219,7 +248,7 @@ class KGroupedStream(_Grouping[K, K, V], Generic[K, V]):
             # Imported here: the sliding-windowed stream builds on this module's _Grouping.
             from kstreams.topology.dsl.sliding_windowed import SlidingWindowedKStream
 
-            return SlidingWindowedKStream(
+            sliding: SlidingWindowedKStream[K, V] = SlidingWindowedKStream(
                 self._builder,
                 self._name,
                 self._key_serde,
@@ -229,11 +258,13 @@ class KGroupedStream(_Grouping[K, K, V], Generic[K, V]):
                 self._source_nodes,
                 windows,
             )
+            sliding._named_repartition = self._named_repartition
+            return sliding
         if not isinstance(windows, TimeWindows):
             raise TypeError(
                 f"windowed_by() takes TimeWindows, SlidingWindows or SessionWindows, got {windows!r}."
             )
-        return TimeWindowedKStream(
+        windowed: TimeWindowedKStream[K, V] = TimeWindowedKStream(
             self._builder,
             self._name,
             self._key_serde,
@@ -243,6 +274,8 @@ class KGroupedStream(_Grouping[K, K, V], Generic[K, V]):
             self._source_nodes,
             windows,
         )
+        windowed._named_repartition = self._named_repartition
+        return windowed
 
     def cogroup(self, aggregator: Callable[[K, V, VA], VA]) -> CogroupedKStream[K, VA]:
         """Start a cogroup (KIP-150): this stream, aggregated by ``aggregator(key, value, aggregate)``,
@@ -279,10 +312,16 @@ class TimeWindowedKStream(_Grouping[WindowedKey[K], K, V], Generic[K, V]):
 
 
 def _window_store_builder(
-    materialized: Materialized, store_name: str, windows: TimeWindows, key_serde: Any, value_serde: Any
+    materialized: Materialized,
+    store_name: str,
+    windows: TimeWindows,
+    key_serde: Any,
+    value_serde: Any,
+    emit_on_close: bool = False,
 ) -> Any:
     """The window store of a windowed aggregation: retention of window size plus grace unless
-    ``materialized`` sets a longer one (a shorter one is refused)."""
+    ``materialized`` sets a longer one (a shorter one is refused); Kafka's time-ordered store by
+    default when it emits on window close."""
     retention_ms = aggregation_retention_ms(
         materialized,
         "window",
@@ -291,5 +330,5 @@ def _window_store_builder(
         f"be at least the window size plus grace ({windows.size_ms} + {windows.grace_ms} ms)",
     )
     return aggregation_window_store_builder(
-        materialized, store_name, retention_ms, windows.size_ms, key_serde, value_serde
+        materialized, store_name, retention_ms, windows.size_ms, key_serde, value_serde, emit_on_close
     )

@@ -59,6 +59,8 @@ class KGroupedTable(Generic[K, V]):
         self._grouped_name = grouped_name
         self._change_serde = change_serde
         self._source_nodes = frozenset(source_nodes)
+        # The source of the repartition named by ``grouped_name``, once an aggregation made it.
+        self._named_repartition: str | None = None
 
     def count(
         self,
@@ -117,16 +119,24 @@ class KGroupedTable(Generic[K, V]):
     ) -> KTable[Any, Any]:
         mat, name = aggregation_store_and_name(materialized, named, f"KGroupedTable.{kind}()")
         builder = self._builder
+        # Kafka names a grouped table's store KTABLE-AGGREGATE-STATE-STORE-<n> for reduce too.
         store_name, key_serde, value_serde = materialized_store(
-            builder, mat, prefix, self._key_serde, value_serde_default
+            builder, mat, naming.KTABLE_AGGREGATE, self._key_serde, value_serde_default
         )
-        sink = f"{name}-sink" if name else builder.new_processor_name(naming.SINK)
-        source = f"{name}-source" if name else builder.new_processor_name(naming.SOURCE)
+        sink = builder.suffixed_or_generate(name, "-sink", naming.SINK)
+        source = builder.suffixed_or_generate(name, "-source", naming.SOURCE)
         processor = builder.name_or_generate(name, prefix)
-        topic = (self._grouped_name or store_name) + naming.REPARTITION_SUFFIX
-        builder.topology.add_internal_topic(topic)
-        builder.add_sink(sink, topic, self._name, self._key_serde, self._change_serde)
-        builder.add_source(source, (topic,), self._key_serde, self._change_serde)
+        if self._grouped_name is not None and self._named_repartition is not None:
+            # As Kafka's KGroupedTableImpl: a repartition named by Grouped is made once and read
+            # by every aggregation of this grouping (the names above are drawn all the same).
+            source = self._named_repartition
+        else:
+            topic = (self._grouped_name or store_name) + naming.REPARTITION_SUFFIX
+            builder.topology.add_internal_topic(topic)
+            builder.add_sink(sink, topic, self._name, self._key_serde, self._change_serde)
+            builder.add_source(source, (topic,), self._key_serde, self._change_serde)
+            if self._grouped_name is not None:
+                self._named_repartition = source
         supplier = TableAggregateSupplier(
             kind, store_name, initializer, adder, subtractor, self._change_serde, key_serde, value_serde
         )

@@ -49,8 +49,8 @@ from kstreams.topology.dsl.processors.stream_table_join import (
 from kstreams.topology.dsl.windows import JoinWindows
 
 if TYPE_CHECKING:
-    from kstreams.fixed_key_processor import FixedKeyProcessor
     from kstreams.processor import Processor
+    from kstreams.processor.fixed_key import FixedKeyProcessor
     from kstreams.topology.dsl.branched import BranchedKStream
     from kstreams.topology.dsl.global_ktable import GlobalKTable
     from kstreams.topology.dsl.grouped import KGroupedStream
@@ -90,8 +90,8 @@ class KStream(Generic[K, V]):
         self._value_serde = value_serde
         self._repartition_required = repartition_required
         self._source_nodes = frozenset(source_nodes)
-        # One repartition per name, shared by every join of this stream that needs it.
-        self._join_repartitions: dict[str, KStream[K, V]] = {}
+        # The repartition this stream's last join made (Kafka's KStreamImpl.repartitionNode).
+        self._join_repartition: KStream[K, V] | None = None
 
     @property
     def name(self) -> str:
@@ -294,7 +294,7 @@ class KStream(Generic[K, V]):
                 f"got {processor_supplier!r}."
             )
         named, store_names = _named_before_stores(store_names, named, "process()")
-        name = self._builder.name_or_generate(named_as(named), naming.PROCESSOR)
+        name = self._builder.name_or_new(named_as(named), naming.PROCESSOR)
         # The topology adds and connects the stores a supplier's stores() declares.
         self._builder.add_processor(name, processor_supplier, self._name)
         self._builder.connect_stores(name, store_names)
@@ -311,11 +311,11 @@ class KStream(Generic[K, V]):
         and use the named stores (and those its supplier's ``stores()`` declares). Keys stay, so
         unlike ``process`` the result needs no repartition. A ``Named`` may lead the store names,
         as in ``process``."""
-        from kstreams.fixed_key_processor import FixedKeyProcessorSupplierAdapter
+        from kstreams.processor.fixed_key import FixedKeyProcessorSupplierAdapter
 
         named, store_names = _named_before_stores(store_names, named, "process_values()")
         supplier = FixedKeyProcessorSupplierAdapter(fixed_key_processor_supplier)
-        name = self._builder.name_or_generate(named_as(named), naming.PROCESSVALUES)
+        name = self._builder.name_or_new(named_as(named), naming.PROCESSVALUES)
         self._builder.add_processor(name, supplier, self._name)
         self._builder.connect_stores(name, store_names)
         return KStream(
@@ -378,13 +378,20 @@ class KStream(Generic[K, V]):
         return KStream(self._builder, source, key_serde, value_serde, False, (source,))
 
     def _repartition_for_join(self, prefix: str, key_serde: Any, value_serde: Any) -> KStream[K, V]:
+        """This stream through a repartition topic named after ``prefix``, for a join. As Kafka's
+        ``KStreamImpl.repartitionForJoin``: a join not named (``prefix`` is the stream's own name)
+        reuses the repartition the stream's last join made, whatever that one was named; the
+        three names of a repartition are drawn either way."""
         key_serde = key_serde if key_serde is not None else self._key_serde
         value_serde = value_serde if value_serde is not None else self._value_serde
-        stream: KStream[K, V] | None = self._join_repartitions.get(prefix)
-        if stream is None:
-            source = self._builder.repartition(self._name, prefix, key_serde, value_serde)
-            stream = KStream(self._builder, source, key_serde, value_serde, False, (source,))
-            self._join_repartitions[prefix] = stream
+        stream = self._join_repartition
+        if stream is not None and prefix == self._name:
+            self._builder.draw_repartition_names()
+            return stream
+        source = self._builder.repartition(self._name, prefix, key_serde, value_serde)
+        stream = self._join_repartition = KStream(
+            self._builder, source, key_serde, value_serde, False, (source,)
+        )
         return stream
 
     def to_table(
@@ -442,10 +449,8 @@ class KStream(Generic[K, V]):
         from kstreams.topology.dsl.grouped import KGroupedStream
 
         grouped = grouped or Grouped()
-        if grouped.name is not None:
-            name = f"{grouped.name}-key-select"
-        else:
-            name = self._builder.new_processor_name(naming.KEY_SELECT)
+        # As Kafka's groupBy: the key selector takes the Grouped name (the index drawn either way).
+        name = self._builder.name_or_generate(grouped.name, naming.KEY_SELECT)
         self._builder.add_processor(name, SelectKeySupplier(selector), self._name)
         return KGroupedStream(
             self._builder,
@@ -773,6 +778,10 @@ class KStream(Generic[K, V]):
                 name, table, getter, joiner, left, with_key, joined.grace_period_ms, key_serde, value_serde
             )
         self._builder.add_processor(name, supplier, stream._name)
+        if left:
+            # A left join joins a record with a null key (KIP-962): the repartition it reads,
+            # and any upstream, let such records through.
+            self._builder.relax_null_keys(stream._name)
         if buffer_builder is not None:
             self._builder.add_store(buffer_builder, name)  # first, as Kafka's describe() lists it
         self._builder.connect_stores(name, getter.store_names())
@@ -793,12 +802,15 @@ class KStream(Generic[K, V]):
         value_serde: Any,
     ) -> tuple[StreamTableJoinSupplier, Any]:
         """The processor and buffer store of a stream-table join with a grace period (KIP-923),
-        after Kafka's checks: the table is versioned, and keeps history for the grace period."""
-        if getattr(getter, "get_as_of", None) is None:
+        after Kafka's checks: the table is versioned (kept in a versioned store, or a filter or
+        map_values of such a table that reads through to it), and that store keeps history for
+        the grace period."""
+        if not getter.is_versioned():
             raise TopologyException(
                 f"KTable must be versioned to use a grace period in a stream table join: join {name} "
-                f"has a grace period of {grace_ms} ms, and table {table._name} is not kept in a versioned "
-                "store. Materialize it with Stores.persistent_versioned_key_value_store(...), or drop "
+                f"has a grace period of {grace_ms} ms, and table {table._name} neither is kept in a "
+                "versioned store nor reads through to one (a filter or map_values of a versioned table "
+                "does). Materialize it with Stores.persistent_versioned_key_value_store(...), or drop "
                 "the grace period."
             )
         store_builders = self._builder.topology.store_builders

@@ -4,7 +4,8 @@ A KTable comes from a topic (``StreamsBuilder.table``), an aggregation, or anoth
 processors pass ``Change(new, old)`` updates; ``to_stream()`` turns them back into records.
 A table is kept in a state store when it is materialized (by ``Materialized``, because it is an
 aggregation, or because a join needs to look it up); an unmaterialized derived table computes its
-values from its parent's on lookup.
+values from its parent's on lookup. An update carries the row's old value only once a downstream
+needs it (a re-grouping, a suppress, a join's outer side, a filter; ``_enable_sending_old_values``).
 """
 
 from __future__ import annotations
@@ -58,6 +59,9 @@ __all__ = ["KTable", "updates_table"]
 logger = logging.getLogger(__name__)
 
 GetterFactory = Callable[[], ValueGetterSupplier]
+# Makes a table's processor forward old values (the argument: whether a source table may be given
+# a store for them); returns whether it now does.
+OldValues = Callable[[bool], bool]
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -82,7 +86,8 @@ class KTable(Generic[K, V]):
         queryable_store_name: str | None = None,
         *,
         parents: tuple[KTable[Any, Any], ...] = (),
-        old_value_suppliers: tuple[Any, ...] = (),
+        old_values: OldValues | None = None,
+        versioned: bool = False,
     ) -> None:
         self._builder = builder
         self._name = name
@@ -98,8 +103,14 @@ class KTable(Generic[K, V]):
             self._getter_factory = value_getter
         self._queryable_store_name = queryable_store_name
         self._parents = parents
-        # Processors that forward old values only when asked (re-grouping needs them).
-        self._old_value_suppliers = old_value_suppliers
+        # How this table's processor is made to forward old values (see _enable_sending_old_values);
+        # None: it forwards them always (an aggregation).
+        self._old_values = old_values
+        self._sends_old_values = False
+        # Whether the table is versioned (KIP-914): kept in a versioned store, or derived from
+        # one by filters and value mappings that keep no store of their own. Its updates may then
+        # be out of order (Change.is_latest False), and its processors apply versioned semantics.
+        self._versioned = versioned
 
     @property
     def name(self) -> str:
@@ -125,30 +136,19 @@ class KTable(Generic[K, V]):
             self._getter = self._getter_factory()
         return self._getter
 
-    def _enable_sending_old_values(self) -> None:
+    def _enable_sending_old_values(self, force_materialization: bool = True) -> bool:
         """Make every update of this table carry the row's previous value (``Change.old_value``),
-        so a re-grouping can take the row out of its old group. A source table gets a store for
-        that; derived tables ask their parents."""
-        if isinstance(self._supplier, TableSourceSupplier):
-            self._value_getter_supplier()
-        for supplier in self._old_value_suppliers:
-            supplier.send_old_values = True
-        for parent in self._parents:
-            parent._enable_sending_old_values()
+        as Kafka's ``KTableImpl.enableSendingOldValues``; return whether it now does.
 
-    def _sends_old_values_unforced(self) -> bool:
-        """Whether this table's updates can carry each row's previous value without materializing
-        anything (Kafka's ``enableSendingOldValues(forceMaterialization=false)``): a table kept in
-        a key-value store always sends them (its processor reads them from the store); a table
-        computed from such tables is made to send them too."""
-        if isinstance(self._getter, StoreValueGetterSupplier):
-            return True
-        if not self._parents or not self._old_value_suppliers:
-            return False
-        if not all(parent._sends_old_values_unforced() for parent in self._parents):
-            return False
-        for supplier in self._old_value_suppliers:
-            supplier.send_old_values = True
+        Old values are forwarded only once a downstream asks for them: a re-grouping, a suppress
+        and a foreign-key join ask with ``force_materialization`` (a source table gets a store for
+        them), the outer side of a table-table join too, and a filter asks without it (a source
+        table not kept in a store then says no). A derived table asks its parent unless it keeps
+        its own store; a table-table join asks both its tables, forced, and always sends."""
+        if not self._sends_old_values:
+            if self._old_values is not None and not self._old_values(force_materialization):
+                return False
+            self._sends_old_values = True
         return True
 
     def _store_for(
@@ -169,13 +169,17 @@ class KTable(Generic[K, V]):
         getter_factory: GetterFactory,
         sources: frozenset[str],
         parents: tuple[KTable[Any, Any], ...],
-        old_value_suppliers: tuple[Any, ...],
+        old_values: OldValues,
+        key_serde: Any = None,
+        versioned: bool = False,
     ) -> KTable[Any, Any]:
         """The table coming out of processor ``name``: kept in ``store`` with the store's serdes when
         materialized (and then queryable only under a name the user chose, as in Kafka), else
-        computed on lookup through ``getter_factory``, with ``value_serde``."""
+        computed on lookup through ``getter_factory``, with ``key_serde`` (None: this table's)
+        and ``value_serde``; ``versioned`` when it keeps the versioning of a versioned parent."""
         getter: ValueGetterSupplier | GetterFactory = getter_factory
-        key_serde, queryable_store_name = self._key_serde, None
+        key_serde = key_serde if key_serde is not None else self._key_serde
+        queryable_store_name = None
         if store is not None and materialized is not None:
             store_name, key_serde, value_serde = store
             self._builder.add_store(
@@ -192,7 +196,8 @@ class KTable(Generic[K, V]):
             getter,
             queryable_store_name,
             parents=parents,
-            old_value_suppliers=old_value_suppliers,
+            old_values=old_values,
+            versioned=versioned,
         )
 
     def _derive(
@@ -206,9 +211,23 @@ class KTable(Generic[K, V]):
         store_value_serde_default: Any = None,
     ) -> KTable[Any, Any]:
         store = self._store_for(materialized, prefix, store_value_serde_default)
+        key_serde = self._key_serde
+        if store is not None and materialized is not None and materialized.store_name is None:
+            # As Kafka's filter, mapValues and transformValues: a Materialized without a name has
+            # drawn its store's index but keeps no store; the table takes its serdes only.
+            _, key_serde, value_serde = store
+            store = materialized = None
         name = self._builder.name_or_generate(named_as(named), prefix)
         supplier = make_supplier(store[0] if store is not None else None)
         self._builder.add_processor(name, supplier, self._name)
+
+        def old_values(force_materialization: bool) -> bool:
+            # Kafka's KTableFilter / KTableMapValues / KTableTransformValues: a table kept in its
+            # own store reads the old values there; else it computes them from its parent's.
+            if supplier.store_name is not None or self._enable_sending_old_values(force_materialization):
+                supplier.send_old_values = True
+            return bool(supplier.send_old_values)
+
         return self._derived_table(
             name,
             supplier,
@@ -218,7 +237,10 @@ class KTable(Generic[K, V]):
             getter_factory,
             self._source_nodes,
             (self,),
-            (supplier,),
+            old_values,
+            key_serde,
+            # Kafka: any Materialized of a derived table makes it unversioned (KIP-914).
+            versioned=self._versioned and materialized is None,
         )
 
     # --- stateless -------------------------------------------------------------------------
@@ -262,10 +284,13 @@ class KTable(Generic[K, V]):
             self._value_serde,
             self._value_serde,
         )
-        # Kafka's KTableFilter: when this table sends old values anyway, the filter sees that a
-        # row it drops was not in its result before either, and forwards no tombstone for it.
-        if self._sends_old_values_unforced():
+        # Kafka's KTableFilter: when this table can send old values without a store of its own,
+        # the filter asks for them, sees that a row it drops was not in its result before either,
+        # and forwards no tombstone for it; otherwise it forwards one for every row it drops.
+        # Below a versioned table (KIP-914) it forwards every tombstone all the same.
+        if self._enable_sending_old_values(force_materialization=False):
             filtered._supplier.send_old_values = True
+        filtered._supplier.versioned_semantics = self._versioned
         return filtered
 
     @overload
@@ -411,15 +436,12 @@ class KTable(Generic[K, V]):
                 )
             key_mapper = mapper
         name = self._builder.name_or_generate(named_as(named), naming.KTABLE_TOSTREAM)
-        self._builder.add_processor(name, TableToStreamSupplier(key_mapper), self._name)
-        return KStream(
-            self._builder,
-            name,
-            None if key_mapper is not None else self._key_serde,
-            self._value_serde,
-            key_mapper is not None,
-            self._source_nodes,
+        self._builder.add_processor(name, TableToStreamSupplier(None), self._name)
+        stream: KStream[K, V] = KStream(
+            self._builder, name, self._key_serde, self._value_serde, False, self._source_nodes
         )
+        # As Kafka's toStream(mapper): the updates, then a select_key node of a generated name.
+        return stream if key_mapper is None else stream.select_key(key_mapper)
 
     def suppress(self, suppressed: Suppressed) -> KTable[K, V]:
         """This table's updates held back as ``suppressed`` says: a windowed table's final results
@@ -523,8 +545,13 @@ class KTable(Generic[K, V]):
         merge = builder.name_or_generate(base, naming.KTABLE_MERGE)
         sources = self._source_nodes | other._source_nodes
         builder.copartition(sources)
-        join_this = f"{base}-join-this" if base else builder.new_processor_name(naming.KTABLE_JOINTHIS)
-        join_other = f"{base}-join-other" if base else builder.new_processor_name(naming.KTABLE_JOINOTHER)
+        # Kafka's KTableImpl.doJoin: an outer side's deletion must show whether it held the row.
+        if left_outer:
+            self._enable_sending_old_values()
+        if right_outer:
+            other._enable_sending_old_values()
+        join_this = builder.suffixed_or_generate(base, "-join-this", naming.KTABLE_JOINTHIS)
+        join_other = builder.suffixed_or_generate(base, "-join-other", naming.KTABLE_JOINOTHER)
         this_getter = self._value_getter_supplier()
         other_getter = other._value_getter_supplier()
         this_join = TableJoinSupplier(
@@ -539,6 +566,17 @@ class KTable(Generic[K, V]):
         builder.connect_stores(join_other, this_getter.store_names())
         supplier = TableMergeSupplier(store[0] if store is not None else None)
         builder.add_processor(merge, supplier, join_this, join_other)
+
+        def old_values(force_materialization: bool) -> bool:
+            # Kafka's KTableKTableJoinMerger: the joins compute old values from both tables' old
+            # values, which the tables are made to send (materialized if need be).
+            for side in (this_join, other_join):
+                side.send_old_values = True
+            self._enable_sending_old_values()
+            other._enable_sending_old_values()
+            supplier.send_old_values = True
+            return True
+
         return self._derived_table(
             merge,
             supplier,
@@ -548,7 +586,7 @@ class KTable(Generic[K, V]):
             lambda: JoinValueGetterSupplier(this_getter, other_getter, joiner, left_outer, right_outer),
             sources,
             (self, other),
-            (this_join, other_join),
+            old_values,
         )
 
     # --- re-grouping -----------------------------------------------------------------------
@@ -613,6 +651,15 @@ def updates_table(
             supplier.store_name = store_name
         return StoreValueGetterSupplier(store_name)
 
+    def old_values(force_materialization: bool) -> bool:
+        # Kafka's KTableSource: old values are read from the store, so a table without one sends
+        # them only when it may be given one.
+        if supplier.store_name is None and not force_materialization:
+            return False
+        materialize()
+        supplier.send_old_values = True
+        return True
+
     queryable = materialized.store_name is not None
     return KTable(
         builder,
@@ -623,4 +670,5 @@ def updates_table(
         supplier,
         materialize() if queryable else materialize,
         store_name if queryable else None,
+        old_values=old_values,
     )

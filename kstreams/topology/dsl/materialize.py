@@ -11,11 +11,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from kstreams.topology.dsl import naming
 from kstreams.topology.dsl.parameters import Materialized, StoreType
 
 __all__ = [
     "aggregation_retention_ms",
     "aggregation_window_store_builder",
+    "draw_count_store_index",
     "key_value_store_builder",
     "materialized_store",
     "plain_key_value_store_builder",
@@ -45,6 +47,16 @@ def materialized_store(
         materialized.key_serde if materialized.key_serde is not None else key_serde,
         materialized.value_serde if materialized.value_serde is not None else value_serde,
     )
+
+
+def draw_count_store_index(builder: Any, *arguments: Any) -> None:
+    """Draw the store index Kafka's ``count`` of a grouped stream, a time-windowed or a session
+    windowed stream burns when it is given a ``Materialized`` without a store name (a name it
+    "used to burn", kept for compatibility), so the names generated after it are Kafka's."""
+    for argument in arguments:
+        if isinstance(argument, Materialized) and argument.store_name is None:
+            builder.new_store_name(naming.AGGREGATE)
+            return
 
 
 def _persistent(store_type: StoreType | None) -> bool:
@@ -109,13 +121,24 @@ def window_store_builder(
     log_config: dict[str, str] | None = None,
     supplier: Any = None,
     timestamped: bool = False,
+    time_ordered: bool = False,
 ) -> Any:
     """A window store builder: of ``ValueAndTimestamp`` values when ``timestamped`` (windowed
-    aggregations), else of plain values (stream-stream joins)."""
+    aggregations), else of plain values (stream-stream joins). ``time_ordered``: the default
+    RocksDB store is Kafka's time-ordered one (an aggregation emitting on window close); an
+    in-memory store or a user's supplier is used as it is, as in Kafka."""
     stores = _stores()
     if supplier is None:
-        factory = stores.persistent_window_store if _persistent(store_type) else stores.in_memory_window_store
-        supplier = factory(store_name, retention_ms, window_size_ms, retain_duplicates)
+        if _persistent(store_type):
+            from kstreams.state.suppliers import WindowBytesStoreSupplier
+
+            supplier = WindowBytesStoreSupplier(
+                store_name, retention_ms, window_size_ms, retain_duplicates, True, time_ordered=time_ordered
+            )
+        else:
+            supplier = stores.in_memory_window_store(
+                store_name, retention_ms, window_size_ms, retain_duplicates
+            )
     make = stores.timestamped_window_store_builder if timestamped else stores.window_store_builder
     builder = make(supplier, key_serde, value_serde)
     return _apply_layers(builder, caching, logging_enabled, log_config or {})
@@ -143,9 +166,10 @@ def aggregation_window_store_builder(
     window_size_ms: int,
     key_serde: Any,
     value_serde: Any,
+    emit_on_close: bool = False,
 ) -> Any:
     """The timestamped window store of a windowed aggregation (time or sliding windows), as
-    ``materialized`` asks."""
+    ``materialized`` asks; Kafka's time-ordered one by default when it emits on window close."""
     return window_store_builder(
         store_name,
         retention_ms,
@@ -158,23 +182,31 @@ def aggregation_window_store_builder(
         log_config=materialized.log_config,
         supplier=materialized.store_supplier,
         timestamped=True,
+        time_ordered=emit_on_close,
     )
 
 
 def session_store_builder(
-    materialized: Materialized, store_name: str, retention_ms: int, key_serde: Any, value_serde: Any
+    materialized: Materialized,
+    store_name: str,
+    retention_ms: int,
+    key_serde: Any,
+    value_serde: Any,
+    time_ordered: bool = False,
 ) -> Any:
     """A session store builder for a session-windowed aggregation, as ``materialized`` asks. Session
-    stores hold plain aggregates: a session's end is its timestamp (Kafka has no timestamped kind)."""
+    stores hold plain aggregates: a session's end is its timestamp (Kafka has no timestamped kind).
+    ``time_ordered``: the default RocksDB store is Kafka's time-ordered one (an aggregation
+    emitting on window close)."""
     stores = _stores()
     supplier = materialized.store_supplier
     if supplier is None:
-        factory = (
-            stores.persistent_session_store
-            if _persistent(materialized.store_type)
-            else stores.in_memory_session_store
-        )
-        supplier = factory(store_name, retention_ms)
+        if _persistent(materialized.store_type):
+            from kstreams.state.suppliers import SessionBytesStoreSupplier
+
+            supplier = SessionBytesStoreSupplier(store_name, retention_ms, True, time_ordered=time_ordered)
+        else:
+            supplier = stores.in_memory_session_store(store_name, retention_ms)
     builder = stores.session_store_builder(supplier, key_serde, value_serde)
     return _apply_layers(
         builder, materialized.caching_enabled, materialized.logging_enabled, materialized.log_config

@@ -79,7 +79,8 @@ class Named:
 
 @dataclass(frozen=True)
 class Consumed:
-    """How a source reads its topics: serdes, offset reset policy and the source processor's name."""
+    """How a source reads its topics: serdes, offset reset policy and the source processor's name
+    (for a table, the name of its table processor, read by a source ``<name>-source``, as in Kafka)."""
 
     key_serde: Any = None
     value_serde: Any = None
@@ -156,7 +157,7 @@ class Grouped:
     """How a stream is grouped: serdes of the (repartitioned) records and the repartition name.
 
     ``Grouped.as_("x")`` names the repartition topic ``<application.id>-x-repartition`` and, for
-    ``group_by``, the key-selecting processor ``x-key-select``.
+    ``group_by``, the key-selecting processor ``x`` (as Kafka names them).
     """
 
     name: str | None = None

@@ -10,10 +10,9 @@ retention is refused, as Kafka refuses it. Names follow Kafka's: ``count`` and `
 
 ``emit_strategy(EmitStrategy.on_window_close())`` forwards each session's final result once, when
 stream time passes its end plus gap plus grace (Kafka 3.3+, KIP-825); the store is then never
-cached, and an ``<store>-emit-position`` key-value store beside it keeps how far the results went
-out. Its retention is then at least gap + grace + 1 ms: a store drops the sessions that ended at
-or before (its stream time - retention), one millisecond before the aggregation closes them, and
-the final result of a session that ends exactly at the close time must still be there to go out.
+cached (as Kafka's), it is Kafka's time-ordered session store unless ``Materialized`` asks for an
+in-memory store or gives a supplier (see ``RocksDBSessionStore``), and an
+``<store>-emit-position`` key-value store beside it keeps how far the results went out.
 """
 
 from __future__ import annotations
@@ -28,7 +27,11 @@ from kstreams.topology.dsl import naming
 from kstreams.topology.dsl.emit_strategy import EmitStrategy, require_emit_strategy
 from kstreams.topology.dsl.internal_builder import InternalStreamsBuilder
 from kstreams.topology.dsl.ktable import KTable
-from kstreams.topology.dsl.materialize import materialized_store, session_store_builder
+from kstreams.topology.dsl.materialize import (
+    draw_count_store_index,
+    materialized_store,
+    session_store_builder,
+)
 from kstreams.topology.dsl.parameters import Materialized, Named, aggregation_store_and_name
 from kstreams.topology.dsl.processors.aggregate import AggregateKind, count_aggregator, count_initializer
 from kstreams.topology.dsl.processors.emit_position import emit_position_store_builder
@@ -90,6 +93,7 @@ class SessionWindowedKStream(Generic[K, V]):
     ) -> KTable[WindowedKey[K], int]:
         """The number of records per key and session (records with a null key are not counted;
         null values are)."""
+        draw_count_store_index(self._builder, materialized, named)
         mat, name = aggregation_store_and_name(materialized, named, "SessionWindowedKStream.count()")
         return self._aggregate(
             "count",
@@ -156,11 +160,9 @@ class SessionWindowedKStream(Generic[K, V]):
         )
         emit_on_close = self.emit is not None and self.emit.on_close
         retention_ms = self._retention_ms(materialized, store_name)
-        if emit_on_close:
-            # The final result of a session ending at the close time must outlive its close (see
-            # the module docstring).
-            retention_ms = max(retention_ms, self.windows.gap_ms + self.windows.grace_ms + 1)
-        store_builder = session_store_builder(materialized, store_name, retention_ms, key_serde, value_serde)
+        store_builder = session_store_builder(
+            materialized, store_name, retention_ms, key_serde, value_serde, time_ordered=emit_on_close
+        )
         position_builder = None
         if emit_on_close:
             # As in Kafka, never cached: its results leave only when their sessions close.
@@ -208,7 +210,7 @@ def _check_supplier(materialized: Materialized) -> None:
     if supplier is None:
         return
     # Imported on use, as materialize.py does: describing a topology needs no compiled core.
-    from kstreams.state.stores import SessionBytesStoreSupplier
+    from kstreams.state.suppliers import SessionBytesStoreSupplier
 
     if not isinstance(supplier, SessionBytesStoreSupplier):
         raise TypeError(

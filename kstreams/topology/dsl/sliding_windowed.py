@@ -41,6 +41,10 @@ class SlidingWindowedKStream(_Grouping[WindowedKey[K], K, V], Generic[K, V]):
     """A grouped stream aggregated per sliding window; results are keyed by ``WindowedKey[K]``.
     Records with a null key or a null value are skipped (count included), as in Kafka."""
 
+    _count_draws_store_index = False  # Kafka's sliding count draws no extra store index
+    # Kafka's SlidingWindowStoreMaterializer: never cached when emitting on window close.
+    _emit_close_caches = False
+
     def __init__(
         self,
         builder: InternalStreamsBuilder,
@@ -77,7 +81,7 @@ class SlidingWindowedKStream(_Grouping[WindowedKey[K], K, V], Generic[K, V]):
         aggregation is ``_Grouping``'s)."""
         windows = self.sliding_windows
         store_builder = sliding_window_store_builder(
-            materialized, store_name, windows, key_serde, value_serde
+            materialized, store_name, windows, key_serde, value_serde, self._emits_on_close()
         )
         return store_builder, SlidingWindowAggregateSupplier(
             kind, store_name, windows, initializer, aggregator, key_serde, value_serde, self.emit
@@ -85,10 +89,16 @@ class SlidingWindowedKStream(_Grouping[WindowedKey[K], K, V], Generic[K, V]):
 
 
 def sliding_window_store_builder(
-    materialized: Materialized, store_name: str, windows: SlidingWindows, key_serde: Any, value_serde: Any
+    materialized: Materialized,
+    store_name: str,
+    windows: SlidingWindows,
+    key_serde: Any,
+    value_serde: Any,
+    emit_on_close: bool = False,
 ) -> Any:
     """The timestamped window store of a sliding-window aggregation: window size d, retention
-    2 * d + grace unless ``materialized`` sets a longer one (a shorter one is refused)."""
+    2 * d + grace unless ``materialized`` sets a longer one (a shorter one is refused); Kafka's
+    time-ordered store by default when it emits on window close."""
     difference_ms, grace_ms = windows.time_difference_ms, windows.grace_ms
     retention_ms = aggregation_retention_ms(
         materialized,
@@ -99,5 +109,5 @@ def sliding_window_store_builder(
         "sliding windows",
     )
     return aggregation_window_store_builder(
-        materialized, store_name, retention_ms, difference_ms, key_serde, value_serde
+        materialized, store_name, retention_ms, difference_ms, key_serde, value_serde, emit_on_close
     )

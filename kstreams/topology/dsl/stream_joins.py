@@ -57,10 +57,14 @@ def stream_stream_join(
         other = other._repartition_for_join(prefix, joined.key_serde, joined.other_value_serde)
     sources = this._source_nodes | other._source_nodes
     builder.copartition(sources)
+    if left_outer or right_outer:
+        # An outer side joins a record with a null key at once (KIP-962): the repartitions
+        # upstream let such records through.
+        builder.relax_null_keys(this._name, other._name)
 
     base = joined.name
-    this_windowed = f"{base}-this-windowed" if base else builder.new_processor_name(naming.WINDOWED)
-    other_windowed = f"{base}-other-windowed" if base else builder.new_processor_name(naming.WINDOWED)
+    this_windowed = builder.suffixed_or_generate(base, "-this-windowed", naming.WINDOWED)
+    other_windowed = builder.suffixed_or_generate(base, "-other-windowed", naming.WINDOWED)
     this_prefix = naming.OUTERTHIS if right_outer else naming.JOINTHIS
     this_generated = builder.new_processor_name(this_prefix)
     other_generated = builder.new_processor_name(naming.OUTEROTHER if left_outer else naming.JOINOTHER)
@@ -68,7 +72,7 @@ def stream_stream_join(
     other_suffix = "-outer-other-join" if left_outer else "-other-join"
     join_this = f"{base}{this_suffix}" if base else this_generated
     join_other = f"{base}{other_suffix}" if base else other_generated
-    merge = f"{base}-merge" if base else builder.new_processor_name(naming.MERGE)
+    merge = builder.suffixed_or_generate(base, "-merge", naming.MERGE)
 
     key_serde = joined.key_serde if joined.key_serde is not None else this._key_serde
     this_value_serde = joined.value_serde if joined.value_serde is not None else this._value_serde

@@ -288,8 +288,15 @@ def suppress_table(table: KTable[Any, Any], suppressed: Suppressed) -> KTable[An
             "suppress() takes a Suppressed (Suppressed.until_window_closes or until_time_limit), got "
             f"{suppressed!r}."
         )
+    if table._versioned:
+        raise TopologyException(
+            f"suppress() is only supported for non-versioned KTables (note that version semantics "
+            f"might be inherited from upstream): table {table.name} is versioned (KIP-914), and its "
+            "out-of-order updates would reach the buffer. Suppress a table materialized in a "
+            "key-value store instead (for example a filter or map_values of it with a Materialized)."
+        )
     builder = table._builder
-    name = builder.name_or_generate(suppressed.name, naming.KTABLE_SUPPRESS)
+    name = builder.name_or_new(suppressed.name, naming.KTABLE_SUPPRESS)
     if suppressed.kind == "window_close":
         delay_ms = window_close_delay_ms(table)
         logger.info("Using a grace period of %d ms as the suppress duration of %s.", delay_ms, name)
@@ -332,4 +339,6 @@ def suppress_table(table: KTable[Any, Any], suppressed: Suppressed) -> KTable[An
         supplier,
         getter,
         parents=(table,),
+        # Kafka's KTableSuppressProcessorSupplier: the buffer forwards what its parent sends.
+        old_values=table._enable_sending_old_values,
     )

@@ -19,7 +19,7 @@ from kstreams.processor import (
     Record,
     To,
 )
-from kstreams.runtime.delegating_context import DelegatingContext
+from kstreams.processor.delegating_context import DelegatingContext
 
 __all__ = ["ForwardingDisabledProcessorContext", "ValueTransformerWithKey"]
 

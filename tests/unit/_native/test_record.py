@@ -85,8 +85,8 @@ def test_fixed_key_record_keeps_its_key_and_becomes_a_record() -> None:
 
 
 def test_the_fixed_key_module_imports_on_its_own() -> None:
-    """Importing kstreams.fixed_key_processor first (before kstreams.processor) works."""
-    code = "from kstreams.fixed_key_processor import FixedKeyProcessor, FixedKeyRecord; print('ok')"
+    """Importing kstreams.processor.fixed_key first (before kstreams.processor.api) works."""
+    code = "from kstreams.processor.fixed_key import FixedKeyProcessor, FixedKeyRecord; print('ok')"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
@@ -107,6 +107,22 @@ def test_a_change_is_a_read_only_pair_equal_by_value() -> None:
         case Change(new, old):
             assert (new, old) == (2, 1)
     assert Change[int].__origin__ is Change
+
+
+def test_a_change_is_the_latest_version_unless_marked_out_of_order() -> None:
+    """Kafka's Change.isLatest: False only for an out-of-order update of a versioned table."""
+    assert Change(2, 1).is_latest is True
+    late = Change(2, 1, is_latest=False)
+    assert late.is_latest is False
+    assert late != Change(2, 1) and late == Change(2, 1, False)
+    assert hash(late) == hash(Change(2, 1, False))
+    assert repr(late) == "Change(new=2, old=1, is_latest=False)"
+    assert pickle.loads(pickle.dumps(late)) == late and copy.copy(late).is_latest is False
+    with pytest.raises(AttributeError):
+        late.is_latest = True  # type: ignore[misc]
+    match late:
+        case Change(new, old, is_latest=False):
+            assert (new, old) == (2, 1)
 
 
 def test_a_windowed_key_is_a_read_only_triple_equal_ordered_and_hashed_as_its_fields() -> None:

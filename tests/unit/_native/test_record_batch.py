@@ -12,6 +12,7 @@ from kstreams._native.record_batch import (
     default_partition,
     murmur2,
     partitions_for_keys,
+    partitions_for_offsets,
 )
 
 RECORDS = [
@@ -238,6 +239,22 @@ def test_partitions_for_keys_matches_default_partition_and_marks_null_keys() -> 
     parts = partitions_for_keys(batch.slice(0, len(keys)), 5)
     assert parts.dtype == np.int32
     assert parts.tolist() == [default_partition(k, 5) for k in keys[:-1]] + [-1]
+
+
+def test_partitions_for_offsets_hashes_keys_held_end_to_end_like_default_partition() -> None:
+    keys = [data for data, _ in KAFKA_MURMUR2] + [b""]
+    offsets = np.cumsum([0] + [len(k) for k in keys], dtype=np.int64)
+    parts = partitions_for_offsets(offsets, b"".join(keys), 5)
+    assert parts.dtype == np.int32
+    assert parts.tolist() == [default_partition(k, 5) for k in keys]
+    assert partitions_for_offsets(np.zeros(1, dtype=np.int64), None, 5).tolist() == []
+
+
+def test_partitions_for_offsets_refuses_offsets_outside_the_data() -> None:
+    with pytest.raises(ValueError, match="outside a data buffer"):
+        partitions_for_offsets(np.array([0, 4], dtype=np.int64), b"abc", 5)
+    with pytest.raises(ValueError):
+        partitions_for_offsets(np.array([0, 1], dtype=np.int64), b"a", 0)
 
 
 batch_records = st.lists(

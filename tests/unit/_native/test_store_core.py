@@ -12,7 +12,7 @@ from kstreams._native.per_record import ContextRouting
 from kstreams._native.record_collector import RecordCollector
 from kstreams._native.store_core import BufferedDatabase, ChangelogSender, SegmentIndex
 from kstreams.errors import ProcessorStateException
-from kstreams.runtime.record_context import RecordContext
+from kstreams.processing.record_context import RecordContext
 
 
 class _Context(ContextRouting):

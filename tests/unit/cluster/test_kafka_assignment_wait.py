@@ -25,7 +25,8 @@ from kstreams.cluster.kafka_assignment import (
     PlannedAssignment,
     assignment_give_up_s,
 )
-from kstreams.cluster.kafka_consumer import GroupMembers, KafkaConsumer
+from kstreams.cluster.kafka_consumer import KafkaConsumer
+from kstreams.cluster.kafka_membership import GroupMembers
 from kstreams.cluster.port import ClusterError, MemberAssignment, TopicPartition
 from kstreams.errors import TaskAssignmentException
 from kstreams.processor import Processor, Record
@@ -33,6 +34,7 @@ from kstreams.runtime.client_state import State
 from kstreams.serdes import Serdes
 from kstreams.state import Stores
 from kstreams.topology.topology import Topology
+from tests.support.waiting import wait_until
 
 GROUP = "app"
 TOPIC = "app-in"
@@ -453,11 +455,8 @@ def count_topology() -> Topology:
     return topology
 
 
-def wait_until(condition: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.01)
+# How long a test waits for what other threads do, unless it gives a timeout of its own.
+WAIT_S = 10.0
 
 
 def test_stalled_assignment_warns_shows_its_wait_and_reaches_the_uncaught_exception_handler(tmp_path, caplog):
@@ -485,10 +484,10 @@ def test_stalled_assignment_warns_shows_its_wait_and_reaches_the_uncaught_except
 
     streams.start()
     try:
-        wait_until(lambda: wait_metric() > 0.1, what="the wait in assignment-wait-seconds")
-        wait_until(lambda: bool(warnings_of(caplog)), what="the assignment's warning")
+        wait_until(lambda: wait_metric() > 0.1, WAIT_S, "the wait in assignment-wait-seconds")
+        wait_until(lambda: bool(warnings_of(caplog)), WAIT_S, "the assignment's warning")
         assert "to list this member (b-member)" in warnings_of(caplog)[0]
-        wait_until(lambda: bool(failures), what="the uncaught exception handler")
+        wait_until(lambda: bool(failures), WAIT_S, "the uncaught exception handler")
         [failure] = failures
         assert isinstance(failure, TaskAssignmentException)
         assert "no assignment after 1s of waiting for the group coordinator to list this member" in str(

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable
 
 from kstreams import (
     Consumed,
@@ -22,17 +21,14 @@ from kstreams import (
 from kstreams.client import StreamsUncaughtExceptionResponse
 from kstreams.cluster import EmbeddedCluster
 from kstreams.errors import MisconfiguredInternalTopicException
+from tests.support.waiting import wait_until
 
 STRING = Serdes.string()
 LONG = Serdes.long()
 
 
-def wait_until(condition: Callable[[], bool], timeout: float = 60.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"Timed out after {timeout}s waiting for {what}")
-        time.sleep(0.02)
+# How long a test waits for what other threads do, unless it gives a timeout of its own.
+WAIT_S = 60.0
 
 
 def page_topology():  # type: ignore[no-untyped-def]
@@ -97,20 +93,23 @@ def test_source_growth_expands_internal_topics_and_new_partitions_are_processed(
         expected: Counter[str] = Counter()
         for p in (0, 1):
             produce(cluster, p, f"old-user-{p}", [f"old-page-{i}" for i in range(10)] * 2, expected)
-        wait_until(lambda: latest(cluster, "page-counts") == dict(expected), what="counts before growth")
+        wait_until(lambda: latest(cluster, "page-counts") == dict(expected), WAIT_S, "counts before growth")
 
         cluster.create_partitions("events", 4)
         repartition = [name for name in cluster.topics() if name.endswith("-repartition")]
         internal = ["scaling-page-counts-changelog", *repartition]
         wait_until(
             lambda: all(cluster.topics()[name].partitions == 4 for name in internal),
-            what="internal topics expanded to 4 partitions",
+            WAIT_S,
+            "internal topics expanded to 4 partitions",
         )
         # Keys that live only in the new source partitions, and pages never seen before.
         new_pages = [f"new-page-{i}" for i in range(12)]
         for p in (2, 3):
             produce(cluster, p, f"new-user-{p}", new_pages, expected)
-        wait_until(lambda: latest(cluster, "page-counts") == dict(expected), what="exact counts after growth")
+        wait_until(
+            lambda: latest(cluster, "page-counts") == dict(expected), WAIT_S, "exact counts after growth"
+        )
         enriched = [(r.key.decode(), r.value.decode()) for r in cluster.read("enriched")]
         # Every event of a new page was joined with the page's count as of that event.
         for page in new_pages:
@@ -166,11 +165,12 @@ def test_an_admin_timeout_during_expansion_is_a_failed_attempt_not_a_dead_client
         cluster.create_partitions("events", 4)
         wait_until(
             lambda: cluster.topics()["scaling-page-counts-changelog"].partitions == 4,
-            what="expansion retried after the admin timeouts",
+            WAIT_S,
+            "expansion retried after the admin timeouts",
         )
         expected: Counter[str] = Counter()
         produce(cluster, 3, "new-user", ["p-1", "p-2", "p-1"], expected)
-        wait_until(lambda: latest(cluster, "page-counts") == dict(expected), what="counts after growth")
+        wait_until(lambda: latest(cluster, "page-counts") == dict(expected), WAIT_S, "counts after growth")
         assert streams.state in (KafkaStreams.State.RUNNING, KafkaStreams.State.REBALANCING)
     finally:
         streams.close(timeout=30)

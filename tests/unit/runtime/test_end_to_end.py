@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,18 +22,11 @@ from kstreams.processor import Processor, PunctuationType, Record
 from kstreams.serdes import Serdes
 from kstreams.state import Stores
 from kstreams.topology.topology import Topology
+from tests.support.clients import adapter_settings, wait_timeout
+from tests.support.waiting import wait_until
 
 LONG = Serdes.long()
 STRING = Serdes.string()
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 30.0, what: str = "condition") -> None:
-    """Wait for a condition that other threads make true (checked every 20 ms)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"Timed out after {timeout}s waiting for {what}")
-        time.sleep(0.02)
 
 
 @dataclass
@@ -65,27 +57,10 @@ def app(cluster: Any, app_id: str) -> App:
     Kafka refuses a session timeout under group.min.session.timeout.ms (6 s), and a crashed
     librdkafka consumer keeps heartbeating from its own thread until max.poll.interval.ms passes."""
     embedded = isinstance(cluster, EmbeddedCluster)
-    if embedded:
-        config: dict[str, object] = {"commit.interval.ms": 50, "session.timeout.ms": 1000}
-    else:
-        config = {
-            "commit.interval.ms": 100,
-            "session.timeout.ms": 6000,
-            "main.consumer.max.poll.interval.ms": 10000,
-        }
-    app = App(cluster, app_id, embedded, config, 30.0 if embedded else 60.0)
+    app = App(cluster, app_id, embedded, adapter_settings(cluster), wait_timeout(cluster))
     cluster.create_topic(app.source, 4)
     cluster.create_topic(app.sink, 4)
     return app
-
-
-@pytest.fixture
-def clients() -> Iterator[list[KafkaStreams]]:
-    """Clients a test starts; each is closed at the end, whatever happened."""
-    started: list[KafkaStreams] = []
-    yield started
-    for streams in started:
-        streams.close(timeout=30)
 
 
 class Upper(Processor):
@@ -234,8 +209,8 @@ def test_crashed_client_loses_nothing_at_least_once(app: App, tmp_path, clients)
     # At least once: every record counted, some possibly twice (processed after the last commit).
     wait_until(
         lambda: all(latest(app).get(k, 0) >= n for k, n in expected.items()),
-        timeout=60 if app.embedded else 90,
-        what="every record reflected in the output",
+        60 if app.embedded else 90,
+        "every record reflected in the output",
     )
     out = latest(app)
     assert set(out) == set(expected)

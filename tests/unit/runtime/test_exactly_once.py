@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from collections import Counter
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ from kstreams.cluster.port import ClusterError
 from kstreams.serdes import Serdes
 from kstreams.topology.dsl import Consumed, Materialized, Produced, StreamsBuilder
 from kstreams.topology.topology import Topology
+from tests.support.waiting import wait_until
 
 LONG = Serdes.long()
 STRING = Serdes.string()
@@ -31,13 +30,8 @@ APP = "eos"
 KEYS = 25
 
 
-def wait_until(condition: Callable[[], bool], timeout: float = 60.0, what: str = "condition") -> None:
-    """Wait for a condition that other threads make true (checked every 20 ms)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"Timed out after {timeout}s waiting for {what}")
-        time.sleep(0.02)
+# How long a test waits for what other threads do, unless it gives a timeout of its own.
+WAIT_S = 60.0
 
 
 def count_topology(store_type: str = "rocks_db") -> Topology:
@@ -53,12 +47,10 @@ def count_topology(store_type: str = "rocks_db") -> Topology:
 
 
 @pytest.fixture
-def cluster() -> Iterator[EmbeddedCluster]:
-    cluster = EmbeddedCluster()
-    cluster.create_topic("in", 2)
-    cluster.create_topic("out", 2)
-    yield cluster
-    cluster.close()
+def cluster(embedded_cluster: EmbeddedCluster) -> EmbeddedCluster:
+    embedded_cluster.create_topic("in", 2)
+    embedded_cluster.create_topic("out", 2)
+    return embedded_cluster
 
 
 def new_client(
@@ -124,8 +116,9 @@ def test_exact_counts_across_three_crash_and_takeover_cycles(
         before = sum(committed_counts(cluster).values())
         source.produce(600)
         wait_until(
-            lambda before=before: sum(committed_counts(cluster).values()) > before + 100,  # type: ignore[misc]
-            what=f"progress before crash {cycle}",
+            lambda before=before: sum(committed_counts(cluster).values()) > before + 100,
+            WAIT_S,
+            f"progress before crash {cycle}",
         )
         streams._abandon()
         assert_never_overcounted(cluster, source.expected)
@@ -170,7 +163,7 @@ def test_a_client_stopped_inside_a_commit_step_leaves_nothing_visible(
     frozen.start()
     successor = None
     try:
-        wait_until(lambda: sum(committed_counts(cluster).values()) > 0, what="first commits")
+        wait_until(lambda: sum(committed_counts(cluster).values()) > 0, WAIT_S, "first commits")
         freezer = Freezer(frozen._producer, operation)
         freezer.armed = True
         source.produce(500)
@@ -201,7 +194,7 @@ def test_a_failed_commit_step_on_a_live_client_aborts_rewinds_and_stays_exact(
     streams = new_client(cluster, tmp_path / "a", "live")
     streams.start()
     try:
-        wait_until(lambda: sum(committed_counts(cluster).values()) > 0, what="first commits")
+        wait_until(lambda: sum(committed_counts(cluster).values()) > 0, WAIT_S, "first commits")
         cluster.fail_next(operation, times=2)
         source.produce(500)
         wait_exact(cluster, source)
@@ -230,7 +223,7 @@ def test_persistent_failures_reach_the_handler_without_breaking_exactness(
     streams.set_uncaught_exception_handler(handler)
     streams.start()
     try:
-        wait_until(lambda: sum(committed_counts(cluster).values()) > 0, what="first commits")
+        wait_until(lambda: sum(committed_counts(cluster).values()) > 0, WAIT_S, "first commits")
         cluster.fail_next(
             "commit_transaction", times=10_000, error=ClusterError("broker gone", retriable=True)
         )

@@ -17,7 +17,6 @@ import random
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from kstreams.cluster import EmbeddedCluster
 from kstreams.serdes import Serdes
 from kstreams.topology.dsl import Consumed, Grouped, Materialized, Produced, StreamsBuilder
 from kstreams.topology.topology import Topology
+from tests.support.waiting import holds_within, wait_until
 
 STRING = Serdes.string()
 LONG = Serdes.long()
@@ -51,22 +51,9 @@ class InjectedProcessorError(RuntimeError):
     """Raised by a processor on purpose."""
 
 
-def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"Timed out after {timeout}s waiting for {what}")
-        time.sleep(0.02)
-
-
 def fired(plan: FaultPlan, within: float) -> bool:
     """Whether every planned fault fired, waiting up to ``within`` seconds for it."""
-    deadline = time.monotonic() + within
-    while plan.remaining:
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
+    return holds_within(lambda: not plan.remaining, within)
 
 
 class FaultPlan:
@@ -131,12 +118,10 @@ def word_count(
 
 
 @pytest.fixture
-def words_cluster() -> Iterator[EmbeddedCluster]:
-    cluster = EmbeddedCluster()
-    cluster.create_topic("lines", 2)
-    cluster.create_topic("counts", 2)
-    yield cluster
-    cluster.close()
+def words_cluster(embedded_cluster: EmbeddedCluster) -> EmbeddedCluster:
+    embedded_cluster.create_topic("lines", 2)
+    embedded_cluster.create_topic("counts", 2)
+    return embedded_cluster
 
 
 def committed_updates(cluster: Any, topic: str = "counts") -> dict[str, list[int]]:

@@ -16,20 +16,13 @@ from typing import Any
 
 import pytest
 
-from kstreams.runtime.http_endpoint import HttpEndpoint
-from kstreams.runtime.metrics_endpoint import MetricsEndpoint
-from kstreams.runtime.query_endpoint import QueryEndpoint
+from kstreams.runtime.queries.http_endpoint import HttpEndpoint
+from kstreams.runtime.queries.metrics_endpoint import MetricsEndpoint
+from kstreams.runtime.queries.query_endpoint import QueryEndpoint
 from kstreams.serdes import Serdes
+from tests.support.waiting import wait_until
 
 LONG = Serdes.long()
-
-
-def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"Timed out after {timeout}s waiting for {what}")
-        time.sleep(0.02)
 
 
 class LongKeyedStore:

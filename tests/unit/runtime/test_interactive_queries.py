@@ -6,11 +6,10 @@ standby. Runs on the embedded cluster and on a Kafka-protocol broker (the ``clus
 from __future__ import annotations
 
 import json
-import time
 import urllib.error
 import urllib.request
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,19 +28,15 @@ from kstreams.processor import TaskId
 from kstreams.serdes import Serdes
 from kstreams.topology.dsl import Consumed, Materialized, StreamsBuilder
 from tests.conftest import free_port
+from tests.support.waiting import wait_until
 
 STRING = Serdes.string()
 STORE = "counts"
 KEYS = [f"user-{i}" for i in range(12)]
 
 
-def wait_until(condition: Callable[[], bool], timeout: float = 60.0, what: str = "condition") -> None:
-    """Wait for a condition that other threads make true (checked every 50 ms)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"Timed out after {timeout}s waiting for {what}")
-        time.sleep(0.05)
+# How long a test waits for what other threads do, unless it gives a timeout of its own.
+WAIT_S = 60.0
 
 
 def count_topology(source: str) -> Any:
@@ -130,7 +125,7 @@ def test_clients_find_route_and_serve_every_key_across_instances(
         key = KEYS[i % len(KEYS)]
         cluster.produce(source, key.encode(), b"x")
         expected[key] += 1
-    wait_until(lambda: converged(both), what="both clients' metadata to match their assignments")
+    wait_until(lambda: converged(both), WAIT_S, "both clients' metadata to match their assignments")
 
     # query_metadata_for_key names the client whose assignment holds the key's partition.
     for key in KEYS:
@@ -150,7 +145,7 @@ def test_clients_find_route_and_serve_every_key_across_instances(
     def all_counts_served() -> bool:
         return all(c.http(f"/stores/{STORE}/keys/{k}") == (200, expected[k]) for c in both for k in KEYS)
 
-    wait_until(all_counts_served, what="every key's count over HTTP on both clients")
+    wait_until(all_counts_served, WAIT_S, "every key's count over HTTP on both clients")
     status, found = a.http(f"/stores/{STORE}/range")
     assert status == 200 and {e["key"]: e["value"] for e in found} == dict(expected)
     assert b.http(f"/stores/{STORE}/keys/nobody")[0] == 404
@@ -164,7 +159,7 @@ def test_clients_find_route_and_serve_every_key_across_instances(
     with pytest.raises(InvalidStateStoreException):
         standby.streams.store(params.with_partition(meta.partition)).get(key)
     stale = standby.streams.store(params.enable_stale_stores().with_partition(meta.partition))
-    wait_until(lambda: stale.get(key) == expected[key], what="the standby's count to catch up")
+    wait_until(lambda: stale.get(key) == expected[key], WAIT_S, "the standby's count to catch up")
 
     # Each client's threads list its tasks, active and standby, each under exactly one thread.
     for client in both:

@@ -13,7 +13,7 @@ from kstreams import Consumed, Serdes, StreamsBuilder
 from kstreams.client import KafkaStreams, State
 from kstreams.cluster import EmbeddedCluster
 from kstreams.errors import ConfigException
-from kstreams.runtime.metrics_endpoint import CONTENT_TYPE, MetricsEndpoint
+from kstreams.runtime.queries.metrics_endpoint import CONTENT_TYPE, MetricsEndpoint
 
 
 def topology():  # type: ignore[no-untyped-def]
@@ -23,12 +23,10 @@ def topology():  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def cluster():  # type: ignore[no-untyped-def]
-    cluster = EmbeddedCluster()
-    cluster.create_topic("in", 1)
-    cluster.create_topic("out", 1)
-    yield cluster
-    cluster.close()
+def cluster(embedded_cluster: EmbeddedCluster) -> EmbeddedCluster:
+    embedded_cluster.create_topic("in", 1)
+    embedded_cluster.create_topic("out", 1)
+    return embedded_cluster
 
 
 def scrape(url: str) -> tuple[int, str, str]:
@@ -55,6 +53,23 @@ def test_the_client_serves_its_metrics_from_start_to_close(cluster, tmp_path):
         assert "# TYPE" in body
     finally:
         streams.close(timeout=30)
+    assert streams.metrics_url is None
+    with pytest.raises(urllib.error.URLError):
+        scrape(url)
+
+
+def test_a_crashed_client_serves_no_metrics_any_more(cluster, tmp_path):
+    """A crash (simulated) takes the endpoint with it, as a dead process frees its port."""
+    streams = KafkaStreams(
+        topology(),
+        {"application.id": "app", "state.dir": str(tmp_path), "metrics.http.port": 0},
+        cluster=cluster,
+    )
+    streams.start()
+    assert streams.wait_for_state(State.RUNNING, timeout=30)
+    url = streams.metrics_url
+    assert url is not None and scrape(url)[0] == 200
+    streams._abandon()
     assert streams.metrics_url is None
     with pytest.raises(urllib.error.URLError):
         scrape(url)

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from kstreams.runtime.python_gate import IO_BOUND_RECHECK_S, PythonGate
+from kstreams.runtime.threads.python_gate import IO_BOUND_RECHECK_S, PythonGate
 
 
 def _until_queued(gate: PythonGate, waiters: int) -> None:

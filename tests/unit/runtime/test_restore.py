@@ -9,9 +9,7 @@ import logging
 import os
 import shutil
 import threading
-import time
 from collections import Counter
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -22,9 +20,10 @@ from kstreams.cluster.port import TopicPartition
 from kstreams.processor import Processor, Record
 from kstreams.serdes import Serdes
 from kstreams.state import Stores
-from kstreams.state.checkpoint import OffsetCheckpoint
+from kstreams.state.checkpoint import TaskOffsetCheckpoint
 from kstreams.state.directory import StateDirectory
 from kstreams.topology.topology import Topology
+from tests.support.waiting import wait_until
 
 LONG = Serdes.long()
 STRING = Serdes.string()
@@ -32,13 +31,8 @@ APP = "restore"
 CHANGELOG = f"{APP}-counts-changelog"
 
 
-def wait_until(condition: Callable[[], bool], timeout: float = 30.0, what: str = "condition") -> None:
-    """Wait for a condition that other threads make true (checked every 20 ms)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"Timed out after {timeout}s waiting for {what}")
-        time.sleep(0.02)
+# How long a test waits for what other threads do, unless it gives a timeout of its own.
+WAIT_S = 30.0
 
 
 class CountPerKey(Processor):
@@ -87,12 +81,10 @@ class RecordingListener(StateRestoreListener):
 
 
 @pytest.fixture
-def cluster() -> Iterator[EmbeddedCluster]:
-    cluster = EmbeddedCluster()
-    cluster.create_topic("in", 2)
-    cluster.create_topic("out", 2)
-    yield cluster
-    cluster.close()
+def cluster(embedded_cluster: EmbeddedCluster) -> EmbeddedCluster:
+    embedded_cluster.create_topic("in", 2)
+    embedded_cluster.create_topic("out", 2)
+    return embedded_cluster
 
 
 def new_client(
@@ -131,7 +123,7 @@ def changelog_ends(cluster: EmbeddedCluster) -> dict[TopicPartition, int]:
 def run_until_counted(streams: KafkaStreams, cluster: EmbeddedCluster, expected: Counter[str]) -> None:
     streams.start()
     try:
-        wait_until(lambda: latest(cluster) == dict(expected), what="exact counts")
+        wait_until(lambda: latest(cluster) == dict(expected), WAIT_S, "exact counts")
     finally:
         assert streams.close(timeout=30)
 
@@ -152,7 +144,7 @@ def test_restore_listener_sees_every_changelog_record_and_metrics_count_them(
     expected += produce(cluster, 100, keys=40, start=600)
     successor.start()
     try:
-        wait_until(lambda: latest(cluster) == dict(expected), what="counts continued after restoration")
+        wait_until(lambda: latest(cluster) == dict(expected), WAIT_S, "counts continued after restoration")
         metrics = {
             m.name: v for m, v in successor.metrics().items() if m.group == "stream-state-updater-metrics"
         }
@@ -181,7 +173,7 @@ def test_restart_with_a_checkpoint_restores_only_the_changelog_tail(
     checkpointed = {}
     for partition in range(2):
         path = tmp_path / "a" / APP / f"0_{partition}" / ".checkpoint"
-        checkpointed.update(OffsetCheckpoint(str(path)).read())
+        checkpointed.update(TaskOffsetCheckpoint(str(path)).read())
     assert checkpointed == changelog_ends(cluster)
 
     # Another client moves the changelogs on while the first one is away.
@@ -255,12 +247,13 @@ def test_task_waits_while_another_client_holds_its_state_directory(
         try:
             wait_until(
                 lambda: any(r.partition == 0 for r in cluster.read("out")),
-                what="the task with a free directory to process",
+                WAIT_S,
+                "the task with a free directory to process",
             )
             assert all(r.partition == 0 for r in cluster.read("out"))
             assert streams._task_manager.entry(_task("0_1")).state.name == "LOCKED"
             other.unlock("0_1")
-            wait_until(lambda: latest(cluster) == dict(expected), what="every task once the lock is free")
+            wait_until(lambda: latest(cluster) == dict(expected), WAIT_S, "every task once the lock is free")
         finally:
             assert streams.close(timeout=30)
     finally:
@@ -329,14 +322,14 @@ def test_two_clients_sharing_a_state_directory_hand_tasks_over(
     second.start()
     try:
         expected = produce(cluster, 400, keys=20)
-        wait_until(lambda: latest(cluster) == dict(expected), what="exact counts with two clients")
+        wait_until(lambda: latest(cluster) == dict(expected), WAIT_S, "exact counts with two clients")
         owned = [{e.task_id for e in s._task_manager.entries()} for s in (first, second)]
         assert owned[0].isdisjoint(owned[1]) and len(owned[0] | owned[1]) == 2
         assert first.close(timeout=30)
         # The survivor locks the directories the first client released and resumes from their
         # checkpoints.
         expected += produce(cluster, 100, keys=20, start=400)
-        wait_until(lambda: latest(cluster) == dict(expected), what="exact counts after the hand-over")
+        wait_until(lambda: latest(cluster) == dict(expected), WAIT_S, "exact counts after the hand-over")
         assert {str(e.task_id) for e in second._task_manager.entries()} == {"0_0", "0_1"}
     finally:
         first.close(timeout=30)
@@ -383,7 +376,7 @@ def test_closing_during_restoration_checkpoints_how_far_it_got(
         closing.start()
         # The polling thread, closing, asks the restore thread to let go of its tasks.
         wait_until(
-            lambda: bool(streams._state_updater._pending_remove), what="the close to reach restoration"
+            lambda: bool(streams._state_updater._pending_remove), WAIT_S, "the close to reach restoration"
         )
         listener.proceed.set()
         closing.join(60)
@@ -393,7 +386,7 @@ def test_closing_during_restoration_checkpoints_how_far_it_got(
     checkpointed: dict[TopicPartition, int] = {}
     for partition in range(2):
         checkpointed.update(
-            OffsetCheckpoint(str(tmp_path / "a" / APP / f"0_{partition}" / ".checkpoint")).read()
+            TaskOffsetCheckpoint(str(tmp_path / "a" / APP / f"0_{partition}" / ".checkpoint")).read()
         )
     assert any(0 < offset < ends[tp] for tp, offset in checkpointed.items())
 
@@ -404,7 +397,8 @@ def test_closing_during_restoration_checkpoints_how_far_it_got(
     try:
         wait_until(
             lambda: set(resumed.ends) == {tp for tp in ends if checkpointed.get(tp, 0) < ends[tp]},
-            what="restoration to finish",
+            WAIT_S,
+            "restoration to finish",
         )
     finally:
         assert restarted.close(timeout=30)
@@ -474,7 +468,7 @@ def test_a_checkpoint_past_a_recreated_changelogs_end_is_wiped_and_restored_from
     checkpointed: dict[TopicPartition, int] = {}
     for partition in range(2):
         checkpointed.update(
-            OffsetCheckpoint(str(tmp_path / "a" / APP / f"0_{partition}" / ".checkpoint")).read()
+            TaskOffsetCheckpoint(str(tmp_path / "a" / APP / f"0_{partition}" / ".checkpoint")).read()
         )
     # The changelog is recreated, and a client with fresh state counts on from nothing: for four
     # keys the changelog now says 1, while the first client's local stores say 15 for every key.
@@ -484,7 +478,7 @@ def test_a_checkpoint_past_a_recreated_changelogs_end_is_wiped_and_restored_from
     second.start()
     try:
         wait_until(
-            lambda: all(latest(cluster)[key] == 1 for key in recounted), what="the recount of four keys"
+            lambda: all(latest(cluster)[key] == 1 for key in recounted), WAIT_S, "the recount of four keys"
         )
     finally:
         assert second.close(timeout=30)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from kstreams.serdes import Serdes
 from kstreams.state.directory import CHECKPOINT_FILE_NAME
 from kstreams.topology.dsl import Consumed, Materialized, Produced, StreamsBuilder
 from kstreams.topology.topology import Topology
+from tests.support.waiting import wait_until
 
 LONG = Serdes.long()
 STRING = Serdes.string()
@@ -28,13 +28,8 @@ CHANGELOG = f"{APP}-counts-changelog"
 KEYS = 30
 
 
-def wait_until(condition: Callable[[], bool], timeout: float = 30.0, what: str = "condition") -> None:
-    """Wait for a condition that other threads make true (checked every 20 ms)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"Timed out after {timeout}s waiting for {what}")
-        time.sleep(0.02)
+# How long a test waits for what other threads do, unless it gives a timeout of its own.
+WAIT_S = 30.0
 
 
 # -- through the runtime --------------------------------------------------------------------------
@@ -53,12 +48,10 @@ def count_topology(store_type: str) -> Topology:
 
 
 @pytest.fixture
-def cluster() -> Iterator[EmbeddedCluster]:
-    cluster = EmbeddedCluster()
-    cluster.create_topic("in", 4)
-    cluster.create_topic("out", 4)
-    yield cluster
-    cluster.close()
+def cluster(embedded_cluster: EmbeddedCluster) -> EmbeddedCluster:
+    embedded_cluster.create_topic("in", 4)
+    embedded_cluster.create_topic("out", 4)
+    return embedded_cluster
 
 
 def new_client(
@@ -155,22 +148,23 @@ def test_standby_takes_over_after_a_crash_restoring_only_the_lag(
                 and standby_tasks(second) == active_tasks(first)
                 and active_tasks(first).isdisjoint(active_tasks(second))
             ),
-            what="each client holding standbys of the other's tasks",
+            WAIT_S,
+            "each client holding standbys of the other's tasks",
         )
         source.produce(2000)
-        wait_until(lambda: committed_counts(cluster) == dict(source.expected), what="exact counts")
+        wait_until(lambda: committed_counts(cluster) == dict(source.expected), WAIT_S, "exact counts")
         moved = active_tasks(first)
         ends = {t: changelog_end(cluster, t.partition) for t in moved}
         # The standbys follow the changelog of the tasks they replicate.
-        wait_until(lambda: updated_records(second) > 0, what="standby updates")
+        wait_until(lambda: updated_records(second) > 0, WAIT_S, "standby updates")
         assert updated_records(second) <= sum(ends.values())
         recorder.starts.clear()
 
         first._abandon()
         source.produce(500)
-        wait_until(lambda: active_tasks(second) == every, what="the survivor running every task")
+        wait_until(lambda: active_tasks(second) == every, WAIT_S, "the survivor running every task")
         wait_until(
-            lambda: committed_counts(cluster) == dict(source.expected), what="exact counts after failover"
+            lambda: committed_counts(cluster) == dict(source.expected), WAIT_S, "exact counts after failover"
         )
         assert standby_tasks(second) == set()
     finally:
@@ -215,13 +209,13 @@ def test_standbys_follow_the_group_as_clients_join_and_leave(
             streams.start()
             started.append(streams)
             source.produce(200)
-            wait_until(lambda: consistent(started), what=f"placement with {len(started)} clients")
+            wait_until(lambda: consistent(started), WAIT_S, f"placement with {len(started)} clients")
         for _ in range(2):
             leaving = started.pop(0)
             assert leaving.close(timeout=30)
-            wait_until(lambda: consistent(started), what=f"placement with {len(started)} clients")
+            wait_until(lambda: consistent(started), WAIT_S, f"placement with {len(started)} clients")
         source.produce(100)
-        wait_until(lambda: committed_counts(cluster) == dict(source.expected), what="exact counts")
+        wait_until(lambda: committed_counts(cluster) == dict(source.expected), WAIT_S, "exact counts")
     finally:
         for streams in clients:
             streams.close(timeout=30)
@@ -230,7 +224,7 @@ def test_standbys_follow_the_group_as_clients_join_and_leave(
 def test_standby_checkpoints_let_a_restarted_standby_resume_from_them(
     cluster: EmbeddedCluster, tmp_path: Path
 ) -> None:
-    from kstreams.state.checkpoint import OffsetCheckpoint
+    from kstreams.state.checkpoint import TaskOffsetCheckpoint
 
     source = Input(cluster)
     first = new_client(cluster, tmp_path, "a", "rocks_db")
@@ -240,13 +234,14 @@ def test_standby_checkpoints_let_a_restarted_standby_resume_from_them(
     try:
         wait_until(
             lambda: len(standby_tasks(second)) == 2 and standby_tasks(second) == active_tasks(first),
-            what="standbys on the second client",
+            WAIT_S,
+            "standbys on the second client",
         )
         source.produce(1000)
-        wait_until(lambda: committed_counts(cluster) == dict(source.expected), what="exact counts")
+        wait_until(lambda: committed_counts(cluster) == dict(source.expected), WAIT_S, "exact counts")
         replicated = standby_tasks(second)
         ends = {t: changelog_end(cluster, t.partition) for t in replicated}
-        wait_until(lambda: updated_records(second) > 0, what="standby updates")
+        wait_until(lambda: updated_records(second) > 0, WAIT_S, "standby updates")
         gauges = {m.name: v for m, v in second.metrics().items() if m.group == "stream-state-updater-metrics"}
         assert gauges["standby-updating-tasks"] == 2
         # Once the standbys caught up, closing writes their positions to their checkpoints.
@@ -256,20 +251,23 @@ def test_standby_checkpoints_let_a_restarted_standby_resume_from_them(
                 >= ends[t]
                 for t in replicated
             ),
-            what="standbys caught up",
+            WAIT_S,
+            "standbys caught up",
         )
         assert second.close(timeout=30)
         for task in replicated:
             path = tmp_path / "b" / APP / str(task) / ".checkpoint"
             tp = TopicPartition(CHANGELOG, task.partition)
-            assert OffsetCheckpoint(str(path)).read() == {tp: ends[task]}
+            assert TaskOffsetCheckpoint(str(path)).read() == {tp: ends[task]}
 
         restarted = new_client(cluster, tmp_path, "b", "rocks_db")
         restarted.start()
         try:
-            wait_until(lambda: standby_tasks(restarted) == replicated, what="standbys again")
+            wait_until(lambda: standby_tasks(restarted) == replicated, WAIT_S, "standbys again")
             source.produce(100)
-            wait_until(lambda: committed_counts(cluster) == dict(source.expected), what="exact counts again")
+            wait_until(
+                lambda: committed_counts(cluster) == dict(source.expected), WAIT_S, "exact counts again"
+            )
             grown = {t: changelog_end(cluster, t.partition) for t in replicated}
             wait_until(
                 lambda: all(
@@ -277,7 +275,8 @@ def test_standby_checkpoints_let_a_restarted_standby_resume_from_them(
                     >= grown[t]
                     for t in replicated
                 ),
-                what="the standbys following the changelog",
+                WAIT_S,
+                "the standbys following the changelog",
             )
             assert updated_records(restarted) > 0
             # Only what the changelogs gained since the checkpoints was read again.
@@ -314,8 +313,8 @@ def test_a_joining_client_takes_tasks_only_once_its_warm_ups_caught_up(
         first.start()
         second.start()
         source.produce(400)
-        wait_until(lambda: committed_counts(cluster) == dict(source.expected), what="exact counts")
-        wait_until(lambda: active_tasks(first) | active_tasks(second) == every, what="two clients")
+        wait_until(lambda: committed_counts(cluster) == dict(source.expected), WAIT_S, "exact counts")
+        wait_until(lambda: active_tasks(first) | active_tasks(second) == every, WAIT_S, "two clients")
         before = {e.task_id: e for s in (first, second) for e in s._task_manager.running()}
 
         warmed: set[TaskId] = set()
@@ -331,7 +330,7 @@ def test_a_joining_client_takes_tasks_only_once_its_warm_ups_caught_up(
         taken = active_tasks(third)
         assert taken <= warmed
         assert metric(third, "warmups-started-total") >= len(taken)
-        wait_until(lambda: metric(third, "warmups-promoted-total") >= len(taken), what="promotion metric")
+        wait_until(lambda: metric(third, "warmups-promoted-total") >= len(taken), WAIT_S, "promotion metric")
         # Warmed up, the tasks restored only what the changelog gained since (not from scratch).
         changelog = sum(changelog_end(cluster, t.partition) for t in taken)
         assert sum(recorder.totals.get(TopicPartition(CHANGELOG, t.partition), 0) for t in taken) < changelog
@@ -341,14 +340,15 @@ def test_a_joining_client_takes_tasks_only_once_its_warm_ups_caught_up(
         # tasks are counted once the two sides add up again.
         wait_until(
             lambda: active_tasks(first) | active_tasks(second) | active_tasks(third) == every,
-            what="every task running once more",
+            WAIT_S,
+            "every task running once more",
         )
         for streams in (first, second):
             for entry in streams._task_manager.running():
                 assert entry is before[entry.task_id]
 
         source.produce(300)
-        wait_until(lambda: committed_counts(cluster) == dict(source.expected), what="exact counts after")
+        wait_until(lambda: committed_counts(cluster) == dict(source.expected), WAIT_S, "exact counts after")
     finally:
         for streams in (first, second, third):
             streams.close(timeout=30)
@@ -367,29 +367,33 @@ def test_a_restarted_client_gets_its_own_tasks_back_restoring_only_the_tail(
         first.start()
         second.start()
         source.produce(400)
-        wait_until(lambda: committed_counts(cluster) == dict(source.expected), what="exact counts")
-        wait_until(lambda: len(active_tasks(first)) == 2, what="a balanced group")
+        wait_until(lambda: committed_counts(cluster) == dict(source.expected), WAIT_S, "exact counts")
+        wait_until(lambda: len(active_tasks(first)) == 2, WAIT_S, "a balanced group")
         assert first.close(timeout=30)
         # Not the two tasks ``first`` held at one moment: a probing rebalance may have moved one
         # meanwhile, and ``first`` then left (checkpointed) state of three tasks.
         owned = tasks_with_local_state(tmp_path / "a")
         assert len(owned) >= 2
-        wait_until(lambda: len(active_tasks(second)) == 4, what="the survivor taking every task")
+        wait_until(lambda: len(active_tasks(second)) == 4, WAIT_S, "the survivor taking every task")
         source.produce(100)
-        wait_until(lambda: committed_counts(cluster) == dict(source.expected), what="exact counts alone")
+        wait_until(lambda: committed_counts(cluster) == dict(source.expected), WAIT_S, "exact counts alone")
 
         restarted = new_client(cluster, tmp_path, "a", "rocks_db", **settings)
         recorder = RestoreRecorder()
         restarted.set_global_state_restore_listener(recorder)
         restarted.start()
         try:
-            wait_until(lambda: len(active_tasks(restarted)) == 2, what="tasks back on the restarted client")
+            wait_until(
+                lambda: len(active_tasks(restarted)) == 2, WAIT_S, "tasks back on the restarted client"
+            )
             assert active_tasks(restarted) <= owned, "tasks given to a client without their state"
             for task in active_tasks(restarted):
                 start, _end = recorder.starts[TopicPartition(CHANGELOG, task.partition)]
                 assert start > 0, f"task {task} restored from scratch"
             source.produce(100)
-            wait_until(lambda: committed_counts(cluster) == dict(source.expected), what="exact counts again")
+            wait_until(
+                lambda: committed_counts(cluster) == dict(source.expected), WAIT_S, "exact counts again"
+            )
         finally:
             assert restarted.close(timeout=30)
     finally:

@@ -3,23 +3,16 @@
 from __future__ import annotations
 
 import os
-import threading
 import time
 from pathlib import Path
 
 from kstreams.client import KafkaStreams
 from kstreams.cluster import EmbeddedCluster
 from kstreams.topology import StreamsBuilder
+from tests.support.waiting import holds_within, wait_until
 
-
-def _wait(condition, timeout: float = 20.0) -> bool:  # type: ignore[no-untyped-def]
-    tick = threading.Event()
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        tick.wait(0.02)
-    return True
+# How long a test waits for what other threads do, unless it gives a timeout of its own.
+WAIT_S = 20.0
 
 
 def test_directories_of_tasks_no_client_holds_are_deleted_after_the_cleanup_delay(tmp_path: Path) -> None:
@@ -50,7 +43,7 @@ def test_directories_of_tasks_no_client_holds_are_deleted_after_the_cleanup_dela
     streams.start()
     try:
         cluster.produce("in", b"k", b"v")
-        assert _wait(lambda: not stale.exists()), "the obsolete task directory was not deleted"
-        assert _wait(lambda: len(cluster.read("out")) == 1)
+        assert holds_within(lambda: not stale.exists(), WAIT_S), "the obsolete task directory was not deleted"
+        wait_until(lambda: len(cluster.read("out")) == 1, WAIT_S, "the output record")
     finally:
         streams.close(timeout=10.0)

@@ -13,9 +13,9 @@ from kstreams.client import HostInfo, KeyQueryMetadata
 from kstreams.cluster.port import TopicPartition
 from kstreams.config import StreamsConfig
 from kstreams.errors import ConfigException
-from kstreams.runtime.metadata_channel import MemberMetadata
-from kstreams.runtime.streams_metadata import StreamsMetadataState
-from kstreams.runtime.thread_tasks import divide_tasks
+from kstreams.runtime.queries.metadata_channel import MemberMetadata
+from kstreams.runtime.queries.streams_metadata import StreamsMetadataState
+from kstreams.runtime.threads.thread_tasks import divide_tasks
 from kstreams.serdes import Serdes
 from kstreams.topology.dsl import Consumed, Materialized, StreamsBuilder
 

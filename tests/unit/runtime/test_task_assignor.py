@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kstreams.processor import TaskId
-from kstreams.runtime.task_assignor import AssignmentResult, ClientReport, assign_tasks
+from kstreams.runtime.assignment.task_assignor import AssignmentResult, ClientReport, assign_tasks
 
 
 def tasks(count: int, subtopology: int = 0) -> list[TaskId]:

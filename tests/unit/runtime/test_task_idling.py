@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -12,11 +11,12 @@ from kstreams._native.record_batch import RecordBatch
 from kstreams._native.record_buffer import RecordBuffer
 from kstreams._native.scheduler import TaskScheduler
 from kstreams.client import KafkaStreams
-from kstreams.cluster import EmbeddedCluster
 from kstreams.cluster.port import TopicPartition
-from kstreams.runtime.task_idling import must_wait, resume_ready
+from kstreams.runtime.threads.task_idling import must_wait, resume_ready
 from kstreams.serdes import Serdes
 from kstreams.topology import StreamsBuilder
+from tests.support.clients import adapter_settings
+from tests.support.waiting import wait_until
 
 
 class _Entry:
@@ -93,11 +93,8 @@ def test_a_deferred_task_is_resumed_when_the_deadline_passes() -> None:
     scheduler.release(7)
 
 
-def _wait(condition: Callable[[], bool], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
+# How long a test waits for what other threads do, unless it gives a timeout of its own.
+WAIT_S = 30.0
 
 
 @pytest.mark.parametrize(("idle_ms", "expected"), [(2000, "click/alice"), (0, "click/None")])
@@ -114,28 +111,33 @@ def test_a_stream_table_join_waits_for_the_table_record_that_arrives_later(
     builder = StreamsBuilder()
     users = builder.table(table_topic)
     builder.stream(stream_topic).left_join(users, lambda click, user: f"{click}/{user}").to(out)
-    embedded = isinstance(cluster, EmbeddedCluster)
     streams = KafkaStreams(
         builder.build(),
         {
             "application.id": app_id,
             "default.key.serde": "string",
             "default.value.serde": "string",
+            **adapter_settings(cluster),
             "commit.interval.ms": 50,
             "max.task.idle.ms": idle_ms,
-            "session.timeout.ms": 1000 if embedded else 6000,
         },
         cluster=cluster,
     )
     streams.start()
     try:
-        _wait(lambda: streams.state is KafkaStreams.State.RUNNING and _has_task(streams))
+        wait_until(
+            lambda: streams.state is KafkaStreams.State.RUNNING and _has_task(streams),
+            WAIT_S,
+            "the client RUNNING with its task",
+        )
         base = int(time.time() * 1000)
         cluster.produce(stream_topic, b"u1", b"click", timestamp=base + 30)
         # The click is in the task's buffer (or already joined) before the user record exists.
-        _wait(lambda: _buffered_or_processed(streams, cluster, out))
+        wait_until(
+            lambda: _buffered_or_processed(streams, cluster, out), WAIT_S, "the stream record buffered"
+        )
         cluster.produce(table_topic, b"u1", b"alice", timestamp=base + 20)
-        _wait(lambda: len(cluster.read(out)) >= 1)
+        wait_until(lambda: len(cluster.read(out)) >= 1, WAIT_S, "the join result")
         record = cluster.read(out)[0]
         assert Serdes.string().deserialize(out, record.value) == expected
         assert record.timestamp == base + 30
@@ -161,28 +163,33 @@ def test_the_join_waits_max_task_idle_ms_after_the_table_record_as_kafka_streams
     builder = StreamsBuilder()
     table = builder.table(table_topic)
     builder.stream(stream_topic).left_join(table, lambda s, t: f"{s}+{t}").to(out)
-    embedded = isinstance(cluster, EmbeddedCluster)
     streams = KafkaStreams(
         builder.build(),
         {
             "application.id": app_id,
             "default.key.serde": "string",
             "default.value.serde": "string",
+            **adapter_settings(cluster),
             "commit.interval.ms": 50,
             "max.task.idle.ms": idle_ms,
-            "session.timeout.ms": 1000 if embedded else 6000,
         },
         cluster=cluster,
     )
     streams.start()
     try:
-        _wait(lambda: streams.state is KafkaStreams.State.RUNNING and _has_task(streams))
+        wait_until(
+            lambda: streams.state is KafkaStreams.State.RUNNING and _has_task(streams),
+            WAIT_S,
+            "the client RUNNING with its task",
+        )
         base = int(time.time() * 1000)
         cluster.produce(stream_topic, b"k", b"S@30", timestamp=base + 30)
-        _wait(lambda: _buffered_or_processed(streams, cluster, out))
+        wait_until(
+            lambda: _buffered_or_processed(streams, cluster, out), WAIT_S, "the stream record buffered"
+        )
         cluster.produce(table_topic, b"k", b"T@20", timestamp=base + 20)
         table_sent = time.monotonic()
-        _wait(lambda: len(cluster.read(out)) >= 1)
+        wait_until(lambda: len(cluster.read(out)) >= 1, WAIT_S, "the join result")
         waited = time.monotonic() - table_sent
         (record,) = cluster.read(out)
         assert Serdes.string().deserialize(out, record.value) == "S@30+T@20"

@@ -18,16 +18,9 @@ from kstreams.cluster import EmbeddedCluster
 from kstreams.processor import Processor, Record
 from kstreams.serdes import Serdes
 from kstreams.topology.topology import Topology
+from tests.support.waiting import wait_until
 
 STRING = Serdes.string()
-
-
-def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"Timed out after {timeout}s waiting for {what}")
-        time.sleep(0.02)
 
 
 class FailEvery(Processor):

@@ -209,6 +209,14 @@ def test_strings_decode_and_encode_as_the_string_serde(items: list[bytes | None]
 def test_partition_for_is_kafkas_murmur2_partition(keys: list[bytes | None], n: int) -> None:
     expected = [None if k is None else (_murmur2(k) & 0x7FFFFFFF) % n for k in keys]
     assert partition_column(_array(keys), n).to_pylist() == expected
+    # Arrow's other layouts of the same keys: a slice, large_binary, a string column, chunks.
+    padded = pa.array([b"x", *keys, b"y"], pa.binary()).slice(1, len(keys))
+    assert partition_column(padded, n).to_pylist() == expected
+    assert partition_column(pa.array(keys, pa.large_binary()), n).to_pylist() == expected
+    assert partition_column(pa.chunked_array([_array(keys)], pa.binary()), n).to_pylist() == expected
+    texts = [None if k is None else k.decode("latin-1") for k in keys]
+    encoded = [None if t is None else (_murmur2(t.encode()) & 0x7FFFFFFF) % n for t in texts]
+    assert partition_column(pa.array(texts, pa.string()), n).to_pylist() == encoded
 
 
 def test_murmur2_reference_matches_kafkas_published_values() -> None:

@@ -4,8 +4,6 @@ with stream threads on the EmbeddedCluster) over the same records."""
 from __future__ import annotations
 
 import random
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,20 +11,12 @@ import pytest
 
 from kstreams import Consumed, Grouped, KafkaStreams, Produced, Serdes, StreamsBuilder, Topology
 from kstreams.spark import run_topology
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.spark
 
 STRING = Serdes.string()
 LONG = Serdes.long()
-
-
-def _wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    """Wait for a condition that the runtime's threads make true."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"Timed out after {timeout}s waiting for {what}")
-        time.sleep(0.05)
 
 
 def _word_count() -> Topology:
@@ -64,10 +54,10 @@ def test_word_count_on_spark_equals_the_streaming_runtime(
     streams = KafkaStreams(_word_count(), {**config, "state.dir": str(tmp_path)}, cluster=embedded_cluster)
     streams.start()
     try:
-        _wait_until(
+        wait_until(
             lambda: sum(LONG.deserialize("t", v) for v in streamed().values()) == total_words,
-            timeout=60,
-            what=f"the streaming runtime to count all {total_words} words",
+            60,
+            f"the streaming runtime to count all {total_words} words",
         )
     finally:
         streams.close(timeout=30)

@@ -367,3 +367,26 @@ def test_wall_clock_punctuation_fires_on_spark_timers_for_an_idle_task(spark: An
     assert len({ts for _k, _v, ts in idle_ticks}) >= 2, f"punctuation output per micro-batch: {batches}"
     assert all(key == "tick" and count == 3 for key, count, _ts in idle_ticks), idle_ticks
     assert min(ts for _k, _v, ts in idle_ticks) >= input_done_ms[0]
+
+
+def test_positioned_rows_get_their_keys_partition_and_their_position_in_the_micro_batch(spark: Any) -> None:
+    # The one Arrow pass before a stateful stage: task = the key's Kafka partition (0 for a null
+    # key), and offsets numbering each Spark partition's rows in order, its id in the high bits.
+    from kstreams._native.record_batch import default_partition
+    from kstreams.spark.partition_task import OFFSET_SEQUENCE_BITS
+    from kstreams.spark.streaming import _positioned
+
+    keys = [b"a", None, "zoë".encode(), b"", b"a", b"key-5"]
+    rows = [("events", k, b"v", 10 + i, 0, 0) for i, k in enumerate(keys)]
+    df = spark.createDataFrame(
+        rows, "topic string, key binary, value binary, timestamp long, partition int, offset long"
+    ).coalesce(1)
+    positioned = _positioned(df, True, 3).collect()
+    assert [r.key for r in positioned] == keys
+    assert [r.task for r in positioned] == [0 if k is None else default_partition(k, 3) for k in keys]
+    base = positioned[0].offset
+    assert base % (1 << OFFSET_SEQUENCE_BITS) == 0
+    assert [r.offset - base for r in positioned] == list(range(len(keys)))
+    assert _positioned(df, False, None) is df
+    unnumbered = _positioned(df, False, 3).collect()
+    assert [(r.task, r.offset) for r in unnumbered] == [(r.task, 0) for r in positioned]

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from kstreams.runtime.metrics import MetricsRegistry
+from kstreams.metrics import MetricsRegistry
 
 
 class RecordingContext:

@@ -9,7 +9,7 @@ import pytest
 
 from kstreams._native.store_access import CachedKeyValueAccess
 from kstreams.errors import SerializationException
-from kstreams.runtime.metrics import MetricsRegistry
+from kstreams.metrics import MetricsRegistry
 from kstreams.serdes import Serdes
 from kstreams.state import Stores, WindowedKey
 from kstreams.state.metered import STATE_METRICS_GROUP

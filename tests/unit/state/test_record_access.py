@@ -19,8 +19,8 @@ from kstreams._native.record_collector import RecordCollector
 from kstreams._native.store_access import CachedKeyValueAccess, CachedWindowAccess
 from kstreams._native.store_core import ChangelogSender, LoggedPut, LoggedWindowPoints
 from kstreams.errors import SerializationException
-from kstreams.runtime.metrics import MetricsRegistry
-from kstreams.runtime.record_context import RecordContext
+from kstreams.metrics import MetricsRegistry
+from kstreams.processing.record_context import RecordContext
 from kstreams.state.caching import CachingKeyValueStore, CachingWindowStore, no_cache_fill
 from kstreams.state.changelogging import ChangeLoggingKeyValueStore, ChangeLoggingWindowStore
 from kstreams.state.in_memory import InMemoryKeyValueStore, InMemoryWindowStore

@@ -64,6 +64,26 @@ def test_an_out_of_order_put_lands_in_history_and_returns_its_valid_to(versioned
     assert store.get("k", 20) == VersionedRecord("B", 20, 30)
 
 
+def test_a_deletion_at_the_only_version_s_time_leaves_no_history(versioned) -> None:
+    """As Kafka's RocksDBVersionedStore: the deletion replaces the latest value and records no
+    tombstone, so an older version put after it is the latest (with an earlier version, the
+    deletion still ends that one's validity)."""
+    store, _ = versioned()
+    store.put("k", "a", 38)
+    assert store.put("k", None, 38) == PUT_RETURN_CODE_VALID_TO_UNDEFINED
+    assert store.get("k") is None
+    assert store.put("k", "b", 35) == PUT_RETURN_CODE_VALID_TO_UNDEFINED
+    assert store.get("k") == VersionedRecord("b", 35, None)
+    store.put("j", "x", 30)
+    store.put("j", "y", 38)
+    store.put("j", None, 38)
+    assert store.put("j", "z", 35) == 38
+    store.put("i", None, 9)  # a deletion before: not a value valid up to 38
+    store.put("i", "y", 38)
+    store.put("i", None, 38)
+    assert store.put("i", "z", 33) == PUT_RETURN_CODE_VALID_TO_UNDEFINED
+
+
 def test_delete_is_a_tombstone_version_and_returns_what_was_valid(versioned) -> None:
     store, _ = versioned()
     store.put("k", "a", 10)

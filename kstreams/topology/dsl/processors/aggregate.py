@@ -116,6 +116,12 @@ class _AggregationSpec:
         # path calls it for every record and window)
         self._apply: Callable[[Any, Any, Any], Any] = _step_function(kind, initializer, aggregator)
 
+    def own_step(self) -> AggregateStep:
+        """A new ``_apply`` for one processor: an aggregate step remembers the initializer's value
+        it last started from, which the processor forwards as a first update's old value, as
+        Kafka does (so processors of several tasks must not share one)."""
+        return _step_function(self.kind, self.initializer, self.aggregator)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(kind={self.kind!r}, store={self.store_name!r})"
 
@@ -143,7 +149,7 @@ class StreamAggregateProcessor(StreamAggregateCore, Processor[Any, Any, Any, Any
         self._cached = self.forwarder.cached
         self.route_changes(context, Change)
         self._step = record_update(self.store)
-        self._apply = self.spec._apply
+        self._apply = self.spec.own_step()
 
     def _skip(self, record: Record[Any, Any]) -> None:
         logger.debug(
@@ -182,10 +188,11 @@ class WindowedAggregateSupplier(_WindowedAggregationSpec):
     windows are dropped (Kafka's ``windowEnd > streamTime - grace`` rule).
 
     With ``EmitStrategy.on_window_close()`` nothing is forwarded per update: each window's final
-    aggregate is forwarded once, as ``Change(aggregate, None)`` at its stored timestamp, when
-    stream time first closes the window (KStreamWindowAggregate's ON_WINDOW_CLOSE). How far it
-    got is kept in the ``<store>-emit-position`` store (see ``emit_position``), so a restarted
-    task forwards neither a window twice nor a window less.
+    aggregate is forwarded at most once, as ``Change(aggregate, None)`` at its stored timestamp,
+    after the record whose stream time closes the window (KStreamWindowAggregate's
+    ON_WINDOW_CLOSE), if the store still holds it then (see ``WindowStoreAggregateProcessor``).
+    How far it got is kept in the ``<store>-emit-position`` store (see ``emit_position``), so a
+    restarted task forwards neither a window twice nor a window less.
     """
 
     windows: TimeWindows
@@ -203,7 +210,16 @@ class WindowStoreAggregateProcessor(Processor[Any, Any, Any, Any]):
     """What the time- and sliding-window aggregations' processors share: their stream time and
     drop count, the window store and its forwarder, and emitting on window close. A subclass sets
     ``window_size_ms`` (the store's window size: a window's end is its start plus that), processes
-    records, and says which window starts ``_closed_window_starts`` are due to emit."""
+    records, and says which window starts ``_closed_window_starts`` are due to emit.
+
+    Emitting on window close is Kafka's emit-final: after a record's writes, the store is read
+    (``fetch_all``) for the windows that closed since the last emission, and whatever it returns
+    goes out. So a window that closed but that the store no longer returns is never emitted: Kafka's
+    time-ordered store (the default, see ``RocksDBWindowStore``) returns a window while its start is
+    at least the store's stream time (the latest window start written) minus the retention, and a
+    jump of stream time can pass that for windows that closed with it. The store's cache, when it
+    caches (as by default, as in Kafka), forwards nothing, but reads merge the windows it still
+    holds, expired below or not, as Kafka's caching layer does."""
 
     def __init__(
         self, spec: _AggregationSpec, window_size_ms: int, grace_ms: int, emit_strategy: EmitStrategy
@@ -220,7 +236,11 @@ class WindowStoreAggregateProcessor(Processor[Any, Any, Any, Any]):
     def init(self, context: ProcessorContext[Any, Any]) -> None:
         self.context = context
         self.store = get_store(context, self.spec.store_name)
-        self.forwarder = ChangeForwarder(self.store, context, key_mapper=self._window_key)
+        # Emitting on close, the store's cache (if it caches) forwards nothing: the final results
+        # go out from _emit_closed_windows.
+        self.forwarder = ChangeForwarder(
+            self.store, context, key_mapper=self._window_key, flushes=not self.emit_on_close
+        )
         self._step = window_update(self.store)
         if self.emit_on_close:
             self.emit_position = EmitPosition(context, self.spec.store_name)
@@ -242,10 +262,14 @@ class WindowStoreAggregateProcessor(Processor[Any, Any, Any, Any]):
         """(lower, upper): the starts of the windows closed since ``position`` (both bounds
         inclusive); an upper bound below 0 means no window has closed yet."""
 
+    def _some_window_starts_in(self, lower: int, upper: int) -> bool:
+        """Whether a window can start in [lower, upper] (else the store need not be read)."""
+        return True
+
     def _emit_closed_windows(self, headers: Any, close_time: int) -> None:
-        """Forward the final aggregate of every window closed since the last emission, as
-        ``Change(aggregate, None)`` at its stored timestamp with the current record's
-        ``headers``, and move the emit position on."""
+        """Forward the final aggregate of every window closed since the last emission that the
+        store returns, as ``Change(aggregate, None)`` at its stored timestamp with the current
+        record's ``headers``, and move the emit position on."""
         position = self.emit_position
         assert position is not None  # set at init when emitting on close
         if position.started and close_time <= position.close_time:
@@ -254,7 +278,7 @@ class WindowStoreAggregateProcessor(Processor[Any, Any, Any, Any]):
         if upper < 0:
             return  # no window has closed yet
         forwarded = False
-        if lower <= upper:
+        if lower <= upper and self._some_window_starts_in(lower, upper):
             for window, stored in list(self.store.fetch_all(lower, upper)):
                 forwarded = True
                 self.context.forward(
@@ -285,7 +309,7 @@ class WindowedAggregateProcessor(WindowedAggregateCore, WindowStoreAggregateProc
     def init(self, context: ProcessorContext[Any, Any]) -> None:
         super().init(context)
         self._cached = self.forwarder.cached
-        self._apply = self.spec._apply
+        self._apply = self.spec.own_step()
         if type(self)._forward_window is WindowedAggregateProcessor._forward_window:
             self.route_changes(context, Change)
 
@@ -310,6 +334,12 @@ class WindowedAggregateProcessor(WindowedAggregateCore, WindowStoreAggregateProc
         self, key: Any, start: int, end: int, new: Any, old: Any, timestamp: int, headers: Any
     ) -> None:
         self.forwarder.maybe_forward(WindowedKey(key, start, end), new, old, timestamp, headers)
+
+    def _some_window_starts_in(self, lower: int, upper: int) -> bool:
+        # Time windows start at multiples of the advance. Kafka skips the read too when no new
+        # window closed (shouldRangeFetch); a read of a range where none starts finds nothing.
+        advance = self.advance_ms
+        return -(-lower // advance) * advance <= upper
 
     def _closed_window_starts(self, position: EmitPosition, close_time: int) -> tuple[int, int]:
         # Windows starting in (last close time - size, close time - size], both bounds as Kafka's.

@@ -132,6 +132,10 @@ class _SubscriptionSend(_Init):
         if record.key is None:
             return
         change: Change[Any] = record.value
+        if not change.is_latest:
+            # Out of order in a versioned table: no current row changed (KIP-914).
+            logger.debug("Skipping an out-of-order update of a versioned table in a foreign-key join.")
+            return
         new, old = change.new_value, change.old_value
         digest = self.spec.hasher(new)
         new_fk = self._foreign_key(new)
@@ -288,6 +292,10 @@ class _ForeignTableJoin(_Init):
         if record.key is None:
             return
         change: Change[Any] = record.value
+        if not change.is_latest:
+            # Out of order in a versioned table: no current row changed (KIP-914).
+            logger.debug("Skipping an out-of-order update of a versioned table in a foreign-key join.")
+            return
         prefix = self.spec.key_serde.prefix(record.key)
         # Collected first: forwarding must not run while the store's iterator is open.
         subscribers = list(self.store.prefix_scan(prefix))

@@ -33,7 +33,11 @@ class ChangeForwarder:
     """Forwards ``Change(new, old)`` records of one processor's store (Kafka's tuple forwarder).
 
     ``key_mapper`` turns the key the cache reports into the key to forward (windowed stores
-    report the window, which the processor may need to complete with its end).
+    report the window, which the processor may need to complete with its end). Without
+    ``flushes`` (an aggregation emitting on window close: Kafka's tuple forwarder without a flush
+    listener) the store's cache, if any, forwards nothing and every update is forwarded at once.
+    Without ``send_old_values`` every change goes out with no old value (Kafka's tuple forwarder
+    and cache flush listener of a processor no downstream asked for old values).
     """
 
     def __init__(
@@ -41,9 +45,13 @@ class ChangeForwarder:
         store: Any,
         context: ProcessorContext[Any, Any],
         key_mapper: Callable[[Any], Any] | None = None,
+        flushes: bool = True,
+        *,
+        send_old_values: bool = True,
     ) -> None:
         self._context = context
         self._key_mapper = key_mapper
+        self._send_old_values = send_old_values
         # A cache flushes at commit or on eviction, outside this processor's process(); the
         # context then has to be told which node forwards (created in init, so it is this one).
         self._node_name: str | None = getattr(context, "current_node_name", None)
@@ -52,7 +60,7 @@ class ChangeForwarder:
         # flushes, without reading each entry's old value or building a record for it.
         node = getattr(context, "node", None)
         leaf = node is not None and not getattr(node, "children", True)
-        set_listener = getattr(store, "set_flush_listener", None)
+        set_listener = getattr(store, "set_flush_listener", None) if flushes else None
         listener = None if leaf else self._on_flush
         self.cached = bool(set_listener(listener)) if set_listener is not None else False
 
@@ -62,7 +70,9 @@ class ChangeForwarder:
         if isinstance(new, ValueAndTimestamp):
             timestamp = new.timestamp
             new = new.value
-        if isinstance(old, ValueAndTimestamp):
+        if not self._send_old_values:
+            old = None
+        elif isinstance(old, ValueAndTimestamp):
             old = old.value
         record = Record(key, Change(new, old), timestamp, headers)
         if self._forward_from is not None and self._node_name is not None:
@@ -74,4 +84,5 @@ class ChangeForwarder:
         """Forward the update now, with ``headers`` (those of the record that made it), unless the
         store's cache will forward it when it flushes."""
         if not self.cached:
+            old = old if self._send_old_values else None
             self._context.forward(Record(key, Change(new, old), timestamp, headers))

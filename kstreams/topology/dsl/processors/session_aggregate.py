@@ -13,21 +13,28 @@ and it spans [first record's timestamp, last record's timestamp], both inclusive
   and writes the merged session, forwarding ``Change(new, None)``.
 
 Every update is forwarded with the session's end as its timestamp, through the store's cache when
-it caches (the cache then forwards at flush, also at the session's end). Records with a null key
-are skipped; a null value is aggregated like any other, as in Kafka.
+it caches (the cache then forwards at flush, also at the session's end, with the headers of the
+record that last wrote the entry). Without a cache, updates and tombstones carry no headers: Kafka's
+processor forwards records it makes anew, without the input's headers. Records with a null key are
+skipped; a null value is aggregated like any other, as in Kafka.
+
+The functions run where Kafka's do: the merger while the record's sessions are merged, before
+anything is written (a merger that raises leaves the store and the output untouched); the
+aggregator after the merged sessions are removed (and their tombstones forwarded), before the new
+session is written.
 
 The supplier says what it computes (``kind``, ``store_name``, serdes, ``windows``, ``merger``), as
 the other aggregation suppliers do, so describe() and a compiler of DSL kernels can see it.
 
 With ``EmitStrategy.on_window_close()`` (Kafka's ON_WINDOW_CLOSE) no update and no tombstone is
 forwarded: each session's final aggregate is forwarded once, as ``Change(aggregate, None)`` at the
-session's end, when stream time closes it (its end < stream time - gap - grace: the drop rule
-above). After each record, the sessions of every key that ended in [last close time, close time -
-1] go out (``find_sessions_by_end``), as Kafka's ``findSessions(earliestEnd, latestEnd)`` range;
-a session merged away by the record is removed, not emitted. They are read before the record's
-writes (which advance the store's retention, see ``SessionWindowedKStream``), leaving out the
-sessions the record merges. How far it got is kept in the ``<store>-emit-position`` store (see
-``emit_position``), so a restarted task forwards neither a session twice nor a session less.
+session's end with the headers of the record that closed it, when stream time closes it (its end <
+stream time - gap - grace: the drop rule above). After each record (dropped or not) and its writes,
+as Kafka's ``maybeForwardFinalResult``, the sessions of every key that the store lists as ending in
+[last close time, close time - 1] go out (``find_sessions_by_end``, Kafka's
+``findSessions(earliestEnd, latestEnd)``); a session merged away by the record is gone by then. How
+far it got is kept in the ``<store>-emit-position`` store (see ``emit_position``), so a restarted
+task forwards neither a session twice nor a session less.
 """
 
 from __future__ import annotations
@@ -159,11 +166,6 @@ class SessionAggregateProcessor(Processor[Any, Any, Any, Any]):
             start = min(start, session.start)
             end = max(end, session.end)
 
-        if self.emit_on_close:
-            # Sessions this record merges are removed below, never emitted (Kafka emits after the
-            # removal); a dropped record removes none.
-            self._emit_closed_sessions(record, close_time, merged if end >= close_time else [])
-
         if end < close_time:
             self.dropped += 1
             logger.debug(
@@ -177,8 +179,18 @@ class SessionAggregateProcessor(Processor[Any, Any, Any, Any]):
                 self.gap_ms,
                 self.grace_ms,
             )
-            return
+        else:
+            self._write(record, key, start, end, aggregate, merged)
+        if self.emit_on_close:
+            self._emit_closed_sessions(record, close_time)
 
+    def _write(
+        self, record: Any, key: Any, start: int, end: int, aggregate: Any, merged: list[tuple[Any, Any]]
+    ) -> None:
+        """Replace the ``merged`` sessions with the record's session [start, end], whose aggregate
+        so far (before the record's value) is ``aggregate``."""
+        spec = self.spec
+        timestamp = record.timestamp
         new_session = WindowedKey(key, start, end)
         if start != timestamp or end != timestamp:
             # The record joined existing sessions: they are replaced by the merged one (even one
@@ -186,19 +198,20 @@ class SessionAggregateProcessor(Processor[Any, Any, Any, Any]):
             for session, value in merged:
                 self.store.remove(session)
                 if not self.emit_on_close:
-                    self.forwarder.maybe_forward(session, None, value, session.end, record.headers)
+                    # no headers: Kafka forwards a record it makes anew
+                    self.forwarder.maybe_forward(session, None, value, session.end)
         if spec.kind == "reduce":
             aggregate = record.value if aggregate is None else spec.aggregator(aggregate, record.value)
         else:
             aggregate = spec.aggregator(key, record.value, aggregate)
         self.store.put(new_session, aggregate)
         if not self.emit_on_close:
-            self.forwarder.maybe_forward(new_session, aggregate, None, end, record.headers)
+            self.forwarder.maybe_forward(new_session, aggregate, None, end)
 
-    def _emit_closed_sessions(self, record: Any, close_time: int, merged: list[tuple[Any, Any]]) -> None:
-        """Forward the final aggregate of every session of any key that ended in [last close time,
-        close time - 1] (both session ends inclusive, hence the - 1: Kafka's bounds), except the
-        sessions in ``merged``."""
+    def _emit_closed_sessions(self, record: Any, close_time: int) -> None:
+        """Forward the final aggregate of every session of any key that the store lists as ending
+        in [last close time, close time - 1] (both session ends inclusive, hence the - 1: Kafka's
+        bounds), with the record's headers."""
         position = self.emit_position
         assert position is not None  # set at init when emitting on close
         last = position.close_time
@@ -208,13 +221,8 @@ class SessionAggregateProcessor(Processor[Any, Any, Any, Any]):
         if upper < 0:
             return  # no session has closed yet
         lower = max(0, last)
-        # A list, not a set: a key need not be hashable (a JSON object, say).
-        merged_away = [session for session, _ in merged if session.end <= upper]
         forwarded = False
-        # Read in full first: the caller writes to the store after this.
         for session, aggregate in list(self.store.find_sessions_by_end(lower, upper)):
-            if session in merged_away:
-                continue
             forwarded = True
             self.context.forward(Record(session, Change(aggregate, None), session.end, record.headers))
         position.advance(close_time, forwarded)

@@ -17,10 +17,12 @@ The supplier carries ``kind``, ``store_name``, the serdes and ``windows`` like t
 aggregation suppliers, but it is its own class: the batch compiler recognises only TimeWindows
 aggregations, so this one always runs record by record.
 
-With ``EmitStrategy.on_window_close()`` no update is forwarded: each window's final aggregate goes
-out once, as ``Change(aggregate, None)`` at its stored timestamp, when stream time first passes its
-end plus grace (Kafka's ``KStreamSlidingWindowAggregate`` with ON_WINDOW_CLOSE); the close time
-reached is kept in the ``<store>-emit-position`` store (see ``emit_position``) for restarts.
+With ``EmitStrategy.on_window_close()`` no update is forwarded: after each record (not one at
+``t < d``, nor one dropped as late: Kafka's processor returns before it), the windows closed since
+the last emission that the store still holds go out, as ``Change(aggregate, None)`` at their stored
+timestamps (Kafka's ``KStreamSlidingWindowAggregate`` with ON_WINDOW_CLOSE; see
+``WindowStoreAggregateProcessor`` for which windows the store still holds); the close time reached
+is kept in the ``<store>-emit-position`` store (see ``emit_position``) for restarts.
 """
 
 from __future__ import annotations
@@ -87,14 +89,15 @@ class SlidingWindowAggregateProcessor(WindowStoreAggregateProcessor):
                 self.grace_ms,
             )
             return
-        if self.emit_on_close:
-            # Closed windows cannot change, so their results may go out before this record's
-            # writes, which move the store's retention on (as in the time-windowed aggregation).
-            self._emit_closed_windows(record.headers, close_time)
         if timestamp < self.difference_ms:
+            # Kafka's processEarly returns before maybeForwardFinalResult: an early record never
+            # emits final results.
             self._process_early(record, close_time)
-        else:
-            self._process(record, close_time)
+            return
+        self._process(record, close_time)
+        if self.emit_on_close:
+            # After this record's writes, as Kafka's: they move the store's retention on.
+            self._emit_closed_windows(record.headers, close_time)
 
     def _closed_window_starts(self, position: EmitPosition, close_time: int) -> tuple[int, int]:
         # A window [start, start + d] is closed once its end is before the close time, so the

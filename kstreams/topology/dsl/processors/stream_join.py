@@ -365,6 +365,10 @@ class _StreamStreamJoin(Processor[Any, Any, Any, Any]):
                     left_open = True
                 else:
                     right_open = True
+                if left_open and right_open and len(waiting) > 1:
+                    # Kafka's store iterates each parked value of a key as an entry of its own:
+                    # the next one, of this time, stops the scan and leaves the minimum time here.
+                    break
                 continue
             closed.append((stored_key, waiting))
         # Emitted and deleted after the iteration, which must not see the store change under it.

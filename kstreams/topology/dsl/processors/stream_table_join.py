@@ -12,7 +12,9 @@ timestamp put into it) has passed theirs by the grace period; they then leave in
 and join with the table as of their own timestamp, with their own headers. A record already
 older than the buffer's stream time minus the grace period is joined at once. As in Kafka, the
 buffer is emptied only when a record is put into it: table updates and late records evict
-nothing.
+nothing. A left join with a grace period fails on a stream record with a null key, as Kafka's
+does (its buffer refuses null keys, even of late records): without a grace period the record
+is joined with None.
 
 The buffer is a key-value store whose keys sort as Kafka's time-first buffer keys do: the
 timestamp (8 bytes, big-endian), the key's bytes, then a sequence number (4 bytes) that keeps
@@ -27,6 +29,7 @@ import struct
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kstreams.errors import StreamsException
 from kstreams.processor import Processor, ProcessorContext, Record
 from kstreams.serdes import serde_from_config
 from kstreams.topology.dsl.processors.store_access import get_store
@@ -188,8 +191,7 @@ class _StreamTableJoin(Processor[Any, Any, Any, Any]):
         self.context = context
         self.table = self.spec.table.get(context)
         # A versioned table (KIP-914) is looked up as of each stream record's timestamp.
-        get_as_of = getattr(self.spec.table, "get_as_of", None)
-        self.table_as_of = get_as_of(context) if get_as_of is not None else None
+        self.table_as_of = self.spec.table.get_as_of(context) if self.spec.table.is_versioned() else None
         if self.spec.buffer_store_name is not None:
             for serde in self.spec.buffer_serdes or ():
                 serde.bind_defaults(context.app_configs)
@@ -202,10 +204,18 @@ class _StreamTableJoin(Processor[Any, Any, Any, Any]):
         if record.value is None or (record.key is None and not self.spec.left):
             logger.debug("Skipping a record with a null key or value in a stream-table join.")
             return
-        if self.buffer is None or record.key is None:
-            # A null key (left join) cannot be buffered: it never meets a table row anyway.
+        if self.buffer is None:
             self._join(record)
             return
+        if record.key is None:
+            # Kafka's RocksDBTimeOrderedKeyValueBuffer.put requires a key, before it looks at the
+            # record's time: a left join with a grace period fails the task on such a record.
+            raise StreamsException(
+                "A stream-table left join with a grace period got a stream record with a null key, "
+                f"which its buffer {self.spec.buffer_store_name} cannot hold (Kafka Streams fails "
+                "here too): drop null keys before the join (filter), or join without a grace period, "
+                "which joins such a record with None."
+            )
         grace = self.spec.grace_ms or 0
         if record.timestamp < self.buffer_time - grace:
             self._join(record)  # already past the grace period: nothing later can change it

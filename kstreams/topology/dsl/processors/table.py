@@ -5,6 +5,10 @@ reads a table's current value for a key, so joins can look a table up: a materia
 its store; a derived, unmaterialized table (a filter or map_values of another table) applies its
 function to its parent's value on each lookup, as Kafka's value getters do.
 
+Old values are Kafka's too: a processor forwards a change's old value only once a downstream
+asked for it (``send_old_values``, set by ``KTable._enable_sending_old_values`` as Kafka's
+``enableSendingOldValues`` sets ``sendOldValues``); otherwise the old value is None.
+
 Timestamps are Kafka's: a table's stores are timestamped, and value getters return
 ``ValueAndTimestamp`` (None for no row). A source, filter or map_values row keeps the timestamp of
 the record that wrote it; a table-table join result carries the larger timestamp of its two sides
@@ -28,6 +32,7 @@ from kstreams.topology.dsl.processors.store_access import get_store, record_acce
 from kstreams.topology.dsl.records import Change
 
 __all__ = [
+    "AsOfGetter",
     "FilterValueGetterSupplier",
     "JoinValueGetterSupplier",
     "MapValuesGetterSupplier",
@@ -48,6 +53,8 @@ logger = logging.getLogger(__name__)
 
 # key -> the table's ValueAndTimestamp for the key, None when it has no row
 ValueGetter = Callable[[Any], "ValueAndTimestamp[Any] | None"]
+# key, timestamp -> the table's row as of that time (a versioned table's), None when it had none
+AsOfGetter = Callable[[Any, int], "ValueAndTimestamp[Any] | None"]
 
 
 def _value_of(stored: ValueAndTimestamp[Any] | None) -> Any:
@@ -92,6 +99,19 @@ class ValueGetterSupplier(abc.ABC):
 
     @abc.abstractmethod
     def get(self, context: ProcessorContext[Any, Any]) -> ValueGetter: ...
+
+    def is_versioned(self) -> bool:
+        """Whether this getter reads a versioned table (KIP-914): one kept in a versioned store,
+        or computed on lookup from such a table by a filter or map_values (Kafka's
+        ``KTableValueGetter.isVersioned``). A stream-table join looks such a table up as of each
+        stream record's time (``get_as_of``)."""
+        return False
+
+    def get_as_of(self, context: ProcessorContext[Any, Any]) -> AsOfGetter:
+        """key, timestamp -> the row valid at that time; only for a getter that ``is_versioned``."""
+        raise TypeError(
+            f"{type(self).__name__} reads a table that is not versioned: it has no rows as of a time."
+        )
 
 
 class StoreValueGetterSupplier(ValueGetterSupplier):
@@ -176,14 +196,23 @@ class FilterValueGetterSupplier(ValueGetterSupplier):
         parent = self.parent.get(context)
 
         def get(key: Any) -> ValueAndTimestamp[Any] | None:
-            stored = parent(key)
-            if stored is None:
-                return None
-            return ValueAndTimestamp.make(
-                _filtered(self.predicate, self.negate, key, stored.value), stored.timestamp
-            )
+            return self._filter(key, parent(key))
 
         return get
+
+    def is_versioned(self) -> bool:
+        return self.parent.is_versioned()
+
+    def get_as_of(self, context: ProcessorContext[Any, Any]) -> AsOfGetter:
+        parent = self.parent.get_as_of(context)
+        return lambda key, timestamp: self._filter(key, parent(key, timestamp))
+
+    def _filter(self, key: Any, stored: ValueAndTimestamp[Any] | None) -> ValueAndTimestamp[Any] | None:
+        if stored is None:
+            return None
+        return ValueAndTimestamp.make(
+            _filtered(self.predicate, self.negate, key, stored.value), stored.timestamp
+        )
 
 
 class MapValuesGetterSupplier(ValueGetterSupplier):
@@ -201,14 +230,23 @@ class MapValuesGetterSupplier(ValueGetterSupplier):
         parent = self.parent.get(context)
 
         def get(key: Any) -> ValueAndTimestamp[Any] | None:
-            stored = parent(key)
-            if stored is None:
-                return None
-            return ValueAndTimestamp.make(
-                _mapped(self.mapper, self.with_key, key, stored.value), stored.timestamp
-            )
+            return self._map(key, parent(key))
 
         return get
+
+    def is_versioned(self) -> bool:
+        return self.parent.is_versioned()
+
+    def get_as_of(self, context: ProcessorContext[Any, Any]) -> AsOfGetter:
+        parent = self.parent.get_as_of(context)
+        return lambda key, timestamp: self._map(key, parent(key, timestamp))
+
+    def _map(self, key: Any, stored: ValueAndTimestamp[Any] | None) -> ValueAndTimestamp[Any] | None:
+        if stored is None:
+            return None
+        return ValueAndTimestamp.make(
+            _mapped(self.mapper, self.with_key, key, stored.value), stored.timestamp
+        )
 
 
 class JoinValueGetterSupplier(ValueGetterSupplier):
@@ -245,14 +283,24 @@ class JoinValueGetterSupplier(ValueGetterSupplier):
 
 
 class _Materializing(Processor[Any, Any, Any, Any]):
-    """A table processor that may keep its result in a store (and forward through its cache)."""
+    """A table processor that may keep its result in a store (and forward through its cache).
+
+    ``send_old_values`` is its supplier's: whether a downstream asked for old values (Kafka's
+    ``enableSendingOldValues``). Without it every change goes out with old value None, from the
+    store's cache too.
+    """
 
     store_name: str | None
+    send_old_values: bool
 
     def init(self, context: ProcessorContext[Any, Any]) -> None:
         self.context = context
         self.store = get_store(context, self.store_name) if self.store_name else None
-        self.forwarder = ChangeForwarder(self.store, context) if self.store is not None else None
+        self.forwarder = (
+            ChangeForwarder(self.store, context, send_old_values=self.send_old_values)
+            if self.store is not None
+            else None
+        )
         if self.store is not None:
             self._get, self._put = record_access(self.store)
 
@@ -261,46 +309,58 @@ class _Materializing(Processor[Any, Any, Any, Any]):
         assert self.store is not None
         return _value_of(self._get(key))
 
-    def emit(self, record: Record[Any, Any], new: Any, old: Any) -> None:
-        """Store (when materialized) and forward ``Change(new, old)`` at the record's timestamp."""
+    def emit(self, record: Record[Any, Any], new: Any, old: Any, is_latest: bool = True) -> None:
+        """Store (when materialized) and forward ``Change(new, old)`` at the record's timestamp
+        (``old`` None unless old values are sent). Unmaterialized, the change keeps ``is_latest``
+        of the update it came from; a store of this processor's own keeps one value per key, so
+        what it forwards is the latest."""
         if self.store is not None and self.forwarder is not None:
             self._put(record.key, ValueAndTimestamp.make(new, record.timestamp))
             self.forwarder.maybe_forward(record.key, new, old, record.timestamp, record.headers)
         else:
-            self.context.forward(record.with_value(Change(new, old)))
+            old = old if self.send_old_values else None
+            self.context.forward(record.with_value(Change(new, old, is_latest)))
 
 
 class TableSourceSupplier:
     """Turns a topic's records into table updates; ``store_name`` is set when the table is
-    materialized (explicitly, or because a join or query needs its values)."""
+    materialized (explicitly, or because a join or query needs its values), ``send_old_values``
+    when a downstream asks for old values (which the store gives: the table then has one)."""
 
     kind = "table_source"
 
     def __init__(self, topic: str, store_name: str | None = None) -> None:
         self.topic = topic
         self.store_name = store_name
+        self.send_old_values = False
 
     def __call__(self) -> Processor[Any, Any, Any, Any]:
-        return _TableSource(self.topic, self.store_name)
+        return _TableSource(self.topic, self.store_name, self.send_old_values)
 
 
 class _TableSource(_Materializing):
-    def __init__(self, topic: str, store_name: str | None) -> None:
+    def __init__(self, topic: str, store_name: str | None, send_old_values: bool) -> None:
         self.topic = topic
         self.store_name = store_name
+        self.send_old_values = send_old_values
 
     def process(self, record: Record[Any, Any]) -> None:
         if record.key is None:
             logger.debug("Skipping a record with a null key of table source topic %s.", self.topic)
             return
-        # Kafka's KTableSource stores the record's own timestamp, even an older one than the row's.
+        # Kafka's KTableSource reads the row first in any case (it warns of an out-of-order update)
+        # and stores the record's own timestamp, even an older one than the row's.
         old = self.stored_value(record.key) if self.store is not None else None
         self.emit(record, record.value, old)
 
 
 class TableFilterSupplier:
     """Keeps rows whose value passes ``predicate(key, value)`` (fails, when ``negate``); a row
-    that does not pass becomes a deletion downstream."""
+    that does not pass becomes a deletion downstream.
+
+    ``versioned_semantics`` is set when the filtered table is versioned (KIP-914): the filter
+    then forwards a deletion for every row it drops, even one it did not hold before, as Kafka's
+    KTableFilter does with versioned semantics."""
 
     kind = "table_filter"
 
@@ -311,15 +371,23 @@ class TableFilterSupplier:
         self.negate = negate
         self.store_name = store_name
         self.send_old_values = False
+        # The parent is (or passes on) a versioned table (KIP-914): Kafka's filter then never
+        # skips a tombstone (KTableFilter's useVersionedSemantics).
+        self.versioned_semantics = False
 
     def __call__(self) -> Processor[Any, Any, Any, Any]:
         return _TableFilter(self)
 
 
 class _TableFilter(_Materializing):
+    """Kafka's KTableFilterProcessor: a row the predicate drops becomes a tombstone, unless old
+    values are sent and show the row was not in the filtered table before either (and the parent
+    is not versioned)."""
+
     def __init__(self, spec: TableFilterSupplier) -> None:
         self.spec = spec
         self.store_name = spec.store_name
+        self.send_old_values = spec.send_old_values
 
     def _keep(self, key: Any, value: Any) -> Any:
         return _filtered(self.spec.predicate, self.spec.negate, key, value)
@@ -327,14 +395,16 @@ class _TableFilter(_Materializing):
     def process(self, record: Record[Any, Any]) -> None:
         change: Change[Any] = record.value
         new = self._keep(record.key, change.new_value)
-        old = self._keep(record.key, change.old_value) if self.spec.send_old_values else None
-        if self.spec.send_old_values and new is None and old is None:
-            return  # the row was not in the filtered table before and is not now
-        if self.store is not None:
-            old = self.stored_value(record.key)
-            if new is None and old is None:
-                return
-        self.emit(record, new, old)
+        old = None
+        if self.send_old_values:
+            # A filter with a store of its own takes the old value from it.
+            if self.store is not None:
+                old = self.stored_value(record.key)
+            else:
+                old = self._keep(record.key, change.old_value)
+            if new is None and old is None and not self.spec.versioned_semantics:
+                return  # the row was not in the filtered table before and is not now
+        self.emit(record, new, old, change.is_latest)
 
 
 class TableMapValuesSupplier:
@@ -355,9 +425,13 @@ class TableMapValuesSupplier:
 
 
 class _TableMapValues(_Materializing):
+    """Kafka's KTableMapValuesProcessor: the old value, when sent, is the stored one of a mapped
+    table with a store of its own, else the parent's old value mapped."""
+
     def __init__(self, spec: TableMapValuesSupplier) -> None:
         self.spec = spec
         self.store_name = spec.store_name
+        self.send_old_values = spec.send_old_values
 
     def _map(self, key: Any, value: Any) -> Any:
         return _mapped(self.spec.mapper, self.spec.with_key, key, value)
@@ -365,11 +439,13 @@ class _TableMapValues(_Materializing):
     def process(self, record: Record[Any, Any]) -> None:
         change: Change[Any] = record.value
         new = self._map(record.key, change.new_value)
-        if self.store is not None:
-            old = self.stored_value(record.key)
-        else:
-            old = self._map(record.key, change.old_value) if self.spec.send_old_values else None
-        self.emit(record, new, old)
+        old = None
+        if self.send_old_values:
+            if self.store is not None:
+                old = self.stored_value(record.key)
+            else:
+                old = self._map(record.key, change.old_value)
+        self.emit(record, new, old, change.is_latest)
 
 
 class TableToStreamSupplier:
@@ -439,40 +515,55 @@ class _TableJoin(Processor[Any, Any, Any, Any]):
         if record.key is None:
             return
         change: Change[Any] = record.value
+        if not change.is_latest:
+            # An out-of-order update of a versioned table changes no current row: Kafka's
+            # table-table joins drop it (KIP-914).
+            logger.debug("Skipping an out-of-order update of a versioned table in a table-table join.")
+            return
         stored = self.other(record.key)
         other = _value_of(stored)
-        if other is None and not self.spec.this_outer:
-            # Inner side: nothing joined before and nothing joins now (Kafka forwards nothing).
-            return
+        if other is None:
+            if not self.spec.this_outer:
+                # Inner side: nothing joined before and nothing joins now (Kafka forwards nothing).
+                return
+            if change.new_value is None and change.old_value is None:
+                # Outer side, a deletion of a row this side did not hold (its table sends old
+                # values for that): no row in the join before or now (KTableKTableLeftJoin,
+                # KTableKTableOuterJoin).
+                return
         new = self._join(change.new_value, other)
         old = self._join(change.old_value, other) if self.spec.send_old_values else None
-        if new is None and old is None and change.new_value is not None:
-            return
         # The result is as new as the newer of the two rows that made it.
         timestamp = record.timestamp if stored is None else max(record.timestamp, stored.timestamp)
         self.context.forward(Record(record.key, Change(new, old), timestamp, record.headers))
 
 
 class TableMergeSupplier:
-    """Joins the two sides of a table-table join into one table (optionally materialized)."""
+    """Joins the two sides of a table-table join into one table (optionally materialized);
+    ``send_old_values`` is set when a downstream asks for old values (the two sides then compute
+    them)."""
 
     kind = "table_merge"
 
     def __init__(self, store_name: str | None = None) -> None:
         self.store_name = store_name
+        self.send_old_values = False
 
     def __call__(self) -> Processor[Any, Any, Any, Any]:
-        return _TableMerge(self.store_name)
+        return _TableMerge(self.store_name, self.send_old_values)
 
 
 class _TableMerge(_Materializing):
-    def __init__(self, store_name: str | None) -> None:
+    """Kafka's KTableKTableJoinMergeProcessor: forwards each side's change (and stores its new
+    value when materialized), the old value only when old values are sent."""
+
+    def __init__(self, store_name: str | None, send_old_values: bool) -> None:
         self.store_name = store_name
+        self.send_old_values = send_old_values
 
     def process(self, record: Record[Any, Any]) -> None:
         change: Change[Any] = record.value
-        if self.store is not None:
-            old = self.stored_value(record.key)
-            self.emit(record, change.new_value, old)
+        if self.store is not None or not self.send_old_values:
+            self.emit(record, change.new_value, change.old_value)
         else:
             self.context.forward(record)

@@ -14,7 +14,6 @@ record's and the aggregate's, so the result never moves back in time.
 from __future__ import annotations
 
 import logging
-import struct
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -31,14 +30,14 @@ __all__ = ["ChangeSerde", "TableAggregateSupplier", "TableSelectSupplier"]
 
 logger = logging.getLogger(__name__)
 
-_HAS_NEW = 1
-_HAS_OLD = 2
-_LENGTH = struct.Struct(">i")
-
 
 class ChangeSerde:
-    """Writes a ``Change(new, old)`` as a flag byte (1: new present, 2: old present), then, when
-    both are present, the new value's length (4 bytes, big-endian), then the value bytes.
+    """Writes a ``Change(new, old)`` as Kafka Streams' ``ChangedSerializer`` (4.1) does, so a Java
+    application's repartition topic can be taken over: the value bytes, then a flag byte at the
+    end; 1: the new value alone, 0: the old value alone, 2: both, the new value's length first as
+    a zigzag varint. A change with neither value is not written (Kafka refuses it too). Kafka's
+    flags 3 to 5 (the same three with an "is latest" byte before the flag, written while
+    upgrading from 3.4 and older) are read too.
 
     The inner value serde may be None when the DSL was given none: the processors that use this
     serde bind it to ``default.value.serde`` at init (``bind_defaults``), before any record flows.
@@ -74,29 +73,64 @@ class ChangeSerde:
             raise SerializationException(
                 f"The change serde of topic {topic} expects a Change(new, old), got {type(data).__name__}."
             )
-        new = self.inner.serialize(topic, data.new_value)
-        old = self.inner.serialize(topic, data.old_value)
-        flags = (_HAS_NEW if new is not None else 0) | (_HAS_OLD if old is not None else 0)
+        new = None if data.new_value is None else self.inner.serialize(topic, data.new_value)
+        old = None if data.old_value is None else self.inner.serialize(topic, data.old_value)
         if new is not None and old is not None:
-            return bytes((flags,)) + _LENGTH.pack(len(new)) + new + old
-        return bytes((flags,)) + (new if new is not None else old or b"")
+            return _varint(len(new)) + new + old + _BOTH
+        if new is not None:
+            return new + _NEW_ONLY
+        if old is not None:
+            return old + _OLD_ONLY
+        raise SerializationException(
+            f"A change without new and old value cannot be written to topic {topic} (nor can Kafka Streams)."
+        )
 
     def deserialize(self, topic: str | None, data: bytes | None) -> Change[Any] | None:
         if data is None:
             return None
         if not data:
             raise SerializationException(f"An empty record on topic {topic} is not a serialized Change.")
-        flags, body = data[0], bytes(data[1:])
-        if flags == _HAS_NEW | _HAS_OLD:
-            (length,) = _LENGTH.unpack_from(body)
-            new = body[_LENGTH.size : _LENGTH.size + length]
-            old = body[_LENGTH.size + length :]
-            return Change(self.inner.deserialize(topic, new), self.inner.deserialize(topic, old))
-        if flags == _HAS_NEW:
+        flag = data[-1]
+        if flag not in _FLAGS:
+            raise SerializationException(
+                f"A record on topic {topic} has change flag {flag}; Kafka Streams writes 0 to 5."
+            )
+        # Flags 3 to 5 carry an "is latest" byte before the flag, which a kstreams change does not model.
+        body = bytes(data[: -1 if flag < 3 else -2])
+        shape = flag % 3
+        if shape == 1:
             return Change(self.inner.deserialize(topic, body), None)
-        if flags == _HAS_OLD:
+        if shape == 0:
             return Change(None, self.inner.deserialize(topic, body))
-        return Change(None, None)
+        length, start = _read_varint(body, topic)
+        new, old = body[start : start + length], body[start + length :]
+        return Change(self.inner.deserialize(topic, new), self.inner.deserialize(topic, old))
+
+
+_OLD_ONLY, _NEW_ONLY, _BOTH = b"\x00", b"\x01", b"\x02"
+_FLAGS = range(6)
+
+
+def _varint(value: int) -> bytes:
+    """``value`` as Kafka's ``ByteUtils.writeVarint``: zigzag, then 7 bits a byte, low bits first."""
+    zigzag = ((value << 1) ^ (value >> 31)) & 0xFFFFFFFF
+    out = bytearray()
+    while zigzag >= 0x80:
+        out.append((zigzag & 0x7F) | 0x80)
+        zigzag >>= 7
+    out.append(zigzag)
+    return bytes(out)
+
+
+def _read_varint(data: bytes, topic: str | None) -> tuple[int, int]:
+    """A zigzag varint at the start of ``data``: (its value, the offset after it)."""
+    zigzag = shift = 0
+    for i, byte in enumerate(data[:5]):
+        zigzag |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return (zigzag >> 1) ^ -(zigzag & 1), i + 1
+        shift += 7
+    raise SerializationException(f"A change on topic {topic} has a malformed length.")
 
 
 class TableSelectSupplier:
@@ -143,6 +177,10 @@ class _TableSelect(Processor[Any, Any, Any, Any]):
 
     def process(self, record: Record[Any, Any]) -> None:
         change: Change[Any] = record.value
+        if not change.is_latest:
+            # An out-of-order update of a versioned table: the aggregate takes each row's latest
+            # version only, and Kafka's KTableRepartitionMap does not even repartition it.
+            return
         new = self._pair(record.key, change.new_value)
         old = self._pair(record.key, change.old_value)
         if new is not None and old is not None and new[0] == old[0]:

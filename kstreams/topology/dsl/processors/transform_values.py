@@ -2,10 +2,11 @@
 
 The processor (Kafka's KTableTransformValuesProcessor) turns each ``Change(new, old)`` into
 ``Change(transform(key, new), old')``; when the result table is materialized it keeps the new value
-(with the update's timestamp) in its store and ``old'`` is the stored value, otherwise ``old'`` is
-``transform(key, old)`` when a downstream re-grouping asks for old values. The value getter (for
-joins on an unmaterialized result) runs its own transformer over the parent's current value, at
-the parent's timestamp (-1 when the parent has no row), as Kafka's getter does.
+(with the update's timestamp) in its store. ``old'`` is None unless a downstream asks for old
+values; then it is the stored value of a materialized result, otherwise ``transform(key, old)``.
+The value getter (for joins on an unmaterialized result) runs its own transformer over the
+parent's current value, at the parent's timestamp (-1 when the parent has no row), as Kafka's
+getter does.
 """
 
 from __future__ import annotations
@@ -79,19 +80,25 @@ class _TableTransformValues(Processor[Any, Any, Any, Any]):
         self.context = context
         _init(self.transformer, context)
         self.store = get_store(context, self.spec.store_name) if self.spec.store_name else None
-        self.forwarder = ChangeForwarder(self.store, context) if self.store is not None else None
+        self.forwarder = (
+            ChangeForwarder(self.store, context, send_old_values=self.spec.send_old_values)
+            if self.store is not None
+            else None
+        )
 
     def process(self, record: Record[Any, Any]) -> None:
         change: Change[Any] = record.value
         new = self.transformer.transform(record.key, change.new_value)
         if self.store is not None and self.forwarder is not None:
-            stored = self.store.get(record.key)
-            old = None if stored is None else stored.value
+            old = None
+            if self.spec.send_old_values:
+                stored = self.store.get(record.key)
+                old = None if stored is None else stored.value
             self.store.put(record.key, ValueAndTimestamp.make(new, record.timestamp))
             self.forwarder.maybe_forward(record.key, new, old, record.timestamp, record.headers)
             return
         old = self.transformer.transform(record.key, change.old_value) if self.spec.send_old_values else None
-        self.context.forward(record.with_value(Change(new, old)))
+        self.context.forward(record.with_value(Change(new, old, change.is_latest)))
 
     def close(self) -> None:
         self.transformer.close()

@@ -3,10 +3,12 @@ version as of a time.
 
 ``builder.table(topic, Materialized.as_(Stores.persistent_versioned_key_value_store(...)))`` (or
 ``to_table`` with such a store) keeps every version of each row for the store's history retention.
-The source puts each record as a version at its timestamp. A record older than the history
-retention is dropped; an out-of-order record (older than the row's latest version) goes into the
-history but is not forwarded, since the table's current row did not change; other records forward
-``Change(new, old latest)`` at their timestamp.
+The source puts each record as a version at its timestamp and forwards ``Change(new, old
+latest)`` at that timestamp. A record older than the history retention is dropped. An out-of-order
+record (older than the row's latest version) goes into the history and is forwarded marked as not
+the latest (``Change.is_latest`` False), as Kafka's KTableSource does: ``to_stream``, ``filter``,
+``map_values`` and ``transform_values`` pass it on, while table-table joins (primary and foreign
+key) and re-groupings drop it, since the table's current row did not change (KIP-914).
 
 Lookups (``get``) read the latest version, as for any table. A stream-table join looks the table up
 as of each stream record's timestamp (``get_as_of``), so a late stream record joins with the row
@@ -16,13 +18,13 @@ that was valid when it happened.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from kstreams.processor import Processor, ProcessorContext, Record
 from kstreams.state.value_and_timestamp import ValueAndTimestamp
 from kstreams.topology.dsl.processors.store_access import get_store
-from kstreams.topology.dsl.processors.table import ValueGetter, ValueGetterSupplier
+from kstreams.topology.dsl.processors.table import AsOfGetter, ValueGetter, ValueGetterSupplier
 from kstreams.topology.dsl.records import Change
 
 if TYPE_CHECKING:
@@ -38,9 +40,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-# key, timestamp -> the version valid then (None: no row)
-AsOfGetter = Callable[[Any, int], "ValueAndTimestamp[Any] | None"]
 
 # The put() return codes of kstreams.state.versioned, repeated so that describing a topology does
 # not import the state package (it loads the compiled core).
@@ -65,7 +64,9 @@ class VersionedTableSourceSupplier:
     def __init__(self, topic: str, store_name: str) -> None:
         self.topic = topic
         self.store_name = store_name
-        self.send_old_values = True  # the store gives the old row: it is always sent
+        # Set when a downstream asks for old values (the store gives the old row; Kafka's
+        # KTableSource forwards it only then).
+        self.send_old_values = False
 
     def __call__(self) -> Processor[Any, Any, Any, Any]:
         return _VersionedTableSource(self)
@@ -88,10 +89,9 @@ class _VersionedTableSource(Processor[Any, Any, Any, Any]):
         if result == _NOT_PUT:
             logger.debug("Dropped a record of %s older than the table's history retention.", self.spec.topic)
             return
-        if result != _IS_LATEST:
-            return  # out of order: history changed, the current row did not
-        old = None if latest is None else latest.value
-        self.context.forward(record.with_value(Change(record.value, old)))
+        # Out of order (history changed, the current row did not): Change.is_latest False.
+        old = None if latest is None or not self.spec.send_old_values else latest.value
+        self.context.forward(record.with_value(Change(record.value, old, result == _IS_LATEST)))
 
 
 class VersionedStoreValueGetterSupplier(ValueGetterSupplier):
@@ -106,6 +106,9 @@ class VersionedStoreValueGetterSupplier(ValueGetterSupplier):
     def get(self, context: ProcessorContext[Any, Any]) -> ValueGetter:
         store = get_store(context, self.store_name)
         return lambda key: _as_value_and_timestamp(store.get(key))
+
+    def is_versioned(self) -> bool:
+        return True
 
     def get_as_of(self, context: ProcessorContext[Any, Any]) -> AsOfGetter:
         store = get_store(context, self.store_name)
@@ -138,6 +141,11 @@ def versioned_source_table(
     source = VersionedTableSourceSupplier(label, supplier.name)
     builder.add_processor(name, source, parent)
     builder.add_store(store_builder, name)
+
+    def old_values(force_materialization: bool) -> bool:
+        source.send_old_values = True
+        return True
+
     return KTable(
         builder,
         name,
@@ -147,4 +155,6 @@ def versioned_source_table(
         source,
         VersionedStoreValueGetterSupplier(supplier.name),
         supplier.name,
+        old_values=old_values,
+        versioned=True,
     )

@@ -7,7 +7,6 @@ Every test runs on the EmbeddedCluster and on a KafkaCluster against the session
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -16,24 +15,10 @@ from kstreams import InitParameters, KafkaStreams, StreamsBuilder
 from kstreams.client import StreamsUncaughtExceptionResponse
 from kstreams.cluster import EmbeddedCluster
 from kstreams.errors import InternalTopicsAlreadySetupException, MissingInternalTopicsException
+from tests.support.clients import wait_timeout
+from tests.support.waiting import holds_within
 
 SERDES = {"default.key.serde": "bytes", "default.value.serde": "bytes"}
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 15.0) -> bool:
-    """Check ``condition`` until it holds or ``timeout`` passes; True if it held."""
-    pause = threading.Event()
-    deadline = threading.Event()
-    timer = threading.Timer(timeout, deadline.set)
-    timer.start()
-    try:
-        while not condition():
-            if deadline.is_set():
-                return False
-            pause.wait(0.02)
-        return True
-    finally:
-        timer.cancel()
 
 
 def source(app_id: str) -> str:
@@ -50,20 +35,12 @@ def counting_topology(app_id: str) -> Any:
 def app(cluster: Any, app_id: str) -> tuple[Any, float]:
     """The cluster with the source topic (2 partitions), and how long a rebalance may take on it."""
     cluster.create_topic(source(app_id), partitions=2)
-    return cluster, 15.0 if isinstance(cluster, EmbeddedCluster) else 60.0
+    return cluster, wait_timeout(cluster, embedded=15.0)
 
 
 def adapter_config(cluster: Any) -> dict[str, object]:
     """Kafka refuses a session timeout under group.min.session.timeout.ms (6 s)."""
     return {} if isinstance(cluster, EmbeddedCluster) else {"session.timeout.ms": 6000}
-
-
-@pytest.fixture
-def clients() -> Iterator[list[KafkaStreams]]:
-    started: list[KafkaStreams] = []
-    yield started
-    for streams in started:
-        streams.close(timeout=10.0)
 
 
 def running(streams: KafkaStreams) -> threading.Event:
@@ -147,7 +124,7 @@ def test_running_application_expands_internal_topics_when_its_source_grows(
 
     cluster.create_partitions(source(app_id), 4)
 
-    assert wait_until(lambda: set(internal_partitions(cluster, app_id).values()) == {4}, timeout)
+    assert holds_within(lambda: set(internal_partitions(cluster, app_id).values()) == {4}, timeout)
 
     def parallelism() -> dict[str, float]:
         return {
@@ -156,6 +133,6 @@ def test_running_application_expands_internal_topics_when_its_source_grows(
             if m.group == "stream-subtopology-metrics"
         }
 
-    assert wait_until(lambda: set(parallelism().values()) == {4.0}, timeout)
+    assert holds_within(lambda: set(parallelism().values()) == {4.0}, timeout)
     failures = [v for m, v in streams.metrics().items() if m.name == "num-autoscaling-failures"]
     assert failures == [0.0]

@@ -8,7 +8,7 @@ import pytest
 from kstreams.cluster.port import TopicDescription
 from kstreams.config import StreamsConfig
 from kstreams.errors import MissingSourceTopicException, TaskAssignmentException, TopologyException
-from kstreams.runtime.internal_topics.init_parameters import InitParameters
+from kstreams.init_parameters import InitParameters
 from kstreams.runtime.internal_topics.partition_counts import compute_partition_counts
 from kstreams.runtime.internal_topics.requirements import (
     control_topic_name,

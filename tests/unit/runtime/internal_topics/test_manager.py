@@ -16,10 +16,10 @@ from kstreams.errors import (
     MissingSourceTopicException,
     StreamsException,
 )
+from kstreams.init_parameters import InitParameters
+from kstreams.metrics import MetricName, MetricsRegistry
 from kstreams.processor import Processor, ProcessorContext, Record
-from kstreams.runtime.internal_topics.init_parameters import InitParameters
 from kstreams.runtime.internal_topics.manager import InternalTopicManager
-from kstreams.runtime.metrics import MetricName, MetricsRegistry
 from kstreams.state.in_memory import InMemoryKeyValueStore, InMemoryWindowStore
 from kstreams.state.store import StoreBuilder
 from kstreams.topology.plan import InternalTopicSpec, SubtopologyPlan, TopologyPlan

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from kstreams import KafkaStreams
-from kstreams.cluster import EmbeddedCluster
 from kstreams.serdes import Serdes
 from kstreams.topology import (
     CogroupedKStream,
@@ -24,6 +23,8 @@ from kstreams.topology import (
     StreamsBuilder,
     TimeWindows,
 )
+from tests.support.clients import STRING_DEFAULTS, adapter_settings, wait_timeout
+from tests.support.waiting import wait_until
 
 S = Serdes.string()
 J = Serdes.json()
@@ -163,6 +164,20 @@ def test_unnamed_cogroup_repartitions_through_a_topic_named_after_its_store() ->
     assert "Processor: COGROUPKSTREAM-MERGE-0000000009 (stores: [])" in description
 
 
+def test_unnamed_cogroup_aggregated_twice_reads_its_first_repartition_topic() -> None:
+    builder = StreamsBuilder()
+    cogroup = builder.stream("one").map(lambda k, v: (v, k)).group_by_key().cogroup(lambda k, v, a: a + v)
+    cogroup.aggregate(lambda: "")
+    cogroup.windowed_by(TimeWindows.of_size_with_no_grace(10)).aggregate(lambda: "")
+    description = str(builder.build().describe())
+    # As Kafka's cogroup builder: the second aggregate reuses the first one's repartition (named
+    # after the first store) and draws the three names of the repartition it does not add.
+    topic = "COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000002-repartition"
+    assert description.count("Sink: ") == 1
+    assert f"Source: {topic}-source (topics: [{topic}])" in description
+    assert "--> COGROUPKSTREAM-AGGREGATE-0000000006, COGROUPKSTREAM-AGGREGATE-0000000012" in description
+
+
 def test_repartitioned_input_on_the_test_driver(drive: Callable[..., Any]) -> None:
     driver = drive(customer_profiles(TOPICS, "out", regroup_purchases=True), statestore_cache_max_bytes=0)
     inputs = {topic: driver.create_input_topic(topic, S, S) for topic in TOPICS}
@@ -223,34 +238,14 @@ def test_bad_cogroup_calls_say_what_to_pass() -> None:
 # --- KafkaStreams on both cluster adapters --------------------------------------------------
 
 
-def wait_until(condition: Callable[[], bool], timeout: float, what: Any) -> None:
-    """Check ``condition`` every 20 ms until it holds; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(
-                f"Timed out after {timeout}s waiting for {what() if callable(what) else what}"
-            )
-        time.sleep(0.02)
-
-
 def test_cogroup_with_a_repartitioned_input_on_both_clusters(cluster: Any, app_id: str) -> None:
     topics = {name: f"{app_id}-{name}" for name in TOPICS}
     out = f"{app_id}-out"
     for topic in topics.values():
         cluster.create_topic(topic, 3)
     cluster.create_topic(out, 3)
-    config: dict[str, object] = {
-        "application.id": app_id,
-        "default.key.serde": "string",
-        "default.value.serde": "string",
-    }
-    if isinstance(cluster, EmbeddedCluster):
-        config.update({"commit.interval.ms": 50, "session.timeout.ms": 1000})
-        timeout = 30.0
-    else:
-        config.update({"commit.interval.ms": 100, "session.timeout.ms": 6000})
-        timeout = 90.0
+    config = {"application.id": app_id, **STRING_DEFAULTS, **adapter_settings(cluster)}
+    timeout = wait_timeout(cluster, kafka=90.0)
     streams = KafkaStreams(customer_profiles(topics, out, regroup_purchases=True), config, cluster=cluster)
     try:
         streams.start()

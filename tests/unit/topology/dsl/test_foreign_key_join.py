@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from kstreams import KafkaStreams
-from kstreams.cluster import EmbeddedCluster
 from kstreams.errors import InvalidStateStoreException
 from kstreams.serdes import Serdes
 from kstreams.topology import Consumed, Materialized, Named, Produced, StreamsBuilder, TableJoined
@@ -24,6 +23,8 @@ from kstreams.topology.dsl.foreign_key_serdes import (
     SubscriptionWrapperSerde,
     value_hash,
 )
+from tests.support.clients import adapter_settings, wait_timeout
+from tests.support.waiting import wait_until
 
 S = Serdes.string()
 J = Serdes.json()
@@ -172,7 +173,7 @@ def test_named_foreign_key_join_describes_like_kafka() -> None:
         "Sink: fk-subscription-response-sink (topic: fk-subscription-response-topic)",
         "Processor: fk-subscription-response-resolver (stores: [orders-STATE-STORE-0000000000])",
         "Processor: fk-result (stores: [joined])",
-        "      <-- fk-foreign-join-subscription, fk-subscription-join-foreign",
+        "      <-- fk-subscription-join-foreign, fk-foreign-join-subscription",
     ):
         assert expected in description, expected
     assert joined.queryable_store_name == "joined"
@@ -211,13 +212,51 @@ def test_wrapper_serdes_round_trip() -> None:
     response = SubscriptionResponseWrapper(None, None, None)
     response_serde = ResponseWrapperSerde(J)
     assert response_serde.deserialize("t", response_serde.serialize("t", response)) == response
+    # The primary partition stays off the wire, as in Kafka: the response sink reads it unserialized.
     full = SubscriptionResponseWrapper(digest, {"name": "x"}, 0)
-    assert response_serde.deserialize("t", response_serde.serialize("t", full)) == full
+    assert response_serde.deserialize(
+        "t", response_serde.serialize("t", full)
+    ) == SubscriptionResponseWrapper(digest, {"name": "x"}, None)
     keys = CombinedKeySerde(S, S, "reg-topic-fk", "reg-topic-pk")
     data = keys.serialize("t", CombinedKey("p1", "o1"))
     assert data is not None and data.startswith(keys.prefix("p1"))
     assert not data.startswith(keys.prefix("p"))
     assert keys.deserialize("t", data) == CombinedKey("p1", "o1")
+
+
+# Kafka 4.1.1's Murmur3.hash128, the two halves printed as unsigned numbers (a Java program on its jar).
+KAFKA_MURMUR3 = [
+    (b"", 11324130426821486914, 10105219602051204376),
+    (bytes((i * 37 + 200) & 255 for i in range(5)), 8124148783958457726, 431500103146583994),
+    (bytes((i * 37 + 200) & 255 for i in range(17)), 1468295286396577991, 2369895096289180639),
+    (bytes((i * 37 + 200) & 255 for i in range(32)), 2819191440991962733, 7634896192672878728),
+]
+
+
+@pytest.mark.parametrize(
+    ("data", "h1", "h2"), KAFKA_MURMUR3, ids=lambda v: str(len(v)) if isinstance(v, bytes) else ""
+)
+def test_value_hash_is_kafkas_murmur3(data: bytes, h1: int, h2: int) -> None:
+    assert value_hash(data) == h1.to_bytes(8, "big") + h2.to_bytes(8, "big")
+    assert value_hash(b"product-1") == bytes.fromhex("b7512c0b085a25255328f078f1644212")
+
+
+def test_wrapper_serdes_write_kafkas_bytes() -> None:
+    """Kafka's SubscriptionWrapperSerde (version 1) and SubscriptionResponseWrapperSerde (version 0)."""
+    digest = bytes(range(16))
+    serde = SubscriptionWrapperSerde(S, "reg-topic-pk")
+    with_hash = SubscriptionWrapper(digest, Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE, "o1", 2)
+    assert serde.serialize("t", with_hash) == b"\x01\x03" + digest + b"o1" + b"\x00\x00\x00\x02"
+    deleted = SubscriptionWrapper(None, Instruction.DELETE_KEY_AND_PROPAGATE, "o1", 0)
+    assert serde.serialize("t", deleted) == b"\x81\x01o1\x00\x00\x00\x00"
+    # Version 0 (before Kafka 3.4's KIP-775) has no partition at the end.
+    assert serde.deserialize("t", b"\x00\x02" + digest + b"o1") == SubscriptionWrapper(
+        digest, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE, "o1", None
+    )
+    responses = ResponseWrapperSerde(S)
+    assert responses.serialize("t", SubscriptionResponseWrapper(digest, "x", 1)) == b"\x00" + digest + b"x"
+    assert responses.serialize("t", SubscriptionResponseWrapper(None, None, 1)) == b"\x80"
+    assert responses.deserialize("t", b"\x00" + digest) == SubscriptionResponseWrapper(digest, None, None)
 
 
 class TopicRecordingSerde:
@@ -302,29 +341,11 @@ def test_serdes_are_called_with_kafkas_topic_names(drive: Any, left_join: bool) 
 # --- KafkaStreams on both cluster adapters --------------------------------------------------
 
 
-def wait_until(condition: Callable[[], bool], timeout: float, what: Any) -> None:
-    """Check ``condition`` every 20 ms until it holds; fail after ``timeout`` seconds (``what``
-    says what was awaited, or is called to say what was seen)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(
-                f"Timed out after {timeout}s waiting for {what() if callable(what) else what}"
-            )
-        time.sleep(0.02)
-
-
 def client_config(cluster: Any, app_id: str) -> tuple[dict[str, object], float]:
     """Client settings and a wait timeout suited to the adapter (Kafka refuses session timeouts
     under group.min.session.timeout.ms, 6 s)."""
-    config: dict[str, object] = {"application.id": app_id, "num.stream.threads": 2}
-    if isinstance(cluster, EmbeddedCluster):
-        config.update({"commit.interval.ms": 50, "session.timeout.ms": 1000})
-        return config, 30.0
-    config.update(
-        {"commit.interval.ms": 100, "session.timeout.ms": 6000, "main.consumer.max.poll.interval.ms": 10000}
-    )
-    return config, 90.0
+    config = {"application.id": app_id, "num.stream.threads": 2, **adapter_settings(cluster)}
+    return config, wait_timeout(cluster, kafka=90.0)
 
 
 def test_foreign_key_join_on_both_clusters(cluster: Any, app_id: str) -> None:

@@ -1,11 +1,17 @@
-"""Grouped-stream aggregations: count, reduce, aggregate, windowed, and their naming."""
+"""Grouped-stream aggregations: count, reduce, aggregate, windowed, and their naming.
+
+The module is marked ``on_cluster``: its tests using ``drive`` run on a KafkaStreams client over an
+EmbeddedCluster too (tests/unit/topology/dsl/conftest.py), and the tests at its end check on a
+cluster what the driver cannot show."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from kstreams.cluster import EmbeddedCluster
 from kstreams.serdes import Serdes
 from kstreams.state.store import WindowedKey
 from kstreams.topology import (
@@ -19,9 +25,13 @@ from kstreams.topology import (
     WindowedSerdes,
 )
 from kstreams.topology.dsl.processors.aggregate import StreamAggregateSupplier, WindowedAggregateSupplier
+from tests.support.clients import Clients, client_settings
+from tests.support.waiting import wait_until
 
 S = Serdes.string()
 L = Serdes.long()
+
+pytestmark = pytest.mark.on_cluster(representative="test_word_count_across_partitions")
 
 
 def _word_count(
@@ -74,8 +84,9 @@ def test_repartition_topic_is_named_after_grouped_as():
     topology = builder.build()
     plan = topology.build("app")
     assert plan.internal_topics["app-words-repartition"].kind == "repartition"
+    # As Kafka's groupBy, the key selector takes the Grouped name itself.
     assert {
-        "words-key-select",
+        "words",
         "words-repartition-filter",
         "words-repartition-sink",
         "words-repartition-source",
@@ -416,3 +427,32 @@ def test_an_aggregation_takes_its_name_and_materialized_in_either_order(drive, o
 def test_an_aggregation_refuses_two_names():
     with pytest.raises(TypeError, match="two names"):
         StreamsBuilder().stream("in").group_by_key().count(Named.as_("a"), "b")
+
+
+# -- on a cluster ----------------------------------------------------------------------------------
+# Run by KafkaStreams on the embedded cluster: the repartitioned, multi-partition path that the
+# test driver (one partition) does not cover.
+
+
+def _latest(cluster: EmbeddedCluster, topic: str, value_serde: Any) -> dict[object, object]:
+    latest: dict[object, object] = {}
+    for record in cluster.read(topic):
+        latest[S.deserialize(topic, record.key)] = value_serde.deserialize(topic, record.value)
+    return latest
+
+
+def test_word_count_across_partitions(
+    embedded_cluster: EmbeddedCluster, app_id: str, tmp_path: Path, clients: Clients
+) -> None:
+    embedded_cluster.create_topic("lines", partitions=3)
+    embedded_cluster.create_topic("counts", partitions=3)
+    builder = StreamsBuilder()
+    builder.stream("lines").flat_map_values(str.split).group_by(lambda k, word: word).count().to_stream().to(
+        "counts", Produced.with_(S, L)
+    )
+    clients.start(builder.build(), client_settings(embedded_cluster, app_id, tmp_path), embedded_cluster)
+    lines = ["a b c", "a b", "a", "c c"]
+    for i, line in enumerate(lines):
+        embedded_cluster.produce("lines", f"k{i}".encode(), line.encode())
+    expected = {"a": 3, "b": 2, "c": 3}
+    wait_until(lambda: _latest(embedded_cluster, "counts", L) == expected, 20.0, f"the counts {expected}")

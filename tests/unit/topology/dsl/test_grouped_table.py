@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from kstreams.errors import SerializationException
 from kstreams.serdes import Serdes
 from kstreams.topology import Grouped, KeyValue, Materialized, Named, Produced, StreamsBuilder
 from kstreams.topology.dsl.processors.table_aggregate import ChangeSerde
@@ -83,8 +86,23 @@ def test_grouping_materializes_the_source_table_for_its_old_values():
 
 def test_change_serde_round_trips_every_shape():
     serde = ChangeSerde(S)
-    for change in (Change("new", "old"), Change("new", None), Change(None, "old"), Change(None, None)):
+    for change in (Change("new", "old"), Change("new", None), Change(None, "old"), Change("", "o")):
         assert serde.deserialize("t", serde.serialize("t", change)) == change
+
+
+def test_change_serde_writes_kafkas_changed_serializer_bytes():
+    """Kafka 4.1.1's ChangedSerializer with a StringSerializer wrote these (a Java program on its jar)."""
+    serde = ChangeSerde(S)
+    assert serde.serialize("t", Change("new", None)).hex() == "6e657701"
+    assert serde.serialize("t", Change(None, "old")).hex() == "6f6c6400"
+    assert serde.serialize("t", Change("new", "old")).hex() == "066e65776f6c6402"
+    assert serde.serialize("t", Change("", "o")).hex() == "006f02"
+    # A value of 200 bytes: its length takes two varint bytes; flag 5 has an "is latest" byte.
+    long = "x" * 200
+    assert serde.deserialize("t", serde.serialize("t", Change(long, "o"))) == Change(long, "o")
+    assert serde.deserialize("t", bytes.fromhex("066e65776f6c640105")) == Change("new", "old")
+    with pytest.raises(SerializationException, match="without new and old"):
+        serde.serialize("t", Change(None, None))
 
 
 def test_change_serde_takes_the_default_value_serde_when_given_none():

@@ -1,12 +1,18 @@
-"""Joins: KStream-KTable, KStream-KStream (windowed) and KTable-KTable."""
+"""Joins: KStream-KTable, KStream-KStream (windowed) and KTable-KTable.
+
+The module is marked ``on_cluster``: its tests using ``drive`` run on a KafkaStreams client over an
+EmbeddedCluster too (tests/unit/topology/dsl/conftest.py), and the tests at its end check on a
+cluster what the driver cannot show."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kstreams.errors import StreamsException
+from kstreams.cluster import EmbeddedCluster
+from kstreams.errors import InvalidStateStoreException, StreamsException
 from kstreams.serdes import Serdes
 from kstreams.state.stores import Stores
 from kstreams.topology import (
@@ -17,8 +23,12 @@ from kstreams.topology import (
     StreamJoined,
     StreamsBuilder,
 )
+from tests.support.clients import Clients, client_settings
+from tests.support.waiting import wait_until
 
 S = Serdes.string()
+
+pytestmark = pytest.mark.on_cluster(representative="test_stream_table_join_across_partitions")
 
 
 def _joiner(left: Any, right: Any) -> str:
@@ -483,3 +493,44 @@ def test_join_results_can_feed_further_operations(drive):
     driver.create_input_topic("table", S, S).pipe_input("a", "A", timestamp=2)
     driver.create_input_topic("stream", S, S).pipe_input("a", "x", timestamp=1)
     assert _records(driver) == [("x+A", "a", 1)]
+
+
+# -- on a cluster ----------------------------------------------------------------------------------
+# Run by KafkaStreams on the embedded cluster: co-partitioned topics of several partitions, which
+# the test driver (one partition) does not cover.
+
+
+def _latest(cluster: EmbeddedCluster, topic: str, value_serde: Any) -> dict[object, object]:
+    latest: dict[object, object] = {}
+    for record in cluster.read(topic):
+        latest[S.deserialize(topic, record.key)] = value_serde.deserialize(topic, record.value)
+    return latest
+
+
+def test_stream_table_join_across_partitions(
+    embedded_cluster: EmbeddedCluster, app_id: str, tmp_path: Path, clients: Clients
+) -> None:
+    embedded_cluster.create_topic("users", partitions=2)
+    embedded_cluster.create_topic("clicks", partitions=2)
+    embedded_cluster.create_topic("enriched", partitions=2)
+    builder = StreamsBuilder()
+    users = builder.table("users", materialized=Materialized.as_("users-by-id"))
+    builder.stream("clicks").join(users, lambda click, name: f"{name} clicked {click}").to("enriched")
+    config = client_settings(embedded_cluster, app_id, tmp_path)
+    streams = clients.start(builder.build(), config, embedded_cluster)
+    for user, name in [("u1", "Ann"), ("u2", "Bob")]:
+        embedded_cluster.produce("users", user.encode(), name.encode(), timestamp=1)
+
+    def table_loaded() -> bool:
+        try:
+            store = streams.store("users-by-id")
+            return store.get("u1") == "Ann" and store.get("u2") == "Bob"
+        except InvalidStateStoreException:
+            return False
+
+    # The join reads the table's current state: let the rows arrive before the clicks.
+    wait_until(table_loaded, 20.0, "the users table")
+    embedded_cluster.produce("clicks", b"u1", b"home", timestamp=5)
+    embedded_cluster.produce("clicks", b"u2", b"cart", timestamp=6)
+    expected = {"u1": "Ann clicked home", "u2": "Bob clicked cart"}
+    wait_until(lambda: _latest(embedded_cluster, "enriched", S) == expected, 20.0, f"the joins {expected}")

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from kstreams.fixed_key_processor import FixedKeyProcessor
 from kstreams.processor import Processor, ProcessorContext, Record
+from kstreams.processor.fixed_key import FixedKeyProcessor
 from kstreams.serdes import Serdes
 from kstreams.state import Stores
 from kstreams.topology import (

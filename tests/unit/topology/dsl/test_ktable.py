@@ -126,7 +126,7 @@ def test_table_source_names_follow_kafka():
     assert list(builder.build().nodes) == ["KSTREAM-SOURCE-0000000001", "KTABLE-SOURCE-0000000002"]
     builder = StreamsBuilder()
     builder.table("in", Consumed.as_("rows"))
-    assert list(builder.build().nodes) == ["rows", "rows-table-source"]
+    assert list(builder.build().nodes) == ["rows-source", "rows"]
 
 
 def test_a_windowed_table_is_looked_up_by_windowed_key_only(drive):
@@ -217,3 +217,46 @@ def test_filter_of_a_stored_table_forwards_nothing_for_a_row_it_never_held(drive
     source.pipe_input("a", None, timestamp=9)
     source.pipe_input("a", None, timestamp=10)  # not held any more: nothing
     assert out.read_key_values_to_list() == [("a", "x"), ("a", None)]
+
+
+@pytest.mark.parametrize("join", ["left_join", "outer_join"])
+def test_outer_join_forwards_nothing_for_a_key_neither_side_holds(drive, join):
+    # table-join-absent-tombstone: the join asks its outer side for old values (Kafka's doJoin),
+    # so deleting a key that side never held, with no row on the other side, is no news.
+    builder = StreamsBuilder()
+    left, right = builder.table("in-t"), builder.table("in-u")
+    getattr(left, join)(right, lambda a, b: f"{a}+{b}").to_stream().to("out")
+    driver = drive(builder.build(), statestore_cache_max_bytes=0)
+    rows = driver.create_input_topic("in-t", S, S)
+    rows.pipe_input("ab", None, timestamp=0)
+    assert _updates(driver) == []
+    rows.pipe_input("ab", "x", timestamp=1)
+    rows.pipe_input("ab", None, timestamp=2)  # it held the row: a tombstone
+    assert _updates(driver) == [("ab", "x+None"), ("ab", None)]
+
+
+def test_a_join_s_outer_side_and_a_foreign_key_join_s_table_ask_a_filter_for_old_values(drive):
+    # As in Kafka, a filter forwards a tombstone for every row it drops, unless a downstream makes
+    # its parent send old values: the outer side of a table-table join, or the other table of a
+    # foreign-key join, does; the filter then forwards nothing for a row it never held.
+    def filtered(builder: StreamsBuilder, topic: str) -> Any:
+        table = builder.table(topic).filter(lambda key, value: value != "drop")
+        table.to_stream().to(f"{topic}-out")
+        return table
+
+    rows = [("a", "drop"), ("b", "keep"), ("b", "drop"), ("c", None)]
+    for join in (None, "left_join", "foreign_key_join"):
+        builder = StreamsBuilder()
+        table = filtered(builder, "in-t")
+        if join == "left_join":
+            table.left_join(builder.table("in-u"), lambda a, b: f"{a}+{b}")
+        elif join == "foreign_key_join":
+            builder.table("in-u").join(table, lambda value: value, lambda a, b: f"{a}+{b}")
+        driver = drive(builder.build(), statestore_cache_max_bytes=0)
+        topic = driver.create_input_topic("in-t", S, S)
+        for ts, (key, value) in enumerate(rows):
+            topic.pipe_input(key, value, timestamp=ts)
+        expected = [("b", "keep"), ("b", None)]
+        if join is None:
+            expected = [("a", None), *expected, ("c", None)]
+        assert _updates(driver, "in-t-out") == expected, join

@@ -1,8 +1,15 @@
 """KStream.process_values with FixedKeyProcessors, forwarding to named children (a name or
-``To``), and stores added with StreamsBuilder.add_state_store, on the test driver."""
+``To``), and stores added with StreamsBuilder.add_state_store, on the test driver.
+
+The module is marked ``on_cluster``: its tests using ``drive`` run on a KafkaStreams client over an
+EmbeddedCluster too (tests/unit/topology/dsl/conftest.py), and the tests at its end check on a
+cluster what the driver cannot show."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,9 +28,21 @@ from kstreams.serdes import Serdes
 from kstreams.state import Stores
 from kstreams.testing import TestRecord
 from kstreams.topology import Produced, StreamsBuilder
+from tests.support.clients import Clients, wait_timeout
 
 S = Serdes.string()
 L = Serdes.long()
+# Record times near now (of the test on a cluster): a broker's retention deletes log segments of
+# records from long ago.
+T0 = int(time.time()) * 1000
+
+pytestmark = pytest.mark.on_cluster(
+    representative="test_a_versioned_store_is_restored_from_its_changelog_after_a_restart"
+)
+# The reasons of the tests of this module that do not run, or run differently, on the cluster driver.
+RAISES_ON_PIPING = (
+    "the driver raises the processing error from pipe_input; on a cluster the client stops in ERROR"
+)
 
 
 class Upper(FixedKeyProcessor[str, str, str]):
@@ -118,6 +137,7 @@ def test_process_values_keeps_a_repartition_the_stream_already_needs() -> None:
     assert stream.repartition_required
 
 
+@pytest.mark.driver_only(reason=RAISES_ON_PIPING)
 def test_a_fixed_key_processor_cannot_forward_a_plain_record(drive) -> None:
     class Rekey(FixedKeyProcessor[str, str, str]):
         def init(self, context: FixedKeyProcessorContext[str, str]) -> None:
@@ -226,6 +246,7 @@ def test_forward_to_all_children_with_a_new_timestamp(drive) -> None:
         assert driver.create_output_topic(topic, S, S).read_records_to_list() == [TestRecord("k", "v", 7)]
 
 
+@pytest.mark.driver_only(reason=RAISES_ON_PIPING)
 def test_forward_to_an_unknown_child_names_the_children(drive) -> None:
     from kstreams.topology import Topology
 
@@ -249,3 +270,129 @@ def test_to_rejects_bad_arguments() -> None:
         To.child("")
     with pytest.raises(ValueError, match="non-negative"):
         To.all().with_timestamp(-5)
+
+
+# -- on a cluster ----------------------------------------------------------------------------------
+# A versioned store used by process_values, restored from its changelog by a client with a fresh
+# state directory (on both cluster adapters).
+
+
+class VersionedOps(FixedKeyProcessor[str, str, str]):
+    """``put:<value>`` puts the value at the record's timestamp, ``del`` deletes at it, and
+    ``get:<time>`` answers ``value@from-to`` (or ``none``) for the key as of that time."""
+
+    def init(self, context: FixedKeyProcessorContext[str, str]) -> None:
+        self.context = context
+        self.store = context.get_state_store("versions")
+
+    def process(self, record: FixedKeyRecord[str, str]) -> None:
+        op, _, arg = record.value.partition(":")
+        if op == "put":
+            valid_to = self.store.put(record.key, arg, record.timestamp)
+            self.context.forward(
+                record.with_value("latest" if valid_to == -1 else f"valid to {valid_to - T0}")
+            )
+        elif op == "del":
+            self.store.delete(record.key, record.timestamp)
+            self.context.forward(record.with_value("deleted"))
+        else:
+            found = self.store.get(record.key, T0 + int(arg))
+            if found is None:
+                answer = "none"
+            else:
+                until = "latest" if found.valid_to is None else found.valid_to - T0
+                answer = f"{found.value}@{found.timestamp - T0}-{until}"
+            self.context.forward(record.with_value(answer))
+
+
+def versioned_topology(source: str, sink: str, persistent: bool) -> Any:
+    if persistent:
+        supplier = Stores.persistent_versioned_key_value_store("versions", 1_000)
+    else:
+        supplier = Stores.in_memory_versioned_key_value_store("versions", 1_000)
+    builder = StreamsBuilder()
+    builder.add_state_store(Stores.versioned_key_value_store_builder(supplier, S, S))
+    builder.stream(source).process_values(VersionedOps, "versions").to(sink)
+    return builder.build()
+
+
+@pytest.mark.parametrize("persistent", [False, True], ids=["in-memory", "persistent"])
+def test_a_versioned_store_is_restored_from_its_changelog_after_a_restart(
+    cluster: Any,
+    app_id: str,
+    tmp_path: Path,
+    clients: Clients,
+    client_config: Callable[..., dict[str, object]],
+    wait_until: Callable[..., None],
+    persistent: bool,
+) -> None:
+    source, sink = f"{app_id}-in", f"{app_id}-out"
+    cluster.create_topic(source, 1)
+    cluster.create_topic(sink, 1)
+
+    def produce(records: list[tuple[str, str | None, int]]) -> None:
+        """Records at T0 + their time."""
+        for key, value, ts in records:
+            cluster.produce(
+                source, key.encode(), None if value is None else value.encode(), timestamp=T0 + ts
+            )
+
+    def output() -> list[tuple[str, str, int]]:
+        """The sink's records, at their time since T0."""
+        return [
+            (S.deserialize(sink, r.key), S.deserialize(sink, r.value), r.timestamp - T0)
+            for r in cluster.read(sink)
+        ]
+
+    def wait_for(expected: list[tuple[str, str, int]]) -> None:
+        wait_until(
+            lambda: output() == expected,
+            wait_timeout(cluster),
+            lambda: f"outputs {expected}; the output is {output()}",
+        )
+
+    first = clients.start(
+        versioned_topology(source, sink, persistent), client_config(tmp_path / "first"), cluster
+    )
+    # Out of order within one commit interval: every version must reach the changelog.
+    produce(
+        [
+            ("k", "put:a", 100),
+            ("k", "put:c", 300),
+            ("k", "put:b", 200),
+            ("j", "put:x", 150),
+            ("j", "del", 250),
+        ]
+    )
+    puts = [
+        ("k", "latest", 100),
+        ("k", "latest", 300),
+        ("k", "valid to 300", 200),
+        ("j", "latest", 150),
+        ("j", "deleted", 250),
+    ]
+    wait_for(puts)
+    assert first.close(timeout=30)
+    # A fresh state directory: the second client has only the changelog to rebuild the store from.
+    clients.start(versioned_topology(source, sink, persistent), client_config(tmp_path / "second"), cluster)
+    produce(
+        [
+            ("k", "get:250", 400),
+            ("k", "get:150", 401),
+            ("k", "get:50", 402),
+            ("j", "get:200", 403),
+            ("j", "get:260", 404),
+            ("k", "get:500", 405),
+        ]
+    )
+    wait_for(
+        [
+            *puts,
+            ("k", "b@200-300", 400),
+            ("k", "a@100-200", 401),
+            ("k", "none", 402),
+            ("j", "x@150-250", 403),
+            ("j", "none", 404),
+            ("k", "c@300-latest", 405),
+        ]
+    )

@@ -16,8 +16,8 @@ from kstreams._native.record_cache import RecordCache
 from kstreams._native.record_collector import RecordCollector
 from kstreams.cluster.port import TopicPartition
 from kstreams.config import StreamsConfig
+from kstreams.processing.task import StreamTask
 from kstreams.processor import TaskId
-from kstreams.runtime.task import StreamTask
 from kstreams.serdes import Serdes
 from kstreams.testing import TestRecord
 from kstreams.topology import (
@@ -106,6 +106,11 @@ def test_every_update_carries_the_headers_of_the_record_that_made_it(
 
     outputs = driver.create_output_topic("out", S, value_serde).read_records_to_list()
 
+    if kind == "session" and not cache_bytes:
+        # Kafka's session aggregation forwards records it makes anew: without a cache, none of its
+        # updates carries the input's headers (through the cache, each entry's last writer's do).
+        assert [r.headers for r in outputs] == [None, None, None]
+        return
     assert [r.headers for r in outputs] == EXPECTED[kind]
 
 

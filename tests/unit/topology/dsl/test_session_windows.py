@@ -1,13 +1,22 @@
 """Session-windowed aggregations on the test driver: Kafka's KStreamSessionWindowAggregate semantics
-(merging, tombstones, timestamps, grace), count/reduce/aggregate, caching, stores, naming."""
+(merging, tombstones, timestamps, grace), count/reduce/aggregate, caching, stores, naming.
+
+The module is marked ``on_cluster``: its tests using ``drive`` run on a KafkaStreams client over an
+EmbeddedCluster too (tests/unit/topology/dsl/conftest.py), and the tests at its end check on a
+cluster what the driver cannot show."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from kstreams import KafkaStreams
+from kstreams.errors import InvalidStateStoreException
 from kstreams.serdes import Serdes
 from kstreams.state.store import WindowedKey
 from kstreams.topology import (
@@ -20,11 +29,18 @@ from kstreams.topology import (
     TimeWindows,
     WindowedSerdes,
 )
+from kstreams.topology.dsl.parameters import StoreType
 from kstreams.topology.dsl.processors.session_aggregate import SessionAggregateSupplier, count_merger
 from kstreams.topology.dsl.windowed_serdes import SessionWindowedSerde
+from tests.support.clients import client_settings, started_clients, wait_timeout
+from tests.support.waiting import holds_within
 
 S = Serdes.string()
 L = Serdes.long()
+
+pytestmark = pytest.mark.on_cluster(
+    representative="test_session_counts_survive_a_restart_through_the_changelog"
+)
 MIN = 60_000
 SESSION_KEYS = WindowedSerdes.session_windowed_serde_from(S)
 
@@ -398,3 +414,101 @@ def test_windowed_keys_written_to_a_topic_are_partitioned_by_the_inner_key():
     ).count().to_stream().to("sessions", Produced.with_(SESSION_KEYS, L))
     sink = next(node for node in builder.build().nodes.values() if getattr(node, "topic", None) == "sessions")
     assert isinstance(sink.partitioner, WindowedStreamPartitioner)
+
+
+# -- on a cluster ----------------------------------------------------------------------------------
+# Session-windowed counts run by KafkaStreams on both cluster adapters: sessions written to a topic
+# with the session-windowed serde, queried through ``streams.store``, and restored from the session
+# store's changelog after a restart (RocksDB with a fresh state directory, and in-memory), so a late
+# record still merges the sessions written before the restart.
+
+
+STORE = "clicks-per-session"
+
+
+def _topology(source: str, sink: str, store_type: StoreType) -> Any:
+    builder = StreamsBuilder()
+    (
+        builder.stream(source)
+        .group_by_key()
+        .windowed_by(SessionWindows.of_inactivity_gap_and_grace(5 * MIN, 10 * MIN))
+        # No cache: every update reaches the topic, so the exact sequence can be asserted.
+        .count(Materialized.as_(STORE).with_store_type(store_type).with_caching_disabled())
+        .to_stream()
+        .to(sink, Produced.with_(SESSION_KEYS, L))
+    )
+    return builder.build()
+
+
+@pytest.fixture
+def start_streams(cluster: Any, app_id: str) -> Iterator[Callable[..., KafkaStreams]]:
+    with started_clients() as clients:
+        yield lambda topology, state_dir: clients.start(
+            topology, client_settings(cluster, app_id, state_dir), cluster
+        )
+
+
+def _sessions(cluster: Any, topic: str) -> list[tuple[Any, Any, int]]:
+    return [
+        (SESSION_KEYS.deserialize(topic, r.key), L.deserialize(topic, r.value), r.timestamp)
+        for r in cluster.read(topic)
+    ]
+
+
+def _stored(streams: KafkaStreams, key: str) -> list[tuple[Any, Any]] | None:
+    try:
+        return list(streams.store(STORE).fetch(key))
+    except InvalidStateStoreException:
+        return None  # not running yet, or still restoring
+
+
+@pytest.mark.parametrize("store_type", [StoreType.ROCKS_DB, StoreType.IN_MEMORY])
+def test_session_counts_survive_a_restart_through_the_changelog(
+    cluster: Any,
+    app_id: str,
+    start_streams: Callable[..., KafkaStreams],
+    tmp_path: Path,
+    store_type: StoreType,
+) -> None:
+    source, sink = f"{app_id}-clicks", f"{app_id}-sessions"
+    cluster.create_topic(source, 2)
+    cluster.create_topic(sink, 2)
+    timeout = wait_timeout(cluster)
+    # Timestamps near now: within the topics' retention.
+    base = (int(time.time() * 1000) // MIN) * MIN - 30 * MIN
+
+    def session(start_min: int, end_min: int) -> WindowedKey[str]:
+        return WindowedKey("alice", base + start_min * MIN, base + end_min * MIN)
+
+    streams = start_streams(_topology(source, sink, store_type), tmp_path / "first")
+    for minute in (0, 2, 10):
+        cluster.produce(source, b"alice", b"click", timestamp=base + minute * MIN)
+    before_restart = [
+        (session(0, 0), 1, base),
+        (session(0, 0), None, base),
+        (session(0, 2), 2, base + 2 * MIN),
+        (session(10, 10), 1, base + 10 * MIN),
+    ]
+    assert holds_within(lambda: _sessions(cluster, sink) == before_restart, timeout), _sessions(cluster, sink)
+    expected_store = [(session(0, 2), 2), (session(10, 10), 1)]
+    assert holds_within(lambda: _stored(streams, "alice") == expected_store, timeout), _stored(
+        streams, "alice"
+    )
+    assert streams.close(timeout=30.0)
+    changelog = f"{app_id}-{STORE}-changelog"
+    assert changelog in cluster.topics()
+
+    # A fresh state directory: the store can only come back from its changelog.
+    streams = start_streams(_topology(source, sink, store_type), tmp_path / "second")
+    assert holds_within(lambda: _stored(streams, "alice") == expected_store, timeout), _stored(
+        streams, "alice"
+    )
+    cluster.produce(source, b"alice", b"click", timestamp=base + 6 * MIN)
+    after_restart = [
+        *before_restart,
+        (session(0, 2), None, base + 2 * MIN),
+        (session(10, 10), None, base + 10 * MIN),
+        (session(0, 10), 4, base + 10 * MIN),
+    ]
+    assert holds_within(lambda: _sessions(cluster, sink) == after_restart, timeout), _sessions(cluster, sink)
+    assert holds_within(lambda: _stored(streams, "alice") == [(session(0, 10), 4)], timeout)

@@ -1,16 +1,25 @@
 """Sliding-window aggregations on the test driver: the windows, aggregates and timestamps Kafka's
-KStreamSlidingWindowAggregate forwards (the expected results of Kafka's own tests and docs)."""
+KStreamSlidingWindowAggregate forwards (the expected results of Kafka's own tests and docs).
+
+The module is marked ``on_cluster``: its tests using ``drive`` run on a KafkaStreams client over an
+EmbeddedCluster too (tests/unit/topology/dsl/conftest.py), and the tests at its end check on a
+cluster what the driver cannot show."""
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
+from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from kstreams import KafkaStreams
 from kstreams.serdes import Serdes
 from kstreams.state.store import WindowedKey
+from kstreams.state.value_and_timestamp import ValueAndTimestamp
 from kstreams.topology import (
     Consumed,
     KeyValue,
@@ -20,13 +29,19 @@ from kstreams.topology import (
     SlidingWindows,
     StreamsBuilder,
     TimeWindows,
+    Topology,
     WindowedSerdes,
 )
 from kstreams.topology.compiled_ops import kernel_for_supplier
 from kstreams.topology.dsl.processors.sliding_aggregate import SlidingWindowAggregateSupplier
+from tests.support.clients import client_settings, wait_timeout
 
 S = Serdes.string()
 L = Serdes.long()
+
+pytestmark = pytest.mark.on_cluster(
+    representative="test_sliding_counts_survive_a_restart_that_restores_the_store"
+)
 
 # (key, window start, window end, value, timestamp) of one forwarded update
 Update = tuple[str, int, int, Any, int]
@@ -404,9 +419,11 @@ def test_the_batch_compiler_does_not_take_sliding_windows_for_time_windows():
     assert kernel_for_supplier(suppliers["t"]) is not None
 
 
+@pytest.mark.driver_only(reason="reads the compiled steps of the driver's task")
 def test_a_compiled_segment_hands_records_to_the_sliding_aggregation_one_by_one(drive):
     from kstreams.predicates import json_field
-    from kstreams.runtime.compiled.steps import BoundaryStep, FilterStep
+    from kstreams.processing.compiled.stateless_steps import FilterStep
+    from kstreams.processing.compiled.steps import BoundaryStep
 
     def topology() -> Any:
         builder = StreamsBuilder()
@@ -444,3 +461,108 @@ def test_a_compiled_segment_hands_records_to_the_sliding_aggregation_one_by_one(
     assert not no_steps
     assert compiled == per_record
     assert len(compiled) > 7
+
+
+# -- on a cluster ----------------------------------------------------------------------------------
+# Sliding-window aggregations run by KafkaStreams on both cluster adapters: the results, their
+# timestamps, interactive queries, and a restart on a new state directory that restores the window
+# store (aggregates and their timestamps) from its changelog.
+
+
+DIFFERENCE = 10_000
+
+
+WINDOWED = WindowedSerdes.time_windowed_serde_from(S, DIFFERENCE)
+
+
+def _topology(source: str, sink: str) -> Topology:
+    builder = StreamsBuilder()
+    (
+        builder.stream(source)
+        .group_by_key()
+        .windowed_by(SlidingWindows.of_time_difference_and_grace(DIFFERENCE, 60_000))
+        .count(Materialized.as_("sliding-counts"))
+        .to_stream()
+        .to(sink, Produced.with_(WINDOWED, L))
+    )
+    return builder.build()
+
+
+def _client(cluster: Any, app_id: str, topology: Topology, state_dir: Path) -> KafkaStreams:
+    return KafkaStreams(topology, client_settings(cluster, app_id, state_dir), cluster=cluster)
+
+
+def _latest(cluster: Any, sink: str, base: int) -> dict[tuple[str, int, int], tuple[int, int]]:
+    """Each window's newest (count, timestamp), windows relative to ``base``."""
+    latest: dict[tuple[str, int, int], tuple[int, int]] = {}
+    for record in cluster.read(sink):
+        window = WINDOWED.deserialize(sink, record.key)
+        count = L.deserialize(sink, record.value)
+        latest[(window.key, window.start - base, window.end - base)] = (count, record.timestamp - base)
+    return latest
+
+
+def test_sliding_counts_survive_a_restart_that_restores_the_store(
+    cluster: Any,
+    app_id: str,
+    tmp_path: Path,
+    clients: list[KafkaStreams],
+    wait_until: Callable[..., None],
+) -> None:
+    source, sink = f"{app_id}-in", f"{app_id}-out"
+    cluster.create_topic(source, 2)
+    cluster.create_topic(sink, 2)
+    timeout = wait_timeout(cluster)
+    # Recent timestamps, so a broker's time-based retention keeps every record.
+    base = (int(time.time() * 1000) - 120_000) // 1000 * 1000
+
+    first = _client(cluster, app_id, _topology(source, sink), tmp_path / "first")
+    clients.append(first)
+    first.start()
+    for key, offset in [("k1", 0), ("k2", 1000), ("k1", 3000)]:
+        cluster.produce(source, key.encode(), b"v", timestamp=base + offset)
+    expected = {
+        ("k1", -10_000, 0): (1, 0),
+        ("k2", -9_000, 1000): (1, 1000),
+        ("k1", 1, 10_001): (1, 3000),  # 0's right window, made when 3000 falls in it
+        ("k1", -7_000, 3000): (2, 3000),
+    }
+    wait_until(lambda: _latest(cluster, sink, base) == expected, timeout, "the first sliding counts")
+
+    wait_until(lambda: first.state is KafkaStreams.State.RUNNING, timeout, "the first client RUNNING")
+    store = first.store("sliding-counts")
+    assert store.fetch("k1", base - 7_000) == 2  # plain values for interactive queries
+    assert list(store.fetch_range("k1", base - 10_000, base + 1)) == [
+        (base - 10_000, 1),
+        (base - 7_000, 2),
+        (base + 1, 1),
+    ]
+    stamped = first.store("sliding-counts", timestamped=True)
+    assert stamped.fetch("k1", base - 7_000) == ValueAndTimestamp(2, base + 3000)
+    assert first.close(timeout=30)
+
+    # A new state directory: the successor restores the window store from its changelog.
+    second = _client(cluster, app_id, _topology(source, sink), tmp_path / "second")
+    clients.append(second)
+    second.start()
+    # Out of order: the record at 2000 needs the restored aggregates and their timestamps (its right
+    # window is made only because the restored window [1, 10001] holds a record after it, at 3000).
+    cluster.produce(source, b"k1", b"v", timestamp=base + 2000)
+    expected.update(
+        {
+            ("k1", 1, 10_001): (2, 3000),
+            ("k1", -7_000, 3000): (3, 3000),
+            ("k1", -8_000, 2000): (2, 2000),
+            ("k1", 2001, 12_001): (1, 3000),
+        }
+    )
+    wait_until(lambda: _latest(cluster, sink, base) == expected, timeout, "the counts after restoring")
+    wait_until(lambda: second.state is KafkaStreams.State.RUNNING, timeout, "the second client RUNNING")
+    assert sorted(second.store("sliding-counts").fetch_all(base - 20_000, base + 20_000)) == sorted(
+        [
+            (WindowedKey("k1", base + start, base + end), count)
+            for (key, start, end), (count, _ts) in expected.items()
+            if key == "k1"
+        ]
+        + [(WindowedKey("k2", base - 9_000, base + 1000), 1)]
+    )

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kstreams.errors import TopologyException
+from kstreams.errors import StreamsException, TopologyException
 from kstreams.serdes import Serdes
 from kstreams.state import Stores
 from kstreams.topology import Joined, Materialized, StreamsBuilder
@@ -112,3 +112,21 @@ def test_a_grace_period_must_not_exceed_the_tables_history_retention():
     )
     with pytest.raises(TopologyException, match="History retention must be at least grace period"):
         builder.stream("s").join(table, _joiner, Joined.with_(S, S, S, "first-join", grace_period=360_000))
+
+
+def test_a_left_join_with_a_grace_period_fails_on_a_stream_record_with_a_null_key(drive):
+    """As Kafka's: its buffer requires a key (RocksDBTimeOrderedKeyValueBuffer.put), so the task
+    fails where a left join without a grace period would join the record with None."""
+    builder = StreamsBuilder()
+    table = builder.table(
+        "rows", materialized=Materialized.as_(Stores.persistent_versioned_key_value_store("V-grace", 100))
+    )
+    builder.stream("events").left_join(table, _joiner, Joined.with_(S, S, S, "Grace", grace_period=0)).to(
+        "out"
+    )
+    driver = drive(builder.build())
+    events = driver.create_input_topic("events", S, S)
+    events.pipe_input("a", "X", 1)
+    with pytest.raises(StreamsException, match="null key"):
+        events.pipe_input(None, "Y", 2)
+    assert _results(driver.create_output_topic("out", S, S)) == [("a", "X+None", 1)]

@@ -1,4 +1,7 @@
-"""KTable.transform_values with a ValueTransformerWithKey, its stores, materialization and lookups."""
+"""KTable.transform_values with a ValueTransformerWithKey, its stores, materialization and lookups.
+
+The module is marked ``on_cluster``: its tests using ``drive`` run on a KafkaStreams client over an
+EmbeddedCluster too (tests/unit/topology/dsl/conftest.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +18,12 @@ from kstreams.topology import Materialized, StreamsBuilder, ValueTransformerWith
 
 S = Serdes.string()
 L = Serdes.long()
+
+pytestmark = pytest.mark.on_cluster(representative="test_transform_values_uses_its_store_and_sees_deletions")
+# The reasons of the tests of this module that do not run, or run differently, on the cluster driver.
+RAISES_ON_PIPING = (
+    "the driver raises the processing error from pipe_input; on a cluster the client stops in ERROR"
+)
 
 
 class Versioned(ValueTransformerWithKey[str, str, str]):
@@ -92,6 +101,7 @@ def test_transform_values_names_its_node_like_kafka() -> None:
     assert "Processor: KTABLE-TRANSFORMVALUES-0000000003 (stores: [])" in text
 
 
+@pytest.mark.driver_only(reason=RAISES_ON_PIPING)
 def test_a_value_transformer_cannot_forward(drive) -> None:
     class Forwarding(ValueTransformerWithKey[str, str, str]):
         def init(self, context: ProcessorContext[Any, Any]) -> None:

@@ -27,6 +27,8 @@ from kstreams import (
     TimeWindows,
 )
 
+pytestmark = pytest.mark.on_cluster(representative="test_cogroup_of_two_streams_with_shared_keys")
+
 S = Serdes.string()
 I = Serdes.integer()  # noqa: E741 - Kafka's Serdes.Integer(), beside S
 STRINGS = Consumed.with_(S, S)
@@ -297,11 +299,6 @@ def test_a_grouping_reused_by_a_plain_aggregate_gets_its_own_repartition():
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="differences 14: a cogroup aggregated twice adds its repartition twice, and the second "
-    "named one is refused as a duplicate; Kafka builds one repartition feeding both aggregates",
-)
 def test_a_cogroup_aggregated_twice_shares_the_named_repartition():
     """shouldInsertRepartitionsTopicForCogroupsUsedTwice"""
     builder = StreamsBuilder()

@@ -23,6 +23,8 @@ import pytest
 from kstreams import Consumed, JoinWindows, KeyValue, Serdes, Stores, StreamJoined, StreamsBuilder
 from kstreams.errors import StreamsException
 
+pytestmark = pytest.mark.on_cluster(representative="test_join_emits_every_pair_of_records_in_the_window")
+
 S = Serdes.string()
 I = Serdes.integer()  # noqa: E741 - Kafka's Serdes.Integer(), beside S
 CONSUMED = Consumed.with_(I, S)
@@ -305,11 +307,6 @@ def _rekeyed_joined_twice(joined: tuple[Any, Any], second_topic: str) -> str:
     return str(builder.build().describe())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="differences 18 and 20: the generated names after a join's repartition are numbered "
-    "lower than Kafka's, and the merge's two predecessors print in another order",
-)
 def test_rekeyed_stream_joined_twice_shares_one_generated_repartition_topic():
     """shouldReuseRepartitionTopicWithGeneratedName"""
     assert _rekeyed_joined_twice((), "out-to") == "\n".join([
@@ -372,12 +369,6 @@ def test_rekeyed_stream_joined_twice_shares_one_generated_repartition_topic():
     ])  # fmt: skip
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="differences 18 and 20: the generated names after a named join's repartition are "
-    "numbered lower than Kafka's, and the map's successors and each merge's predecessors print "
-    "in another order",
-)
 def test_rekeyed_stream_joined_twice_with_names_gets_a_repartition_topic_per_join():
     """shouldCreateRepartitionTopicsWithUserProvidedName"""
     joined = StreamJoined.with_(S, S, S)

@@ -14,7 +14,11 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
 from kstreams import Consumed, JoinWindows, Serdes, Stores, StreamJoined, StreamsBuilder
+
+pytestmark = pytest.mark.on_cluster(representative="test_left_join_emits_unjoined_and_joined_duplicates")
 
 S = Serdes.string()
 I = Serdes.integer()  # noqa: E741 - Kafka's Serdes.Integer(), beside S

@@ -17,7 +17,13 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
 from kstreams import Consumed, JoinWindows, Serdes, Stores, StreamJoined, StreamsBuilder
+
+pytestmark = pytest.mark.on_cluster(
+    representative="test_outer_join_emits_unjoined_and_joined_duplicates_of_both_sides"
+)
 
 S = Serdes.string()
 I = Serdes.integer()  # noqa: E741 - Kafka's Serdes.Integer(), beside S

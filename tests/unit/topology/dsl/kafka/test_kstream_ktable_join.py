@@ -25,6 +25,10 @@ import pytest
 from kstreams import Consumed, Joined, KeyValue, Materialized, Serdes, Stores, StreamsBuilder
 from kstreams.errors import TopologyException
 
+pytestmark = pytest.mark.on_cluster(
+    representative="test_grace_period_holds_stream_records_until_stream_time_passes_it"
+)
+
 S = Serdes.string()
 I = Serdes.integer()  # noqa: E741 - Kafka's Serdes.Integer(), beside S
 CONSUMED = Consumed.with_(I, S)
@@ -186,11 +190,6 @@ def test_grace_period_on_a_table_inheriting_an_unversioned_store_is_refused(driv
         _grace_join(store, True, timedelta(milliseconds=6))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference 17: a grace-period join refuses a table whose store is inherited from a "
-    "versioned table (here through a filter) as not versioned; Kafka accepts it",
-)
 def test_grace_period_on_a_table_inheriting_a_versioned_store_is_accepted(drive):
     """shouldNotFailIfTableIsVersionedButMaterializationIsInherited"""
     store = Materialized.as_(Stores.persistent_versioned_key_value_store("tableB", timedelta(minutes=5)))
@@ -204,11 +203,6 @@ def test_grace_period_longer_than_the_history_retention_is_refused(drive):
         _grace_join(store, False, timedelta(minutes=6))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference 17: a grace-period join refuses a table whose store is inherited from a "
-    "versioned table (here through a filter) as not versioned; Kafka accepts it",
-)
 def test_grace_period_longer_than_an_inherited_store_s_history_retention_is_refused(drive):
     """shouldFailIfGracePeriodIsLongerThanHistoryRetentionAndInheritedStore"""
     store = Materialized.as_(Stores.persistent_versioned_key_value_store("V-grace", timedelta(0)))
@@ -227,12 +221,6 @@ def _rekeyed_joined_twice(joined: tuple[Any, Any]) -> str:
     return str(builder.build().describe())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference 18: the generated names after a stream-table join's repartition are numbered "
-    "lower than Kafka's (Kafka draws numbers for a join's repartition even when it names or "
-    "reuses its nodes)",
-)
 def test_rekeyed_stream_joined_twice_shares_one_generated_repartition_topic():
     """shouldReuseRepartitionTopicWithGeneratedName"""
     assert _rekeyed_joined_twice(()) == "\n".join([
@@ -277,12 +265,6 @@ def test_rekeyed_stream_joined_twice_shares_one_generated_repartition_topic():
     ])  # fmt: skip
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference 18: the generated names after a stream-table join's repartition are numbered "
-    "lower than Kafka's (Kafka draws numbers for a join's repartition even when it names or "
-    "reuses its nodes)",
-)
 def test_rekeyed_stream_joined_twice_with_names_gets_a_repartition_topic_per_join():
     """shouldCreateRepartitionTopicsWithUserProvidedName"""
     joined = (Joined.with_(S, S, S, "first-join"), Joined.with_(S, S, S, "second-join"))

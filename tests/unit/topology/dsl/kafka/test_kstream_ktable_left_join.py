@@ -13,7 +13,13 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import pytest
+
 from kstreams import Consumed, Serdes, StreamsBuilder
+
+pytestmark = pytest.mark.on_cluster(
+    representative="test_every_stream_record_joins_whether_or_not_the_table_has_its_key"
+)
 
 S = Serdes.string()
 I = Serdes.integer()  # noqa: E741 - Kafka's Serdes.Integer(), beside S

@@ -14,6 +14,10 @@ import pytest
 from kstreams import Consumed, JoinWindows, Repartitioned, Serdes, StreamsBuilder
 from kstreams.errors import TopologyException
 
+pytestmark = pytest.mark.on_cluster(
+    representative="test_repartition_calls_the_custom_partitioner_for_each_record"
+)
+
 S = Serdes.string()
 I = Serdes.integer()  # noqa: E741 - Kafka's Serdes.Integer(), beside S
 APP = "repartition-app"
@@ -48,10 +52,9 @@ def test_repartition_calls_the_custom_partitioner_for_each_record(drive):
     assert records == [(0, "X0", 10), (1, "X1", 11)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="differences 13: the test driver refuses a partition past the topic's partition count; "
-    "Kafka's TopologyTestDriver writes the record to it",
+@pytest.mark.driver_only(
+    reason="Kafka's TopologyTestDriver writes to a partition past the topic's partition count; a "
+    "client on a cluster refuses it, as Kafka's producer does"
 )
 def test_repartition_to_a_partition_the_driver_lacks_still_writes_the_record(drive):
     """shouldInvokePartitionerWhenSet (as Kafka writes it: the partitioner returns partition 1)"""

@@ -26,6 +26,10 @@ from kstreams import (
     Windowed,
 )
 
+pytestmark = pytest.mark.on_cluster(
+    representative="test_hopping_window_aggregate_updates_every_window_a_record_falls_in"
+)
+
 S = Serdes.string()
 STRATEGIES = pytest.mark.parametrize(
     ("emit_final", "with_cache"),

@@ -12,7 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from kstreams import Consumed, Grouped, KeyValue, Materialized, Serdes, Stores, StreamsBuilder
+
+pytestmark = pytest.mark.on_cluster(
+    representative="test_aggregate_with_unchanged_key_subtracts_and_adds_in_one_update"
+)
 
 S = Serdes.string()
 L = Serdes.long()

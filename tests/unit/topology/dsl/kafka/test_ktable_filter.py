@@ -5,12 +5,12 @@ is off, as in Kafka's test.
 
 As in the KTableSourceTest port, the processors go under the tables' nodes through the public
 ``Topology.add_processor`` and ``KTable.name``, and old values are turned on as a user turns them on:
-by grouping the filtered table (Kafka's test calls the internal ``enableSendingOldValues``).
-``shouldGetValuesOnMaterialization`` reads the filtered tables' stores instead of Kafka's internal
-value getters. Not ported: ``shouldNotSendOldValues...IfOptionallyRequested`` (the internal
-``enableSendingOldValues(true)``, "only if materialized", which no public call makes; their
-expected changes are those of the two ``shouldNotSendOldValues...`` cases ported here) and
-``testTypeVariance`` (Java generics).
+by grouping the filtered table (Kafka's test calls the internal ``enableSendingOldValues(true)``),
+or without forcing a store by filtering it again (``enableSendingOldValues(false)``, which a filter
+calls on its parent). ``shouldGetValuesOnMaterialization`` reads the filtered tables' stores instead
+of Kafka's internal value getters. Not ported: ``shouldSkipNullIfVersionedDownstream`` (a filter
+kept in a versioned store, which kstreams' filter does not take) and ``testTypeVariance`` (Java
+generics).
 """
 
 from __future__ import annotations
@@ -20,6 +20,11 @@ from typing import Any
 import pytest
 
 from kstreams import Consumed, Grouped, KeyValue, Materialized, Serdes, StreamsBuilder
+from kstreams.state import Stores
+
+pytestmark = pytest.mark.on_cluster(
+    representative="test_filter_forwards_kept_rows_and_tombstones_for_dropped_ones"
+)
 
 S = Serdes.string()
 I = Serdes.integer()  # noqa: E741 - Kafka's Serdes.Integer(), beside S
@@ -65,11 +70,6 @@ def test_filter_forwards_kept_rows_and_tombstones_for_dropped_ones(drive, captur
     _pass_through(drive, captured, materialized=False)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference 19: with the cache off, a materialized table filter whose parent sends no "
-    "old values forwards no tombstone for a row it drops; Kafka forwards one",
-)
 def test_materialized_filter_forwards_the_same(drive, captured):
     """shouldPassThroughOnMaterialization"""
     _pass_through(drive, captured, materialized=True)
@@ -165,13 +165,22 @@ WITH_OLD_VALUES = [
     [[("A", None, 3, 10), ("B", None, 2, 20)], [("B", None, 2, 20)]],
 ]  # fmt: skip
 
+# With old values from a filter kept in its own store: its parent is not asked for them.
+WITH_OLD_VALUES_OF_THE_FILTER_ONLY = [
+    [[(key, new, None, ts) for key, new, _, ts in source], below] for source, below in WITH_OLD_VALUES
+]
 
-def _filter_changes(drive: Any, materialized: bool, source_store: bool, send_old_values: bool) -> list[Any]:
+
+def _filter_changes(
+    drive: Any, materialized: bool, source_store: bool, send_old_values: bool, filtered_again: bool = False
+) -> list[Any]:
     builder = StreamsBuilder()
     table1 = builder.table("topic1", CONSUMED, *([Materialized.as_("store2")] if source_store else []))
     table2 = table1.filter(_even, *([Materialized.as_("store2")] if materialized else []))
     if send_old_values:
         table2.group_by(KeyValue, Grouped.with_(S, I)).count()
+    if filtered_again:
+        table2.filter(_even)  # asks table2 for old values without materializing anything
     return _changes(drive, builder, [table1, table2], STEPS)
 
 
@@ -180,28 +189,29 @@ def test_filter_forwards_no_old_values_unless_a_downstream_needs_them(drive):
     assert _filter_changes(drive, False, False, False) == WITHOUT_OLD_VALUES
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference 19: with the cache off, a materialized table filter whose parent sends no "
-    "old values forwards no tombstone for a row it drops; Kafka forwards one",
-)
 def test_materialized_filter_forwards_no_old_values_unless_a_downstream_needs_them(drive):
     """shouldNotSendOldValuesOnMaterialization"""
     assert _filter_changes(drive, True, False, False) == WITHOUT_OLD_VALUES
 
 
+def test_filter_of_a_table_without_a_store_gets_no_old_values_unless_forced(drive):
+    """shouldNotEnableSendingOldValuesIfNotAlreadyMaterializedAndNotForcedToMaterialize"""
+    assert _filter_changes(drive, False, False, False, filtered_again=True) == WITHOUT_OLD_VALUES
+
+
 def test_filter_forwards_old_values_when_a_downstream_needs_them(drive):
-    """shouldSendOldValuesWhenEnabledWithoutMaterialization"""
+    """shouldEnableSendOldValuesWhenNotMaterializedAlreadyButForcedToMaterialize"""
     assert _filter_changes(drive, False, False, True) == WITH_OLD_VALUES
 
 
 def test_materialized_filter_forwards_old_values_when_a_downstream_needs_them(drive):
-    """shouldSendOldValuesWhenEnabledOnMaterialization"""
-    assert _filter_changes(drive, True, False, True) == WITH_OLD_VALUES
+    """shouldEnableSendOldValuesWhenMaterializedAlreadyAndForcedToMaterialize"""
+    assert _filter_changes(drive, True, False, True) == WITH_OLD_VALUES_OF_THE_FILTER_ONLY
 
 
 def test_filter_of_a_materialized_source_forwards_old_values_when_a_downstream_needs_them(drive):
     """shouldSendOldValuesWhenEnabledOnUpStreamMaterialization"""
+    assert _filter_changes(drive, False, True, False, filtered_again=True) == WITH_OLD_VALUES
     assert _filter_changes(drive, False, True, True) == WITH_OLD_VALUES
 
 
@@ -217,10 +227,12 @@ def _skip_null_to_repartition(drive: Any, materialized: bool) -> list[Any]:
         *([Materialized.as_("mock-result")] if materialized else []),
     )
     steps = [[("A", "reject", 5), ("B", "reject", 10), ("C", "reject", 20)]]
-    return _changes(drive, builder, [table1, table2], steps, serde=S)
+    return _changes(drive, builder, [table1, accepted, table2], steps, serde=S)
 
 
-REJECTED = [[[("A", "reject", None, 5), ("B", "reject", None, 10), ("C", "reject", None, 20)], []]]
+# Under the source, the filter and the aggregation: the re-grouping makes the filter ask for old
+# values, so it forwards nothing for the rows it never held.
+REJECTED = [[[("A", "reject", None, 5), ("B", "reject", None, 10), ("C", "reject", None, 20)], [], []]]
 
 
 def test_filter_sends_no_tombstone_of_a_never_held_row_to_a_repartition(drive):
@@ -231,3 +243,20 @@ def test_filter_sends_no_tombstone_of_a_never_held_row_to_a_repartition(drive):
 def test_materialized_filter_sends_no_tombstone_of_a_never_held_row_to_a_repartition(drive):
     """shouldSkipNullToRepartitionOnMaterialization"""
     assert _skip_null_to_repartition(drive, materialized=True) == REJECTED
+
+
+def test_filter_of_a_versioned_table_forwards_every_tombstone(drive):
+    """shouldNotSkipNullIfVersionedUpstream: old values are sent (a re-grouping asks for them),
+    but below a versioned table the filter forwards a tombstone for every row it drops."""
+    builder = StreamsBuilder()
+    versioned = Materialized.as_(Stores.persistent_versioned_key_value_store("versioned", 300_000))
+    table1 = builder.table("topic1", Consumed.with_(S, S), versioned)
+    table2 = table1.filter(lambda k, v: v.lower() == "accept")
+    table2.group_by(KeyValue).reduce(lambda agg, v: agg + v, lambda agg, v: agg + "-" + v)
+    steps = [[("A", "reject", 5), ("B", "reject", 10), ("C", "reject", 20)]]
+    assert _changes(drive, builder, [table1, table2], steps, serde=S) == [
+        [
+            [("A", "reject", None, 5), ("B", "reject", None, 10), ("C", "reject", None, 20)],
+            [("A", None, None, 5), ("B", None, None, 10), ("C", None, None, 20)],
+        ]
+    ]

@@ -13,8 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from kstreams import Consumed, Materialized, Produced, Serdes, StreamsBuilder
 from kstreams.serdes import Serde
+
+pytestmark = pytest.mark.on_cluster(representative="test_fk_join_then_equi_join_with_serdes_from_the_config")
 
 I = Serdes.integer()  # noqa: E741 - Kafka's Serdes.Integer(), beside S
 S = Serdes.string()

@@ -17,6 +17,8 @@ import pytest
 
 from kstreams import Consumed, Grouped, KeyValue, Materialized, Serdes, StreamsBuilder, Topology
 
+pytestmark = pytest.mark.on_cluster(representative="test_inner_join_of_two_tables")
+
 S = Serdes.string()
 I = Serdes.integer()  # noqa: E741 - Kafka's Serdes.Integer(), beside S
 CONSUMED = Consumed.with_(I, S)
@@ -126,11 +128,6 @@ def test_inner_join_forwards_no_old_values_unless_a_downstream_needs_them(drive)
     assert _changes_under_the_join(drive, False, False) == _without_old_values(JOIN_CHANGES)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="differences 15: a materialized table-table join forwards old values to the processors "
-    "under it even when no downstream asked for them; Kafka forwards them only when asked",
-)
 def test_materialized_inner_join_forwards_no_old_values_unless_a_downstream_needs_them(drive):
     """testQueryableNotSendingOldValues"""
     assert _changes_under_the_join(drive, True, False) == _without_old_values(JOIN_CHANGES)

@@ -17,6 +17,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import pytest
+
 from kstreams import (
     Consumed,
     Grouped,
@@ -27,6 +29,8 @@ from kstreams import (
     StreamsBuilder,
     Topology,
 )
+
+pytestmark = pytest.mark.on_cluster(representative="test_left_join_of_two_tables")
 
 S = Serdes.string()
 I = Serdes.integer()  # noqa: E741 - Kafka's Serdes.Integer(), beside S
@@ -131,6 +135,7 @@ def test_left_join_forwards_old_values_when_a_downstream_needs_them(drive):
     assert _changes_under_the_join(drive, True) == JOIN_CHANGES
 
 
+@pytest.mark.cluster_store_cache(reason="the cache evictions are what it tests")
 def test_chain_of_left_joins_survives_cache_evictions_across_many_tables(drive):
     """shouldNotThrowIllegalStateExceptionWhenMultiCacheEvictions"""
     L = Serdes.long()

@@ -14,7 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from kstreams import Consumed, Grouped, KeyValue, Serdes, StreamsBuilder, Topology
+
+pytestmark = pytest.mark.on_cluster(representative="test_outer_join_of_two_tables")
 
 S = Serdes.string()
 I = Serdes.integer()  # noqa: E741 - Kafka's Serdes.Integer(), beside S

@@ -12,7 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from kstreams import Consumed, Grouped, KeyValue, Materialized, Serdes, StreamsBuilder
+
+pytestmark = pytest.mark.on_cluster(
+    representative="test_mapped_table_forwards_each_mapped_value_with_its_timestamp"
+)
 
 S = Serdes.string()
 I = Serdes.integer()  # noqa: E741 - Kafka's Serdes.Integer(), beside S

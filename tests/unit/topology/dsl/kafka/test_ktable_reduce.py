@@ -9,7 +9,13 @@ reduce's store. Not ported: the "headers" store format of ``shouldReduceAndEmitL
 
 from __future__ import annotations
 
+import pytest
+
 from kstreams import Consumed, Grouped, KeyValue, Materialized, Serdes, StreamsBuilder
+
+pytestmark = pytest.mark.on_cluster(
+    representative="test_reduce_adds_new_values_and_subtracts_old_ones_keeping_the_newest_timestamp"
+)
 
 S = Serdes.string()
 # A set of strings, written comma-separated (the empty set as no bytes).

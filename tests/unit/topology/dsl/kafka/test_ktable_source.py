@@ -17,7 +17,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from kstreams import Consumed, KeyValue, Materialized, Serdes, StreamsBuilder, Topology
+
+pytestmark = pytest.mark.on_cluster(
+    representative="test_table_store_holds_each_key_s_latest_value_and_timestamp"
+)
 
 S = Serdes.string()
 I = Serdes.integer()  # noqa: E741 - Kafka's Serdes.Integer(), beside S

@@ -12,6 +12,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
 from kstreams import (
     BufferConfig,
     Consumed,
@@ -27,6 +29,8 @@ from kstreams import (
     Suppressed,
     TimeWindows,
 )
+
+pytestmark = pytest.mark.on_cluster(representative="test_time_windows_emit_final_results_when_they_close")
 
 S = Serdes.string()
 L = Serdes.long()

@@ -28,6 +28,10 @@ from kstreams import (
     Windowed,
 )
 
+pytestmark = pytest.mark.on_cluster(representative="test_count_of_windows_is_materialized")
+# The cached cases read windows only the cache still holds (see the module docstring).
+WINDOW_CACHE = pytest.mark.cluster_store_cache(reason="the cached cases read the cache's windows")
+
 S = Serdes.string()
 L = Serdes.long()
 STRATEGIES = pytest.mark.parametrize(
@@ -131,23 +135,8 @@ def _expected_store(
     return [(w, v) for w, v, _ in rows], rows
 
 
-EMIT_CLOSE_STORE = pytest.mark.xfail(
-    strict=True,
-    reason="differences 4: an emit-on-close store drops windows past retention at once; Kafka's "
-    "still returns them until their segment is dropped",
-)
-
-
-@pytest.mark.parametrize(
-    ("emit_final", "with_cache"),
-    [
-        (False, True),
-        (False, False),
-        pytest.param(True, True, marks=EMIT_CLOSE_STORE),
-        pytest.param(True, False, marks=EMIT_CLOSE_STORE),
-    ],
-    ids=["update-cached", "update-uncached", "close-cached", "close-uncached"],
-)
+@WINDOW_CACHE
+@STRATEGIES
 def test_count_of_windows_is_materialized(drive, emit_final, with_cache):
     """shouldMaterializeCount"""
     builder = StreamsBuilder()
@@ -163,6 +152,7 @@ def test_count_of_windows_is_materialized(drive, emit_final, with_cache):
     assert (values, [tuple(r) for r in stamps]) == (expected[0], [tuple(r) for r in expected[1]])
 
 
+@WINDOW_CACHE
 @STRATEGIES
 def test_reduce_of_windows_is_materialized(drive, emit_final, with_cache):
     """shouldMaterializeReduced (Kafka runs it without an emit strategy)"""
@@ -177,6 +167,7 @@ def test_reduce_of_windows_is_materialized(drive, emit_final, with_cache):
     assert (values, stamps) == _expected_store(with_cache, False, ["1+2", "3", "10+20", "30"], 1)
 
 
+@WINDOW_CACHE
 @STRATEGIES
 def test_aggregate_of_windows_is_materialized(drive, emit_final, with_cache):
     """shouldMaterializeAggregated (Kafka runs it without an emit strategy)"""

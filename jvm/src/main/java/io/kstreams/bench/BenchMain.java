@@ -14,8 +14,10 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.common.Metric;
 import org.apache.kafka.common.MetricName;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.kafka.common.serialization.Serde;
 import org.apache.kafka.common.serialization.Serdes;
@@ -29,6 +31,7 @@ import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.processor.StateRestoreListener;
 
 /**
  * The end-to-end pipelines of bench/e2e_throughput.py, on Kafka Streams: the peer kstreams is measured
@@ -46,8 +49,10 @@ import org.apache.kafka.streams.kstream.TimeWindows;
  * <p>Usage: {@code BenchMain <p1|p2|p3> <input topic> <output topic> <streams properties file>}. The
  * protocol on stdin/stdout (one line each): it prints {@code ready} once the topology is built, waits for a
  * line on stdin, starts, and then prints {@code processed <n>} (the stream threads' process-total
- * summed) every {@code report.ms} (a key of the properties file, default 20) whenever n changed. When
- * stdin closes (or a line {@code stop} arrives) it closes the client and prints {@code closed}.
+ * summed) every {@code report.ms} (a key of the properties file, default 20) whenever n changed, and
+ * {@code restored <n>} (the records restored into its stores so far) each time a store partition's
+ * restoration ends. When stdin closes (or a line {@code stop} arrives) it closes the client and prints
+ * {@code closed}.
  */
 public final class BenchMain {
     static final long WINDOW_MS = 60_000L;
@@ -149,6 +154,19 @@ public final class BenchMain {
             out.println("error " + e);
             return org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse
                 .SHUTDOWN_CLIENT;
+        });
+        AtomicLong restored = new AtomicLong();
+        streams.setGlobalStateRestoreListener(new StateRestoreListener() {
+            @Override
+            public void onRestoreStart(TopicPartition partition, String store, long start, long end) {}
+
+            @Override
+            public void onBatchRestored(TopicPartition partition, String store, long batchEnd, long n) {}
+
+            @Override
+            public void onRestoreEnd(TopicPartition partition, String store, long total) {
+                out.println("restored " + restored.addAndGet(total));
+            }
         });
         BufferedReader stdin = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         out.println("ready");

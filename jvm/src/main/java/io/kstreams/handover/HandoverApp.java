@@ -28,8 +28,9 @@ import org.apache.kafka.streams.kstream.Windowed;
 /**
  * The Java side of the state hand-over test (tests/integration/test_java_handover.py): a Kafka
  * Streams application whose state and internal topics a kstreams application with the same
- * application.id takes over, and the reverse. tests/integration/handover_topology.py builds the
+ * application.id takes over, and the reverse. The test's {@code handover_topology} builds the
  * same topology with kstreams; both leave every name to Kafka's generated ones.
+ * {@link HandoverTablesApp} is the second application of the test (sessions and table joins).
  *
  * <p>Topics (String keys and values unless said): {@code in} (key: user, value: page),
  * {@code profiles} (key: user, value: a profile, the table of the join), and the outputs
@@ -69,6 +70,14 @@ public final class HandoverApp {
     }
 
     public static void main(String[] args) throws Exception {
+        run(topology(args.length > 3 ? args[3] : ""), args);
+    }
+
+    /**
+     * Runs {@code topology} as described in the class comment (the arguments are main's) and exits
+     * the JVM: 0 when the client closed cleanly.
+     */
+    static void run(Topology topology, String[] args) throws Exception {
         Properties props = new Properties();
         props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, args[0]);
         props.put(StreamsConfig.APPLICATION_ID_CONFIG, args[1]);
@@ -79,7 +88,6 @@ public final class HandoverApp {
         props.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 6000);
         props.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), 500);
         props.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
-        Topology topology = topology(args.length > 3 ? args[3] : "");
         System.err.println(topology.describe());
         KafkaStreams streams = new KafkaStreams(topology, props);
         CountDownLatch running = new CountDownLatch(1);

@@ -1,0 +1,2 @@
+"""Interactive queries: what ``KafkaStreams.store()`` reads, where state lives
+(``StreamsMetadata``), and the HTTP endpoints that serve stores and metrics."""
