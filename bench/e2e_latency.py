@@ -368,8 +368,10 @@ def run_system(
         tail.assigned.wait(30)
         producer = _producer(bootstrap)
         next_id, expected = 0, args.backlog
-        for load in args.loads:
-            phase = Phase(load, load * max_rate, next_id)
+        # Fixed rates put every system under the same absolute load; fractions, under its own.
+        targets = list(args.rates) if args.rates else [load * max_rate for load in args.loads]
+        for rate in targets:
+            phase = Phase(rate / max_rate if max_rate else 0.0, rate, next_id)
             _produce_at(producer, inp, rows, phase, args.seconds)
             next_id += phase.produced
             expected += phase.produced
@@ -411,6 +413,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--guarantees", nargs="+", default=list(GUARANTEES), choices=list(GUARANTEES))
     parser.add_argument("--loads", nargs="+", type=float, default=[0.25, 0.5, 0.8])
+    parser.add_argument(
+        "--rates",
+        nargs="+",
+        type=float,
+        help="records/s of the load phases, the same for every system (in place of --loads)",
+    )
     parser.add_argument("--seconds", type=float, default=15.0, help="length of each load phase")
     parser.add_argument("--backlog", type=int, default=500_000, help="records of the maximum-throughput run")
     parser.add_argument(
@@ -436,7 +444,12 @@ def _run(args: argparse.Namespace, bootstrap: str) -> int:
     rows = [(k, v) for k, v, _, _ in data.rows("p1")]
     print(
         f"P1 on {bootstrap}: backlog {args.backlog:,} records, then {args.seconds:g} s at each of "
-        f"{', '.join(f'{load:.0%}' for load in args.loads)} of each system's maximum; latency in ms "
+        + (
+            f"{', '.join(f'{rate:,.0f}' for rate in args.rates)} records/s"
+            if args.rates
+            else f"{', '.join(f'{load:.0%}' for load in args.loads)} of each system's maximum"
+        )
+        + "; latency in ms "
         "(output append time - input append time; visible: received by a read_committed consumer)"
     )
     header = (
