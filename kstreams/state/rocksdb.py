@@ -54,8 +54,8 @@ def _options() -> Options:
     options.set_write_buffer_size(16 * 1024 * 1024)
     options.set_max_write_buffer_number(3)
     # Kafka Streams' table format too: a 50 MB block cache per store, 4 KB blocks and a bloom
-    # filter (10 bits per key), so a point read of a key skips the files that cannot hold it. With
-    # state beyond the memtables (a million keys) it cut a get-and-put's CPU by about an eighth.
+    # filter (10 bits per key), so a point read of a key skips the files that cannot hold it
+    # (bench/e2e_large_state.py, a million keys: 20.2 -> 18.4 CPU us per record).
     table = BlockBasedOptions()
     table.set_block_cache(Cache(_BLOCK_CACHE_BYTES))
     table.set_block_size(4096)
