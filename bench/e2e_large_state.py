@@ -50,6 +50,8 @@ from e2e_throughput import (
     topology,
 )
 
+from kstreams.runtime.streams_runtime import BACKLOG_PARTITION_FETCH_BYTES
+
 STORES = ("counts", "windowed-counts")
 
 
@@ -95,6 +97,9 @@ def _config(app_id: str, state_dir: str, cache: bool) -> dict[str, Any]:
         "session.timeout.ms": 6000,  # Kafka Streams' members expire this soon after it closes
         **RUNTIME_CONFIG,
         **BROKER_CONFIG,
+        # kstreams' restore consumer fetches this much per partition by default (Kafka Streams' 1 MB);
+        # both restore with it, so the two read their changelogs alike.
+        "restore.consumer.max.partition.fetch.bytes": BACKLOG_PARTITION_FETCH_BYTES,
         **({} if cache else {"statestore.cache.max.bytes": 0}),
     }
 

@@ -23,6 +23,7 @@ from kstreams.client import KafkaStreams, State
 from kstreams.cluster import EmbeddedCluster
 from kstreams.errors import IllegalStateException
 from kstreams.processor import Processor, Record
+from kstreams.runtime.streams_runtime import BACKLOG_PARTITION_FETCH_BYTES
 from kstreams.serdes import Serdes
 from kstreams.state import Stores
 from kstreams.topology.topology import Topology
@@ -846,3 +847,49 @@ def test_the_producer_lingers_100_ms_as_kafka_streams_does_unless_set(
     finally:
         client.close(timeout=30)
     assert cluster.producer_settings and all(s["linger.ms"] == linger for s in cluster.producer_settings)
+
+
+class _ConsumerSettingsSeen(EmbeddedCluster):
+    """An embedded cluster that keeps the settings each consumer was created with, by client.id."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.consumer_settings: dict[str, dict[str, object]] = {}
+
+    def consumer(self, group_id, config=None):  # type: ignore[no-untyped-def]
+        settings = dict(config or {})
+        self.consumer_settings[str(settings.get("client.id"))] = settings
+        return super().consumer(group_id, config)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "seen"),
+    [
+        ({}, {"max.partition.fetch.bytes": BACKLOG_PARTITION_FETCH_BYTES}),
+        ({"restore.consumer.max.partition.fetch.bytes": 1 << 20}, {"max.partition.fetch.bytes": 1 << 20}),
+        ({"restore.consumer.fetch.message.max.bytes": 1 << 20}, {"fetch.message.max.bytes": 1 << 20}),
+    ],
+)
+def test_the_restore_consumer_fetches_large_batches_unless_a_size_is_set(
+    tmp_path, app_id, overrides, seen
+) -> None:  # type: ignore[no-untyped-def]
+    cluster = _ConsumerSettingsSeen()
+    app = new_app(cluster, app_id)
+    make, _clients = client_factory(app, tmp_path)
+    client = make(**overrides)
+    try:
+        client.start()
+        assert client.wait_for_state(State.RUNNING, timeout=30)
+    finally:
+        client.close(timeout=30)
+    (restore,) = [
+        s for client_id, s in cluster.consumer_settings.items() if client_id.endswith("-restore-consumer")
+    ]
+    fetch_keys = {"max.partition.fetch.bytes", "fetch.message.max.bytes"}
+    assert {k: v for k, v in restore.items() if k in fetch_keys} == seen
+    (main,) = [
+        s
+        for client_id, s in cluster.consumer_settings.items()
+        if client_id.endswith("-consumer") and s is not restore
+    ]
+    assert not fetch_keys & main.keys()  # the main consumer keeps librdkafka's default
