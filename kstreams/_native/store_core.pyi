@@ -81,3 +81,9 @@ class LoggedWindowPoints:
     def __init__(self, points: UniqueWindowPoints, sender: ChangelogSender) -> None: ...
     def put(self, key: bytes, value: bytes | None, start: int) -> None: ...
     def fetch(self, key: bytes, start: int) -> bytes | None: ...
+
+def stamped_changes(
+    records: list[tuple[bytes, bytes | None, int]],
+) -> list[tuple[bytes, bytes | None]]:
+    """Changelog records (key, value, timestamp) of a timestamped store as the store holds them:
+    (key, 8-byte big-endian timestamp + value); a None value stays None."""

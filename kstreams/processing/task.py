@@ -33,7 +33,6 @@ import heapq
 import itertools
 import logging
 import os
-import struct
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
@@ -41,6 +40,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from kstreams._native.per_record import NEVER_DUE, BatchProgress, run_records
+from kstreams._native.store_core import stamped_changes
 from kstreams.cluster.port import TopicPartition
 from kstreams.errors import ProcessorStateException, StreamsException
 from kstreams.processing.compiled.columns import KEYS, VALUES, decode_whole_column
@@ -69,7 +69,6 @@ __all__ = ["ProcessorContextImpl", "StreamTask"]
 logger = logging.getLogger(__name__)
 
 _NEVER = NEVER_DUE  # a due time no stream time reaches
-_TIMESTAMP = struct.Struct(">q")
 
 
 class StreamTask:
@@ -705,10 +704,9 @@ def _timestamps_restored(restore_callback: RestoreCallback) -> RestoreCallback:
     with their timestamps (Kafka's format, ``kstreams.state.changelogging``): each value gets its
     record's timestamp back in front, as Kafka's ``RecordConverters.rawValueToTimestampedValue``
     puts it, before the store below takes it."""
-    pack = _TIMESTAMP.pack
 
     def restore(records: list[tuple[bytes, bytes | None, int]]) -> None:
-        restore_callback([(k, None if v is None else pack(ts) + v) for k, v, ts in records])  # type: ignore[arg-type]
+        restore_callback(stamped_changes(records))  # type: ignore[arg-type]
 
     restore.with_timestamps = True  # type: ignore[attr-defined]
     return restore  # type: ignore[return-value]

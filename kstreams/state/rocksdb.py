@@ -122,8 +122,7 @@ class RocksDBDatabase(BufferedDatabase):
 
     def write_batch(self, records: list[tuple[bytes, bytes | None]]) -> None:
         """Write records as one batch at once (restoration)."""
-        for key, value in records:
-            self._pending[key] = value
+        self._pending.update(records)
         self.write_pending()
 
     def write_pending(self) -> None:

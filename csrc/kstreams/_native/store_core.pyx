@@ -44,6 +44,7 @@ __all__ = [
     "LoggedWindowPoints",
     "SegmentIndex",
     "UniqueWindowPoints",
+    "stamped_changes",
 ]
 
 _window_logger = logging.getLogger("kstreams.state.rocksdb_window")
@@ -167,6 +168,30 @@ cdef class BufferedDatabase:
 
 # No buffered write (None is one: a deletion).
 cdef object _ABSENT = object()
+
+
+def stamped_changes(list records not None):
+    """Changelog records ``(key, value, timestamp)`` of a timestamped store as the store holds
+    them: ``(key, timestamp + value)``, the timestamp as 8 big-endian bytes in front (Kafka's
+    ``RecordConverters.rawValueToTimestampedValue``); a None value (a deletion) stays None."""
+    cdef list out = [None] * len(records)
+    cdef Py_ssize_t i, size
+    cdef tuple record
+    cdef bytes value, stamped
+    cdef char* into
+    for i in range(len(records)):
+        record = <tuple?>records[i]
+        if record[1] is None:
+            out[i] = (record[0], None)
+            continue
+        value = <bytes?>record[1]
+        size = PyBytes_GET_SIZE(value)
+        stamped = PyBytes_FromStringAndSize(NULL, size + 8)
+        into = PyBytes_AS_STRING(stamped)
+        write_be64(into, <int64_t>record[2])
+        memcpy(into + 8, PyBytes_AS_STRING(value), size)
+        out[i] = (record[0], stamped)
+    return out
 
 
 cdef class DatabaseStore:

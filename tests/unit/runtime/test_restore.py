@@ -18,8 +18,9 @@ from kstreams.client import KafkaStreams, StateRestoreListener, StreamsUncaughtE
 from kstreams.cluster import EmbeddedCluster
 from kstreams.cluster.port import TopicPartition
 from kstreams.processor import Processor, Record
+from kstreams.queries import QueryableStoreTypes, StoreQueryParameters
 from kstreams.serdes import Serdes
-from kstreams.state import Stores
+from kstreams.state import Stores, ValueAndTimestamp
 from kstreams.state.checkpoint import TaskOffsetCheckpoint
 from kstreams.state.directory import StateDirectory
 from kstreams.topology.topology import Topology
@@ -521,3 +522,60 @@ def test_an_unreadable_checkpoint_is_wiped_and_restored_from_scratch(
     assert listener.starts == {tp: ("counts", 0, end) for tp, end in ends.items()}
     for partition in range(2):
         assert warnings_naming(caplog, f"Task 0_{partition}", "checkpoint", "corrupt")
+
+
+class LatestWithTimestamp(Processor):
+    """Keeps each key's latest value with its record's timestamp; a "delete" value deletes the key."""
+
+    def init(self, context):  # type: ignore[no-untyped-def]
+        self.store = context.get_state_store("latest")
+
+    def process(self, record: Record) -> None:
+        if record.value == "delete":
+            self.store.delete(record.key)
+        else:
+            self.store.put(record.key, ValueAndTimestamp.make(record.value, record.timestamp))
+
+
+@pytest.mark.parametrize("persistent", [True, False], ids=["rocksdb", "in_memory"])
+def test_a_timestamped_store_restores_each_value_with_its_timestamp_and_its_deletions(
+    cluster: EmbeddedCluster, tmp_path: Path, persistent: bool
+) -> None:
+    supplier = (
+        Stores.persistent_key_value_store("latest")
+        if persistent
+        else Stores.in_memory_key_value_store("latest")
+    )
+    topology = Topology()
+    topology.add_source("src", "in", key_deserializer=STRING, value_deserializer=STRING)
+    topology.add_processor("latest", LatestWithTimestamp, "src")
+    topology.add_state_store(Stores.timestamped_key_value_store_builder(supplier, STRING, STRING), "latest")
+    expected: dict[str, tuple[str, int]] = {}
+    for i in range(60):
+        key, timestamp = f"key-{i % 20}", 0 if i == 0 else 1_000 + 7 * i
+        value = "delete" if i % 20 == 3 and i > 20 else f"v{i}"
+        cluster.produce("in", key.encode(), value.encode(), timestamp=timestamp)
+        if value == "delete":
+            expected.pop(key, None)
+        else:
+            expected[key] = (value, timestamp)
+    params = StoreQueryParameters.from_name_and_type(
+        "latest", QueryableStoreTypes.timestamped_key_value_store()
+    )
+
+    def serves_expected(streams: KafkaStreams) -> bool:
+        if streams.state != KafkaStreams.State.RUNNING:
+            return False
+        return {k: (v.value, v.timestamp) for k, v in streams.store(params).all()} == expected
+
+    for name in ("first", "restored"):  # the second client has an empty state directory
+        streams = new_client(topology, cluster, tmp_path / name, name)
+        streams.start()
+        try:
+            wait_until(
+                lambda client=streams: serves_expected(client),  # type: ignore[misc]
+                WAIT_S,
+                f"the {name} client's store",
+            )
+        finally:
+            assert streams.close(timeout=30)
