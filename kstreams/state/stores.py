@@ -71,6 +71,13 @@ class Stores:
         return KeyValueBytesStoreSupplier(name, persistent=True)
 
     @staticmethod
+    def persistent_timestamped_key_value_store(name: str) -> KeyValueBytesStoreSupplier:
+        """A RocksDB key-value store for ``timestamped_key_value_store_builder``. Kafka's stores
+        timestamped values in a format of their own; here every RocksDB store holds bytes, and the
+        builder puts each value's timestamp in front, so this is ``persistent_key_value_store``."""
+        return KeyValueBytesStoreSupplier(name, persistent=True)
+
+    @staticmethod
     def in_memory_window_store(
         name: str, retention_ms: Millis, window_size_ms: Millis, retain_duplicates: bool = False
     ) -> WindowBytesStoreSupplier:
@@ -80,6 +87,14 @@ class Stores:
     def persistent_window_store(
         name: str, retention_ms: Millis, window_size_ms: Millis, retain_duplicates: bool = False
     ) -> WindowBytesStoreSupplier:
+        return _window_supplier(name, retention_ms, window_size_ms, retain_duplicates, persistent=True)
+
+    @staticmethod
+    def persistent_timestamped_window_store(
+        name: str, retention_ms: Millis, window_size_ms: Millis, retain_duplicates: bool = False
+    ) -> WindowBytesStoreSupplier:
+        """A RocksDB window store for ``timestamped_window_store_builder``; as
+        ``persistent_timestamped_key_value_store``, the same store as ``persistent_window_store``."""
         return _window_supplier(name, retention_ms, window_size_ms, retain_duplicates, persistent=True)
 
     @staticmethod

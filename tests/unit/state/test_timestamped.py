@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from kstreams.errors import SerializationException
+from kstreams.processor import Processor, Record
 from kstreams.serdes import Serdes
 from kstreams.state import Stores, TimestampedKeyValueStoreBuilder, ValueAndTimestamp, ValueAndTimestampSerde
 from kstreams.state.timestamped import (
@@ -16,6 +17,8 @@ from kstreams.state.timestamped import (
     is_timestamped,
     plain_value_view,
 )
+from kstreams.testing import TopologyTestDriver
+from kstreams.topology.topology import Topology
 
 S = Serdes.string()
 L = Serdes.long()
@@ -103,3 +106,28 @@ def test_key_value_facade_shows_plain_values_and_puts_without_a_timestamp() -> N
     assert facade.delete("a") == 1
     plain = _open(Stores.key_value_store_builder(Stores.in_memory_key_value_store("p"), S, L))
     assert plain_value_view(plain) is plain
+
+
+class _Latest(Processor):
+    def init(self, context: Any) -> None:
+        self.counts = context.get_state_store("counts")
+        self.windows = context.get_state_store("windows")
+
+    def process(self, record: Record) -> None:
+        self.counts.put(record.key, ValueAndTimestamp.make(record.value, record.timestamp))
+        self.windows.put(record.key, ValueAndTimestamp.make(record.value, record.timestamp), 0)
+
+
+def test_kafkas_persistent_timestamped_suppliers_make_rocksdb_stores_of_values_and_timestamps() -> None:
+    counts = Stores.persistent_timestamped_key_value_store("counts")
+    windows = Stores.persistent_timestamped_window_store("windows", 60_000, 10_000)
+    assert counts.persistent and windows.persistent and counts.metrics_scope == "rocksdb"
+    topology = Topology()
+    topology.add_source("src", "in", key_deserializer=S, value_deserializer=L)
+    topology.add_processor("latest", _Latest, "src")
+    topology.add_state_store(Stores.timestamped_key_value_store_builder(counts, S, L), "latest")
+    topology.add_state_store(Stores.timestamped_window_store_builder(windows, S, L), "latest")
+    with TopologyTestDriver(topology) as driver:
+        driver.create_input_topic("in", S, L).pipe_input("a", 7, 1_234)
+        assert driver.get_timestamped_key_value_store("counts").get("a") == ValueAndTimestamp(7, 1_234)
+        assert driver.get_timestamped_window_store("windows").fetch("a", 0) == ValueAndTimestamp(7, 1_234)
