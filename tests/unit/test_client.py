@@ -821,45 +821,44 @@ def test_a_record_the_broker_rejects_reaches_the_handler_once_instead_of_looping
     assert "retrying cannot fix" in str(errors[0]) and "MSG_SIZE_TOO_LARGE" in str(errors[0])
 
 
-class _ProducerSettingsSeen(EmbeddedCluster):
-    """An embedded cluster that keeps the settings each producer was created with."""
+class _SettingsSeen(EmbeddedCluster):
+    """An embedded cluster that keeps the settings each producer was created with, and each
+    consumer's by client.id."""
 
     def __init__(self) -> None:
         super().__init__()
         self.producer_settings: list[dict[str, object]] = []
+        self.consumer_settings: dict[str, dict[str, object]] = {}
 
     def producer(self, config=None):  # type: ignore[no-untyped-def]
         self.producer_settings.append(dict(config or {}))
         return super().producer(config)
 
+    def consumer(self, group_id, config=None):  # type: ignore[no-untyped-def]
+        settings = dict(config or {})
+        self.consumer_settings[str(settings.get("client.id"))] = settings
+        return super().consumer(group_id, config)
 
-@pytest.mark.parametrize(("overrides", "linger"), [({}, 100), ({"producer.linger.ms": 5}, 5)])
-def test_the_producer_lingers_100_ms_as_kafka_streams_does_unless_set(
-    tmp_path, app_id, overrides, linger
-) -> None:  # type: ignore[no-untyped-def]
-    cluster = _ProducerSettingsSeen()
-    app = new_app(cluster, app_id)
-    make, _clients = client_factory(app, tmp_path)
+
+def _settings_of_a_running_client(tmp_path, app_id, overrides) -> _SettingsSeen:  # type: ignore[no-untyped-def]
+    """The client settings a client made with ``overrides`` used, once it ran and closed."""
+    cluster = _SettingsSeen()
+    make, _clients = client_factory(new_app(cluster, app_id), tmp_path)
     client = make(**overrides)
     try:
         client.start()
         assert client.wait_for_state(State.RUNNING, timeout=30)
     finally:
         client.close(timeout=30)
+    return cluster
+
+
+@pytest.mark.parametrize(("overrides", "linger"), [({}, 100), ({"producer.linger.ms": 5}, 5)])
+def test_the_producer_lingers_100_ms_as_kafka_streams_does_unless_set(
+    tmp_path, app_id, overrides, linger
+) -> None:  # type: ignore[no-untyped-def]
+    cluster = _settings_of_a_running_client(tmp_path, app_id, overrides)
     assert cluster.producer_settings and all(s["linger.ms"] == linger for s in cluster.producer_settings)
-
-
-class _ConsumerSettingsSeen(EmbeddedCluster):
-    """An embedded cluster that keeps the settings each consumer was created with, by client.id."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.consumer_settings: dict[str, dict[str, object]] = {}
-
-    def consumer(self, group_id, config=None):  # type: ignore[no-untyped-def]
-        settings = dict(config or {})
-        self.consumer_settings[str(settings.get("client.id"))] = settings
-        return super().consumer(group_id, config)
 
 
 @pytest.mark.parametrize(
@@ -873,15 +872,7 @@ class _ConsumerSettingsSeen(EmbeddedCluster):
 def test_the_restore_consumer_fetches_large_batches_unless_a_size_is_set(
     tmp_path, app_id, overrides, seen
 ) -> None:  # type: ignore[no-untyped-def]
-    cluster = _ConsumerSettingsSeen()
-    app = new_app(cluster, app_id)
-    make, _clients = client_factory(app, tmp_path)
-    client = make(**overrides)
-    try:
-        client.start()
-        assert client.wait_for_state(State.RUNNING, timeout=30)
-    finally:
-        client.close(timeout=30)
+    cluster = _settings_of_a_running_client(tmp_path, app_id, overrides)
     (restore,) = [
         s for client_id, s in cluster.consumer_settings.items() if client_id.endswith("-restore-consumer")
     ]

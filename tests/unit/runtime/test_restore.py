@@ -5,6 +5,7 @@ failures reaching the uncaught exception handler."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
@@ -23,6 +24,7 @@ from kstreams.serdes import Serdes
 from kstreams.state import Stores, ValueAndTimestamp
 from kstreams.state.checkpoint import TaskOffsetCheckpoint
 from kstreams.state.directory import StateDirectory
+from kstreams.state.suppliers import KeyValueBytesStoreSupplier
 from kstreams.topology.topology import Topology
 from tests.support.waiting import wait_until
 
@@ -47,12 +49,12 @@ class CountPerKey(Processor):
         self.context.forward(record.with_value(count))
 
 
+def key_value_supplier(name: str, persistent: bool) -> KeyValueBytesStoreSupplier:
+    return Stores.persistent_key_value_store(name) if persistent else Stores.in_memory_key_value_store(name)
+
+
 def count_topology(persistent: bool) -> Topology:
-    supplier = (
-        Stores.persistent_key_value_store("counts")
-        if persistent
-        else Stores.in_memory_key_value_store("counts")
-    )
+    supplier = key_value_supplier("counts", persistent)
     topology = Topology()
     topology.add_source("src", "in", key_deserializer=STRING, value_deserializer=STRING)
     topology.add_processor("count", CountPerKey, "src")
@@ -541,11 +543,7 @@ class LatestWithTimestamp(Processor):
 def test_a_timestamped_store_restores_each_value_with_its_timestamp_and_its_deletions(
     cluster: EmbeddedCluster, tmp_path: Path, persistent: bool
 ) -> None:
-    supplier = (
-        Stores.persistent_key_value_store("latest")
-        if persistent
-        else Stores.in_memory_key_value_store("latest")
-    )
+    supplier = key_value_supplier("latest", persistent)
     topology = Topology()
     topology.add_source("src", "in", key_deserializer=STRING, value_deserializer=STRING)
     topology.add_processor("latest", LatestWithTimestamp, "src")
@@ -573,7 +571,7 @@ def test_a_timestamped_store_restores_each_value_with_its_timestamp_and_its_dele
         streams.start()
         try:
             wait_until(
-                lambda client=streams: serves_expected(client),  # type: ignore[misc]
+                functools.partial(serves_expected, streams),
                 WAIT_S,
                 f"the {name} client's store",
             )
