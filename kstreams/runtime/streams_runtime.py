@@ -40,7 +40,7 @@ from kstreams.runtime.threads.stream_thread import StreamThread
 from kstreams.runtime.threads.stream_threads import StreamThreads
 from kstreams.state.restore_listener import StateRestoreListener
 
-__all__ = ["BACKLOG_PARTITION_FETCH_BYTES", "StreamsRuntime"]
+__all__ = ["BACKLOG_PARTITION_FETCH_BYTES", "PRODUCER_LINGER_MS", "StreamsRuntime"]
 
 logger = logging.getLogger(__name__)
 
@@ -86,9 +86,7 @@ class StreamsRuntime:
         _backlog_fetches(restore_config)
         producer_config = dict(config.client_configs("producer"))
         producer_config.setdefault("client.id", f"{client_id}-producer")
-        # Kafka Streams' producer default: batches fill for up to 100 ms (a commit sends at once),
-        # where librdkafka's 5 ms sends many small requests when output is slow.
-        producer_config.setdefault("linger.ms", 100)
+        _prompt_batches(producer_config)
         if config.exactly_once:
             consumer_config["isolation.level"] = "read_committed"
             restore_config["isolation.level"] = "read_committed"
@@ -344,6 +342,21 @@ def _backlog_fetches(consumer_config: dict[str, Any]) -> None:
     a size (under either of librdkafka's names for it)."""
     if not {"max.partition.fetch.bytes", "fetch.message.max.bytes"} & consumer_config.keys():
         consumer_config["max.partition.fetch.bytes"] = BACKLOG_PARTITION_FETCH_BYTES
+
+
+# How long the producer lets a batch fill (librdkafka's default, and Java's since Kafka 4.0). Kafka
+# Streams sets 100 ms, counting on Java's 16 KB batches shipping as they fill; librdkafka's batches
+# hold up to 1 MB, so at moderate rates a 100 ms linger held nearly every record for all of it:
+# bench/e2e_latency.py's p99 at half load was 2.6-3.8x Kafka Streams', p50 ~60 ms. With 5 ms, at
+# full rate batches fill before the linger ends: P1/P2's CPU per record (bench/e2e_throughput.py
+# --kafka, medians of 3) was the same or lower (P1 dsl 1.98 -> 1.67 us, P2 lambda 7.18 -> 7.47).
+PRODUCER_LINGER_MS = 5
+
+
+def _prompt_batches(producer_config: dict[str, Any]) -> None:
+    """Set the producer's linger, unless the user chose one (under either of librdkafka's names)."""
+    if not {"linger.ms", "queue.buffering.max.ms"} & producer_config.keys():
+        producer_config["linger.ms"] = PRODUCER_LINGER_MS
 
 
 def _close_quietly(client: Consumer | Producer) -> None:

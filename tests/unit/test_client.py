@@ -23,7 +23,7 @@ from kstreams.client import KafkaStreams, State
 from kstreams.cluster import EmbeddedCluster
 from kstreams.errors import IllegalStateException
 from kstreams.processor import Processor, Record
-from kstreams.runtime.streams_runtime import BACKLOG_PARTITION_FETCH_BYTES
+from kstreams.runtime.streams_runtime import BACKLOG_PARTITION_FETCH_BYTES, PRODUCER_LINGER_MS
 from kstreams.serdes import Serdes
 from kstreams.state import Stores
 from kstreams.topology.topology import Topology
@@ -853,12 +853,19 @@ def _settings_of_a_running_client(tmp_path, app_id, overrides) -> _SettingsSeen:
     return cluster
 
 
-@pytest.mark.parametrize(("overrides", "linger"), [({}, 100), ({"producer.linger.ms": 5}, 5)])
-def test_the_producer_lingers_100_ms_as_kafka_streams_does_unless_set(
-    tmp_path, app_id, overrides, linger
-) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(
+    ("overrides", "seen"),
+    [
+        ({}, {"linger.ms": PRODUCER_LINGER_MS}),
+        ({"producer.linger.ms": 100}, {"linger.ms": 100}),
+        ({"producer.queue.buffering.max.ms": 100}, {"queue.buffering.max.ms": 100}),
+    ],
+)
+def test_the_producer_lingers_5_ms_unless_a_linger_is_set(tmp_path, app_id, overrides, seen) -> None:  # type: ignore[no-untyped-def]
     cluster = _settings_of_a_running_client(tmp_path, app_id, overrides)
-    assert cluster.producer_settings and all(s["linger.ms"] == linger for s in cluster.producer_settings)
+    names = ("linger.ms", "queue.buffering.max.ms")
+    lingers = [{k: s[k] for k in names if k in s} for s in cluster.producer_settings]
+    assert lingers and all(linger == seen for linger in lingers)
 
 
 @pytest.mark.parametrize(
