@@ -180,6 +180,7 @@ class StreamThread(threading.Thread):
         single = ordered[0][1] if len(ordered) == 1 else None
         idles = single is None and entry.idle_s > 0
         python_gate = self._python_gate if task.runs_python else None
+        output_ready = self._output_ready
         task_id = task.task_id
         # The gate, from the first gated batch of this run to its end (see the module docstring).
         held: PythonGate | None = None
@@ -216,6 +217,10 @@ class StreamThread(threading.Thread):
                 self.process_latency.record((finished - started) * 1000.0 / n)
                 if task_sensor is not None:
                     task_sensor.record(n, n)
+                if output_ready is not None:
+                    # Each batch's output goes out now: while records keep arriving this loop can
+                    # run for the whole time slice, and output held to its end waited up to 100 ms.
+                    output_ready()
                 if finished >= deadline:
                     break
         finally:

@@ -23,10 +23,13 @@ BUDGET = 3 * 1024 * 1024
 
 
 class _InlinePolling:
-    """The polling thread's side of the contract, run on the caller (no polling thread here)."""
+    """The polling thread's side of the contract, run on the caller (no polling thread here).
+    ``still_buffered``, when set, is asked at each ``output_ready`` how many records are left."""
 
-    def __init__(self) -> None:
+    def __init__(self, still_buffered: Callable[[], int] | None = None) -> None:
         self.outputs_ready = 0
+        self.buffered_at_output: list[int] = []
+        self._still_buffered = still_buffered
 
     def is_alive(self) -> bool:
         return True
@@ -36,6 +39,8 @@ class _InlinePolling:
 
     def output_ready(self) -> None:
         self.outputs_ready += 1
+        if self._still_buffered is not None:
+            self.buffered_at_output.append(self._still_buffered())
 
 
 @pytest.fixture
@@ -89,6 +94,30 @@ def test_the_threads_process_every_running_tasks_buffered_records(parts: Parts) 
         assert failures == []
     finally:
         assert threads.stop(None)
+
+
+def test_each_batchs_output_is_announced_before_the_tasks_buffer_is_drained(tmp_path: Path) -> None:
+    # While records keep arriving a task is processed batch after batch for up to its time slice;
+    # its output must reach the polling thread after each batch, not once the slice ends.
+    with EmbeddedCluster() as cluster:
+        parts = Parts(cluster, tmp_path, "stream-threads-batches", **{"processing.batch.size": 10})
+        try:
+            entry = parts.running_task(0)
+            polling = _InlinePolling(entry.buffered)
+            parts.task_manager.route(TopicPartition(IN, 0), _batch(0, *(f"k{i}" for i in range(300))))
+            threads = _threads(parts, polling, [])
+            threads.start(1)
+            try:
+                parts.scheduler.notify()
+                wait_until(lambda: entry.buffered() == 0, 20, "the buffer drained")
+                wait_until(lambda: polling.outputs_ready >= 30, 10, "every batch's output announced")
+            finally:
+                assert threads.stop(None)
+            assert any(left > 0 for left in polling.buffered_at_output), polling.buffered_at_output
+            assert sum(len(b) for t, _, b in parts.collector.drain() if t == OUT) == 300
+        finally:
+            parts.scheduler.shutdown()
+            parts.close()
 
 
 def test_threads_added_and_removed_share_the_cache_budget_equally(parts: Parts) -> None:
