@@ -22,8 +22,8 @@ back from the topics after the run; outputs with read_committed). Under exactly_
 is appended before its transaction commits, so the script also prints ``visible``: the wall-clock
 time a read_committed consumer in this process received the output minus the input's append time,
 what a downstream application sees. Each system runs with its own defaults besides the guarantee
-and commit interval (producer linger.ms: 100 in kstreams and Kafka Streams, 5 in librdkafka, the
-loop's), which is what a user of each gets.
+and commit interval (producer linger.ms: 100 in Kafka Streams, 5 in kstreams and in the loop's
+librdkafka), which is what a user of each gets.
 
     python bench/e2e_latency.py --kafka --quick
     python bench/e2e_latency.py --bootstrap 127.0.0.1:9092 --seconds 20 --backlog 500000
