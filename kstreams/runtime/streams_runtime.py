@@ -349,7 +349,7 @@ def _backlog_fetches(consumer_config: dict[str, Any]) -> None:
 # hold up to 1 MB, so at moderate rates a 100 ms linger held nearly every record for all of it:
 # bench/e2e_latency.py's p99 at half load was 2.6-3.8x Kafka Streams', p50 ~60 ms. With 5 ms, at
 # full rate batches fill before the linger ends: P1/P2's CPU per record (bench/e2e_throughput.py
-# --kafka, medians of 3) was the same or lower (P1 dsl 1.98 -> 1.67 us, P2 lambda 7.18 -> 7.47).
+# --kafka, medians of 3) was the same within noise (P1 dsl 1.98 -> 1.67 us, P2 lambda 7.18 -> 7.47).
 PRODUCER_LINGER_MS = 5
 
 

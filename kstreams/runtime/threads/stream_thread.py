@@ -75,7 +75,8 @@ class StreamThread(threading.Thread):
         self._task_manager = task_manager
         self.cache = RecordCache(cache_bytes)
         self._on_failure = on_failure
-        # Told after each run of a task: its output is sent at once, not at the next poll.
+        # Told after each batch and each run of a task (punctuation may output too): its output is
+        # sent at once, not at the next poll.
         self._output_ready = output_ready
         self._batch_size = batch_size
         self._time_slice_s = time_slice_ms / 1000.0
