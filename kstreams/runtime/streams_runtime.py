@@ -83,10 +83,10 @@ class StreamsRuntime:
         consumer_config.setdefault("topic.metadata.refresh.interval.ms", config["metadata.max.age.ms"])
         restore_config = dict(config.client_configs("restore.consumer"))
         restore_config.setdefault("client.id", f"{client_id}-restore-consumer")
-        _backlog_fetches(restore_config)
+        _default_setting(restore_config, _FETCH_SIZE, BACKLOG_PARTITION_FETCH_BYTES)
         producer_config = dict(config.client_configs("producer"))
         producer_config.setdefault("client.id", f"{client_id}-producer")
-        _prompt_batches(producer_config)
+        _default_setting(producer_config, _LINGER, PRODUCER_LINGER_MS)
         if config.exactly_once:
             consumer_config["isolation.level"] = "read_committed"
             restore_config["isolation.level"] = "read_committed"
@@ -161,7 +161,7 @@ class StreamsRuntime:
         if plan.global_subtopologies:
             global_config = dict(config.client_configs("global.consumer"))
             global_config.setdefault("client.id", f"{client_id}-global-consumer")
-            _backlog_fetches(global_config)
+            _default_setting(global_config, _FETCH_SIZE, BACKLOG_PARTITION_FETCH_BYTES)
             if config.exactly_once:
                 global_config["isolation.level"] = "read_committed"
             self.global_thread = GlobalStreamThread(
@@ -335,13 +335,7 @@ class StreamsRuntime:
 # it restored 145k -> 269k records/s there, 126k -> 195k with 200,000 keys. Memory stays bounded by
 # librdkafka's fetch.max.bytes (50 MB a request) and queued.max.messages.kbytes (64 MB queued).
 BACKLOG_PARTITION_FETCH_BYTES = 16 << 20
-
-
-def _backlog_fetches(consumer_config: dict[str, Any]) -> None:
-    """Give a consumer that reads changelogs from their start larger fetches, unless the user chose
-    a size (under either of librdkafka's names for it)."""
-    if not {"max.partition.fetch.bytes", "fetch.message.max.bytes"} & consumer_config.keys():
-        consumer_config["max.partition.fetch.bytes"] = BACKLOG_PARTITION_FETCH_BYTES
+_FETCH_SIZE = ("max.partition.fetch.bytes", "fetch.message.max.bytes")
 
 
 # How long the producer lets a batch fill (librdkafka's default, and Java's since Kafka 4.0). Kafka
@@ -351,12 +345,14 @@ def _backlog_fetches(consumer_config: dict[str, Any]) -> None:
 # full rate batches fill before the linger ends: P1/P2's CPU per record (bench/e2e_throughput.py
 # --kafka, medians of 3) was the same within noise (P1 dsl 1.98 -> 1.67 us, P2 lambda 7.18 -> 7.47).
 PRODUCER_LINGER_MS = 5
+_LINGER = ("linger.ms", "queue.buffering.max.ms")
 
 
-def _prompt_batches(producer_config: dict[str, Any]) -> None:
-    """Set the producer's linger, unless the user chose one (under either of librdkafka's names)."""
-    if not {"linger.ms", "queue.buffering.max.ms"} & producer_config.keys():
-        producer_config["linger.ms"] = PRODUCER_LINGER_MS
+def _default_setting(config: dict[str, Any], names: tuple[str, str], value: int) -> None:
+    """Set librdkafka's setting ``names[0]`` to ``value``, unless the user chose it under either of
+    its names (``names[1]`` is librdkafka's alias)."""
+    if not set(names) & config.keys():
+        config[names[0]] = value
 
 
 def _close_quietly(client: Consumer | Producer) -> None:
