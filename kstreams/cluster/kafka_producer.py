@@ -41,10 +41,11 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from kstreams._native.record_batch import RecordBatch
 from kstreams.cluster.kafka_admin import KafkaAdmin
 from kstreams.cluster.kafka_client_config import librdkafka_logger
-from kstreams.cluster.kafka_errors import SEQUENCE_LOST, cluster_error, delivery_error
+from kstreams.cluster.kafka_errors import SEQUENCE_LOST, cluster_error, delivery_error, kafka_error_of
 from kstreams.cluster.kafka_membership import GroupMembers, committed_positions
 from kstreams.cluster.kafka_native import native_settings
 from kstreams.cluster.port import (
+    AbortableTransactionError,
     ClusterError,
     FatalClientError,
     RecordRejectedError,
@@ -53,7 +54,7 @@ from kstreams.cluster.port import (
     TopicPartition,
 )
 
-__all__ = ["DeliveryFailures", "KafkaProducer", "native_sender"]
+__all__ = ["DeliveryFailures", "KafkaProducer", "native_sender", "refusal_error"]
 
 logger = logging.getLogger(__name__)
 
@@ -181,6 +182,7 @@ class KafkaProducer:
         self._members = members
         self._group_only_metadata = group_only_metadata
         self._transactional_id = transactional_id
+        self._transactional = transactional_id is not None
         self._timeout = timeout
         self._offsets_timeout = min(timeout, transaction_timeout)
         # The same lists the client's delivery callback fills.
@@ -202,7 +204,7 @@ class KafkaProducer:
             try:
                 refused = self._producer.send_batch(topic, partition, batch, _REJECTIONS)
             except KafkaException as exc:
-                raise cluster_error(f"Producing to {topic}-{partition}", exc) from exc
+                raise refusal_error(f"Producing to {topic}-{partition}", exc, self._transactional) from exc
             for i, error in refused:
                 self._keep_rejected(error, topic, partition, batch, i)
             self._producer.poll(0)
@@ -230,7 +232,7 @@ class KafkaProducer:
             self._send_slowly(topic, partition, batch, keys, values, timestamps, i)
         except KafkaException as exc:
             if not self._reject(exc, topic, partition, batch, i):
-                raise cluster_error(f"Producing to {topic}-{partition}", exc) from exc
+                raise refusal_error(f"Producing to {topic}-{partition}", exc, self._transactional) from exc
             self._send_slowly(topic, partition, batch, keys, values, timestamps, i + 1)
         self._producer.poll(0)
         self._raise_failures()
@@ -497,3 +499,18 @@ def _release(producer: Any) -> None:
     confluent-kafka Producer when this last reference goes)."""
     if hasattr(producer, "send_batch"):
         producer.close()
+
+
+def refusal_error(what: str, exc: KafkaException, transactional: bool) -> ClusterError:
+    """The port error for a record librdkafka refused to queue. A transactional producer refuses
+    with _STATE once its transaction failed (e.g. the broker answered a send with
+    OUT_OF_ORDER_SEQUENCE_NUMBER after an abort purged queued records): librdkafka flags the
+    failure on the transaction, not on this refusal, so it is said here that an abort is what it
+    needs (if the producer's state is fatal instead, the abort says so)."""
+    err = kafka_error_of(exc)
+    if transactional and err is not None and err.code() == KafkaError._STATE:
+        return AbortableTransactionError(
+            f"{what} failed: {err.str()} ({err.name()}). The transaction failed: abort it and redo "
+            "its work from the last commit in the next one."
+        )
+    return cluster_error(what, exc)

@@ -5,7 +5,14 @@ from __future__ import annotations
 from confluent_kafka import KafkaError, KafkaException
 
 from kstreams.cluster.kafka_errors import cluster_error
-from kstreams.cluster.port import ClusterError, ProducerFencedError, TopicExistsError, TopicNotFoundError
+from kstreams.cluster.kafka_producer import refusal_error
+from kstreams.cluster.port import (
+    AbortableTransactionError,
+    ClusterError,
+    ProducerFencedError,
+    TopicExistsError,
+    TopicNotFoundError,
+)
 
 
 def test_fencing_errors_become_producer_fenced():
@@ -49,3 +56,18 @@ def test_other_exceptions_keep_their_message():
     error = cluster_error("Polling", RuntimeError("boom"))
     assert type(error) is ClusterError
     assert "Polling failed: boom" in str(error)
+
+
+def test_a_send_refused_in_a_failed_transaction_asks_for_an_abort():
+    # librdkafka refuses to queue with _STATE once the transaction failed (an
+    # OUT_OF_ORDER_SEQUENCE_NUMBER after an abort purged records, seen on Apache Kafka); the
+    # runtime must abort and rewind, not end the client as for an error retrying cannot fix.
+    refused = KafkaException(
+        KafkaError(KafkaError._STATE, "Producing not allowed in transactional state AbortableError")
+    )
+    error = refusal_error("Producing to t-0", refused, transactional=True)
+    assert isinstance(error, AbortableTransactionError)
+    assert "Producing to t-0" in str(error) and "abort" in str(error)
+    assert not isinstance(
+        refusal_error("Producing to t-0", refused, transactional=False), AbortableTransactionError
+    )
