@@ -722,10 +722,11 @@ def test_exactly_once_shutdown_after_a_task_failure_commits_nothing_of_the_open_
 ) -> None:  # type: ignore[no-untyped-def]
     FailAtRecord.at, FailAtRecord.seen, FailAtRecord.only = 600, 0, ""
     eos = {"processing.guarantee": "exactly_once_v2", "num.stream.threads": 1, "commit.interval.ms": 100}
-    # No interval commit may come before the failure, however slowly the records arrive.
-    failing = make_client(
-        count_topology(app, FailAtRecord), name="a", **{**eos, "commit.interval.ms": 600000}
-    )
+    # No interval commit may come before the failure, however slowly the records arrive, and the
+    # transaction open since the first record must not time out meanwhile (Apache Kafka would
+    # abort it and fence the producer: test_a_fenced_producer_is_replaced_... covers that).
+    slow = {"commit.interval.ms": 600000, "producer.transaction.timeout.ms": 120000}
+    failing = make_client(count_topology(app, FailAtRecord), name="a", **{**eos, **slow})
     if response is not None:
         failing.set_uncaught_exception_handler(lambda exc: response)
     failing.start()

@@ -219,10 +219,11 @@ class Committer:
     def abort(self, begin_next: bool = True) -> None:
         """exactly_once_v2: abort the open transaction (a task failed mid-transaction, or a send or
         a commit failed) and, with ``begin_next``, open the next one. Transient failures are
-        retried; a fenced producer (its transaction outlived ``transaction.timeout.ms`` and the
-        cluster aborted it), or one whose abort keeps failing, is initialised again, which aborts
-        whatever it left open. A producer that hit a fatal error raises ``FatalClientError``: the
-        caller replaces it (the new one's initialisation aborts the transaction) and calls again.
+        retried; a producer whose abort keeps failing is initialised again, which aborts whatever
+        it left open. A fenced producer (its transaction outlived ``transaction.timeout.ms`` and the
+        cluster aborted it) raises ``ProducerFencedError``, one that hit a fatal error
+        ``FatalClientError``: neither can be used again (librdkafka refuses every later call), so
+        the caller replaces it (the new one's initialisation aborts the transaction) and calls again.
         The caller has drained the record collector (nothing of the aborted transaction may be
         sent into the next one)."""
         if not self._exactly_once:
@@ -231,10 +232,7 @@ class Committer:
         if self.in_transaction:
             try:
                 self._retry.call("abort_transaction", self._producer.abort_transaction, "a failed task")
-            except ProducerFencedError as exc:
-                logger.warning("The producer was fenced (%s); initialising its transactions again", exc)
-                self._reinitialise()
-            except FatalClientError:
+            except (ProducerFencedError, FatalClientError):
                 raise
             except ClusterError as exc:
                 raise StreamsException(

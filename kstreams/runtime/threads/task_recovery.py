@@ -118,7 +118,9 @@ class TaskRecovery:
             exc,
             "aborting the transaction and rewinding" if self._config.exactly_once else "rewinding",
         )
-        if fatal:
+        if fatal or isinstance(exc, ProducerFencedError):
+            # A fenced producer never sends again (librdkafka declares it dead; Kafka Streams
+            # resets its thread producer too): the new one's initialisation aborts its transaction.
             self._replace_producer()
         self.rewind_all()
         self._commit_failures.back_off()
@@ -230,10 +232,11 @@ class TaskRecovery:
         self._collector.drain()  # output of the aborted transaction: never sent
         try:
             self._committer.abort()
-        except FatalClientError as exc:
-            # librdkafka declared the producer dead while aborting (e.g. INVALID_TXN_STATE): a new
-            # producer's initialisation fences it and aborts its transaction, as after any fatal
-            # producer error; then the next transaction begins.
+        except (FatalClientError, ProducerFencedError) as exc:
+            # librdkafka declared the producer dead while aborting (e.g. INVALID_TXN_STATE), or the
+            # cluster fenced it (its transaction outlived transaction.timeout.ms): a new producer's
+            # initialisation aborts its transaction, as after any fatal producer error; then the
+            # next transaction begins.
             logger.warning("Aborting the transaction failed (%s)", exc)
             self._replace_producer()
             self._committer.abort()

@@ -334,3 +334,64 @@ def test_a_fatal_error_while_aborting_replaces_the_producer_and_stays_exact(
         assert errors == []
     finally:
         assert streams.close(timeout=30)
+
+
+class FencedForGood:
+    """Makes one producer behave as librdkafka's does once the cluster fenced it: the first call of
+    ``operation`` fails as fenced, and so does every call after it, init_transactions included."""
+
+    CALLS = (
+        "init_transactions",
+        "begin_transaction",
+        "send",
+        "flush",
+        "send_offsets_to_transaction",
+        "commit_transaction",
+        "abort_transaction",
+    )
+
+    def __init__(self, producer: Any, operation: str) -> None:
+        self.fenced = threading.Event()
+        for name in self.CALLS:
+            setattr(producer, name, self._guarded(name, getattr(producer, name), operation))
+
+    def _guarded(self, name: str, original: Any, operation: str) -> Any:
+        from kstreams.cluster.port import ProducerFencedError
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if name == operation:
+                self.fenced.set()
+            if self.fenced.is_set():
+                raise ProducerFencedError(f"{name} failed: Local: This instance has been fenced (_FENCED)")
+            return original(*args, **kwargs)
+
+        return call
+
+
+@pytest.mark.parametrize("operation", ["send", "commit_transaction", "abort_transaction"])
+def test_a_fenced_producer_is_replaced_and_the_client_stays_exact(
+    cluster: EmbeddedCluster, tmp_path: Path, operation: str
+) -> None:
+    # The cluster fences a producer whose transaction outlived transaction.timeout.ms. librdkafka's
+    # fenced producer refuses every later call, so initialising it again cannot work: the client
+    # continues with a new producer (Kafka Streams resets its thread producer), never the handler.
+    source = Input(cluster)
+    source.produce(300)
+    streams = new_client(cluster, tmp_path / "a", "live", store_type="in_memory")
+    errors: list[BaseException] = []
+    streams.set_uncaught_exception_handler(lambda exc: errors.append(exc))  # type: ignore[arg-type,func-returns-value]
+    streams.start()
+    try:
+        wait_exact(cluster, source)
+        first = streams._producer
+        fence = FencedForGood(first, operation)
+        if operation == "abort_transaction":
+            cluster.fail_next("flush")  # a failed flush aborts the transaction, where the fence shows
+        source.produce(300)
+        assert fence.fenced.wait(WAIT_S), f"{operation} was never called"
+        wait_exact(cluster, source)
+        assert streams._producer is not first
+        assert streams.state is KafkaStreams.State.RUNNING
+        assert errors == []
+    finally:
+        assert streams.close(timeout=30)
