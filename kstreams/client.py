@@ -488,7 +488,10 @@ class KafkaStreams:
                 dying = (failure.thread.name,) if failure.thread is not None else ()
                 self._add_stream_thread(reserved=dying)
         elif response is StreamsUncaughtExceptionResponse.SHUTDOWN_APPLICATION:
-            if not self._request_application_shutdown():
+            sent = self._request_application_shutdown()
+            if not sent or failure.source is FailureSource.POLLING:
+                # A failed polling thread sends the request as it dies (the other clients learn
+                # it from the group), but it will never poll the group's answer to this client.
                 self._shutdown_with_error()
         else:
             self._shutdown_with_error()

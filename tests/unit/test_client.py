@@ -21,6 +21,7 @@ import pytest
 from kstreams import StreamsUncaughtExceptionResponse as Response
 from kstreams.client import KafkaStreams, State
 from kstreams.cluster import EmbeddedCluster
+from kstreams.cluster.port import ClusterError
 from kstreams.errors import IllegalStateException
 from kstreams.processor import Processor, Record
 from kstreams.runtime.streams_runtime import BACKLOG_PARTITION_FETCH_BYTES, PRODUCER_LINGER_MS
@@ -404,6 +405,26 @@ def test_shutdown_application_stops_every_client(make_client, app, caplog) -> No
     assert healthy.wait_for_state(State.ERROR, timeout=30)
     detected = [r for r in caplog.records if "Detected that shutdown was requested" in r.getMessage()]
     assert len(detected) == 2  # once per client
+
+
+def test_shutdown_application_after_a_polling_thread_failure_stops_every_client(
+    make_local_client, local_app
+) -> None:  # type: ignore[no-untyped-def]
+    first, second = make_local_client(name="a"), make_local_client(name="b")
+    for client in (first, second):
+        client.set_uncaught_exception_handler(lambda exc: Response.SHUTDOWN_APPLICATION)
+        client.start()
+    wait_until(
+        lambda: all(any(m.active_tasks for m in c.metadata_for_local_threads()) for c in (first, second)),
+        WAIT_S,
+        "tasks on both clients",
+    )
+    # A send refused for good ends the polling thread of whichever client sends first: it can
+    # still tell the group, but it never polls again, so it must not wait for the group's answer.
+    local_app.cluster.fail_next("send", error=ClusterError("Broker: Message size too large", False))
+    produce(local_app, 200)
+    assert first.wait_for_state(State.ERROR, timeout=30)
+    assert second.wait_for_state(State.ERROR, timeout=30)
 
 
 def test_shutdown_application_from_user_code(make_client) -> None:  # type: ignore[no-untyped-def]
@@ -806,8 +827,6 @@ def test_exactly_once_repeated_task_failures_under_replace_thread_stay_exact(mak
 def test_a_record_the_broker_rejects_reaches_the_handler_once_instead_of_looping(
     make_local_client, local_app
 ) -> None:  # type: ignore[no-untyped-def]
-    from kstreams.cluster.port import ClusterError
-
     app = local_app
     client = make_local_client()
     errors: list[BaseException] = []
