@@ -131,7 +131,11 @@ class RocksDBDatabase(BufferedDatabase):
         if not pending:
             return
         batch = WriteBatch(raw_mode=True)
-        for key, value in pending.items():
+        # In key order: RocksDB's memtable skiplist starts each insert where the previous one
+        # ended, so sorted keys insert next to each other instead of each searching from the top
+        # (a batch holds each key once, so the order changes nothing it writes).
+        for key in sorted(pending):  # the keys alone: half the time of sorting the items
+            value = pending[key]
             if value is None:
                 batch.delete(key)
             else:
