@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from kstreams._native.store_core import ChangelogSender, LoggedPut, LoggedWindowPoints, UniqueWindowPoints
 from kstreams.errors import ProcessorStateException
+from kstreams.state.in_memory_lru import MemoryLRUCache
 from kstreams.state.layer import SessionLayer, StoreLayer, WindowLayer
 from kstreams.state.store import (
     KeyValueStore,
@@ -164,14 +165,27 @@ class ChangeLoggingKeyValueStore(_ChangeLogging, KeyValueStore[bytes, bytes]):
     def __init__(self, wrapped: KeyValueStore[bytes, bytes]) -> None:
         super().__init__(wrapped)
         self.logged_put = self._logged_put()
+        # The timestamp of the put in progress, when it has its own (a cache flushing an entry).
+        self._put_timestamp: int | None = None
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         super().init(context, root)
         self.logged_put = self._logged_put()
+        if isinstance(self.wrapped, MemoryLRUCache):
+            # An entry an LRU store drops to make room is gone from the store, so it goes from the
+            # changelog too: a tombstone, with the timestamp of the put that made it drop.
+            self.wrapped.when_eldest_removed(self._log_removal)
+
+    def _log_removal(self, key: bytes, value: bytes) -> None:
+        self._log(key, None, self._put_timestamp)
 
     def put_timestamped(self, key: bytes, value: bytes | None, timestamp: int | None) -> None:
         """Put, logging the change with an explicit timestamp (a cache flushing an entry)."""
-        self.wrapped.put(key, value)
+        self._put_timestamp = timestamp
+        try:
+            self.wrapped.put(key, value)
+        finally:
+            self._put_timestamp = None
         self._log(key, value, timestamp)
 
     def get(self, key: bytes) -> bytes | None:
@@ -186,6 +200,11 @@ class ChangeLoggingKeyValueStore(_ChangeLogging, KeyValueStore[bytes, bytes]):
     def write_changes(self, changes: RecordBatch) -> None:
         """Put a batch of changes (key, value or None to delete, timestamp) and log them, each
         with its own timestamp, as a put per change would: the batch goes to the changelog as it is."""
+        if isinstance(self.wrapped, MemoryLRUCache):
+            # Each put may drop an entry, whose tombstone goes between the changes around it.
+            for i in range(len(changes)):
+                self.put_timestamped(changes.key(i), changes.value(i), changes.timestamp(i))  # type: ignore[arg-type]
+            return
         self.wrapped.put_all(list(change_pairs(changes)))
         self._log_changes(self._store_name, changes)
 

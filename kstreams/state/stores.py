@@ -28,6 +28,7 @@ from kstreams.state.builders import (
 )
 from kstreams.state.suppliers import (
     KeyValueBytesStoreSupplier,
+    LRUMapStoreSupplier,
     SessionBytesStoreSupplier,
     VersionedBytesStoreSupplier,
     WindowBytesStoreSupplier,
@@ -76,6 +77,19 @@ class Stores:
         timestamped values in a format of their own; here every RocksDB store holds bytes, and the
         builder puts each value's timestamp in front, so this is ``persistent_key_value_store``."""
         return KeyValueBytesStoreSupplier(name, persistent=True)
+
+    @staticmethod
+    def lru_map(name: str, max_cache_size: int) -> KeyValueBytesStoreSupplier:
+        """An in-memory key-value store of at most ``max_cache_size`` entries that removes the least
+        recently read or written one to make room (Kafka's ``lruMap``). Logged, a removal is a
+        tombstone in the changelog, so restoration brings back only what the store held."""
+        if isinstance(max_cache_size, bool) or not isinstance(max_cache_size, int):
+            raise TopologyException(
+                f"Store {name}: max_cache_size must be an int (a number of entries), got {max_cache_size!r}."
+            )
+        if max_cache_size < 0:
+            raise TopologyException(f"Store {name}: max_cache_size cannot be negative, got {max_cache_size}.")
+        return LRUMapStoreSupplier(name, max_cache_size)
 
     @staticmethod
     def in_memory_window_store(

@@ -12,6 +12,7 @@ import logging
 
 from kstreams.errors import TopologyException
 from kstreams.state.in_memory import InMemoryKeyValueStore, InMemoryWindowStore
+from kstreams.state.in_memory_lru import MemoryLRUCache
 from kstreams.state.in_memory_session import InMemorySessionStore
 from kstreams.state.inner_windowed import check_window_retention
 from kstreams.state.rocksdb import RocksDBKeyValueStore
@@ -23,6 +24,7 @@ from kstreams.state.versioned import VersionedBytesStore
 
 __all__ = [
     "KeyValueBytesStoreSupplier",
+    "LRUMapStoreSupplier",
     "SessionBytesStoreSupplier",
     "VersionedBytesStoreSupplier",
     "WindowBytesStoreSupplier",
@@ -57,6 +59,23 @@ class KeyValueBytesStoreSupplier(_BytesStoreSupplier):
 
     def __repr__(self) -> str:
         return f"KeyValueBytesStoreSupplier({self.name!r}, {self.metrics_scope})"
+
+
+class LRUMapStoreSupplier(KeyValueBytesStoreSupplier):
+    """Makes in-memory key-value stores that keep at most ``max_cache_size`` entries, the least
+    recently used removed first (``Stores.lru_map``)."""
+
+    _scope_suffix = "-lru"
+
+    def __init__(self, name: str, max_cache_size: int) -> None:
+        super().__init__(name, persistent=False)
+        self.max_cache_size = max_cache_size
+
+    def get(self) -> KeyValueStore[bytes, bytes]:
+        return MemoryLRUCache(self.name, self.max_cache_size)
+
+    def __repr__(self) -> str:
+        return f"LRUMapStoreSupplier({self.name!r}, max_cache_size={self.max_cache_size})"
 
 
 class WindowBytesStoreSupplier(_BytesStoreSupplier):

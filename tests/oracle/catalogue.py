@@ -760,3 +760,61 @@ CATALOGUE.extend(
         ),
     ]
 )
+
+# --- Stores.lru_map: a key-value store that forgets its least recently used key. Without a cache
+# the map alone decides what a count or a join sees; with one, the cache still holds what the map
+# forgot (Kafka's rule too).
+LRU_EVENTS = records("in-a", "a:v@0 b:v@1 a:v@2 c:v@3 b:v@4 a:v@5 a:v@6 d:v@7 a:v@8 -:v@9 c:-@10")
+# Keys of three lengths, for a map of fewer keys after a group_by of the key's length.
+LRU_LENGTH_EVENTS = records("in-a", "a:p@0 bb:q@1 a:r@2 ccc:s@3 bb:t@4 dd:u@5 e:v@6 bb:-@7 fff:w@8")
+LRU_JOIN_EVENTS = (
+    records("in-t", "k1:x1@0 k2:x2@1")
+    + records("in-a", "k1:a@2")
+    + records("in-t", "k3:x3@3")
+    + records("in-a", "k1:b@4 k2:c@5")
+    + records("in-t", "k2:-@6 k4:x4@7")
+    + records("in-a", "k1:d@8 k3:e@9 k4:f@10")
+)
+
+
+def _lru_join_spec() -> dict[str, Any]:
+    spec = _join_spec("left_join", STREAM, {"op": "table", "topic": "in-t", "store": "lru", "lru": 2})
+    # The table's own updates too: what the map forgets is not an update of the table.
+    spec["nodes"] += [
+        {"id": "t", "op": "to_stream", "in": "r"},
+        {"id": "tsink", "op": "to", "in": "t", "topic": "out-t"},
+    ]
+    return spec
+
+
+for _cache in (0, None):
+    _config = {"config": {"cache_bytes": 0}} if _cache == 0 else {}
+    _suffix = "without-cache" if _cache == 0 else "with-cache"
+    CATALOGUE.extend(
+        [
+            _case(
+                f"lru-map-count-{_suffix}",
+                chain(STREAM, ("group_by_key", {}), ("count", {"store": "lru", "lru": 2}), ("to_stream", {})),
+                LRU_EVENTS,
+                **_config,
+            ),
+            _case(
+                f"lru-map-reduce-group-by-{_suffix}",
+                chain(
+                    STREAM,
+                    ("group_by", {"fn": "key_len"}),
+                    ("reduce", {"fn": "concat", "store": "lru", "lru": 2}),
+                    ("to_stream", {}),
+                ),
+                LRU_LENGTH_EVENTS,
+                **_config,
+            ),
+            _case(f"lru-map-table-join-{_suffix}", _lru_join_spec(), LRU_JOIN_EVENTS, **_config),
+            _case(
+                f"lru-map-to-table-size-zero-{_suffix}",
+                chain(STREAM, ("to_table", {"store": "lru", "lru": 0}), ("to_stream", {})),
+                LRU_EVENTS,
+                **_config,
+            ),
+        ]
+    )

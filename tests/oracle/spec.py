@@ -5,18 +5,20 @@ A spec is ``{"nodes": [...]}``, a list of DSL steps in build order; each node is
 (``fn``). Ops, with what they read and give (S stream, T table, WT windowed table, G grouped
 stream, GT grouped table, WG windowed grouped stream):
 
-    stream {topic} -> S                 table {topic, store?, versioned?} -> T (versioned: the
+    stream {topic} -> S                 table {topic, store?, versioned?, lru?} -> T (versioned: the
         history retention in ms of a versioned store named ``store``, which it then needs)
     global_table {topic, store?} -> GKT
     filter / filter_not {in, fn} S->S, T->T
     map_values {in, fn} S->S, T->T      map {in, fn} S->S          select_key {in, fn} S->S
     flat_map_values {in, fn} S->S       flat_map {in, fn} S->S     merge {in, other} S,S->S
     split {in, preds, default} S -> branches "<id>:1".. ("<id>:0" the default branch)
-    repartition {in} S->S               to_table {in, store?} S->T
+    repartition {in} S->S               to_table {in, store?, lru?} S->T
     group_by_key {in} S->G              group_by {in, fn} S->G (key mapper), T->GT (key-value mapper)
     windowed_by {in, windows, emit?} G->WG; windows {type: tumbling|hopping|sliding|session, size,
         advance, diff, gap, grace}; emit "close" is EmitStrategy.onWindowClose
-    count / reduce / aggregate {in, fn, store?} G->T, GT->T, WG->WT
+    count / reduce / aggregate {in, fn, store?, lru?} G->T, GT->T, WG->WT
+    (lru: the store is ``Stores.lru_map(store, lru)``, at most that many keys; a named key-value
+    store of a table, to_table or an aggregation that is not windowed)
     cogroup {ins, fns, windows?, store?} G,G..->T or WT
     suppress {in, mode: close | limit, ms, max_records?, max_bytes?} WT->WT (close), T->T or WT->WT
         (limit; a bounded buffer emits early when full)
@@ -96,6 +98,12 @@ def kinds(spec: Spec) -> dict[str, Kind]:
 
     for node in spec["nodes"]:
         op, nid = node["op"], node["id"]
+        if node.get("lru") is not None:
+            windowed = op in ("count", "reduce", "aggregate") and of(node).shape == "wgrouped"
+            if op not in ("table", "to_table", "count", "reduce", "aggregate") or windowed:
+                raise ValueError(f"{op} {nid}: lru is for the key-value store of a table or an aggregation")
+            if not node.get("store") or node.get("versioned") is not None:
+                raise ValueError(f"{op} {nid}: an lru store needs a store name and is not versioned")
         if op == "stream":
             out[nid] = Kind("stream")
         elif op == "table":
@@ -292,6 +300,8 @@ def families(spec: Spec) -> set[str]:
     for node in spec["nodes"]:
         op = node["op"]
         out.add(op)
+        if node.get("lru") is not None:
+            out.add("store:lru")
         if op in ("count", "reduce", "aggregate"):
             kind = shapes[node["in"]]
             out.add(f"{op}:{kind.shape}" + (f":{kind.windows}" if kind.windows else ""))

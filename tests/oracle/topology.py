@@ -54,8 +54,12 @@ def serde(vtype: str | None) -> Any:
     return Serdes.long() if vtype == "l" else Serdes.string()
 
 
-def _materialized(store: str | None, vtype: str) -> Materialized:
-    mat = Materialized.as_(store) if store else Materialized.with_(Serdes.string(), serde(vtype))
+def _materialized(store: str | None, vtype: str, lru: int | None = None) -> Materialized:
+    if lru is not None:
+        assert store, "an lru store needs a name (spec.kinds checks it)"
+        mat = Materialized.as_(Stores.lru_map(store, lru))
+    else:
+        mat = Materialized.as_(store) if store else Materialized.with_(Serdes.string(), serde(vtype))
     return mat.with_key_serde(Serdes.string()).with_value_serde(serde(vtype))
 
 
@@ -108,7 +112,7 @@ def build_topology(spec: Spec) -> Topology:
         if op == "stream":
             out = builder.stream(node["topic"], Consumed.with_(string, string))
         elif op == "table":
-            mat = _materialized(store, "s")
+            mat = _materialized(store, "s", node.get("lru"))
             if node.get("versioned") is not None:
                 supplier = Stores.persistent_versioned_key_value_store(store, node["versioned"])
                 mat = Materialized.as_(supplier).with_key_serde(string).with_value_serde(string)
@@ -166,7 +170,7 @@ def build_topology(spec: Spec) -> Topology:
         elif op == "repartition":
             out = src.repartition(Repartitioned.with_(string, serde(vtype)))
         elif op == "to_table":
-            out = src.to_table(_materialized(store, vtype))
+            out = src.to_table(_materialized(store, vtype, node.get("lru")))
         elif op == "group_by_key":
             out = src.group_by_key(Grouped.with_(string, serde(vtype)))
         elif op == "group_by":
@@ -179,7 +183,8 @@ def build_topology(spec: Spec) -> Topology:
             if node.get("emit") == "close":
                 out = out.emit_strategy(EmitStrategy.on_window_close())
         elif op in ("count", "reduce", "aggregate"):
-            out = _aggregate(op, src, shape, shapes[node["in"]].windows, fn, _materialized(store, vtype))
+            mat = _materialized(store, vtype, node.get("lru"))
+            out = _aggregate(op, src, shape, shapes[node["in"]].windows, fn, mat)
         elif op == "cogroup":
             aggs = [AGGREGATORS[f] for f in node["fns"]]
             cogrouped = nodes[node["ins"][0]].cogroup(aggs[0].aggregator)

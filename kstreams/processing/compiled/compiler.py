@@ -44,7 +44,9 @@ from kstreams.processing.compiled.stateless_steps import (
 from kstreams.processing.compiled.steps import BoundaryStep, SegmentTask, Step, run_step
 from kstreams.state.caching import CachingKeyValueStore, CachingSessionStore, CachingWindowStore
 from kstreams.state.changelogging import ChangeLoggingSessionStore
+from kstreams.state.in_memory_lru import MemoryLRUCache
 from kstreams.state.inner_windowed import InnerSessionStore
+from kstreams.state.layer import StoreLayer
 from kstreams.state.metered import MeteredKeyValueStore, MeteredSessionStore, MeteredWindowStore
 from kstreams.state.timestamped import is_timestamped
 from kstreams.topology.compiled_ops import (
@@ -354,6 +356,8 @@ def _compile_python_aggregate(
     processor = node.processor
     aggregates = isinstance(processor, StreamAggregateProcessor | WindowedAggregateProcessor)
     store = processor.store if aggregates else None
+    if store is not None and _forgets_keys(store):
+        return None
     sinks = _uncached_sinks(node) if store is not None and is_timestamped(store) else None
     same_keys = (
         store is not None
@@ -455,6 +459,14 @@ def _compile_sink(sink: SinkNode, key_enc: int, value_enc: int) -> Step:
     return SinkStep(sink, key_dst, value_dst)
 
 
+def _forgets_keys(store: Any) -> bool:
+    """Whether the store's inner store is an LRU map: which key it forgets depends on the order of
+    every read and write, so it is updated a record at a time, not a key per batch."""
+    while isinstance(store, StoreLayer):
+        store = store.wrapped
+    return isinstance(store, MemoryLRUCache)
+
+
 def _kernel_aggregate(
     node: ProcessorNode, op: OperationKernel, key_enc: int, value_enc: int
 ) -> AggregateStep | None:
@@ -471,6 +483,8 @@ def _kernel_aggregate(
     if not isinstance(processor, layers[0]) or not isinstance(processor.store, layers[1]):
         return None
     metered = processor.store
+    if _forgets_keys(metered):
+        return None
     store_key = encoding_of(metered.key_serde)
     store_value = encoding_of(metered.value_serde)
     if store_key != key_enc or key_enc == kernels.JSON or store_value is None:

@@ -17,7 +17,7 @@ from kstreams._native import kernels
 from kstreams._native.record_batch import RecordBatch, default_partition
 from kstreams.client import KafkaStreams
 from kstreams.predicates import json_field, value
-from kstreams.processing.compiled.aggregate_steps import AggregateStep
+from kstreams.processing.compiled.aggregate_steps import AggregateStep, CountColumnsStep, PythonAggregateStep
 from kstreams.processing.compiled.sink_steps import ColumnSinkStep, SinkStep
 from kstreams.processing.compiled.stateless_steps import FilterStep, ProjectStep, PythonChainStep
 from kstreams.testing import TopologyTestDriver
@@ -134,6 +134,19 @@ def rekeyed() -> Any:
     stream.select_key(json_field("page")).group_by_key().count(Materialized.as_("pages")).to_stream().to(
         "out", Produced.with_(STRING, LONG_SERDE)
     )
+    return builder.build()
+
+
+def lru_counts() -> Any:
+    """A count and a sum over LRU maps of fewer keys than the input has: which key a map forgets
+    depends on the order of every read and write."""
+    builder = StreamsBuilder()
+    builder.stream("in", Consumed.with_(STRING, JSON)).group_by_key().count(
+        Materialized.as_(Stores.lru_map("lru-counts", 5))
+    ).to_stream().to("out", Produced.with_(STRING, LONG_SERDE))
+    builder.stream("longs", Consumed.with_(STRING, LONG_SERDE)).group_by_key().reduce(
+        operator.add, Materialized.as_(Stores.lru_map("lru-sums", 7))
+    ).to_stream().to("out-min", Produced.with_(STRING, LONG_SERDE))
     return builder.build()
 
 
@@ -272,6 +285,10 @@ def test_a_store_without_a_cache_gets_every_update_per_record() -> None:
     assert len(compiled["out"]) == len(data)
 
 
+def _all_steps(segments: list[dict[str, Any]]) -> list[Any]:
+    return [step for seg in segments for s in seg.values() for step in s.steps()]
+
+
 # -------------------------------------------------------------------- the threaded runtime
 
 
@@ -325,7 +342,7 @@ def run_runtime(make: Callable[[], Any], cluster: Any, app_id: str, data, thread
     )
     # records processed: each input record once per subtopology it passes (skipped ones are not counted)
     inputs = (
-        2 if make in (rekeyed, python_aggregates, uncached_kernels) else 1
+        2 if make in (rekeyed, python_aggregates, uncached_kernels, lru_counts) else 1
     )  # a repartition, or two sources
     expected = len(data) * inputs - (1 if bad else 0)
     streams.start()
@@ -364,45 +381,73 @@ def _final(cluster: Any, topic: str) -> dict[bytes, bytes]:
     return {r.key: r.value for r in cluster.read(topic)}
 
 
-@pytest.mark.parametrize("name", ["counts", "reductions", "rekeyed", "python_mappers", "python_aggregates"])
-def test_runtime_aggregates_match_the_per_record_path(name: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def on_both_paths(name: str, run: Callable[[Any, str, dict[str, Any]], Any]) -> list[Any]:
+    """``run(cluster, app_id, mode)`` on a fresh embedded cluster, compiled and then per record:
+    what each run returned."""
     from kstreams.cluster import EmbeddedCluster
 
-    data = records(3000)
     outputs = []
     for compiled in ("1", "0"):
         cluster = EmbeddedCluster()
         try:
-            app = f"app-{name}-{compiled}"
-            stores = run_runtime(TOPOLOGIES[name], cluster, app, data, 2, tmp_path, mode(compiled))
-            topics = {t: _final(cluster, t) for t in ("out", "out-min", "out-windowed")}
-            changelogs = {
-                t: _final(cluster, t)
-                for t in cluster.topics()
-                if t.endswith("-changelog") and "repartition" not in t
-            }
-            outputs.append((stores, topics, {t[len(app) :]: v for t, v in changelogs.items()}))
+            outputs.append(run(cluster, f"app-{name}-{compiled}", mode(compiled)))
         finally:
             cluster.close()
+    return outputs
+
+
+def test_an_aggregation_over_an_lru_map_runs_a_record_at_a_time(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    uncached = {"statestore.cache.max.bytes": 0}
+    _, segments = run_driver(lru_counts, records(5), uncached)
+    assert not any(
+        isinstance(step, AggregateStep | PythonAggregateStep | CountColumnsStep)
+        for step in _all_steps(segments)
+    )
+    # On the runtime, batches of hundreds of records: a batch reading and writing each key once
+    # would forget other keys than the per-record path does.
+    data = records(3000)
+
+    def run(cluster: Any, app: str, extra: dict[str, Any]) -> Any:
+        run_runtime(lru_counts, cluster, app, data, 1, tmp_path, {**extra, **uncached})
+        # Every update, record for record; the changelogs as compaction keeps them (the record
+        # collector sends only the newest change per key between two commits).
+        topics = {t: [(r.key, r.value, r.timestamp) for r in cluster.read(t)] for t in ("out", "out-min")}
+        return topics, {t: _final(cluster, f"{app}-{t}-changelog") for t in ("lru-counts", "lru-sums")}
+
+    outputs = on_both_paths("lru", run)
+    assert outputs[0] == outputs[1]
+    assert None in outputs[0][1]["lru-counts"].values()  # keys the map forgot
+
+
+@pytest.mark.parametrize("name", ["counts", "reductions", "rekeyed", "python_mappers", "python_aggregates"])
+def test_runtime_aggregates_match_the_per_record_path(name: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    data = records(3000)
+
+    def run(cluster: Any, app: str, extra: dict[str, Any]) -> Any:
+        stores = run_runtime(TOPOLOGIES[name], cluster, app, data, 2, tmp_path, extra)
+        topics = {t: _final(cluster, t) for t in ("out", "out-min", "out-windowed")}
+        changelogs = {
+            t: _final(cluster, t)
+            for t in cluster.topics()
+            if t.endswith("-changelog") and "repartition" not in t
+        }
+        return stores, topics, {t[len(app) :]: v for t, v in changelogs.items()}
+
+    outputs = on_both_paths(name, run)
     assert outputs[0] == outputs[1]
     assert outputs[0][0] or outputs[0][1]["out"]
 
 
 @pytest.mark.parametrize("make", [stateless, python_chain, mixed])
 def test_runtime_stateless_output_is_identical_record_for_record(make: Callable[[], Any], tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from kstreams.cluster import EmbeddedCluster
-
     data = records(3000)
-    outputs = []
-    for compiled in ("1", "0"):
-        cluster = EmbeddedCluster()
-        try:
-            app = f"app-{make.__name__}-{compiled}"
-            run_runtime(make, cluster, app, data, 2, tmp_path, mode(compiled))
-            wait_until(lambda c=cluster: len(c.read("out")) > 0, WAIT_S, "output")
-            outputs.append([(r.partition, r.key, r.value, r.timestamp) for r in cluster.read("out")])
-        finally:
-            cluster.close()
+
+    def run(cluster: Any, app: str, extra: dict[str, Any]) -> Any:
+        run_runtime(make, cluster, app, data, 2, tmp_path, extra)
+        wait_until(lambda: len(cluster.read("out")) > 0, WAIT_S, "output")
+        return [(r.partition, r.key, r.value, r.timestamp) for r in cluster.read("out")]
+
+    outputs = on_both_paths(make.__name__, run)
     if make is python_chain:
         # New keys send both tasks' records to one output partition, interleaved as the tasks ran.
         outputs = [sorted(output) for output in outputs]
@@ -417,22 +462,17 @@ def test_runtime_stateless_output_is_identical_record_for_record(make: Callable[
 
 
 def test_a_bad_record_goes_to_the_deserialization_handler_on_both_paths(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from kstreams.cluster import EmbeddedCluster
-
     data = records(1000)
-    outputs = []
-    for compiled in ("1", "0"):
-        cluster = EmbeddedCluster()
-        try:
-            extra = {
-                **mode(compiled),
-                "bad": True,
-                "default.deserialization.exception.handler": "kstreams.errors.LogAndContinueExceptionHandler",
-            }
-            stores = run_runtime(counts, cluster, f"app-bad-{compiled}", data, 1, tmp_path, extra)
-            outputs.append(stores)
-        finally:
-            cluster.close()
+    handler = {
+        "bad": True,
+        "default.deserialization.exception.handler": "kstreams.errors.LogAndContinueExceptionHandler",
+    }
+    outputs = on_both_paths(
+        "bad",
+        lambda cluster, app, extra: run_runtime(
+            counts, cluster, app, data, 1, tmp_path, {**extra, **handler}
+        ),
+    )
     assert outputs[0] == outputs[1]
     assert sum(outputs[0]["counts"].values()) == len(data) - 1
 

@@ -90,6 +90,15 @@ final class SpecTopology {
         return mat.withKeySerde(STRING).withValueSerde(serde(vtype));
     }
 
+    /** The node's store: an LRU map of at most "lru" keys when the node has one, else as materialized(). */
+    private static Materialized materialized(JsonNode node, String store, String vtype) {
+        if (!node.hasNonNull("lru")) {
+            return materialized(store, vtype);
+        }
+        Materialized mat = Materialized.as(Stores.lruMap(store, node.get("lru").asInt()));
+        return mat.withKeySerde(STRING).withValueSerde(serde(vtype));
+    }
+
     private void add(JsonNode node) {
         String id = node.get("id").asText();
         String op = node.get("op").asText();
@@ -100,7 +109,7 @@ final class SpecTopology {
             case "stream" -> nodes.put(id, new Handle("stream",
                     builder.stream(text(node, "topic"), Consumed.with(STRING, STRING)), "s"));
             case "table" -> {
-                Materialized mat = materialized(store, "s");
+                Materialized mat = materialized(node, store, "s");
                 if (node.hasNonNull("versioned")) {
                     mat = Materialized.as(Stores.persistentVersionedKeyValueStore(store, ms(node, "versioned")));
                     mat = mat.withKeySerde(STRING).withValueSerde(STRING);
@@ -171,7 +180,7 @@ final class SpecTopology {
             case "repartition" -> nodes.put(id, new Handle("stream",
                     ((KStream) in(node, "in").obj).repartition(Repartitioned.with(STRING, serde(vtype))), vtype));
             case "to_table" -> nodes.put(id, new Handle("table",
-                    ((KStream) in(node, "in").obj).toTable(materialized(store, vtype)), vtype));
+                    ((KStream) in(node, "in").obj).toTable(materialized(node, store, vtype)), vtype));
             case "group_by_key" -> nodes.put(id, new Handle("grouped",
                     ((KStream) in(node, "in").obj).groupByKey(Grouped.with(STRING, serde(vtype))), vtype));
             case "group_by" -> {
@@ -249,7 +258,7 @@ final class SpecTopology {
     }
 
     private Handle aggregate(String op, JsonNode node, Handle h, String fn, String store, String vtype) {
-        Materialized mat = materialized(store, vtype);
+        Materialized mat = materialized(node, store, vtype);
         Object g = h.obj;
         Object out;
         if (g instanceof KGroupedStream s) {
