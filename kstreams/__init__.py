@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from kstreams.state import Stores, Window
     from kstreams.state import WindowedKey as Windowed
     from kstreams.state.restore_listener import StateRestoreListener
+    from kstreams.state.rocksdb_config_setter import RocksDBConfigSetter
     from kstreams.testing import TestInputTopic, TestOutputTopic, TopologyTestDriver
     from kstreams.topology import (
         Branched,
@@ -94,6 +95,7 @@ __all__ = [
     "Produced",
     "QueryableStoreTypes",
     "Repartitioned",
+    "RocksDBConfigSetter",
     "Serdes",
     "SessionWindowedCogroupedKStream",
     "SessionWindowedKStream",
@@ -181,6 +183,7 @@ _HOMES: dict[str, tuple[str, str]] = {
     **{name: ("kstreams.topology", name) for name in _TOPOLOGY_NAMES},
     "InitParameters": ("kstreams.init_parameters", "InitParameters"),
     "StateRestoreListener": ("kstreams.state", "StateRestoreListener"),
+    "RocksDBConfigSetter": ("kstreams.state.rocksdb_config_setter", "RocksDBConfigSetter"),
     "StreamsConfig": ("kstreams.config", "StreamsConfig"),
     "Serdes": ("kstreams.serdes", "Serdes"),
     "Stores": ("kstreams.state", "Stores"),

@@ -243,6 +243,13 @@ _KEYS: tuple[ConfigKey, ...] = (
         "Deprecated name of production.exception.handler (which wins when both are set).",
     ),
     ConfigKey(
+        "rocksdb.config.setter",
+        (str, type),
+        None,
+        "A kstreams.RocksDBConfigSetter subclass (the class or its dotted path) whose set_config(store_name, "
+        "options, configs) changes the options of each RocksDB database a store opens.",
+    ),
+    ConfigKey(
         "errors.deadletterqueue.topic.name",
         str,
         None,
@@ -428,6 +435,10 @@ class StreamsConfig(Mapping[str, Any]):
         self._handler_classes = {
             name: _handler_class(name, values[name]) for name in _HANDLER_KEYS if values.get(name) is not None
         }
+        if values.get("rocksdb.config.setter") is not None:
+            from kstreams.state.rocksdb_config_setter import config_setter_class
+
+            config_setter_class(values["rocksdb.config.setter"])  # so that a bad one fails here
 
     # Mapping interface: known keys read through their defaults.
     def __getitem__(self, name: str) -> Any:

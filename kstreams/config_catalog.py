@@ -182,7 +182,6 @@ UNSUPPORTED_KEYS: dict[str, str] = {
     "group.protocol": "kstreams uses the classic consumer group protocol",
     "default.dsl.store": _DSL_STORE,
     "dsl.store.suppliers.class": _DSL_STORE,
-    "rocksdb.config.setter": "kstreams configures RocksDB itself and has no config setter hook",
     "metric.reporters": _METRICS,
     "metrics.num.samples": _METRICS,
     "metrics.sample.window.ms": _METRICS,

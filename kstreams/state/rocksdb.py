@@ -17,12 +17,14 @@ import logging
 import os
 import shutil
 from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 from rocksdict import BlockBasedOptions, Cache, DBCompressionType, Options, Rdict, WriteBatch
 
 from kstreams._native.store_core import BufferedDatabase, DatabaseStore
 from kstreams.errors import ProcessorStateException
 from kstreams.state.directory import STORES_DIR_NAME
+from kstreams.state.rocksdb_config_setter import config_setter
 from kstreams.state.store import KeyValueStore, StateStore, StateStoreContext
 
 __all__ = ["RocksDBDatabase", "RocksDBKeyValueStore", "rocksdb_path"]
@@ -77,14 +79,30 @@ class RocksDBDatabase(BufferedDatabase):
     Raises ProcessorStateException (naming the store and path) when RocksDB fails.
     """
 
-    def __init__(self, store_name: str, path: str) -> None:
+    def __init__(
+        self,
+        store_name: str,
+        path: str,
+        configs: Mapping[str, Any] | None = None,
+        database_name: str | None = None,
+    ) -> None:
+        """Open (creating if missing) the database at ``path``. ``configs``, the application's, may
+        name a ``rocksdb.config.setter``, which changes the options first; it sees the database
+        as ``database_name`` (a segment's: ``<store>.<segment start>``; default ``store_name``)."""
         super().__init__(_MAX_PENDING)
         self.store_name = store_name
         self.path = path
         os.makedirs(path, exist_ok=True)
+        self._database_name = database_name or store_name
+        self._options = _options()
+        self._setter = config_setter(configs)
+        if self._setter is not None:
+            assert configs is not None
+            self._setter.set_config(self._database_name, self._options, configs)
         try:
-            self._db = Rdict(path, options=_options())
+            self._db = Rdict(path, options=self._options)
         except Exception as exc:
+            self._close_setter()
             raise ProcessorStateException(
                 f"Could not open RocksDB for store {store_name} at {path}: {exc}. Another process (or an "
                 "unclosed store in this one) may hold it; close it, or remove the directory if it is corrupt."
@@ -215,6 +233,7 @@ class RocksDBDatabase(BufferedDatabase):
         finally:
             db, self._db = self._db, None
             db.close()
+            self._close_setter()
 
     def destroy(self) -> None:
         """Close without writing buffered writes and delete the database's files."""
@@ -223,7 +242,13 @@ class RocksDBDatabase(BufferedDatabase):
         if db is not None:
             db.close()
             del db
+            self._close_setter()
         shutil.rmtree(self.path, ignore_errors=True)
+
+    def _close_setter(self) -> None:
+        setter, self._setter = self._setter, None
+        if setter is not None:
+            setter.close(self._database_name, self._options)
 
 
 class RocksDBKeyValueStore(DatabaseStore, KeyValueStore[bytes, bytes]):
@@ -253,7 +278,7 @@ class RocksDBKeyValueStore(DatabaseStore, KeyValueStore[bytes, bytes]):
         return self._db.path if self._db is not None else None
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
-        self._db = RocksDBDatabase(self._name, rocksdb_path(context, self._name))
+        self._db = RocksDBDatabase(self._name, rocksdb_path(context, self._name), context.app_configs)
         context.register(root, self.restore_batch)
         logger.debug("Opened RocksDB store %s at %s", self._name, self._db.path)
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from kstreams._native.store_core import SegmentIndex
 from kstreams.errors import ProcessorStateException
@@ -39,15 +40,18 @@ class Segments(SegmentIndex):
     def __init__(self, store_name: str, retention_ms: int, segment_interval_ms: int) -> None:
         super().__init__(retention_ms, segment_interval_ms)
         self.store_name = store_name
+        self._configs: Mapping[str, Any] | None = None
 
     @property
     def is_open(self) -> bool:
         return self._directory is not None
 
-    def open(self, directory: str) -> None:
-        """Open the segments already in ``directory`` (created if missing)."""
+    def open(self, directory: str, configs: Mapping[str, Any] | None = None) -> None:
+        """Open the segments already in ``directory`` (created if missing); ``configs`` (the
+        application's) go to each segment's database (its ``rocksdb.config.setter``)."""
         os.makedirs(directory, exist_ok=True)
         self._directory = directory
+        self._configs = configs
         self._live_known = False
         prefix = self.store_name + "."
         for entry in sorted(os.listdir(directory)):
@@ -60,8 +64,7 @@ class Segments(SegmentIndex):
                     "Store %s: ignoring %s, which is not a segment directory.", self.store_name, entry
                 )
                 continue
-            path = os.path.join(directory, entry)
-            self._segments[segment_start // self.interval] = RocksDBDatabase(self.store_name, path)
+            self._segments[segment_start // self.interval] = self._database(entry)
 
     def ids(self) -> list[int]:
         """The ids of the open segments, ascending."""
@@ -78,11 +81,14 @@ class Segments(SegmentIndex):
 
     def _create(self, segment_id: int) -> RocksDBDatabase:
         """Open a new segment's database."""
-        assert self._directory is not None
-        path = os.path.join(self._directory, f"{self.store_name}.{segment_id * self.interval}")
-        segment = RocksDBDatabase(self.store_name, path)
+        segment = self._database(f"{self.store_name}.{segment_id * self.interval}")
         self._segments[segment_id] = segment
         return segment
+
+    def _database(self, segment_name: str) -> RocksDBDatabase:
+        assert self._directory is not None
+        path = os.path.join(self._directory, segment_name)
+        return RocksDBDatabase(self.store_name, path, self._configs, segment_name)
 
     def for_live_segment_write(self, timestamp: int, create: bool) -> RocksDBDatabase | None:
         """As ``for_write`` (advancing stream time, dropping expired segments), but a timestamp past
@@ -143,7 +149,7 @@ class SegmentedLifecycle:
         return self._segments.is_open
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
-        self._segments.open(rocksdb_path(context, self._name))
+        self._segments.open(rocksdb_path(context, self._name), context.app_configs)
         context.register(root, self.restore_batch)
         logger.debug(
             "Opened RocksDB %s store %s (%d segments)", self._kind, self._name, len(self._segments.ids())

@@ -22,8 +22,8 @@ PUBLIC = [
     "SessionWindowedCogroupedKStream", "SessionWindowedKStream", "SessionWindows", "SlidingWindows",
     "StreamJoined", "Suppressed", "TableJoined", "TimeWindowedCogroupedKStream", "TimeWindowedKStream",
     "TimeWindows", "ValueTransformerWithKey", "Window", "Windowed", "WindowedSerdes",
-    # org.apache.kafka.streams.state (interactive queries)
-    "HostInfo", "QueryableStoreTypes",
+    # org.apache.kafka.streams.state (interactive queries, the RocksDB options hook)
+    "HostInfo", "QueryableStoreTypes", "RocksDBConfigSetter",
     # kstreams' own, and names of other Kafka packages a DSL user needs at hand
     "InitParameters", "Serdes", "SlidingWindowedKStream", "StateRestoreListener", "Stores",
     "StreamsUncaughtExceptionResponse",
