@@ -27,6 +27,13 @@ if TYPE_CHECKING:
     from kstreams.serdes import Serdes
     from kstreams.state import Stores, Window
     from kstreams.state import WindowedKey as Windowed
+    from kstreams.state.dsl_store_suppliers import (
+        BuiltInDslStoreSuppliers,
+        DslKeyValueParams,
+        DslSessionParams,
+        DslStoreSuppliers,
+        DslWindowParams,
+    )
     from kstreams.state.restore_listener import StateRestoreListener
     from kstreams.state.rocksdb_config_setter import RocksDBConfigSetter
     from kstreams.testing import TestInputTopic, TestOutputTopic, TopologyTestDriver
@@ -68,13 +75,19 @@ if TYPE_CHECKING:
         ValueTransformerWithKey,
         WindowedSerdes,
     )
+    from kstreams.topology.topology_config import TopologyConfig
 
 __all__ = [
     "Branched",
     "BranchedKStream",
     "BufferConfig",
+    "BuiltInDslStoreSuppliers",
     "CogroupedKStream",
     "Consumed",
+    "DslKeyValueParams",
+    "DslSessionParams",
+    "DslStoreSuppliers",
+    "DslWindowParams",
     "EmitStrategy",
     "GlobalKTable",
     "Grouped",
@@ -119,6 +132,7 @@ __all__ = [
     "TimeWindowedKStream",
     "TimeWindows",
     "Topology",
+    "TopologyConfig",
     "TopologyDescription",
     "TopologyTestDriver",
     "ValueTransformerWithKey",
@@ -184,6 +198,17 @@ _HOMES: dict[str, tuple[str, str]] = {
     "InitParameters": ("kstreams.init_parameters", "InitParameters"),
     "StateRestoreListener": ("kstreams.state", "StateRestoreListener"),
     "RocksDBConfigSetter": ("kstreams.state.rocksdb_config_setter", "RocksDBConfigSetter"),
+    **{
+        name: ("kstreams.state.dsl_store_suppliers", name)
+        for name in (
+            "BuiltInDslStoreSuppliers",
+            "DslKeyValueParams",
+            "DslSessionParams",
+            "DslStoreSuppliers",
+            "DslWindowParams",
+        )
+    },
+    "TopologyConfig": ("kstreams.topology.topology_config", "TopologyConfig"),
     "StreamsConfig": ("kstreams.config", "StreamsConfig"),
     "Serdes": ("kstreams.serdes", "Serdes"),
     "Stores": ("kstreams.state", "Stores"),

@@ -243,6 +243,22 @@ _KEYS: tuple[ConfigKey, ...] = (
         "Deprecated name of production.exception.handler (which wins when both are set).",
     ),
     ConfigKey(
+        "default.dsl.store",
+        str,
+        None,
+        'The DSL\'s store where an operation names none, "rocksDB" (Kafka\'s default) or "in_memory"; read '
+        "from a TopologyConfig given to StreamsBuilder (the client's config alone is too late, as in Kafka).",
+        lambda v: None if v in ("rocksDB", "in_memory") else 'must be "rocksDB" or "in_memory"',
+    ),
+    ConfigKey(
+        "dsl.store.suppliers.class",
+        (str, type),
+        None,
+        "A kstreams.DslStoreSuppliers class (or its dotted path, or Kafka's name of a built-in set) that "
+        "makes the DSL's stores where an operation names no store type; from a TopologyConfig or the "
+        "client's config.",
+    ),
+    ConfigKey(
         "rocksdb.config.setter",
         (str, type),
         None,
@@ -435,6 +451,10 @@ class StreamsConfig(Mapping[str, Any]):
         self._handler_classes = {
             name: _handler_class(name, values[name]) for name in _HANDLER_KEYS if values.get(name) is not None
         }
+        if values.get("dsl.store.suppliers.class") is not None:
+            from kstreams.state.dsl_store_suppliers import dsl_store_suppliers_class
+
+            dsl_store_suppliers_class(values["dsl.store.suppliers.class"])
         if values.get("rocksdb.config.setter") is not None:
             from kstreams.state.rocksdb_config_setter import config_setter_class
 
@@ -674,6 +694,15 @@ def resolve_class(spec: Any, key: str) -> Any:
         return getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
         raise ConfigException(f"{key}={spec!r} names no importable class: {exc}.") from None
+
+
+def resolve_subclass(spec: Any, key: str, base: type, advice: str) -> type:
+    """The class ``spec`` names (``resolve_class``), which must subclass ``base``; else a
+    ConfigException ending in ``advice`` (what to write instead)."""
+    chosen = resolve_class(spec, key)
+    if not (isinstance(chosen, type) and issubclass(chosen, base)):
+        raise ConfigException(f"{key}={spec!r} is not a kstreams.{base.__name__} subclass: {advice}.")
+    return chosen
 
 
 def _coerce(key: ConfigKey, raw: Any) -> Any:

@@ -166,10 +166,6 @@ _METRICS = (
     "kstreams keeps its metrics in the client (metrics(), metrics_prometheus()); it has no metric "
     "reporters or sampling windows"
 )
-_DSL_STORE = (
-    "choose the store of each DSL operation with Materialized.as_(...).with_store_type(...) or "
-    "Materialized.as_(Stores.in_memory_key_value_store(...))"
-)
 
 # Kafka Streams keys kstreams does not implement: setting one is an error naming the reason, so an
 # application never believes it has a behaviour it does not get.
@@ -180,8 +176,6 @@ UNSUPPORTED_KEYS: dict[str, str] = {
     "rack.aware.assignment.traffic_cost": _ASSIGNMENT,
     "rack.aware.assignment.non_overlap_cost": _ASSIGNMENT,
     "group.protocol": "kstreams uses the classic consumer group protocol",
-    "default.dsl.store": _DSL_STORE,
-    "dsl.store.suppliers.class": _DSL_STORE,
     "metric.reporters": _METRICS,
     "metrics.num.samples": _METRICS,
     "metrics.sample.window.ms": _METRICS,

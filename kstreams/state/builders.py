@@ -60,6 +60,9 @@ class _LayeredStoreBuilder(StoreBuilder, Generic[S]):
     _change_logging_layer: Callable[[Any], Any]
     _caching_layer: Callable[[Any], Any]
     _metered_layer: Callable[[Any, Any, Any, str], S]
+    # What the DSL made the supplier from when the operation named no store type (a
+    # ``dsl_store_suppliers.DslParams``); None for a supplier that stays.
+    dsl_params: Any = None
 
     def __init__(self, supplier: Any, key_serde: Any, value_serde: Any) -> None:
         super().__init__(supplier.name)

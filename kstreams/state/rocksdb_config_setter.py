@@ -43,7 +43,7 @@ class RocksDBConfigSetter(abc.ABC):
 def config_setter_class(spec: Any) -> type[RocksDBConfigSetter]:
     """The class ``rocksdb.config.setter`` names (a class or a dotted path); a ConfigException
     when it names no class, a Java class or one that is not a RocksDBConfigSetter."""
-    from kstreams.config import resolve_class
+    from kstreams.config import resolve_subclass
 
     if isinstance(spec, str) and spec.startswith("org.apache.kafka."):
         raise ConfigException(
@@ -55,13 +55,8 @@ def config_setter_class(spec: Any) -> type[RocksDBConfigSetter]:
             f"{ROCKSDB_CONFIG_SETTER}={spec!r} is not a dotted path: give 'package.module.ClassName' "
             "or the class itself."
         )
-    setter_class = resolve_class(spec, ROCKSDB_CONFIG_SETTER)
-    if not (isinstance(setter_class, type) and issubclass(setter_class, RocksDBConfigSetter)):
-        raise ConfigException(
-            f"{ROCKSDB_CONFIG_SETTER}={spec!r} is not a kstreams.RocksDBConfigSetter subclass: "
-            "subclass it and implement set_config(store_name, options, configs)."
-        )
-    return setter_class
+    advice = "subclass it and implement set_config(store_name, options, configs)"
+    return resolve_subclass(spec, ROCKSDB_CONFIG_SETTER, RocksDBConfigSetter, advice)
 
 
 def config_setter(configs: Mapping[str, Any] | None) -> RocksDBConfigSetter | None:

@@ -60,6 +60,32 @@ def is_internal_topic(application_id: str, topic: str) -> bool:
     return topic.endswith(("-changelog", "-repartition", "-control"))
 
 
+def _use_client_dsl_store_suppliers(topology: Topology, config: Mapping[str, Any]) -> None:
+    """The client's ``dsl.store.suppliers.class`` makes the stores the DSL made with the default
+    and no TopologyConfig settled (Kafka's store factories read it as late as this). Its
+    ``default.dsl.store`` does not (as in Kafka): said once, where it would have changed a store."""
+    defaulted = [b for b in topology.store_builders.values() if getattr(b, "dsl_params", None) is not None]
+    if not defaulted:
+        return
+    from kstreams.state.dsl_store_suppliers import apply_dsl_store_suppliers, dsl_store_suppliers
+
+    suppliers = dsl_store_suppliers(config, read_store_type=False)
+    if suppliers is not None:
+        for builder in defaulted:
+            apply_dsl_store_suppliers(builder, suppliers)
+    elif config.get("default.dsl.store") not in (None, "rocksDB") and not getattr(
+        topology, "_dsl_told", False
+    ):
+        topology._dsl_told = True  # type: ignore[attr-defined]
+        logger.warning(
+            "default.dsl.store=%s in the client's config does not change stores %s, which the topology "
+            "made already (as in Kafka Streams): build with StreamsBuilder(TopologyConfig("
+            "StreamsConfig(props))), or set dsl.store.suppliers.class, which the client applies.",
+            config.get("default.dsl.store"),
+            ", ".join(sorted(b.name for b in defaulted)),
+        )
+
+
 def build_plan(
     topology: Topology,
     application_id: str,
@@ -99,6 +125,8 @@ def build_plan(
         # As Kafka's rewriteTopology: with no cache bytes there is nothing to cache in.
         for builder in topology.store_builders.values():
             builder.with_caching_disabled()
+    if config is not None:
+        _use_client_dsl_store_suppliers(topology, config)
 
     groups = node_groups({n: s.predecessors for n, s in specs.items()}, topology.store_users)
     subtopologies: list[SubtopologyPlan] = []

@@ -818,3 +818,36 @@ for _cache in (0, None):
             ),
         ]
     )
+
+# --- The DSL's store choice (KIP-591, KIP-954): the same cases with every store the DSL makes
+# without a store type in memory, chosen by the builder's TopologyConfig (default.dsl.store) or
+# by the client's dsl.store.suppliers.class. In-memory window and session stores keep and drop
+# windows by their own rules, so the windowed cases answer by them.
+_IN_MEMORY_CASES = (
+    "count-by-key",
+    "tumbling-count-grace-late",
+    "hopping-count",
+    "sliding-count",
+    "session-count-merging",
+    "tumbling-emit-on-window-close",
+    "sliding-emit-on-window-close",
+    "hopping-emit-on-window-close-store",
+    "stream-stream-left-join",
+    "stream-stream-outer-join",
+    "session-windowed-table-outer-join",
+    "table-table-outer-join",
+    "fk-left-join",
+    "global-table-left-join",
+    "cogroup-session",
+)
+_BY_NAME = {case["name"]: case for case in CATALOGUE}
+for _name in _IN_MEMORY_CASES:
+    _base = _BY_NAME[_name]
+    for _key, _label in (("dsl_store", "topology-config"), ("client_dsl_store", "client-config")):
+        CATALOGUE.append(
+            {
+                **_base,
+                "name": f"{_name}-in-memory-by-{_label}",
+                "config": {**_base.get("config", {}), _key: "in_memory"},
+            }
+        )

@@ -13,6 +13,12 @@ from kstreams.testing import TestRecord
 from tests.oracle.spec import WALL_CLOCK_START_MS, normalize, sinks, stores
 from tests.oracle.topology import build_topology, serde
 
+# A case's "client_dsl_store": the client's dsl.store.suppliers.class, as Kafka names its sets.
+DSL_SUPPLIERS = {
+    "in_memory": "org.apache.kafka.streams.state.BuiltInDslStoreSuppliers$InMemoryDslStoreSuppliers",
+    "rocksDB": "org.apache.kafka.streams.state.BuiltInDslStoreSuppliers$RocksDBDslStoreSuppliers",
+}
+
 __all__ = ["run_on_kstreams"]
 
 _MAX_TS = 2**62
@@ -55,9 +61,14 @@ def run_on_kstreams(case: dict[str, Any]) -> dict[str, Any]:
     }
     if "cache_bytes" in case.get("config", {}):
         config["statestore.cache.max.bytes"] = case["config"]["cache_bytes"]
+    # The DSL's store choice, where a store's type is not given: built in (a TopologyConfig's
+    # default.dsl.store) or the client's (dsl.store.suppliers.class).
+    topology_store = case.get("config", {}).get("dsl_store")
+    if case.get("config", {}).get("client_dsl_store") is not None:
+        config["dsl.store.suppliers.class"] = DSL_SUPPLIERS[case["config"]["client_dsl_store"]]
     answer: dict[str, Any] = {"outputs": {}}
     try:
-        topology = build_topology(spec)
+        topology = build_topology(spec, topology_store)
     except Exception as exc:  # an answer, as the oracle answers a spec it cannot build
         return {"error": f"{type(exc).__name__}: {exc}", "fatal": True}
     string = Serdes.string()

@@ -24,8 +24,10 @@ from kstreams import (
     Stores,
     StreamJoined,
     StreamsBuilder,
+    StreamsConfig,
     Suppressed,
     TimeWindows,
+    TopologyConfig,
 )
 from kstreams.topology import Branched
 from kstreams.topology.topology import Topology
@@ -94,9 +96,14 @@ def _suppressed(node: dict[str, Any]) -> Suppressed:
     return Suppressed.until_time_limit(node["ms"], buffer)
 
 
-def build_topology(spec: Spec) -> Topology:
-    """The kstreams topology of a normalized spec (``spec.normalize``)."""
-    builder = StreamsBuilder()
+def build_topology(spec: Spec, dsl_store: str | None = None) -> Topology:
+    """The kstreams topology of a normalized spec (``spec.normalize``); ``dsl_store``, the
+    builder's ``default.dsl.store`` (a TopologyConfig), when given."""
+    if dsl_store is None:
+        builder = StreamsBuilder()
+    else:
+        props = {"application.id": "oracle", "default.dsl.store": dsl_store}
+        builder = StreamsBuilder(TopologyConfig(StreamsConfig(props)))
     shapes = kinds(spec)
     nodes: dict[str, Any] = {}
     types: dict[str, str] = {}

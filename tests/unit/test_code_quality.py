@@ -14,7 +14,7 @@ PUBLIC = [
     # org.apache.kafka.streams
     "KafkaStreams", "KeyQueryMetadata", "KeyValue", "StoreQueryParameters", "StreamsBuilder", "StreamsConfig",
     "StreamsMetadata", "TestInputTopic", "TestOutputTopic", "ThreadMetadata", "Topology",
-    "TopologyDescription", "TopologyTestDriver",
+    "TopologyConfig", "TopologyDescription", "TopologyTestDriver",
     # org.apache.kafka.streams.kstream
     "Branched", "BranchedKStream", "BufferConfig", "CogroupedKStream", "Consumed", "EmitStrategy",
     "GlobalKTable", "Grouped", "JoinWindows", "Joined", "KGroupedStream", "KGroupedTable", "KStream",
@@ -22,8 +22,9 @@ PUBLIC = [
     "SessionWindowedCogroupedKStream", "SessionWindowedKStream", "SessionWindows", "SlidingWindows",
     "StreamJoined", "Suppressed", "TableJoined", "TimeWindowedCogroupedKStream", "TimeWindowedKStream",
     "TimeWindows", "ValueTransformerWithKey", "Window", "Windowed", "WindowedSerdes",
-    # org.apache.kafka.streams.state (interactive queries, the RocksDB options hook)
-    "HostInfo", "QueryableStoreTypes", "RocksDBConfigSetter",
+    # org.apache.kafka.streams.state (interactive queries, the RocksDB options hook, the DSL's stores)
+    "HostInfo", "QueryableStoreTypes", "RocksDBConfigSetter", "BuiltInDslStoreSuppliers",
+    "DslKeyValueParams", "DslSessionParams", "DslStoreSuppliers", "DslWindowParams",
     # kstreams' own, and names of other Kafka packages a DSL user needs at hand
     "InitParameters", "Serdes", "SlidingWindowedKStream", "StateRestoreListener", "Stores",
     "StreamsUncaughtExceptionResponse",

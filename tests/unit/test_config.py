@@ -234,7 +234,7 @@ def test_an_unknown_key_without_a_close_match_is_an_error_saying_where_keys_go()
     [
         ("task.assignor.class", "one task assignor"),
         ("group.protocol", "classic consumer group protocol"),
-        ("default.dsl.store", "Materialized"),
+        ("metric.reporters", "metrics"),
         ("client.tag.zone", "rack awareness"),
         ("topology.optimization", "as written"),
     ],

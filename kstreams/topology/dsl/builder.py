@@ -34,8 +34,18 @@ def _new_topology() -> Any:
 class StreamsBuilder:
     """Builds a topology with the DSL. One builder makes one topology."""
 
-    def __init__(self, topology: Any = None) -> None:
-        self._internal = InternalStreamsBuilder(topology if topology is not None else _new_topology())
+    def __init__(self, topology_config: Any = None) -> None:
+        """``StreamsBuilder()``, or ``StreamsBuilder(TopologyConfig(StreamsConfig(props)))`` to build
+        with its DSL store choice (``default.dsl.store``, ``dsl.store.suppliers.class``)."""
+        from kstreams.topology.topology_config import TopologyConfig
+
+        if topology_config is not None and not isinstance(topology_config, TopologyConfig):
+            raise TypeError(
+                f"StreamsBuilder takes a TopologyConfig (or nothing), got {topology_config!r}: "
+                "StreamsBuilder(TopologyConfig(StreamsConfig(props)))."
+            )
+        suppliers = None if topology_config is None else topology_config.resolve_dsl_store_suppliers()
+        self._internal = InternalStreamsBuilder(_new_topology(), suppliers)
 
     def stream(
         self, topics: str | Iterable[str] | re.Pattern[str], consumed: Consumed | None = None

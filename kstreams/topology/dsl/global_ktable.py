@@ -88,9 +88,10 @@ def global_table(
     store_key_serde = materialized.key_serde if materialized.key_serde is not None else key_serde
     store_value_serde = materialized.value_serde if materialized.value_serde is not None else value_serde
     # The topic is the store's changelog (Kafka's globalTable disables logging itself).
-    store_builder = key_value_store_builder(
+    inner = key_value_store_builder(
         materialized.with_logging_disabled(), store_name, store_key_serde, store_value_serde
     )
+    store_builder = builder.with_dsl_store_suppliers(inner)
     builder.topology.add_global_store(
         store_builder,
         source,

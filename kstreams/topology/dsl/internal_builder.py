@@ -32,8 +32,11 @@ def _any_key(key: Any, value: Any) -> bool:
 class InternalStreamsBuilder:
     """The builder behind ``StreamsBuilder`` and every KStream/KTable it made."""
 
-    def __init__(self, topology: Any) -> None:
+    def __init__(self, topology: Any, dsl_store_suppliers: Any = None) -> None:
         self.topology = topology
+        # The builder's TopologyConfig's DslStoreSuppliers (None: the client's config or RocksDB
+        # decides), given to each store the DSL makes with the default.
+        self.dsl_store_suppliers = dsl_store_suppliers
         # The source of each repartition topic -> the filter node and supplier in front of its sink.
         self._repartition_filters: dict[str, tuple[str, FilterSupplier]] = {}
 
@@ -99,7 +102,16 @@ class InternalStreamsBuilder:
         )
 
     def add_store(self, store_builder: Any, *processor_names: str) -> None:
-        self.topology.add_state_store(store_builder, *processor_names)
+        self.topology.add_state_store(self.with_dsl_store_suppliers(store_builder), *processor_names)
+
+    def with_dsl_store_suppliers(self, store_builder: Any) -> Any:
+        """``store_builder``, its supplier made by the builder's DSL store suppliers when the DSL
+        made it with the default and the builder has a TopologyConfig that names a set."""
+        if self.dsl_store_suppliers is not None:
+            from kstreams.state.dsl_store_suppliers import apply_dsl_store_suppliers
+
+            apply_dsl_store_suppliers(store_builder, self.dsl_store_suppliers)
+        return store_builder
 
     def connect_stores(self, processor_name: str, store_names: Iterable[str]) -> None:
         names = tuple(store_names)

@@ -9,6 +9,7 @@ does: each value with the largest timestamp of the records that made it.
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 from typing import Any
 
 from kstreams.topology.dsl import naming
@@ -59,8 +60,30 @@ def draw_count_store_index(builder: Any, *arguments: Any) -> None:
             return
 
 
-def _persistent(store_type: StoreType | None) -> bool:
-    return store_type is None or store_type is StoreType.ROCKS_DB
+def _suppliers(store_type: Any) -> Any:
+    """The DslStoreSuppliers an operation's store type picks: Kafka's built-in set of a
+    ``StoreType`` (RocksDB when None, the default until a TopologyConfig or the client's config
+    names another), or the set the operation was given."""
+    from kstreams.state.dsl_store_suppliers import BuiltInDslStoreSuppliers
+
+    if store_type is None or store_type is StoreType.ROCKS_DB:
+        return BuiltInDslStoreSuppliers.RocksDBDslStoreSuppliers()
+    if store_type is StoreType.IN_MEMORY:
+        return BuiltInDslStoreSuppliers.InMemoryDslStoreSuppliers()
+    return store_type
+
+
+def _defaulted(builder: Any, store_type: Any, params: Any) -> Any:
+    """``builder``, keeping the parameters its supplier was made from when the operation named
+    no store type: a TopologyConfig's or the client's DSL store suppliers replace that supplier."""
+    builder.dsl_params = params if store_type is None else None
+    return builder
+
+
+def _emit(on_close: bool) -> Any:
+    from kstreams.topology.dsl.emit_strategy import EmitStrategy
+
+    return EmitStrategy.on_window_close() if on_close else EmitStrategy.on_window_update()
 
 
 def _apply_layers(builder: Any, caching: bool, logging_enabled: bool, log_config: dict[str, str]) -> Any:
@@ -74,14 +97,16 @@ def key_value_store_builder(
     materialized: Materialized, store_name: str, key_serde: Any, value_serde: Any
 ) -> Any:
     """A timestamped key-value store builder for a table or an aggregation, as ``materialized`` asks."""
+    from kstreams.state.dsl_store_suppliers import DslKeyValueParams
+
     stores = _stores()
-    supplier = materialized.store_supplier
+    supplier, params = materialized.store_supplier, None
     if supplier is None:
-        if _persistent(materialized.store_type):
-            supplier = stores.persistent_key_value_store(store_name)
-        else:
-            supplier = stores.in_memory_key_value_store(store_name)
+        params = DslKeyValueParams(store_name, is_timestamped=True)
+        supplier = _suppliers(materialized.store_type).key_value_store(params)
     builder = stores.timestamped_key_value_store_builder(supplier, key_serde, value_serde)
+    if params is not None:
+        _defaulted(builder, materialized.store_type, params)
     return _apply_layers(
         builder, materialized.caching_enabled, materialized.logging_enabled, materialized.log_config
     )
@@ -98,12 +123,12 @@ def plain_key_value_store_builder(
 ) -> Any:
     """An uncached key-value store builder of plain values (a stream-stream join's shared outer
     store): in RocksDB unless ``store_type`` asks for memory."""
-    stores = _stores()
-    if _persistent(store_type):
-        supplier = stores.persistent_key_value_store(store_name)
-    else:
-        supplier = stores.in_memory_key_value_store(store_name)
-    builder = stores.key_value_store_builder(supplier, key_serde, value_serde)
+    from kstreams.state.dsl_store_suppliers import DslKeyValueParams
+
+    params = DslKeyValueParams(store_name, is_timestamped=False)
+    supplier = _suppliers(store_type).key_value_store(params)
+    builder = _stores().key_value_store_builder(supplier, key_serde, value_serde)
+    _defaulted(builder, store_type, params)
     return _apply_layers(builder, False, logging_enabled, log_config or {})
 
 
@@ -122,25 +147,32 @@ def window_store_builder(
     supplier: Any = None,
     timestamped: bool = False,
     time_ordered: bool = False,
+    sliding: bool = False,
 ) -> Any:
     """A window store builder: of ``ValueAndTimestamp`` values when ``timestamped`` (windowed
-    aggregations), else of plain values (stream-stream joins). ``time_ordered``: the default
-    RocksDB store is Kafka's time-ordered one (an aggregation emitting on window close); an
-    in-memory store or a user's supplier is used as it is, as in Kafka."""
-    stores = _stores()
-    if supplier is None:
-        if _persistent(store_type):
-            from kstreams.state.suppliers import WindowBytesStoreSupplier
+    aggregations), else of plain values (stream-stream joins). ``time_ordered``: the aggregation
+    emits on window close, for which the default RocksDB store is Kafka's time-ordered one; an
+    in-memory store or a user's supplier is used as it is, as in Kafka. ``sliding``: the windows
+    are sliding windows (what a DslStoreSuppliers is told)."""
+    from kstreams.state.dsl_store_suppliers import DslWindowParams
 
-            supplier = WindowBytesStoreSupplier(
-                store_name, retention_ms, window_size_ms, retain_duplicates, True, time_ordered=time_ordered
-            )
-        else:
-            supplier = stores.in_memory_window_store(
-                store_name, retention_ms, window_size_ms, retain_duplicates
-            )
+    stores = _stores()
+    params = None
+    if supplier is None:
+        params = DslWindowParams(
+            store_name,
+            timedelta(milliseconds=retention_ms),
+            timedelta(milliseconds=window_size_ms),
+            retain_duplicates,
+            _emit(time_ordered),
+            sliding,
+            timestamped,
+        )
+        supplier = _suppliers(store_type).window_store(params)
     make = stores.timestamped_window_store_builder if timestamped else stores.window_store_builder
     builder = make(supplier, key_serde, value_serde)
+    if params is not None:
+        _defaulted(builder, store_type, params)
     return _apply_layers(builder, caching, logging_enabled, log_config or {})
 
 
@@ -167,6 +199,7 @@ def aggregation_window_store_builder(
     key_serde: Any,
     value_serde: Any,
     emit_on_close: bool = False,
+    sliding: bool = False,
 ) -> Any:
     """The timestamped window store of a windowed aggregation (time or sliding windows), as
     ``materialized`` asks; Kafka's time-ordered one by default when it emits on window close."""
@@ -183,6 +216,7 @@ def aggregation_window_store_builder(
         supplier=materialized.store_supplier,
         timestamped=True,
         time_ordered=emit_on_close,
+        sliding=sliding,
     )
 
 
@@ -198,16 +232,16 @@ def session_store_builder(
     stores hold plain aggregates: a session's end is its timestamp (Kafka has no timestamped kind).
     ``time_ordered``: the default RocksDB store is Kafka's time-ordered one (an aggregation
     emitting on window close)."""
-    stores = _stores()
-    supplier = materialized.store_supplier
-    if supplier is None:
-        if _persistent(materialized.store_type):
-            from kstreams.state.suppliers import SessionBytesStoreSupplier
+    from kstreams.state.dsl_store_suppliers import DslSessionParams
 
-            supplier = SessionBytesStoreSupplier(store_name, retention_ms, True, time_ordered=time_ordered)
-        else:
-            supplier = stores.in_memory_session_store(store_name, retention_ms)
+    stores = _stores()
+    supplier, params = materialized.store_supplier, None
+    if supplier is None:
+        params = DslSessionParams(store_name, timedelta(milliseconds=retention_ms), _emit(time_ordered))
+        supplier = _suppliers(materialized.store_type).session_store(params)
     builder = stores.session_store_builder(supplier, key_serde, value_serde)
+    if params is not None:
+        _defaulted(builder, materialized.store_type, params)
     return _apply_layers(
         builder, materialized.caching_enabled, materialized.logging_enabled, materialized.log_config
     )

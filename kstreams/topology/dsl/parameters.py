@@ -253,7 +253,8 @@ class Materialized:
     logging_enabled: bool = True
     log_config: dict[str, str] = field(default_factory=dict)
     retention_ms: int | None = None
-    store_type: _StoreTypeEnum | None = None
+    # A StoreType, or a DslStoreSuppliers (KIP-954) that makes the store; None: the default.
+    store_type: Any = None
     store_supplier: Any = None
 
     # Kafka spells it Materialized.StoreType.
@@ -261,10 +262,11 @@ class Materialized:
 
     @staticmethod
     def as_(name_or_supplier: Any) -> Materialized:
-        """A store of that name, or built from that store supplier (which carries the name)."""
+        """A store of that name, or built from that store supplier (which carries the name), or
+        made by that store type or DslStoreSuppliers."""
         if isinstance(name_or_supplier, str):
             return Materialized(store_name=_check_name(name_or_supplier, "Materialized store name"))
-        if isinstance(name_or_supplier, _StoreTypeEnum):
+        if isinstance(name_or_supplier, _StoreTypeEnum) or _is_dsl_store_suppliers(name_or_supplier):
             return Materialized(store_type=name_or_supplier)
         name = getattr(name_or_supplier, "name", None)
         if not isinstance(name, str):
@@ -299,9 +301,9 @@ class Materialized:
     def with_retention(self, retention: timedelta | int) -> Materialized:
         return replace(self, retention_ms=to_millis(retention, "Materialized retention"))
 
-    def with_store_type(self, store_type: _StoreTypeEnum | str) -> Materialized:
-        chosen = _StoreTypeEnum(store_type) if isinstance(store_type, str) else store_type
-        return replace(self, store_type=chosen)
+    def with_store_type(self, store_type: Any) -> Materialized:
+        """A ``StoreType`` (or its value), or a DslStoreSuppliers that makes the store."""
+        return replace(self, store_type=_store_type(store_type, "Materialized.with_store_type"))
 
 
 @dataclass(frozen=True)
@@ -372,7 +374,7 @@ class StreamJoined:
     store_name: str | None = None
     logging_enabled: bool = True
     log_config: dict[str, str] = field(default_factory=dict)
-    store_type: StoreType | None = None
+    store_type: Any = None  # a StoreType or a DslStoreSuppliers; None: the default
     this_store_supplier: Any = None
     other_store_supplier: Any = None
 
@@ -423,7 +425,35 @@ class StreamJoined:
         return replace(self, logging_enabled=False, log_config={})
 
     def with_store_type(self, store_type: StoreType | str) -> StreamJoined:
-        return replace(self, store_type=StoreType(store_type) if isinstance(store_type, str) else store_type)
+        return replace(self, store_type=_store_type(store_type, "StreamJoined.with_store_type"))
+
+    def with_dsl_store_suppliers(self, suppliers: Any) -> StreamJoined:
+        """The join's stores (both sides', the outer join's shared one) made by ``suppliers``, a
+        DslStoreSuppliers (KIP-954)."""
+        return replace(self, store_type=_store_type(suppliers, "StreamJoined.with_dsl_store_suppliers"))
+
+
+def _is_dsl_store_suppliers(candidate: Any) -> bool:
+    if isinstance(candidate, str | StoreType) or candidate is None:
+        return False
+    from kstreams.state.dsl_store_suppliers import DslStoreSuppliers
+
+    return isinstance(candidate, DslStoreSuppliers)
+
+
+def _store_type(store_type: Any, what: str) -> Any:
+    """A StoreType (given as one or as its value) or a DslStoreSuppliers; a TypeError otherwise."""
+    if isinstance(store_type, str):
+        try:
+            return StoreType(store_type)
+        except ValueError:
+            pass
+    elif isinstance(store_type, StoreType) or _is_dsl_store_suppliers(store_type):
+        return store_type
+    raise TypeError(
+        f"{what} takes a Materialized.StoreType (ROCKS_DB, IN_MEMORY), its value, or a "
+        f"kstreams.DslStoreSuppliers instance, got {store_type!r}."
+    )
 
 
 def _is_window_store_supplier(candidate: Any) -> bool:

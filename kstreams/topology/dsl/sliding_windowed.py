@@ -109,5 +109,12 @@ def sliding_window_store_builder(
         "sliding windows",
     )
     return aggregation_window_store_builder(
-        materialized, store_name, retention_ms, difference_ms, key_serde, value_serde, emit_on_close
+        materialized,
+        store_name,
+        retention_ms,
+        difference_ms,
+        key_serde,
+        value_serde,
+        emit_on_close,
+        sliding=True,
     )

@@ -116,18 +116,25 @@ class BufferConfig:
         return self.max_records_limit != UNBOUNDED or self.max_bytes_limit != UNBOUNDED
 
 
+# The name annotations inside Suppressed use, where BufferConfig is Suppressed's own attribute.
+_BufferConfig = BufferConfig
+
+
 @dataclass(frozen=True)
 class Suppressed:
     """What ``KTable.suppress`` holds back, and for how long. Build one with ``until_window_closes``
     or ``until_time_limit``."""
 
     kind: Literal["window_close", "time_limit"]
-    buffer_config: BufferConfig
+    buffer_config: _BufferConfig
     time_limit_ms: int = 0
     name: str | None = None
 
+    # Kafka spells it Suppressed.BufferConfig (Suppressed.BufferConfig.unbounded()).
+    BufferConfig = BufferConfig
+
     @staticmethod
-    def until_window_closes(buffer_config: BufferConfig) -> Suppressed:
+    def until_window_closes(buffer_config: _BufferConfig) -> Suppressed:
         """Only each window's final result, when the window closes (windowed tables only).
 
         ``buffer_config`` must never emit early (``BufferConfig.unbounded()``, or a bound with
@@ -144,7 +151,7 @@ class Suppressed:
 
     @staticmethod
     def until_time_limit(
-        time_to_wait_for_more_events: timedelta | int, buffer_config: BufferConfig
+        time_to_wait_for_more_events: timedelta | int, buffer_config: _BufferConfig
     ) -> Suppressed:
         """A key's latest value once stream time passes its first buffered update's time plus the
         limit (milliseconds or a timedelta): at most one update per key per limit."""

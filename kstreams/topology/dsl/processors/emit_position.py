@@ -58,7 +58,14 @@ def emit_position_store_builder(window_store_builder: Any) -> Any:
         supplier = Stores.persistent_key_value_store(name)
     else:
         supplier = Stores.in_memory_key_value_store(name)
-    builder = Stores.key_value_store_builder(supplier, Serdes.string(), Serdes.long()).with_caching_disabled()
+    builder: Any = Stores.key_value_store_builder(supplier, Serdes.string(), Serdes.long())
+    builder.with_caching_disabled()
+    if getattr(window_store_builder, "dsl_params", None) is not None:
+        # The window store's kind is not settled yet (DSL store suppliers may replace it): so the
+        # position store's is not either, and the same suppliers make both.
+        from kstreams.state.dsl_store_suppliers import DslKeyValueParams
+
+        builder.dsl_params = DslKeyValueParams(name, is_timestamped=False)
     if window_store_builder.logging_enabled:
         return builder.with_logging_enabled(dict(window_store_builder.log_config))
     return builder.with_logging_disabled()

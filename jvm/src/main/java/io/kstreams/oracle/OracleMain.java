@@ -26,10 +26,13 @@ import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.TestInputTopic;
 import org.apache.kafka.streams.TestOutputTopic;
+import org.apache.kafka.streams.TopologyConfig;
 import org.apache.kafka.streams.TopologyTestDriver;
+import org.apache.kafka.streams.state.BuiltInDslStoreSuppliers;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.ValueAndTimestamp;
@@ -39,7 +42,9 @@ import org.apache.kafka.streams.test.TestRecord;
  * Kafka Streams as the oracle of kstreams' semantics: reads one case per line on stdin (JSON), runs
  * it on Kafka Streams' TopologyTestDriver, and writes the result as one JSON line on stdout.
  *
- * <p>A case: {"spec": {"nodes": [...]}, "config": {"cache_bytes": N}, "wall_clock_start": ms,
+ * <p>A case: {"spec": {"nodes": [...]}, "config": {"cache_bytes": N, "dsl_store": "in_memory" (a
+ * TopologyConfig's default.dsl.store), "client_dsl_store": "in_memory" (the driver's
+ * dsl.store.suppliers.class)}, "wall_clock_start": ms,
  * "input": [{"topic", "key", "value", "ts", "headers": [[k, v]]} | {"wall": ms}],
  * "sinks": {topic: "s"|"l"}, "stores": [{"name", "kind": "kv"|"window"|"session"|"plain", "vtype"}]}.
  * The answer: {"outputs": {topic: [{"key", "value", "ts", "headers"}]}, "stores": {name: rows},
@@ -103,10 +108,24 @@ public final class OracleMain {
         if (config.has("cache_bytes")) {
             props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, config.get("cache_bytes").asLong());
         }
+        // The DSL's store choice: the builder's (a TopologyConfig's default.dsl.store) or the
+        // client's (dsl.store.suppliers.class, which Kafka's store factories read at start).
+        StreamsBuilder builder = new StreamsBuilder();
+        if (config.has("dsl_store")) {
+            Properties topologyProps = new Properties();
+            topologyProps.putAll(props);
+            topologyProps.put(StreamsConfig.DEFAULT_DSL_STORE_CONFIG, config.get("dsl_store").asText());
+            builder = new StreamsBuilder(new TopologyConfig(new StreamsConfig(topologyProps)));
+        }
+        if (config.has("client_dsl_store")) {
+            props.put(StreamsConfig.DSL_STORE_SUPPLIERS_CLASS_CONFIG, config.get("client_dsl_store").asText().equals("in_memory")
+                    ? BuiltInDslStoreSuppliers.InMemoryDslStoreSuppliers.class
+                    : BuiltInDslStoreSuppliers.RocksDBDslStoreSuppliers.class);
+        }
         Instant start = Instant.ofEpochMilli(request.path("wall_clock_start").asLong(0));
         ObjectNode answer = JSON.objectNode();
         ObjectNode outputs = answer.putObject("outputs");
-        TopologyTestDriver driver = new TopologyTestDriver(SpecTopology.build(request.get("spec")), props, start);
+        TopologyTestDriver driver = new TopologyTestDriver(SpecTopology.build(request.get("spec"), builder), props, start);
         try {
             Map<String, TestOutputTopic<String, Object>> sinks = new HashMap<>();
             request.get("sinks").fields().forEachRemaining(e -> {

@@ -51,11 +51,20 @@ final class SpecTopology {
     /** What a node gives: a stream, a table, a windowed table, a grouped stream or table. */
     private record Handle(String kind, Object obj, String vtype) {}
 
-    private final StreamsBuilder builder = new StreamsBuilder();
+    private final StreamsBuilder builder;
     private final Map<String, Handle> nodes = new HashMap<>();
 
+    private SpecTopology(StreamsBuilder builder) {
+        this.builder = builder;
+    }
+
     static Topology build(JsonNode spec) {
-        SpecTopology topology = new SpecTopology();
+        return build(spec, new StreamsBuilder());
+    }
+
+    /** The spec built by {@code builder} (one made with a TopologyConfig, say). */
+    static Topology build(JsonNode spec, StreamsBuilder builder) {
+        SpecTopology topology = new SpecTopology(builder);
         for (JsonNode node : spec.get("nodes")) {
             topology.add(node);
         }
