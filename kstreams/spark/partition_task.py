@@ -223,6 +223,8 @@ def use_in_memory_stores(topology: Any, logged: bool) -> None:
         else:
             builder.with_logging_disabled()
         supplier = getattr(builder, "supplier", None)
+        if getattr(builder, "dsl_params", None) is not None:
+            builder.dsl_params = None  # settled here: the client's DSL store suppliers keep off it
         if isinstance(supplier, KeyValueBytesStoreSupplier) and supplier.persistent:
             builder.supplier = Stores.in_memory_key_value_store(supplier.name)
         elif isinstance(supplier, WindowBytesStoreSupplier) and supplier.persistent:

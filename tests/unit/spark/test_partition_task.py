@@ -125,3 +125,18 @@ def test_a_null_timestamp_is_rejected_with_the_column_named() -> None:
             task.process(batch)
     finally:
         task.abort()
+
+
+def test_stores_a_spark_task_puts_in_memory_stay_there_whatever_the_dsl_store_suppliers() -> None:
+    """A Spark task keeps its state outside the stores, so its in-memory stores are settled: the
+    client's dsl.store.suppliers.class (applied when the plan is built) does not move them back."""
+    from kstreams import Materialized, StreamsBuilder
+    from kstreams.spark.partition_task import use_in_memory_stores
+
+    builder = StreamsBuilder()
+    builder.stream("in").group_by_key().count(Materialized.as_("counts"))
+    topology = builder.build()
+    use_in_memory_stores(topology, logged=False)
+    rocksdb = "org.apache.kafka.streams.state.BuiltInDslStoreSuppliers$RocksDBDslStoreSuppliers"
+    topology.build("app", {"application.id": "app", "dsl.store.suppliers.class": rocksdb})
+    assert not topology.store_builders["counts"].supplier.persistent
