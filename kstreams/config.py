@@ -451,14 +451,9 @@ class StreamsConfig(Mapping[str, Any]):
         self._handler_classes = {
             name: _handler_class(name, values[name]) for name in _HANDLER_KEYS if values.get(name) is not None
         }
-        if values.get("dsl.store.suppliers.class") is not None:
-            from kstreams.state.dsl_store_suppliers import dsl_store_suppliers_class
-
-            dsl_store_suppliers_class(values["dsl.store.suppliers.class"])
-        if values.get("rocksdb.config.setter") is not None:
-            from kstreams.state.rocksdb_config_setter import config_setter_class
-
-            config_setter_class(values["rocksdb.config.setter"])  # so that a bad one fails here
+        for name in HOOK_KEYS:
+            if values.get(name) is not None:
+                hook_class(name, values[name])  # so that a bad one fails here, not in a task
 
     # Mapping interface: known keys read through their defaults.
     def __getitem__(self, name: str) -> Any:
@@ -696,12 +691,44 @@ def resolve_class(spec: Any, key: str) -> Any:
         raise ConfigException(f"{key}={spec!r} names no importable class: {exc}.") from None
 
 
-def resolve_subclass(spec: Any, key: str, base: type, advice: str) -> type:
-    """The class ``spec`` names (``resolve_class``), which must subclass ``base``; else a
-    ConfigException ending in ``advice`` (what to write instead)."""
+# Keys naming a class of the application's that the stores call: what it is (the kstreams base
+# class it would subclass) and the methods it must have. Checked by the methods, so that the
+# config needs no import of the layers that call them.
+HOOK_KEYS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "rocksdb.config.setter": ("RocksDBConfigSetter", ("set_config",)),
+    "dsl.store.suppliers.class": ("DslStoreSuppliers", ("key_value_store", "window_store", "session_store")),
+}
+# Kafka's names of its built-in DSL store suppliers, which kstreams.state resolves to its own.
+KAFKA_DSL_STORE_SUPPLIERS = frozenset(
+    f"org.apache.kafka.streams.state.BuiltInDslStoreSuppliers${name}"
+    for name in ("InMemoryDslStoreSuppliers", "RocksDBDslStoreSuppliers")
+)
+
+
+def hook_class(key: str, spec: Any) -> Any:
+    """The class ``spec`` names for the hook key ``key`` (a class or a dotted path), or the
+    string itself for Kafka's name of a built-in DSL store suppliers set. A ConfigException when
+    it names a Java class, no class, or a class without the hook's methods."""
+    base, methods = HOOK_KEYS[key]
+    if isinstance(spec, str):
+        if spec in KAFKA_DSL_STORE_SUPPLIERS and key == "dsl.store.suppliers.class":
+            return spec
+        if spec.startswith("org.apache.kafka."):
+            raise ConfigException(
+                f"{key}={spec!r} is a Java class, which kstreams cannot run: write a kstreams.{base} "
+                "subclass and give its dotted path (or the class)."
+            )
+        if "." not in spec:
+            raise ConfigException(
+                f"{key}={spec!r} is not a dotted path: give 'package.module.ClassName' or the class itself."
+            )
     chosen = resolve_class(spec, key)
-    if not (isinstance(chosen, type) and issubclass(chosen, base)):
-        raise ConfigException(f"{key}={spec!r} is not a kstreams.{base.__name__} subclass: {advice}.")
+    missing = [m for m in methods if not callable(getattr(chosen, m, None))]
+    if not isinstance(chosen, type) or missing:
+        raise ConfigException(
+            f"{key}={spec!r} is not a kstreams.{base}: subclass it and implement {', '.join(methods)}"
+            + (f" ({', '.join(missing)} missing)." if isinstance(chosen, type) else ".")
+        )
     return chosen
 
 

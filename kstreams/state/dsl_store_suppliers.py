@@ -18,17 +18,15 @@ import abc
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from kstreams.errors import ConfigException, TopologyException
+from kstreams.config import hook_class
+from kstreams.errors import TopologyException
 from kstreams.state.suppliers import (
     KeyValueBytesStoreSupplier,
     SessionBytesStoreSupplier,
     WindowBytesStoreSupplier,
 )
-
-if TYPE_CHECKING:
-    from kstreams.topology.dsl.emit_strategy import EmitStrategy
 
 __all__ = [
     "DEFAULT_DSL_STORE",
@@ -48,6 +46,13 @@ DSL_STORE_SUPPLIERS_CLASS = "dsl.store.suppliers.class"
 DEFAULT_DSL_STORE = "default.dsl.store"
 # Kafka's values of default.dsl.store (StreamsConfig.ROCKS_DB, StreamsConfig.IN_MEMORY).
 ROCKS_DB, IN_MEMORY = "rocksDB", "in_memory"
+
+
+class EmitStrategy(Protocol):
+    """What the parameters tell of the DSL's ``kstreams.EmitStrategy``: whether it emits on close."""
+
+    @property
+    def on_close(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -170,21 +175,11 @@ _BY_STORE_TYPE: dict[str, type[DslStoreSuppliers]] = {
 
 
 def dsl_store_suppliers_class(spec: Any) -> type[DslStoreSuppliers]:
-    """The class ``dsl.store.suppliers.class`` names: a class, a dotted path, or Kafka's name of a
-    built-in set. A ConfigException when it names no DslStoreSuppliers."""
-    from kstreams.config import resolve_subclass
-
-    if isinstance(spec, str) and spec in _KAFKA_CLASSES:
-        return _KAFKA_CLASSES[spec]
-    if isinstance(spec, str) and (spec.startswith("org.apache.kafka.") or "." not in spec):
-        raise ConfigException(
-            f"{DSL_STORE_SUPPLIERS_CLASS}={spec!r} names no class kstreams can use: give Kafka's name of "
-            "a built-in set (org.apache.kafka.streams.state.BuiltInDslStoreSuppliers"
-            "$InMemoryDslStoreSuppliers), kstreams.BuiltInDslStoreSuppliers.InMemoryDslStoreSuppliers, or "
-            "the dotted path of your own kstreams.DslStoreSuppliers subclass."
-        )
-    advice = "subclass it and implement key_value_store, window_store and session_store"
-    return resolve_subclass(spec, DSL_STORE_SUPPLIERS_CLASS, DslStoreSuppliers, advice)
+    """The class ``dsl.store.suppliers.class`` names: a class or a dotted path (any class with
+    the three store methods will do), or Kafka's name of a built-in set. A ConfigException when
+    it names none."""
+    chosen = hook_class(DSL_STORE_SUPPLIERS_CLASS, spec)
+    return _KAFKA_CLASSES[chosen] if isinstance(chosen, str) else chosen  # type: ignore[no-any-return]
 
 
 def dsl_store_suppliers(configs: Mapping[str, Any], *, read_store_type: bool) -> DslStoreSuppliers | None:
@@ -199,7 +194,9 @@ def dsl_store_suppliers(configs: Mapping[str, Any], *, read_store_type: bool) ->
     else:
         return None
     suppliers = chosen()
-    suppliers.configure(configs)
+    configure = getattr(suppliers, "configure", None)  # optional for a class that does not subclass
+    if configure is not None:
+        configure(configs)
     return suppliers
 
 

@@ -247,8 +247,9 @@ class RocksDBDatabase(BufferedDatabase):
 
     def _close_setter(self) -> None:
         setter, self._setter = self._setter, None
-        if setter is not None:
-            setter.close(self._database_name, self._options)
+        close = getattr(setter, "close", None)  # optional for a class that does not subclass
+        if close is not None:
+            close(self._database_name, self._options)
 
 
 class RocksDBKeyValueStore(DatabaseStore, KeyValueStore[bytes, bytes]):

@@ -19,7 +19,7 @@ from typing import Any
 
 from rocksdict import Options
 
-from kstreams.errors import ConfigException
+from kstreams.config import hook_class
 
 __all__ = ["ROCKSDB_CONFIG_SETTER", "RocksDBConfigSetter", "config_setter", "config_setter_class"]
 
@@ -27,8 +27,9 @@ ROCKSDB_CONFIG_SETTER = "rocksdb.config.setter"
 
 
 class RocksDBConfigSetter(abc.ABC):
-    """Changes the options of one RocksDB database before it opens. Subclass it and name the
-    class (or its dotted path) in ``rocksdb.config.setter``; it is made with no arguments."""
+    """Changes the options of one RocksDB database before it opens. Subclass it (any class with
+    ``set_config`` will do) and name the class (or its dotted path) in ``rocksdb.config.setter``;
+    it is made with no arguments."""
 
     @abc.abstractmethod
     def set_config(self, store_name: str, options: Options, configs: Mapping[str, Any]) -> None:
@@ -41,22 +42,9 @@ class RocksDBConfigSetter(abc.ABC):
 
 
 def config_setter_class(spec: Any) -> type[RocksDBConfigSetter]:
-    """The class ``rocksdb.config.setter`` names (a class or a dotted path); a ConfigException
-    when it names no class, a Java class or one that is not a RocksDBConfigSetter."""
-    from kstreams.config import resolve_subclass
-
-    if isinstance(spec, str) and spec.startswith("org.apache.kafka."):
-        raise ConfigException(
-            f"{ROCKSDB_CONFIG_SETTER}={spec!r} is a Java class, which kstreams cannot run: write a "
-            "kstreams.RocksDBConfigSetter subclass and give its dotted path (or the class)."
-        )
-    if isinstance(spec, str) and "." not in spec:
-        raise ConfigException(
-            f"{ROCKSDB_CONFIG_SETTER}={spec!r} is not a dotted path: give 'package.module.ClassName' "
-            "or the class itself."
-        )
-    advice = "subclass it and implement set_config(store_name, options, configs)"
-    return resolve_subclass(spec, ROCKSDB_CONFIG_SETTER, RocksDBConfigSetter, advice)
+    """The class ``rocksdb.config.setter`` names (a class or a dotted path; any class with
+    ``set_config`` will do); a ConfigException when it names none."""
+    return hook_class(ROCKSDB_CONFIG_SETTER, spec)  # type: ignore[no-any-return]
 
 
 def config_setter(configs: Mapping[str, Any] | None) -> RocksDBConfigSetter | None:

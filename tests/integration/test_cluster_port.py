@@ -478,7 +478,7 @@ def test_signal_application_error_reaches_every_member(cluster, app_id):
 # Transactions
 
 
-def test_transactions_commit_is_visible_and_abort_is_not_to_read_committed(cluster, app_id):
+def test_transactions_commit_is_visible_and_abort_is_not_to_read_committed(cluster, app_id, wait_until):
     name = f"{app_id}-txn"
     source = f"{app_id}-source"
     cluster.create_topic(name)
@@ -509,7 +509,13 @@ def test_transactions_commit_is_visible_and_abort_is_not_to_read_committed(clust
         assert cluster.admin().list_offsets([tp], "read_uncommitted")[tp][1] > stable
 
         producer.commit_transaction()
-        assert [r.value for r in cluster.read(name)] == [b"committed", b"open"]
+        # Kafka's coordinator answers the commit once it has logged it, and writes the partition's
+        # commit marker a moment later: read_committed sees the records once the marker is in.
+        wait_until(
+            lambda: [r.value for r in cluster.read(name)] == [b"committed", b"open"],
+            15,
+            "the committed transaction's records visible to read_committed",
+        )
         assert cluster.admin().committed_offsets(group, [TopicPartition(source, 0)]) == {
             TopicPartition(source, 0): 42
         }

@@ -134,18 +134,39 @@ def test_a_setter_named_by_its_dotted_path_runs_for_the_stores_of_a_topology(
 
 
 class NotASetter:
-    def set_config(self, store_name: str, options: Options, configs: Mapping[str, Any]) -> None:
+    """Java's method name: not the hook kstreams calls."""
+
+    def setConfig(self, store_name: str, options: Options, configs: Mapping[str, Any]) -> None:
         pass
+
+
+class DuckSetter:
+    """No subclass, but the method the hook needs (and no ``close``): enough."""
+
+    calls: ClassVar[list[str]] = []
+
+    def set_config(self, store_name: str, options: Options, configs: Mapping[str, Any]) -> None:
+        DuckSetter.calls.append(store_name)
+
+
+def test_a_class_with_set_config_is_a_setter_too(make_context: Callable[..., RecordingContext]) -> None:
+    store: Any = Stores.key_value_store_builder(Stores.persistent_key_value_store("kv")).build()
+    store.init(_context(make_context, DuckSetter), store)
+    store.close()
+    assert DuckSetter.calls == ["kv"]
 
 
 @pytest.mark.parametrize(
     ("setter", "message"),
     [
-        (NotASetter, "is not a kstreams.RocksDBConfigSetter subclass"),
+        (
+            NotASetter,
+            "is not a kstreams.RocksDBConfigSetter: subclass it and implement set_config (set_config",
+        ),
         ("no_such_module.Setter", "names no importable class"),
         ("org.apache.kafka.streams.state.BoundedMemoryRocksDBConfig", "is a Java class"),
         ("Setter", "is not a dotted path"),
-        (5, "is not a kstreams.RocksDBConfigSetter subclass"),
+        (5, "is not a kstreams.RocksDBConfigSetter"),
     ],
 )
 def test_a_bad_setter_fails_the_config(setter: Any, message: str) -> None:

@@ -209,11 +209,11 @@ def test_suppliers_that_make_the_wrong_kind_of_store_fail_the_build() -> None:
     ("config", "error", "message"),
     [
         ({"default.dsl.store": "memory"}, ConfigException, 'must be "rocksDB" or "in_memory"'),
-        ({"dsl.store.suppliers.class": "Nope"}, ConfigException, "names no class kstreams can use"),
+        ({"dsl.store.suppliers.class": "Nope"}, ConfigException, "is not a dotted path"),
         (
             {"dsl.store.suppliers.class": dict},
             ConfigException,
-            "is not a kstreams.DslStoreSuppliers subclass",
+            "is not a kstreams.DslStoreSuppliers: subclass it",
         ),
     ],
 )
