@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Protocol
 
-from kstreams.config import hook_class
+from kstreams.config import KAFKA_DSL_STORE_SUPPLIERS, hook_class
 from kstreams.errors import TopologyException
 from kstreams.state.suppliers import (
     KeyValueBytesStoreSupplier,
@@ -159,14 +159,10 @@ class BuiltInDslStoreSuppliers:
             return SessionBytesStoreSupplier(params.store_name, _ms(params.retention_period), False)
 
 
-# Kafka's class names of its built-in sets, as a properties file ported from Java spells them.
+# Kafka's class names of its built-in sets (config.KAFKA_DSL_STORE_SUPPLIERS), each kstreams' set of
+# the same name.
 _KAFKA_CLASSES: dict[str, type[DslStoreSuppliers]] = {
-    "org.apache.kafka.streams.state.BuiltInDslStoreSuppliers$RocksDBDslStoreSuppliers": (
-        BuiltInDslStoreSuppliers.RocksDBDslStoreSuppliers
-    ),
-    "org.apache.kafka.streams.state.BuiltInDslStoreSuppliers$InMemoryDslStoreSuppliers": (
-        BuiltInDslStoreSuppliers.InMemoryDslStoreSuppliers
-    ),
+    name: getattr(BuiltInDslStoreSuppliers, name.rpartition("$")[2]) for name in KAFKA_DSL_STORE_SUPPLIERS
 }
 _BY_STORE_TYPE: dict[str, type[DslStoreSuppliers]] = {
     ROCKS_DB: BuiltInDslStoreSuppliers.RocksDBDslStoreSuppliers,

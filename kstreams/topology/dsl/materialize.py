@@ -73,11 +73,11 @@ def _suppliers(store_type: Any) -> Any:
     return store_type
 
 
-def _defaulted(builder: Any, store_type: Any, params: Any) -> Any:
-    """``builder``, keeping the parameters its supplier was made from when the operation named
-    no store type: a TopologyConfig's or the client's DSL store suppliers replace that supplier."""
+def _defaulted(builder: Any, store_type: Any, params: Any) -> None:
+    """Keep on ``builder`` the parameters its supplier was made from (None: a supplier given to
+    the operation) when the operation named no store type: a TopologyConfig's or the client's
+    DSL store suppliers replace that supplier."""
     builder.dsl_params = params if store_type is None else None
-    return builder
 
 
 def _emit(on_close: bool) -> Any:
@@ -105,8 +105,7 @@ def key_value_store_builder(
         params = DslKeyValueParams(store_name, is_timestamped=True)
         supplier = _suppliers(materialized.store_type).key_value_store(params)
     builder = stores.timestamped_key_value_store_builder(supplier, key_serde, value_serde)
-    if params is not None:
-        _defaulted(builder, materialized.store_type, params)
+    _defaulted(builder, materialized.store_type, params)
     return _apply_layers(
         builder, materialized.caching_enabled, materialized.logging_enabled, materialized.log_config
     )
@@ -171,8 +170,7 @@ def window_store_builder(
         supplier = _suppliers(store_type).window_store(params)
     make = stores.timestamped_window_store_builder if timestamped else stores.window_store_builder
     builder = make(supplier, key_serde, value_serde)
-    if params is not None:
-        _defaulted(builder, store_type, params)
+    _defaulted(builder, store_type, params)
     return _apply_layers(builder, caching, logging_enabled, log_config or {})
 
 
@@ -240,8 +238,7 @@ def session_store_builder(
         params = DslSessionParams(store_name, timedelta(milliseconds=retention_ms), _emit(time_ordered))
         supplier = _suppliers(materialized.store_type).session_store(params)
     builder = stores.session_store_builder(supplier, key_serde, value_serde)
-    if params is not None:
-        _defaulted(builder, materialized.store_type, params)
+    _defaulted(builder, materialized.store_type, params)
     return _apply_layers(
         builder, materialized.caching_enabled, materialized.logging_enabled, materialized.log_config
     )
