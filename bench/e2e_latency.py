@@ -12,10 +12,13 @@ process runs through:
 
 1. the maximum throughput: a backlog of ``--backlog`` records is on the input when it starts; its
    rate is that of the records after the first one processed (start-up left out);
-2. one phase per ``--loads`` (default 25%, 50%, 80% of that maximum): a rate-limited producer in this
-   process writes records for ``--seconds`` seconds, each with an "id" header that the pipelines
-   pass on to their outputs (kstreams and Kafka Streams carry headers; the loop copies them); the
-   next phase starts once the system has caught up.
+2. one phase per ``--loads`` (default 25%, 50%, 80% of that maximum): a rate-limited producer
+   writes records for ``--seconds`` seconds, each with an "id" header that the pipelines pass on
+   to their outputs (kstreams and Kafka Streams carry headers; the loop copies them); the next
+   phase starts once the system has caught up. The producer is a process of its own that queues
+   records built before the phase in C (kstreams' compiled sender), so it takes a small share of
+   the cores the broker and the system measured run on, the same share for every system at the
+   same rate.
 
 Latency of a record is its output's append time minus its input's append time (both in ms, read
 back from the topics after the run; outputs with read_committed). Under exactly_once_v2 an output
@@ -26,6 +29,7 @@ and commit interval (producer linger.ms: 100 in Kafka Streams, 5 in kstreams and
 librdkafka), which is what a user of each gets.
 
     python bench/e2e_latency.py --kafka --quick
+    python bench/e2e_latency.py --kafka --repeat 3
     python bench/e2e_latency.py --bootstrap 127.0.0.1:9092 --seconds 20 --backlog 500000
 """
 
@@ -226,28 +230,101 @@ def _produce_backlog(bootstrap: str, topic: str, rows: list[tuple[bytes, bytes]]
     producer.flush(60)
 
 
-def _produce_at(
-    producer: Any, topic: str, rows: list[tuple[bytes, bytes]], phase: Phase, seconds: float
-) -> None:
-    """Produce at ``phase.rate`` records/s for ``seconds``, each with an "id" header."""
-    total = int(phase.rate * seconds)
-    produce, poll, pack = producer.produce, producer.poll, _ID.pack
-    started = time.perf_counter()
-    i = 0
-    while i < total:
-        due = min(total, int((time.perf_counter() - started) * phase.rate) + 1)
-        while i < due:
-            key, value = rows[(phase.first_id + i) % len(rows)]
-            try:
-                produce(topic, value, key, headers=[("id", pack(phase.first_id + i))])
-                i += 1
-            except BufferError:
-                poll(0.001)
-        poll(0)
-        time.sleep(0.0005)
-    producer.flush(30)
-    phase.produced = total
-    phase.produced_rate = total / (time.perf_counter() - started)
+def _phase_batches(
+    rows: list[tuple[bytes, bytes]], parts: list[int], first_id: int, total: int
+) -> dict[int, tuple[Any, Any]]:
+    """Records first_id .. first_id + total - 1, each with its "id" header, as one RecordBatch per
+    partition (Kafka's default partitioner), with the ids of each batch in order."""
+    import numpy as np
+
+    from kstreams._native.record_batch import RecordBatch
+
+    ids: dict[int, list[int]] = {p: [] for p in range(PARTITIONS)}
+    n = len(rows)
+    for i in range(first_id, first_id + total):
+        ids[parts[i % n]].append(i)
+    pack = _ID.pack
+    return {
+        p: (
+            RecordBatch.from_columns(
+                [rows[i % n][0] for i in these],
+                [rows[i % n][1] for i in these],
+                [0] * len(these),  # "now"; the topic's LogAppendTime stamps them anyway
+                p,
+                -1,
+                [[("id", pack(i))] for i in these],
+            ),
+            np.asarray(these, dtype=np.int64),
+        )
+        for p, these in ids.items()
+        if these
+    }
+
+
+def load_producer(bootstrap: str, topic: str, rows: list[tuple[bytes, bytes]], conn: Any) -> None:
+    """The rate-limited load producer, in a process of its own so that it shares neither the GIL
+    with the tail consumer nor, as a Python loop of produce calls would, a core's worth of CPU with
+    the system measured: each phase's records are built before its clock starts, and kstreams'
+    compiled sender queues the ones due every half millisecond. For each (first id, rate, seconds)
+    received on ``conn`` it answers (records, records/s) once every record is delivered."""
+    from kstreams._native.record_batch import default_partition
+    from kstreams.cluster.kafka_producer import native_sender
+
+    sender = native_sender({"bootstrap.servers": bootstrap, "linger.ms": 1})
+    if sender is None:
+        raise RuntimeError("the load producer needs kstreams' compiled sender (librdkafka >= 2.x)")
+    parts = [default_partition(key, PARTITIONS) for key, _ in rows]
+    conn.send("ready")
+    while (job := conn.recv()) is not None:
+        first_id, rate, seconds = job
+        total = int(rate * seconds)
+        batches = _phase_batches(rows, parts, first_id, total)
+        sent = dict.fromkeys(batches, 0)
+        started = time.perf_counter()
+        while True:
+            due = first_id + min(total, int((time.perf_counter() - started) * rate) + 1)
+            for p, (batch, ids) in batches.items():
+                upto = int(ids.searchsorted(due))
+                if upto > sent[p]:
+                    sender.send_batch(topic, p, batch.slice(sent[p], upto), ())
+                    sent[p] = upto
+            sender.poll(0)
+            if due >= first_id + total:
+                break
+            time.sleep(0.0005)
+        sender.flush(30)
+        failures = sender.take_failures()
+        if failures:
+            raise RuntimeError(f"{len(failures)} load records not delivered: {failures[0][0]}")
+        conn.send((total, total / (time.perf_counter() - started)))
+    sender.close()
+
+
+class _Load:
+    """The driver's end of ``load_producer``'s process."""
+
+    def __init__(self, bootstrap: str, topic: str, rows: list[tuple[bytes, bytes]]) -> None:
+        import multiprocessing
+
+        context = multiprocessing.get_context("spawn")
+        self._conn, child = context.Pipe()
+        self._process = context.Process(
+            target=load_producer, args=(bootstrap, topic, rows, child), name="latency-load", daemon=True
+        )
+        self._process.start()
+        if not self._conn.poll(60) or self._conn.recv() != "ready":
+            raise RuntimeError("the load producer did not start")
+
+    def produce(self, phase: Phase, seconds: float) -> None:
+        """Produce at ``phase.rate`` records/s for ``seconds``, each with an "id" header."""
+        self._conn.send((phase.first_id, phase.rate, seconds))
+        if not self._conn.poll(seconds + 120):
+            raise RuntimeError("the load producer did not finish its phase")
+        phase.produced, phase.produced_rate = self._conn.recv()
+
+    def close(self) -> None:
+        self._conn.send(None)
+        self._process.join(30)
 
 
 def _ids_and_times(bootstrap: str, topic: str, isolation: str = "read_committed") -> dict[int, int]:
@@ -315,15 +392,17 @@ class _Tail(threading.Thread):
         self._consumer.close()
 
 
+def _cuts(values: list[float]) -> list[float]:
+    """p50, p99 and p99.9 of ``values`` (not empty)."""
+    ordered = sorted(values)
+    return [ordered[min(len(ordered) - 1, int(q * len(ordered)))] for q in (0.5, 0.99, 0.999)]
+
+
 def _percentiles(values: list[float]) -> str:
     if not values:
         return f"{'(no outputs)':>24}"
-    ordered = sorted(values)
-
-    def at(q: float) -> float:
-        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-    return f"{at(0.5):7.0f} {at(0.99):7.0f} {at(0.999):8.0f}"
+    p50, p99, p999 = _cuts(values)
+    return f"{p50:7.0f} {p99:7.0f} {p999:8.0f}"
 
 
 def run_system(
@@ -366,17 +445,18 @@ def run_system(
         first_at, first = worker.first_processed_at or started, worker.first_processed
         max_rate = (args.backlog - first) / (finished - first_at) if finished > first_at else 0.0
         tail.assigned.wait(30)
-        producer = _producer(bootstrap)
+        load = _Load(bootstrap, inp, rows)
         next_id, expected = 0, args.backlog
         # Fixed rates put every system under the same absolute load; fractions, under its own.
-        targets = list(args.rates) if args.rates else [load * max_rate for load in args.loads]
+        targets = list(args.rates) if args.rates else [share * max_rate for share in args.loads]
         for rate in targets:
             phase = Phase(rate / max_rate if max_rate else 0.0, rate, next_id)
-            _produce_at(producer, inp, rows, phase, args.seconds)
+            load.produce(phase, args.seconds)
             next_id += phase.produced
             expected += phase.produced
             worker.wait_processed(expected, timeout=120)
             phases.append(phase)
+        load.close()
         time.sleep(1.0 if processing == "exactly_once_v2" or commit else 0.5)  # the last outputs appended
     tail.stop.set()
     tail.join(10)
@@ -420,6 +500,13 @@ def main(argv: list[str] | None = None) -> int:
         help="records/s of the load phases, the same for every system (in place of --loads)",
     )
     parser.add_argument("--seconds", type=float, default=15.0, help="length of each load phase")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="rounds of every system in turn; with more than one, the medians of each phase's "
+        "percentiles over the rounds are printed at the end",
+    )
     parser.add_argument("--backlog", type=int, default=500_000, help="records of the maximum-throughput run")
     parser.add_argument(
         "--quick", action="store_true", help="3 s phases and a 100,000-record backlog (about 5 minutes)"
@@ -456,21 +543,48 @@ def _run(args: argparse.Namespace, bootstrap: str) -> int:
         f"{'system':16} {'guarantee':9} {'max rec/s':>9} {'load':>5} {'in rec/s':>9} {'outputs':>8}"
         f" | {'p50':>7} {'p99':>7} {'p99.9':>8} | visible: {'p50':>7} {'p99':>7} {'p99.9':>8}"
     )
-    lines = []
     print(header, flush=True)
-    for guarantee in args.guarantees:
-        for system in args.systems:
-            max_rate, phases = run_system(system, guarantee, bootstrap, rows, args)
-            for phase in phases:
-                line = (
-                    f"{system:16} {guarantee:9} {max_rate:>9,.0f} {phase.load:>5.0%}"
-                    f" {phase.produced_rate:>9,.0f} {len(phase.latencies):>8,}"
-                    f" | {_percentiles(phase.latencies)} | visible: "
-                    f"{_percentiles(phase.visible)}"
-                )
-                lines.append(line)
-                print(line, flush=True)
+    rounds: dict[tuple[str, str, int], list[tuple[float, Phase]]] = {}
+    for _ in range(args.repeat):
+        for guarantee in args.guarantees:
+            for system in args.systems:
+                max_rate, phases = run_system(system, guarantee, bootstrap, rows, args)
+                for n, phase in enumerate(phases):
+                    rounds.setdefault((system, guarantee, n), []).append((max_rate, phase))
+                    print(_line(system, guarantee, max_rate, phase), flush=True)
+    if args.repeat > 1:
+        print(f"\nmedians over {args.repeat} rounds (of max rec/s, in rec/s, outputs and each percentile)")
+        print(header, flush=True)
+        for (system, guarantee, _), runs in rounds.items():
+            print(_median_line(system, guarantee, runs), flush=True)
     return 0
+
+
+def _line(system: str, guarantee: str, max_rate: float, phase: Phase) -> str:
+    return (
+        f"{system:16} {guarantee:9} {max_rate:>9,.0f} {phase.load:>5.0%}"
+        f" {phase.produced_rate:>9,.0f} {len(phase.latencies):>8,}"
+        f" | {_percentiles(phase.latencies)} | visible: {_percentiles(phase.visible)}"
+    )
+
+
+def _median_line(system: str, guarantee: str, runs: list[tuple[float, Phase]]) -> str:
+    from statistics import median
+
+    def medians(column: str) -> str:
+        cuts = [_cuts(getattr(phase, column)) for _, phase in runs if getattr(phase, column)]
+        if not cuts:
+            return f"{'(no outputs)':>24}"
+        p50, p99, p999 = (median(c[i] for c in cuts) for i in range(3))
+        return f"{p50:7.0f} {p99:7.0f} {p999:8.0f}"
+
+    phases = [phase for _, phase in runs]
+    return (
+        f"{system:16} {guarantee:9} {median(rate for rate, _ in runs):>9,.0f}"
+        f" {median(p.load for p in phases):>5.0%} {median(p.produced_rate for p in phases):>9,.0f}"
+        f" {median(len(p.latencies) for p in phases):>8,.0f}"
+        f" | {medians('latencies')} | visible: {medians('visible')}"
+    )
 
 
 if __name__ == "__main__":
