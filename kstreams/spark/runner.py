@@ -39,9 +39,9 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark import StorageLevel, TaskContext
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, TimestampType
+from pyspark.sql.types import BinaryType, StringType, TimestampType
 
 from kstreams.config import StreamsConfig
 from kstreams.errors import ConfigException, TopologyException
@@ -132,15 +132,7 @@ def run_topology(
         if lowering is not None:
             logger.info("run_topology %s: %s", streams_config.application_id, lowering.describe())
         if lowering is not None and lowering.lowered:
-            # Without the topic, partition and offset columns, which only order a task's records:
-            # a generated offset (monotonically_increasing_id) would cost Spark a pass of its own.
-            frames = [_normalize_input(inputs[t], t, positions=False) for t in stage.external_inputs]
-            frames.extend(
-                df.select(*LOWERED_COLUMNS) for t in stage.produced_inputs for df in produced.get(t, [])
-            )
-            # A lowered stage writes one returned topic and feeds no other stage.
-            lowered = lowering.apply(reduce(DataFrame.unionByName, frames))
-            outputs.setdefault(str(lowering.topic), []).append(lowered)
+            add_lowered_stage(lowering, stage, inputs, produced, outputs)
             continue
         for topic in stage.external_inputs:
             if topic not in normalized:
@@ -165,6 +157,22 @@ def run_topology(
         sorted(outputs),
     )
     return {topic: reduce(DataFrame.unionByName, frames) for topic, frames in outputs.items()}
+
+
+def add_lowered_stage(
+    lowering: Any,
+    stage: Any,
+    inputs: Mapping[str, DataFrame],
+    produced: Mapping[str, list[DataFrame]],
+    outputs: dict[str, list[DataFrame]],
+) -> None:
+    """Add what a stage lowered to Spark SQL (``sql_lowering.StageLowering``) writes to ``outputs``:
+    a lowered stage writes one returned topic and feeds no other stage."""
+    # Without the topic, partition and offset columns, which only order a task's records: a
+    # generated offset (monotonically_increasing_id) would cost Spark a pass of its own.
+    frames = [_normalize_input(inputs[t], t, positions=False) for t in stage.external_inputs]
+    frames.extend(df.select(*LOWERED_COLUMNS) for t in stage.produced_inputs for df in produced.get(t, []))
+    outputs.setdefault(str(lowering.topic), []).append(lowering.apply(reduce(DataFrame.unionByName, frames)))
 
 
 def route_stage_output(
@@ -221,21 +229,18 @@ def _normalize_input(df: DataFrame, topic: str, *, positions: bool = True) -> Da
             f"The input DataFrame of topic {topic} has no column {missing}: give it key and value (binary) "
             f"and timestamp (epoch ms) columns. Its columns are {sorted(fields)}."
         )
-    columns: list[Column] = [F.lit(topic).cast(StringType()).alias("topic")] if positions else []
-    for name in ("key", "value"):
-        columns.append(_binary_column(name, fields[name], topic))
+    # SQL text: each Column call would be a round trip to the JVM.
+    texts = [_binary_column(name, fields[name], topic) for name in ("key", "value")]
     if isinstance(fields["timestamp"], TimestampType):
-        columns.append(F.unix_millis(F.col("timestamp")).alias("timestamp"))
+        texts.append("unix_millis(`timestamp`) AS `timestamp`")
     else:
-        columns.append(F.col("timestamp").cast(LongType()).alias("timestamp"))
+        texts.append("CAST(`timestamp` AS BIGINT) AS `timestamp`")
     if not positions:
-        return df.select(*columns)
-    if "partition" in fields:
-        columns.append(F.col("partition").cast(IntegerType()).alias("partition"))
-    else:
-        columns.append(F.lit(0).cast(IntegerType()).alias("partition"))
+        return df.selectExpr(*texts)
+    texts.append("CAST(`partition` AS INT) AS `partition`" if "partition" in fields else "0 AS `partition`")
+    columns = [F.lit(topic).cast(StringType()).alias("topic"), *(F.expr(text) for text in texts)]
     if "offset" in fields:
-        columns.append(F.col("offset").cast(LongType()).alias("offset"))
+        columns.append(F.expr("CAST(`offset` AS BIGINT) AS `offset`"))
     else:
         # Unique, and increasing in the DataFrame's row order: keeps the input order among
         # records with equal timestamps.
@@ -243,11 +248,12 @@ def _normalize_input(df: DataFrame, topic: str, *, positions: bool = True) -> Da
     return df.select(*columns)
 
 
-def _binary_column(name: str, data_type: Any, topic: str) -> Column:
+def _binary_column(name: str, data_type: Any, topic: str) -> str:
+    """SQL for the input's ``name`` column as binary."""
     if isinstance(data_type, BinaryType):
-        return F.col(name)
+        return f"`{name}`"
     if isinstance(data_type, StringType):
-        return F.encode(F.col(name), "UTF-8").alias(name)
+        return f"encode(`{name}`, 'UTF-8') AS `{name}`"
     raise ConfigException(
         f"Column {name} of the input DataFrame of topic {topic} is {data_type.simpleString()}: it must be "
         f"binary (the serialized {name}) or a string. Serialize it first, e.g. with the topology's serde."
