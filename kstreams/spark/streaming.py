@@ -41,7 +41,19 @@ its stores, so a task rebuilt in another Python worker, or after a restart from 
 punctuates when it was due (once for any intervals missed while the query was down), not one
 interval after it was rebuilt.
 
-Output DataFrames have the columns key, value (binary) and timestamp (epoch ms), in append mode.
+With ``lower_to_sql=True``, a stage whose operations all have Spark equivalents runs as Spark's
+own streaming query instead of tasks (``sql_lowering``: compiled filters, then ``count`` or
+``reduce`` with ``operator.add``/``min``/``max``, built-in serdes; windowed aggregations stay
+tasks, since their windows close on the tasks' stream time). A lowered aggregation is a Spark
+streaming aggregation, kept in Spark's state store: its output DataFrame is written with
+``outputMode("update")``, and each micro-batch gives one row per key it updated (its aggregate
+so far, with the largest timestamp of its records), what the task path gives when the record
+cache holds a micro-batch's keys, not one row per record. Its state lives in the checkpoint as
+Spark's, not as a task's stores: a query's checkpoint is for one setting of ``lower_to_sql``.
+``explain_topology(..., streaming=True)`` tells which stages are lowered.
+
+Output DataFrames have the columns key, value (binary) and timestamp (epoch ms), in append mode
+(a lowered aggregation's: in update mode).
 Rows of one key come from one task and, within a micro-batch, in the order the task wrote them.
 Each output DataFrame is its own query when started: to write several topics, start one query per
 output (each with its own checkpoint) or write the stage's rows once with ``foreachBatch``.
@@ -82,9 +94,11 @@ from kstreams.spark.runner import (
     DEFAULT_APPLICATION_ID,
     INPUT_COLUMNS,
     _normalize_input,
+    add_lowered_stage,
     refuse_unrunnable,
     route_stage_output,
 )
+from kstreams.spark.sql_lowering import lower_stage
 from kstreams.spark.streaming_task import StreamingStageSpec, TaskStateProcessor
 from kstreams.topology.nodes import SinkNodeSpec
 
@@ -106,6 +120,7 @@ def run_topology_stream(
     *,
     partitions: int | None = None,
     wall_clock_punctuation: bool = False,
+    lower_to_sql: bool = False,
 ) -> dict[str, DataFrame]:
     """Run ``topology`` over streaming ``inputs`` (source topic -> streaming DataFrame) and return
     its output topics as streaming DataFrames (columns key, value, timestamp; append mode).
@@ -119,7 +134,8 @@ def run_topology_stream(
     ``spark.sql.shuffle.partitions``); it is fixed for the life of the query's checkpoint, as a
     topic's partition count fixes a Kafka Streams application's tasks. ``config`` is the
     application's kstreams configuration (``application.id`` defaults to "kstreams-spark").
-    See the module docstring for ``wall_clock_punctuation`` and for what is refused.
+    See the module docstring for ``wall_clock_punctuation``, ``lower_to_sql`` and for what is
+    refused.
     """
     props = dict(config or {})
     props.setdefault("application.id", DEFAULT_APPLICATION_ID)
@@ -159,6 +175,16 @@ def run_topology_stream(
     produced: dict[str, list[DataFrame]] = {}
     outputs: dict[str, list[DataFrame]] = {}
     for stage in execution.stages:
+        lowering = (
+            lower_stage(stage, plan.subtopology(stage.subtopology), execution, streaming=True)
+            if lower_to_sql
+            else None
+        )
+        if lowering is not None:
+            logger.info("run_topology_stream %s: %s", streams_config.application_id, lowering.describe())
+        if lowering is not None and lowering.lowered:
+            add_lowered_stage(lowering, stage, inputs, produced, outputs)
+            continue
         if stage.stateful:
             spec = StreamingStageSpec(topology, props, stage.subtopology, task_partitions, run_token)
             written = _stateful_stage(stage, spec, normalized, numbered, produced, wall_clock_punctuation)

@@ -18,11 +18,20 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from kstreams import Consumed, Grouped, Materialized, Produced, Serdes, StreamsBuilder, Topology
+from kstreams import (
+    Consumed,
+    Grouped,
+    Materialized,
+    Produced,
+    Serdes,
+    StreamsBuilder,
+    Topology,
+    WindowedSerdes,
+)
 from kstreams.errors import ConfigException, TopologyException
 from kstreams.processor import Processor, ProcessorContext, PunctuationType
 from kstreams.processor import Record as StreamRecord
-from kstreams.spark import run_topology_stream
+from kstreams.spark import explain_topology, run_topology_stream
 from kstreams.state.stores import Stores
 from kstreams.testing import TopologyTestDriver
 from kstreams.topology import TimeWindows
@@ -70,6 +79,23 @@ def _windowed_count() -> Topology:
         .to_stream()
         .map(lambda w, n: (f"{w.key}@{w.start}", n))
         .to("counts", Produced.with_(S, L))
+    )
+    return builder.build()
+
+
+WINDOWED_S = WindowedSerdes.time_windowed_serde_from(S, 100)
+
+
+def _tumbling_count() -> Topology:
+    """A windowed count Spark SQL could compute, were it not for its windows' grace period."""
+    builder = StreamsBuilder()
+    (
+        builder.stream("events", Consumed.with_(S, S))
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_and_grace(100, 20))
+        .count()
+        .to_stream()
+        .to("counts", Produced.with_(WINDOWED_S, L))
     )
     return builder.build()
 
@@ -172,8 +198,24 @@ def _run_query(
 ) -> list[tuple[bytes, bytes, int]]:
     """Run the topology over every file now in ``inputs`` (availableNow) and return the output
     rows in micro-batch order (a batch Spark replays replaces its first attempt's rows)."""
+    batches = _run_micro_batches(spark, topology, inputs, output, checkpoint)
+    return [row for batch in batches for row in batch]
+
+
+def _run_micro_batches(
+    spark: Any,
+    topology: Topology,
+    inputs: dict[str, Path],
+    output: str,
+    checkpoint: Path,
+    *,
+    lower_to_sql: bool = False,
+    output_mode: str = "append",
+) -> list[list[tuple[bytes, bytes, int]]]:
+    """The output rows of each micro-batch of ``_run_query``'s run (a lowered aggregation is
+    written in ``output_mode`` "update")."""
     streams = {topic: _stream(spark, directory) for topic, directory in inputs.items()}
-    outputs = run_topology_stream(spark, topology, streams, CONFIG, partitions=2)
+    outputs = run_topology_stream(spark, topology, streams, CONFIG, partitions=2, lower_to_sql=lower_to_sql)
     batches: dict[int, list[tuple[bytes, bytes, int]]] = {}
 
     def collect(df: Any, batch_id: int) -> None:
@@ -182,6 +224,7 @@ def _run_query(
     query = (
         outputs[output]
         .writeStream.foreachBatch(collect)
+        .outputMode(output_mode)
         .option("checkpointLocation", str(checkpoint))
         .trigger(availableNow=True)
         .start()
@@ -191,7 +234,7 @@ def _run_query(
     finally:
         query.stop()
     assert query.exception() is None, query.exception()
-    return [row for batch_id in sorted(batches) for row in batches[batch_id]]
+    return [batches[batch_id] for batch_id in sorted(batches)]
 
 
 def _driver_output(
@@ -390,3 +433,69 @@ def test_positioned_rows_get_their_keys_partition_and_their_position_in_the_micr
     assert _positioned(df, False, None) is df
     unnumbered = _positioned(df, False, 3).collect()
     assert [(r.task, r.offset) for r in unnumbered] == [(r.task, 0) for r in positioned]
+
+
+def _last_update_per_key_of_each_micro_batch(
+    topology: Topology, batches: Sequence[Sequence[Record]]
+) -> list[set[tuple[str, Any, int]]]:
+    """The streaming runtime's output, micro-batch by micro-batch, as the record cache leaves it
+    when it holds a micro-batch's keys: the last update of each key the micro-batch changed."""
+    lasts: list[set[tuple[str, Any, int]]] = []
+    with TopologyTestDriver(topology, CONFIG) as driver:
+        events = driver.create_input_topic("events", S, S)
+        counts = driver.create_output_topic("counts", S, L)
+        for batch in batches:
+            for key, value, ts in batch:
+                events.pipe_input(key, value, ts)
+            last = {r.key: (r.key, r.value, r.timestamp) for r in counts.read_records_to_list()}
+            lasts.append(set(last.values()))
+    return lasts
+
+
+def test_a_lowered_count_gives_each_keys_count_once_per_micro_batch_and_resumes_from_its_checkpoint(
+    spark: Any, tmp_path: Path
+) -> None:
+    # Records out of timestamp order (a count keeps Kafka's largest-timestamp rule regardless);
+    # the query stops after two micro-batches and resumes from its checkpoint, where Spark's own
+    # state store keeps the counts.
+    assert "Spark SQL: groupBy(key).agg(count, max(timestamp))" in explain_topology(
+        _count(), ["events"], CONFIG, streaming=True
+    )
+    _write_micro_batches(tmp_path / "events", EVENTS[:2])
+    run = {"lower_to_sql": True, "output_mode": "update"}
+    first = _run_micro_batches(
+        spark, _count(), {"events": tmp_path / "events"}, "counts", tmp_path / "cp", **run
+    )
+    _write_micro_batches(tmp_path / "events", EVENTS[2:], first=2)
+    rest = _run_micro_batches(
+        spark, _count(), {"events": tmp_path / "events"}, "counts", tmp_path / "cp", **run
+    )
+    got = [set(_decode(rows, L)) for rows in first + rest]
+    assert got == _last_update_per_key_of_each_micro_batch(_count(), EVENTS)
+    assert got[3] == {("a", 7, 300), ("b", 5, 330), ("c", 3, 250)}
+
+
+def test_a_windowed_count_stays_on_tasks_in_a_streaming_query(spark: Any, tmp_path: Path) -> None:
+    # Its windows close on the tasks' stream time, which drops the late record of EVENTS' last
+    # micro-batch; a Spark streaming aggregation would count it.
+    explained = explain_topology(_tumbling_count(), ["events"], CONFIG, streaming=True)
+    assert "StreamTasks" in explained and "windows close on the tasks' stream time" in explained, explained
+    assert "Spark SQL" in explain_topology(_tumbling_count(), ["events"], CONFIG)  # a batch run lowers it
+    _write_micro_batches(tmp_path / "events", TWO_BATCHES)
+    batches = _run_micro_batches(
+        spark,
+        _tumbling_count(),
+        {"events": tmp_path / "events"},
+        "counts",
+        tmp_path / "cp",
+        lower_to_sql=True,
+    )
+    with TopologyTestDriver(_tumbling_count(), CONFIG) as driver:
+        events = driver.create_input_topic("events", S, S)
+        for key, value, ts in (record for batch in EVENTS for record in batch):
+            events.pipe_input(key, value, ts)
+        out = driver.create_output_topic("counts", WINDOWED_S, L)
+        expected = [(r.key, r.value, r.timestamp) for r in out.read_records_to_list()]
+    rows = [row for batch in batches for row in batch]
+    decoded = [(WINDOWED_S.deserialize("counts", k), L.deserialize("counts", v), ts) for k, v, ts in rows]
+    assert _by_key(decoded) == _by_key(expected)

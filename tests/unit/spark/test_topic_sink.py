@@ -167,3 +167,66 @@ def test_a_streaming_write_replayed_after_a_kill_before_commit_leaves_each_row_o
     assert _values(kafka, sink, "read_uncommitted") == expected
     replayed = [p for p in restarted.recentProgress if p["batchId"] == 1]
     assert replayed and replayed[0]["numInputRows"] == 40
+
+
+def test_a_lowered_streaming_count_reaches_a_topic_through_foreach_batch(
+    spark: Any, kafka: Any, kafka_broker: str, tmp_path: Path
+) -> None:
+    # docs/spark-streaming.md: a lowered aggregation is written in update mode, which Spark's
+    # Python data sources (this sink among them) refuse; foreachBatch with a batch write takes it.
+    from kstreams import Consumed, Produced, Serdes, StreamsBuilder
+    from kstreams.spark import run_topology_stream
+
+    builder = StreamsBuilder()
+    builder.stream(
+        "events", Consumed.with_(Serdes.string(), Serdes.string())
+    ).group_by_key().count().to_stream().to("counts", Produced.with_(Serdes.string(), Serdes.long()))
+    source, sink = _topic(kafka, "lowered-in"), _topic(kafka, "lowered-out")
+    for i in range(60):
+        kafka.produce(source, f"k{i % 4}".encode(), b"v", T0 + i, i % PARTITIONS)
+    stream = (
+        spark.readStream.format("kstreams")
+        .option("bootstrap.servers", kafka_broker)
+        .option("topic", source)
+        .option("maxOffsetsPerTrigger", "25")  # micro-batches of 25, 25 and 10 rows
+        .load()
+    )
+    counts = run_topology_stream(
+        spark,
+        builder.build(),
+        {"events": stream},
+        {"application.id": "lowered"},
+        partitions=2,
+        lower_to_sql=True,
+    )["counts"]
+
+    refused = (
+        counts.writeStream.format("kstreams")
+        .option("bootstrap.servers", kafka_broker)
+        .option("topic", sink)
+        .option("checkpointLocation", str(tmp_path / "refused"))
+        .outputMode("update")
+        .trigger(availableNow=True)
+    )
+    with pytest.raises(Exception, match="kstreams does not support Update mode"):
+        refused.start().awaitTermination(60)
+
+    def write(df: Any, _batch_id: int) -> None:
+        df.write.format("kstreams").mode("append").option("bootstrap.servers", kafka_broker).option(
+            "topic", sink
+        ).save()
+
+    query = (
+        counts.writeStream.foreachBatch(write)
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .outputMode("update")
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(180), "the availableNow query did not finish within 180 s"
+    assert query.exception() is None, query.exception()
+    long = Serdes.long()
+    updates = [(r.key, long.deserialize(sink, r.value), r.timestamp) for r in kafka.read(sink)]
+    assert len(updates) == 12  # each of the 4 keys once per micro-batch
+    last = {key: (count, ts) for key, count, ts in sorted(updates, key=lambda u: u[1])}
+    assert last == {f"k{k}".encode(): (15, T0 + 56 + k) for k in range(4)}
