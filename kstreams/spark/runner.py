@@ -41,7 +41,7 @@ import pyarrow as pa
 from pyspark import StorageLevel, TaskContext
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import BinaryType, StringType, TimestampType
+from pyspark.sql.types import BinaryType, LongType, StringType, TimestampType
 
 from kstreams.config import StreamsConfig
 from kstreams.errors import ConfigException, TopologyException
@@ -168,11 +168,31 @@ def add_lowered_stage(
 ) -> None:
     """Add what a stage lowered to Spark SQL (``sql_lowering.StageLowering``) writes to ``outputs``:
     a lowered stage writes one returned topic and feeds no other stage."""
-    # Without the topic, partition and offset columns, which only order a task's records: a
-    # generated offset (monotonically_increasing_id) would cost Spark a pass of its own.
-    frames = [_normalize_input(inputs[t], t, positions=False) for t in stage.external_inputs]
-    frames.extend(df.select(*LOWERED_COLUMNS) for t in stage.produced_inputs for df in produced.get(t, []))
-    outputs.setdefault(str(lowering.topic), []).append(lowering.apply(reduce(DataFrame.unionByName, frames)))
+    frames = [inputs[t] for t in stage.external_inputs]
+    frames.extend(df for t in stage.produced_inputs for df in produced.get(t, []))
+    if len(frames) == 1 and _has_lowered_types(frames[0]):
+        # The lowered query reads these columns only: a select of them would cost Spark's driver
+        # one more analysis of the plan.
+        stage_input = frames[0]
+    else:
+        # Without the topic, partition and offset columns, which only order a task's records: a
+        # generated offset (monotonically_increasing_id) would cost Spark a pass of its own.
+        frames = [_normalize_input(inputs[t], t, positions=False) for t in stage.external_inputs]
+        frames.extend(
+            df.select(*LOWERED_COLUMNS) for t in stage.produced_inputs for df in produced.get(t, [])
+        )
+        stage_input = reduce(DataFrame.unionByName, frames)
+    outputs.setdefault(str(lowering.topic), []).append(lowering.apply(stage_input))
+
+
+def _has_lowered_types(df: DataFrame) -> bool:
+    """Whether ``df``'s key and value are binary and its timestamp a long (epoch ms)."""
+    types = {f.name: f.dataType for f in df.schema.fields}
+    return (
+        isinstance(types.get("key"), BinaryType)
+        and isinstance(types.get("value"), BinaryType)
+        and isinstance(types.get("timestamp"), LongType)
+    )
 
 
 def route_stage_output(
