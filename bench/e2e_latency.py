@@ -268,11 +268,14 @@ def load_producer(bootstrap: str, topic: str, rows: list[tuple[bytes, bytes]], c
     compiled sender queues the ones due every half millisecond. For each (first id, rate, seconds)
     received on ``conn`` it answers (records, records/s) once every record is delivered."""
     from kstreams._native.record_batch import default_partition
+    from kstreams.cluster.kafka_native import native_unavailable_reason
     from kstreams.cluster.kafka_producer import native_sender
 
     sender = native_sender({"bootstrap.servers": bootstrap, "linger.ms": 1})
     if sender is None:
-        raise RuntimeError("the load producer needs kstreams' compiled sender (librdkafka >= 2.x)")
+        raise RuntimeError(
+            f"the load producer needs kstreams' compiled sender: {native_unavailable_reason()}"
+        )
     parts = [default_partition(key, PARTITIONS) for key, _ in rows]
     conn.send("ready")
     while (job := conn.recv()) is not None:
@@ -398,11 +401,15 @@ def _cuts(values: list[float]) -> list[float]:
     return [ordered[min(len(ordered) - 1, int(q * len(ordered)))] for q in (0.5, 0.99, 0.999)]
 
 
-def _percentiles(values: list[float]) -> str:
-    if not values:
+def _shown(cuts: list[float] | None) -> str:
+    if cuts is None:
         return f"{'(no outputs)':>24}"
-    p50, p99, p999 = _cuts(values)
+    p50, p99, p999 = cuts
     return f"{p50:7.0f} {p99:7.0f} {p999:8.0f}"
+
+
+def _percentiles(values: list[float]) -> str:
+    return _shown(_cuts(values) if values else None)
 
 
 def run_system(
@@ -573,10 +580,7 @@ def _median_line(system: str, guarantee: str, runs: list[tuple[float, Phase]]) -
 
     def medians(column: str) -> str:
         cuts = [_cuts(getattr(phase, column)) for _, phase in runs if getattr(phase, column)]
-        if not cuts:
-            return f"{'(no outputs)':>24}"
-        p50, p99, p999 = (median(c[i] for c in cuts) for i in range(3))
-        return f"{p50:7.0f} {p99:7.0f} {p999:8.0f}"
+        return _shown([median(c[i] for c in cuts) for i in range(3)] if cuts else None)
 
     phases = [phase for _, phase in runs]
     return (

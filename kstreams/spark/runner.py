@@ -168,19 +168,17 @@ def add_lowered_stage(
 ) -> None:
     """Add what a stage lowered to Spark SQL (``sql_lowering.StageLowering``) writes to ``outputs``:
     a lowered stage writes one returned topic and feeds no other stage."""
-    frames = [inputs[t] for t in stage.external_inputs]
-    frames.extend(df for t in stage.produced_inputs for df in produced.get(t, []))
-    if len(frames) == 1 and _has_lowered_types(frames[0]):
+    written = [df for t in stage.produced_inputs for df in produced.get(t, [])]
+    given = [inputs[t] for t in stage.external_inputs]
+    if len(given) + len(written) == 1 and _has_lowered_types((given or written)[0]):
         # The lowered query reads these columns only: a select of them would cost Spark's driver
         # one more analysis of the plan.
-        stage_input = frames[0]
+        stage_input = (given or written)[0]
     else:
         # Without the topic, partition and offset columns, which only order a task's records: a
         # generated offset (monotonically_increasing_id) would cost Spark a pass of its own.
         frames = [_normalize_input(inputs[t], t, positions=False) for t in stage.external_inputs]
-        frames.extend(
-            df.select(*LOWERED_COLUMNS) for t in stage.produced_inputs for df in produced.get(t, [])
-        )
+        frames.extend(df.select(*LOWERED_COLUMNS) for df in written)
         stage_input = reduce(DataFrame.unionByName, frames)
     outputs.setdefault(str(lowering.topic), []).append(lowering.apply(stage_input))
 

@@ -69,34 +69,30 @@ def _count() -> Topology:
     return builder.build()
 
 
-def _windowed_count() -> Topology:
-    builder = StreamsBuilder()
-    (
+WINDOWED_S = WindowedSerdes.time_windowed_serde_from(S, 100)
+
+
+def _windowed_counts(builder: StreamsBuilder) -> Any:
+    """The stream of 100 ms window counts (20 ms grace) of "events"."""
+    return (
         builder.stream("events", Consumed.with_(S, S))
         .group_by_key()
         .windowed_by(TimeWindows.of_size_and_grace(100, 20))
         .count()
         .to_stream()
-        .map(lambda w, n: (f"{w.key}@{w.start}", n))
-        .to("counts", Produced.with_(S, L))
     )
+
+
+def _windowed_count() -> Topology:
+    builder = StreamsBuilder()
+    _windowed_counts(builder).map(lambda w, n: (f"{w.key}@{w.start}", n)).to("counts", Produced.with_(S, L))
     return builder.build()
-
-
-WINDOWED_S = WindowedSerdes.time_windowed_serde_from(S, 100)
 
 
 def _tumbling_count() -> Topology:
     """A windowed count Spark SQL could compute, were it not for its windows' grace period."""
     builder = StreamsBuilder()
-    (
-        builder.stream("events", Consumed.with_(S, S))
-        .group_by_key()
-        .windowed_by(TimeWindows.of_size_and_grace(100, 20))
-        .count()
-        .to_stream()
-        .to("counts", Produced.with_(WINDOWED_S, L))
-    )
+    _windowed_counts(builder).to("counts", Produced.with_(WINDOWED_S, L))
     return builder.build()
 
 
